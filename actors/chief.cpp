@@ -1,0 +1,308 @@
+#include "actors/chief.hpp"
+
+#include <cstdio>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+namespace troupe {
+
+std::string training_result::to_json() const {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "{\"event\":\"final\",\"ok\":%s,\"mode\":\"%s\",\"global_step\":%lld,"
+                "\"test_accuracy\":%.4f,\"test_loss\":%.4f,\"examples_per_sec\":%.1f,"
+                "\"wall_seconds\":%.2f,\"refused_steps\":%lld",
+                ok ? "true" : "false", mode.c_str(), static_cast<long long>(global_step),
+                test_accuracy, test_loss, examples_per_sec, wall_seconds,
+                static_cast<long long>(refused_steps));
+  std::string out = buf;
+  if (!ok) {
+    std::string escaped;
+    for (char c : error) {
+      if (c == '"' || c == '\\')
+        escaped += '\\';
+      escaped += (c == '\n') ? ' ' : c;
+    }
+    out += ",\"error\":\"" + escaped + "\"";
+  }
+  return out + "}";
+}
+
+namespace {
+
+using self_ptr = chief_actor::stateful_pointer<chief_state>;
+constexpr auto watchdog_period = std::chrono::seconds(1);
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+void stop_everyone(self_ptr self) {
+  for (auto& shard : self->state.links.shards)
+    self->send(shard, stop_atom::value);
+  for (auto& kv : self->state.workers)
+    if (auto w = caf::actor_cast<worker_actor>(kv.second))
+      self->send(w, stop_atom::value);
+}
+
+training_result base_result(self_ptr self) {
+  auto& st = self->state;
+  training_result r;
+  r.wall_seconds = seconds_since(st.created);
+  r.mode = st.config.mode;
+  r.global_step = st.budget->global_step();
+  r.examples = st.examples;
+  r.refused_steps = st.refused;
+  return r;
+}
+
+void abort_run(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  if (st.finishing)
+    return;
+  st.finishing = true;
+  spdlog::error("chief: training failed: {}", why);
+  auto r = base_result(self);
+  r.ok = false;
+  r.error = why;
+  if (st.links.on_finish)
+    st.links.on_finish(r);
+  stop_everyone(self);
+  self->quit(caf::make_error(caf::sec::runtime_error, why));
+}
+
+void evaluate_and_finish(self_ptr self, std::vector<tensor> params, double train_seconds) {
+  auto& st = self->state;
+  auto r = base_result(self);
+  r.examples_per_sec = train_seconds > 0 ? static_cast<double>(st.examples) / train_seconds : 0;
+  try {
+    auto stats = evaluate_dataset(*st.links.net, params, *st.links.test);
+    r.test_accuracy = stats.examples
+                        ? static_cast<double>(stats.correct) / static_cast<double>(stats.examples)
+                        : 0.0;
+    r.test_loss = stats.loss;
+    r.ok = true;
+  } catch (const std::exception& e) {
+    r.error = std::string("evaluation failed: ") + e.what();
+  }
+  r.wall_seconds = seconds_since(st.created);
+  spdlog::info("chief: done: global_step={} test_accuracy={:.4f} test_loss={:.4f} "
+               "examples/s={:.0f}",
+               r.global_step, r.test_accuracy, r.test_loss, r.examples_per_sec);
+  if (st.links.on_finish)
+    st.links.on_finish(r);
+  stop_everyone(self);
+  self->quit(caf::exit_reason::normal);
+}
+
+// Reads the final values of every variable from the shards, in model order.
+void finish(self_ptr self) {
+  auto& st = self->state;
+  st.finishing = true;
+  double train_seconds = seconds_since(st.started);
+  spdlog::info("chief: reached last_step {}; evaluating on {} test examples",
+               st.budget->last_step(), st.links.test->size());
+  auto params = std::make_shared<std::vector<tensor>>(st.plan.variables.size());
+  auto pending = std::make_shared<size_t>(st.links.shards.size());
+  for (size_t s = 0; s < st.links.shards.size(); ++s) {
+    std::vector<std::string> names;
+    std::vector<size_t> indices;
+    for (size_t i = 0; i < st.plan.variables.size(); ++i)
+      if (st.plan.shard_of[i] == static_cast<int32_t>(s)) {
+        names.push_back(st.plan.variables[i]);
+        indices.push_back(i);
+      }
+    self->request(st.links.shards[s], st.config.runtime.request_timeout, pull_atom::value, names)
+      .then(
+        [self, params, pending, indices, train_seconds](pull_reply& reply) {
+          for (size_t k = 0; k < indices.size() && k < reply.values.size(); ++k)
+            (*params)[indices[k]] = std::move(reply.values[k]);
+          if (--*pending == 0)
+            evaluate_and_finish(self, std::move(*params), train_seconds);
+        },
+        [self, s](caf::error& err) {
+          self->state.finishing = false;
+          abort_run(self, "reading the final values from ps:" + std::to_string(s)
+                            + " failed: " + describe(err));
+        });
+  }
+}
+
+void log_progress(self_ptr self, const step_report& r) {
+  auto& st = self->state;
+  st.interval_examples += r.examples;
+  st.interval_correct += r.correct;
+  st.interval_loss += r.loss;
+  ++st.interval_steps;
+  auto step = st.budget->global_step();
+  if (st.config.log_interval <= 0 || step % st.config.log_interval != 0)
+    return;
+  double secs = seconds_since(st.interval_start);
+  spdlog::info("chief: global_step={}/{} loss={:.4f} batch_accuracy={:.4f} examples/s={:.0f} "
+               "workers={}",
+               step, st.budget->last_step(), st.interval_loss / st.interval_steps,
+               st.interval_examples ? static_cast<double>(st.interval_correct)
+                                        / static_cast<double>(st.interval_examples)
+                                    : 0.0,
+               secs > 0 ? static_cast<double>(st.interval_examples) / secs : 0.0,
+               st.workers.size());
+  st.interval_start = std::chrono::steady_clock::now();
+  st.interval_examples = st.interval_correct = 0;
+  st.interval_loss = 0;
+  st.interval_steps = 0;
+}
+
+void initialize_shards(self_ptr self) {
+  auto& st = self->state;
+  auto& vars = st.links.net->variables();
+  auto num_shards = static_cast<int32_t>(st.links.shards.size());
+  auto placement = make_placement(st.config.placement)->place(vars, num_shards);
+  std::vector<std::vector<std::string>> names(num_shards);
+  std::vector<std::vector<tensor>> values(num_shards);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    st.plan.variables.push_back(vars[i].name);
+    st.plan.shard_of.push_back(placement[i]);
+    names[placement[i]].push_back(vars[i].name);
+    values[placement[i]].push_back(initial_value(vars[i], st.config.seed));
+    spdlog::info("chief: {} {} -> ps:{}", vars[i].name, to_string(vars[i].shape), placement[i]);
+  }
+  auto pending = std::make_shared<size_t>(st.links.shards.size());
+  for (int32_t s = 0; s < num_shards; ++s)
+    self->request(st.links.shards[s], st.config.runtime.request_timeout, init_atom::value,
+                  std::move(names[s]), std::move(values[s]))
+      .then(
+        [self, pending](caf::ok_atom) {
+          if (--*pending > 0)
+            return;
+          auto& st = self->state;
+          st.initialized = true;
+          spdlog::info("chief: initialised {} variable(s) on {} shard(s); {} worker(s) waiting",
+                       st.plan.variables.size(), st.links.shards.size(),
+                       st.waiting_ready.size());
+          for (auto& rp : st.waiting_ready)
+            rp.deliver(st.plan);
+          st.waiting_ready.clear();
+        },
+        [self, s](caf::error& err) {
+          abort_run(self, "initialising ps:" + std::to_string(s) + " failed: " + describe(err));
+        });
+}
+
+} // namespace
+
+chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self,
+                                 chief_config config, chief_links links) {
+  auto& st = self->state;
+  st.config = config;
+  st.links = std::move(links);
+  st.budget.emplace(config.last_step);
+  st.created = st.started = st.interval_start = st.last_worker_seen
+    = std::chrono::steady_clock::now();
+  for (auto& shard : st.links.shards)
+    self->monitor(shard);
+  self->set_down_handler([self](const caf::down_msg& msg) {
+    auto& st = self->state;
+    for (size_t s = 0; s < st.links.shards.size(); ++s)
+      if (msg.source == st.links.shards[s].address()) {
+        if (!st.finishing)
+          abort_run(self, "lost ps:" + std::to_string(s) + " (" + self->system().render(msg.reason)
+                            + "); its variables are gone");
+        return;
+      }
+    for (auto i = st.workers.begin(); i != st.workers.end(); ++i)
+      if (i->second == msg.source) {
+        auto index = i->first;
+        st.workers.erase(i);
+        st.last_worker_seen = std::chrono::steady_clock::now();
+        if (!st.finishing) {
+          spdlog::warn("chief: lost worker:{} ({}); its step goes to the others, {} worker(s) "
+                       "left; a restarted worker rejoins",
+                       index, self->system().render(msg.reason), st.workers.size());
+          st.budget->revoke(index);
+        }
+        return;
+      }
+  });
+  try {
+    initialize_shards(self);
+  } catch (const std::exception& e) {
+    abort_run(self, e.what());
+  }
+  self->delayed_send(self, watchdog_period, tick_atom::value);
+  return {
+    [self](hello_atom, uint32_t version, const std::string& job,
+           int32_t task) -> caf::result<uint32_t> {
+      return answer_hello(version, job, task, "chief");
+    },
+    [self](ready_atom, int32_t index) -> caf::result<training_plan> {
+      auto& st = self->state;
+      auto sender = self->current_sender();
+      if (st.workers.count(index) > 0)
+        spdlog::warn("chief: worker:{} registered again (restarted?)", index);
+      if (auto w = caf::actor_cast<caf::actor>(sender)) {
+        st.workers[index] = w.address();
+        self->monitor(w);
+      }
+      if (st.initialized)
+        return st.plan;
+      auto rp = self->make_response_promise<training_plan>();
+      st.waiting_ready.push_back(rp);
+      return rp;
+    },
+    [self](report_atom, const step_report& r) -> caf::result<step_grant> {
+      auto& st = self->state;
+      if (st.finishing)
+        return step_grant{0, true};
+      if (r.step >= 0 && st.budget->has_grant(r.worker)) {
+        if (r.applied) {
+          st.budget->complete(r.worker);
+          st.examples += r.examples;
+          log_progress(self, r);
+        } else {
+          st.budget->revoke(r.worker);
+          if (++st.refused > st.config.runtime.max_refused_steps) {
+            abort_run(self, std::to_string(st.refused)
+                              + " updates refused by the shards (non-finite gradients?): "
+                                "training diverged; lower train.learning-rate");
+            return step_grant{0, true};
+          }
+        }
+      }
+      if (st.budget->finished()) {
+        finish(self);
+        return step_grant{0, true};
+      }
+      auto step = st.budget->grant(r.worker);
+      if (!step)
+        return step_grant{0, true};
+      if (!st.any_grant) {
+        st.any_grant = true;
+        st.started = st.interval_start = std::chrono::steady_clock::now();
+      }
+      return step_grant{*step, false};
+    },
+    [self](tick_atom) {
+      auto& st = self->state;
+      if (st.finishing)
+        return;
+      if (!st.workers.empty())
+        st.last_worker_seen = std::chrono::steady_clock::now();
+      else if (std::chrono::steady_clock::now() - st.last_worker_seen
+               > st.config.runtime.worker_wait_timeout) {
+        abort_run(self, "no worker has been connected for "
+                          + std::to_string(st.config.runtime.worker_wait_timeout.count() / 1000)
+                          + " s (cluster.worker-wait-timeout); start the workers or check "
+                            "their logs");
+        return;
+      }
+      self->delayed_send(self, watchdog_period, tick_atom::value);
+    },
+  };
+}
+
+} // namespace troupe

@@ -1,0 +1,82 @@
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/placement.hpp"
+#include "actors/protocol.hpp"
+#include "actors/step_budget.hpp"
+#include "config/settings.hpp"
+#include "tensor/dataset.hpp"
+#include "tensor/model.hpp"
+
+namespace troupe {
+
+/// What a finished (or failed) training run reports.
+struct training_result {
+  bool ok = false;
+  std::string error;        // why training failed, if it did
+  int64_t global_step = 0;
+  double test_accuracy = 0;
+  double test_loss = 0;
+  double examples_per_sec = 0;
+  double wall_seconds = 0;
+  uint64_t examples = 0;
+  int64_t refused_steps = 0;
+  std::string mode;
+  std::string to_json() const;  // the final line the node prints
+};
+
+struct chief_config {
+  int64_t last_step = 1000;
+  uint64_t seed = 42;
+  int64_t log_interval = 100;
+  std::string mode = "async";
+  std::string placement = "round_robin";
+  runtime_settings runtime;
+};
+
+struct chief_links {
+  std::vector<ps_shard_actor> shards;
+  std::shared_ptr<model> net;
+  std::shared_ptr<const dataset> test;           // evaluated at the end
+  std::function<void(const training_result&)> on_finish;
+};
+
+struct chief_state {
+  static inline const char* name = "troupe.chief";
+  chief_config config;
+  chief_links links;
+  std::optional<step_budget> budget;
+  training_plan plan;
+  bool initialized = false;
+  bool finishing = false;
+  std::vector<caf::typed_response_promise<training_plan>> waiting_ready;
+  std::map<int32_t, caf::actor_addr> workers;    // live workers by index
+  std::chrono::steady_clock::time_point created; // spawn: wall_seconds counts from here
+  std::chrono::steady_clock::time_point started; // first grant: examples/s counts from here
+  bool any_grant = false;
+  uint64_t examples = 0;
+  int64_t refused = 0;
+  std::chrono::steady_clock::time_point last_worker_seen;
+  // progress line bookkeeping
+  std::chrono::steady_clock::time_point interval_start;
+  uint64_t interval_examples = 0;
+  uint64_t interval_correct = 0;
+  double interval_loss = 0;
+  int64_t interval_steps = 0;
+};
+
+/// The chief: initialises every variable exactly once with the seed, answers
+/// ready requests once that is done (a response promise, no polling), grants
+/// global steps up to last_step, logs progress, then evaluates the final
+/// model, reports through on_finish and stops every shard and worker.
+chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self,
+                                 chief_config config, chief_links links);
+
+} // namespace troupe

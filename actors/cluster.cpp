@@ -1,0 +1,85 @@
+#include "actors/cluster.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace troupe {
+
+namespace {
+
+template <class Handle, class Fun, class... Ts>
+Handle spawn_as(caf::actor_system& sys, spawn_mode mode, Fun fun, Ts&&... xs) {
+  if (mode == spawn_mode::detached)
+    return sys.spawn<caf::detached>(fun, std::forward<Ts>(xs)...);
+  return sys.spawn(fun, std::forward<Ts>(xs)...);
+}
+
+} // namespace
+
+training_data load_training_data(const training_settings& settings) {
+  training_data out;
+  out.train = std::make_shared<const dataset>(load_mnist_split(settings.data_dir, "train"));
+  out.test = std::make_shared<const dataset>(load_mnist_split(settings.data_dir, "t10k"));
+  return out;
+}
+
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
+                              const training_settings& settings, spawn_mode mode) {
+  ps_shard_config config{index, static_cast<float>(settings.learning_rate)};
+  return spawn_as<ps_shard_actor>(sys, mode, ps_shard, config);
+}
+
+chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
+                        const runtime_settings& runtime, std::vector<ps_shard_actor> shards,
+                        std::shared_ptr<const dataset> test,
+                        std::function<void(const training_result&)> on_finish,
+                        spawn_mode mode) {
+  chief_config config;
+  config.last_step = settings.last_step;
+  config.seed = settings.seed;
+  config.log_interval = settings.log_interval;
+  config.mode = settings.mode;
+  config.placement = settings.placement;
+  config.runtime = runtime;
+  chief_links links{std::move(shards), make_model(settings.model), std::move(test),
+                    std::move(on_finish)};
+  return spawn_as<chief_actor>(sys, mode, chief, config, std::move(links));
+}
+
+worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
+                          const training_settings& settings, const runtime_settings& runtime,
+                          chief_actor chief_handle, std::vector<ps_shard_actor> shards,
+                          std::shared_ptr<const dataset> train, spawn_mode mode) {
+  worker_config config;
+  config.index = index;
+  config.num_workers = num_workers;
+  config.batch_size = settings.batch_size;
+  config.seed = settings.seed;
+  config.log_interval = settings.log_interval;
+  config.request_timeout = runtime.request_timeout;
+  config.ready_timeout = runtime.connect_timeout;
+  worker_links links{std::move(chief_handle), std::move(shards), make_model(settings.model),
+                     std::move(train)};
+  return spawn_as<worker_actor>(sys, mode, worker, config, std::move(links));
+}
+
+local_cluster spawn_local_cluster(caf::actor_system& sys, const training_settings& settings,
+                                  const runtime_settings& runtime, int32_t num_shards,
+                                  int32_t num_workers, const training_data& data,
+                                  std::function<void(const training_result&)> on_finish,
+                                  spawn_mode mode) {
+  local_cluster out;
+  // Shards only react to messages: they never block, so they stay cooperative.
+  for (int32_t s = 0; s < num_shards; ++s)
+    out.shards.push_back(spawn_ps_shard(sys, s, settings, spawn_mode::cooperative));
+  out.chief = spawn_chief(sys, settings, runtime, out.shards, data.test, std::move(on_finish),
+                          mode);
+  for (int32_t w = 0; w < num_workers; ++w)
+    out.workers.push_back(spawn_worker(sys, w, num_workers, settings, runtime, out.chief,
+                                       out.shards, data.train, mode));
+  return out;
+}
+
+} // namespace troupe

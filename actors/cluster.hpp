@@ -1,0 +1,66 @@
+#pragma once
+// The library API for composing Troupe topologies: spawn shards, a chief and
+// workers in one actor system, or hand them remote handles to span nodes.
+// apps/troupe_node.cpp and apps/custom_topology.cpp are both built on it.
+//
+//   caf::actor_system_config cfg;
+//   troupe::register_protocol(cfg);            // every node, before the system
+//   caf::actor_system sys{cfg};
+//   auto data = troupe::load_training_data(settings);
+//   auto run = troupe::spawn_local_cluster(sys, settings, runtime, 2, 2, data,
+//                                          [](const troupe::training_result& r) { ... });
+//   // the actors stop by themselves after last_step; the system's destructor waits.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "actors/chief.hpp"
+#include "actors/protocol.hpp"
+#include "actors/ps_shard.hpp"
+#include "actors/worker.hpp"
+#include "config/settings.hpp"
+
+namespace troupe {
+
+/// Detached actors get their own thread (production: compute must not block
+/// CAF's scheduler); cooperative ones run on the scheduler (deterministic tests).
+enum class spawn_mode { detached, cooperative };
+
+struct training_data {
+  std::shared_ptr<const dataset> train;
+  std::shared_ptr<const dataset> test;
+};
+
+/// Loads Fashion-MNIST (train and test) from settings.data_dir.
+training_data load_training_data(const training_settings& settings);
+
+ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
+                              const training_settings& settings,
+                              spawn_mode mode = spawn_mode::cooperative);
+
+chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
+                        const runtime_settings& runtime, std::vector<ps_shard_actor> shards,
+                        std::shared_ptr<const dataset> test,
+                        std::function<void(const training_result&)> on_finish,
+                        spawn_mode mode = spawn_mode::detached);
+
+worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
+                          const training_settings& settings, const runtime_settings& runtime,
+                          chief_actor chief, std::vector<ps_shard_actor> shards,
+                          std::shared_ptr<const dataset> train,
+                          spawn_mode mode = spawn_mode::detached);
+
+struct local_cluster {
+  std::vector<ps_shard_actor> shards;
+  chief_actor chief;
+  std::vector<worker_actor> workers;
+};
+
+/// The whole cluster in one process: shards, chief and workers.
+local_cluster spawn_local_cluster(caf::actor_system& sys, const training_settings& settings,
+                                  const runtime_settings& runtime, int32_t num_shards,
+                                  int32_t num_workers, const training_data& data,
+                                  std::function<void(const training_result&)> on_finish,
+                                  spawn_mode mode = spawn_mode::detached);
+
+} // namespace troupe

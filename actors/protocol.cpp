@@ -1,0 +1,68 @@
+#include "actors/protocol.hpp"
+
+#include <caf/actor_system_config.hpp>
+#include <caf/message.hpp>
+#include <caf/result.hpp>
+
+namespace troupe {
+
+const char* to_string(errc code) {
+  switch (code) {
+    case errc::unknown_variable: return "unknown_variable";
+    case errc::shape_mismatch: return "shape_mismatch";
+    case errc::non_finite_gradient: return "non_finite_gradient";
+    case errc::not_initialized: return "not_initialized";
+    case errc::already_initialized: return "already_initialized";
+    case errc::protocol_mismatch: return "protocol_mismatch";
+    case errc::training_stopped: return "training_stopped";
+    case errc::invalid_request: return "invalid_request";
+  }
+  return "unknown_error";
+}
+
+namespace {
+
+std::string render_troupe_error(uint8_t code, caf::atom_value, const caf::message& ctx) {
+  std::string out = to_string(static_cast<errc>(code));
+  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+    out += ": " + ctx.get_as<std::string>(0);
+  return out;
+}
+
+} // namespace
+
+void register_protocol(caf::actor_system_config& cfg) {
+  cfg.add_message_type<tensor>("troupe::tensor");
+  cfg.add_message_type<std::vector<tensor>>("std::vector<troupe::tensor>");
+  cfg.add_message_type<pull_reply>("troupe::pull_reply");
+  cfg.add_message_type<training_plan>("troupe::training_plan");
+  cfg.add_message_type<step_report>("troupe::step_report");
+  cfg.add_message_type<step_grant>("troupe::step_grant");
+  cfg.add_message_type<ps_shard_actor>("troupe::ps_shard_actor");
+  cfg.add_message_type<chief_actor>("troupe::chief_actor");
+  cfg.add_message_type<worker_actor>("troupe::worker_actor");
+  cfg.add_error_category(caf::atom("troupe"), render_troupe_error);
+}
+
+caf::error make_error(const failure& f) {
+  return caf::make_error(f.code, f.message);
+}
+
+std::string describe(const caf::error& err) {
+  if (err.category() == caf::atom("troupe"))
+    return render_troupe_error(err.code(), err.category(), err.context());
+  return caf::to_string(err);
+}
+
+caf::result<uint32_t> answer_hello(uint32_t peer_version, const std::string& peer_job,
+                                   int32_t peer_task, const std::string& self_name) {
+  if (peer_version != protocol_version)
+    return make_error({errc::protocol_mismatch,
+                       self_name + " speaks Troupe protocol " + std::to_string(protocol_version)
+                         + " but " + peer_job + ":" + std::to_string(peer_task)
+                         + " speaks " + std::to_string(peer_version)
+                         + "; run the same Troupe release on every node"});
+  return protocol_version;
+}
+
+} // namespace troupe

@@ -1,0 +1,27 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "actors/protocol.hpp"
+#include "actors/variable_store.hpp"
+
+namespace troupe {
+
+struct ps_shard_config {
+  int32_t index = 0;
+  float learning_rate = 0.1f;
+};
+
+struct ps_shard_state {
+  static inline const char* name = "troupe.ps_shard";
+  std::optional<variable_store> store;
+  std::string label;  // "ps:0"
+};
+
+/// A PS shard: answers pulls, applies pushes at once (async SGD), refuses bad
+/// requests with an error naming the problem, and quits on stop or when it
+/// loses the chief that initialised it (it never outlives training).
+ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard_state> self,
+                                       ps_shard_config config);
+
+} // namespace troupe

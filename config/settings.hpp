@@ -1,0 +1,49 @@
+#pragma once
+// The settings a Troupe cluster runs with, as plain values. config/node_config
+// fills them from caf-application.conf and the command line; the library API
+// (actors/cluster.hpp) takes them directly.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+struct host_port {
+  std::string host;
+  uint16_t port = 0;
+  std::string to_string() const { return host + ":" + std::to_string(port); }
+};
+
+/// The jobs of a cluster and the address of each task (TF's ClusterSpec).
+struct cluster_spec {
+  std::vector<host_port> chief;
+  std::vector<host_port> ps;
+  std::vector<host_port> worker;
+};
+
+struct training_settings {
+  std::string model = "softmax";
+  std::string mode = "async";
+  int64_t batch_size = 100;
+  double learning_rate = 0.5;
+  int64_t last_step = 3000;
+  uint64_t seed = 42;
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  int64_t log_interval = 200;
+  std::string placement = "round_robin";
+  std::string device = "cpu";
+};
+
+struct runtime_settings {
+  /// How long a node retries to reach a peer before giving up.
+  std::chrono::milliseconds connect_timeout{60000};
+  /// Every request to another actor fails after this long without a reply.
+  std::chrono::milliseconds request_timeout{30000};
+  /// The chief aborts training after this many refused updates (NaN gradients).
+  int64_t max_refused_steps = 100;
+  /// The chief fails when no worker has been alive for this long.
+  std::chrono::milliseconds worker_wait_timeout{120000};
+};
+
+} // namespace troupe

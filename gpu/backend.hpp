@@ -1,0 +1,50 @@
+#pragma once
+// One compute interface, two implementations: CPU (Eigen, always built) and
+// CUDA (built whenever nvcc is found). Worker actors hold a backend and never
+// see which one it is. Issue 2 needs the CPU path only; the CUDA backend
+// reports devices now and gains kernels with the GPU worker.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.hpp"
+
+namespace troupe::gpu {
+
+/// Where a worker computes: "cpu" or "cuda:N".
+struct device_spec {
+  enum class kind { cpu, cuda };
+  kind type = kind::cpu;
+  int index = 0;
+  std::string to_string() const;
+};
+
+/// Parses "cpu" or "cuda:N"; throws troupe_error on anything else.
+device_spec parse_device(const std::string& text);
+
+class compute_backend {
+public:
+  virtual ~compute_backend() = default;
+  virtual device_spec device() const = 0;
+  /// out = op(a) op(b)
+  virtual void matmul(const tensor& a, const tensor& b, tensor& out, bool transpose_a,
+                      bool transpose_b) = 0;
+  virtual void add_bias(tensor& x, const tensor& bias) = 0;
+  /// Mean loss; writes d(loss)/d(logits).
+  virtual float softmax_cross_entropy(const tensor& logits,
+                                      const std::vector<int32_t>& labels,
+                                      tensor& grad_logits) = 0;
+  virtual void axpy(float alpha, const tensor& x, tensor& y) = 0;
+};
+
+/// True when this build contains the CUDA backend.
+bool built_with_cuda() noexcept;
+
+/// Number of usable CUDA devices (0 without a driver or in a CPU-only build).
+int cuda_device_count() noexcept;
+
+/// A backend for the device; throws troupe_error with a clear message when
+/// the device does not exist or this build cannot drive it.
+std::unique_ptr<compute_backend> make_backend(const device_spec& device);
+
+} // namespace troupe::gpu

@@ -1,0 +1,15 @@
+#include "gpu/cuda/check.cuh"
+
+namespace troupe::gpu {
+
+// No driver (CI, development machines) is a normal answer: zero devices.
+int cuda_runtime_device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError(); // clear the sticky error so later calls start clean
+    return 0;
+  }
+  return count;
+}
+
+} // namespace troupe::gpu

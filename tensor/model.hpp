@@ -1,0 +1,71 @@
+#pragma once
+// Models as the worker sees them: a list of named variables (placed on PS
+// shards) and a training step that turns their values and a batch into a
+// loss and one gradient per variable. Models hold scratch buffers only, no
+// parameters, so a worker can reuse one across steps without allocating.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/dataset.hpp"
+#include "tensor/tensor.hpp"
+
+namespace troupe {
+
+/// How a variable gets its first value (TF's initializer names).
+struct initializer {
+  enum class kind { zeros, constant, random_normal, truncated_normal, glorot_uniform };
+  kind type = kind::zeros;
+  float value = 0.0f;   // constant value, or stddev for the normal kinds
+};
+
+struct variable_spec {
+  std::string name;     // TF-style, e.g. "softmax/weights"
+  shape_t shape;
+  initializer init;
+};
+
+/// The first value of a variable. Deterministic in (seed, name): the same on
+/// every node and independent of which shard holds it.
+tensor initial_value(const variable_spec& spec, uint64_t seed);
+
+/// Loss and accuracy counts of one batch.
+struct batch_stats {
+  double loss = 0;       // mean over the batch
+  size_t correct = 0;
+  size_t examples = 0;
+};
+
+class model {
+public:
+  virtual ~model() = default;
+
+  virtual const std::string& name() const = 0;
+
+  /// The variables, in creation order (the order placement sees).
+  virtual const std::vector<variable_spec>& variables() const = 0;
+
+  /// Forward and backward pass. `params` and `grads` follow variables();
+  /// grads are resized as needed.
+  virtual batch_stats train_step(const std::vector<tensor>& params, const batch& b,
+                                 std::vector<tensor>& grads) = 0;
+
+  /// Forward pass only.
+  virtual batch_stats evaluate(const std::vector<tensor>& params, const batch& b) = 0;
+};
+
+/// Softmax regression: logits = x W + b, W [features, classes].
+std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classes = 10);
+
+/// A built-in model by name; throws troupe_error listing the known names.
+std::unique_ptr<model> make_model(const std::string& name);
+
+/// The names make_model accepts.
+const std::vector<std::string>& model_names();
+
+/// Loss and accuracy of a model over a whole dataset, in batches.
+batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params,
+                             const dataset& data, size_t batch_size = 1000);
+
+} // namespace troupe
