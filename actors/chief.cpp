@@ -50,6 +50,17 @@ void stop_everyone(self_ptr self) {
       self->send(w, stop_atom::value);
 }
 
+// Quitting only once every shard has confirmed its stop (or after the next
+// watchdog ticks) guarantees the stop messages left this process.
+void stop_and_await_shards(self_ptr self, caf::error reason) {
+  auto& st = self->state;
+  st.exit_reason = std::move(reason);
+  st.done = true;
+  stop_everyone(self);
+  if (st.shards_down >= st.links.shards.size())
+    self->quit(st.exit_reason);
+}
+
 training_result base_result(self_ptr self) {
   auto& st = self->state;
   training_result r;
@@ -72,8 +83,7 @@ void abort_run(self_ptr self, const std::string& why) {
   r.error = why;
   if (st.links.on_finish)
     st.links.on_finish(r);
-  stop_everyone(self);
-  self->quit(caf::make_error(caf::sec::runtime_error, why));
+  stop_and_await_shards(self, caf::make_error(caf::sec::runtime_error, why));
 }
 
 void evaluate_and_finish(self_ptr self, std::vector<tensor> params, double train_seconds) {
@@ -96,8 +106,7 @@ void evaluate_and_finish(self_ptr self, std::vector<tensor> params, double train
                r.global_step, r.test_accuracy, r.test_loss, r.examples_per_sec);
   if (st.links.on_finish)
     st.links.on_finish(r);
-  stop_everyone(self);
-  self->quit(caf::exit_reason::normal);
+  stop_and_await_shards(self, caf::exit_reason::normal);
 }
 
 // Reads the final values of every variable from the shards, in model order.
@@ -209,6 +218,12 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
     auto& st = self->state;
     for (size_t s = 0; s < st.links.shards.size(); ++s)
       if (msg.source == st.links.shards[s].address()) {
+        ++st.shards_down;
+        if (st.done) {
+          if (st.shards_down == st.links.shards.size())
+            self->quit(st.exit_reason);
+          return;
+        }
         if (!st.finishing)
           abort_run(self, "lost ps:" + std::to_string(s) + " (" + self->system().render(msg.reason)
                             + "); its variables are gone");
@@ -219,7 +234,10 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
         auto index = i->first;
         st.workers.erase(i);
         st.last_worker_seen = std::chrono::steady_clock::now();
-        if (!st.finishing) {
+        if (!msg.reason || msg.reason == caf::exit_reason::normal) {
+          st.budget->revoke(index);
+          spdlog::info("chief: worker:{} finished", index);
+        } else if (!st.finishing) {
           spdlog::warn("chief: lost worker:{} ({}); its step goes to the others, {} worker(s) "
                        "left; a restarted worker rejoins",
                        index, self->system().render(msg.reason), st.workers.size());
@@ -288,8 +306,14 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
     },
     [self](tick_atom) {
       auto& st = self->state;
-      if (st.finishing)
+      if (st.done) {
+        self->quit(st.exit_reason); // a shard that never confirmed: stop waiting
         return;
+      }
+      if (st.finishing) {
+        self->delayed_send(self, watchdog_period, tick_atom::value);
+        return;
+      }
       if (!st.workers.empty())
         st.last_worker_seen = std::chrono::steady_clock::now();
       else if (std::chrono::steady_clock::now() - st.last_worker_seen

@@ -56,6 +56,9 @@ struct chief_state {
   training_plan plan;
   bool initialized = false;
   bool finishing = false;
+  bool done = false;              // result reported, stop sent
+  size_t shards_down = 0;         // after stop: quit once every shard is gone
+  caf::error exit_reason;         // what the chief quits with then
   std::vector<caf::typed_response_promise<training_plan>> waiting_ready;
   std::map<int32_t, caf::actor_addr> workers;    // live workers by index
   std::chrono::steady_clock::time_point created; // spawn: wall_seconds counts from here

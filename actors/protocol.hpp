@@ -111,7 +111,9 @@ using ps_shard_actor = caf::typed_actor<
   caf::replies_to<push_atom, int64_t, std::vector<std::string>, std::vector<tensor>>::with<
     int64_t>,
   // chief: training is over, quit
-  caf::reacts_to<stop_atom>>;
+  caf::reacts_to<stop_atom>,
+  // internal: the deadline for the chief's init (a chief that never comes)
+  caf::reacts_to<tick_atom>>;
 
 /// The chief (supervisor).
 using chief_actor = caf::typed_actor<

@@ -18,6 +18,8 @@ ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard
                   self->state.label, self->system().render(msg.reason));
     self->quit(msg.reason);
   });
+  if (config.init_timeout.count() > 0)
+    self->delayed_send(self, config.init_timeout, tick_atom::value);
   return {
     [self](hello_atom, uint32_t version, const std::string& job,
            int32_t task) -> caf::result<uint32_t> {
@@ -54,6 +56,14 @@ ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard
       spdlog::info("{}: stop after {} update(s)", self->state.label,
                    self->state.store->version());
       self->quit(caf::exit_reason::normal);
+    },
+    [self](tick_atom) {
+      if (self->state.store->initialized())
+        return;
+      spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout); "
+                    "is the chief running and does it list this address?",
+                    self->state.label);
+      self->quit(make_error({errc::not_initialized, "no chief came"}));
     },
   };
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <optional>
 
@@ -10,6 +11,8 @@ namespace troupe {
 struct ps_shard_config {
   int32_t index = 0;
   float learning_rate = 0.1f;
+  /// Quit with an error when no chief initialised the shard this long (0: wait).
+  std::chrono::milliseconds init_timeout{0};
 };
 
 struct ps_shard_state {

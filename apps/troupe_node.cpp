@@ -1,0 +1,234 @@
+// troupe-node: one binary for every task. With --job_name/--task_index it runs
+// one task of the cluster in caf-application.conf; without, every task in
+// this process (the embedded default when there is no config file either).
+// Exit codes: 0 training finished, 1 runtime failure, 2 configuration error.
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/cluster.hpp"
+#include "actors/protocol.hpp"
+#include "config/node_config.hpp"
+#include "tensor/error.hpp"
+
+using namespace troupe;
+
+namespace {
+
+constexpr int exit_ok = 0;
+constexpr int exit_failure = 1;
+constexpr int exit_config = 2;
+
+void setup_logging(const std::string& who) {
+  auto logger = spdlog::stderr_color_mt("troupe");
+  logger->set_pattern("[%H:%M:%S.%e] [" + who + "] [%^%l%$] %v");
+  spdlog::set_default_logger(logger);
+}
+
+// Heartbeats make a frozen or vanished peer visible (CAF 0.17 disables them
+// by default); every node must send them, or idle peers drop each other.
+void default_heartbeats(node_config& cfg) {
+  auto& content = caf::content(cfg);
+  auto set_default = [&](const char* key, caf::timespan value) {
+    auto current = caf::get_if<caf::timespan>(&content, key);
+    if (!current || current->count() == 0)
+      cfg.set(key, value);
+  };
+  set_default("middleman.heartbeat-interval", std::chrono::seconds(1));
+  set_default("middleman.connection-timeout", std::chrono::seconds(10));
+}
+
+// Blocks until the actor behind `handle` has terminated; returns its reason.
+template <class Handle>
+caf::error wait_for(caf::actor_system& sys, const Handle& handle) {
+  caf::scoped_actor self{sys};
+  self->monitor(handle);
+  caf::error reason;
+  self->receive([&](const caf::down_msg& msg) { reason = msg.reason; });
+  return reason;
+}
+
+// Connects to a published actor of type Handle with retry and backoff until
+// the deadline, then checks the protocol version with a hello.
+template <class Handle>
+caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup,
+                                 const std::string& what, const host_port& address) {
+  auto deadline = std::chrono::steady_clock::now() + setup.runtime.connect_timeout;
+  auto backoff = std::chrono::milliseconds(100);
+  caf::error last;
+  for (;;) {
+    auto handle = sys.middleman().remote_actor<Handle>(address.host, address.port);
+    if (handle) {
+      caf::scoped_actor self{sys};
+      caf::expected<Handle> result{caf::sec::request_timeout};
+      self->request(*handle, setup.runtime.request_timeout, hello_atom::value,
+                    protocol_version, setup.job, setup.task)
+        .receive([&](uint32_t) { result = *handle; },
+                 [&](caf::error& err) { result = std::move(err); });
+      return result;
+    }
+    last = handle.error();
+    if (last == caf::sec::unexpected_actor_messaging_interface)
+      return caf::make_error(caf::sec::unexpected_actor_messaging_interface,
+                             what + " at " + address.to_string()
+                               + " is not a Troupe " + what + " of this release");
+    if (std::chrono::steady_clock::now() + backoff > deadline)
+      break;
+    spdlog::debug("waiting for {} at {}: {}", what, address.to_string(), sys.render(last));
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 3 / 2, std::chrono::milliseconds(2000));
+  }
+  return caf::make_error(caf::sec::cannot_connect_to_node,
+                         "no " + what + " reachable at " + address.to_string() + " within "
+                           + std::to_string(setup.runtime.connect_timeout.count() / 1000)
+                           + " s (cluster.connect-timeout): " + sys.render(last)
+                           + "; is that task running and listening there?");
+}
+
+template <class Handle>
+bool publish(caf::actor_system& sys, const Handle& handle, const host_port& address) {
+  auto port = sys.middleman().publish(handle, address.port, address.host.c_str(), true);
+  if (!port) {
+    spdlog::error("cannot listen on {}: {}; is the port in use or the host not an address of "
+                  "this machine?",
+                  address.to_string(), sys.render(port.error()));
+    return false;
+  }
+  spdlog::info("listening on {}", address.to_string());
+  return true;
+}
+
+int exit_code_of(const caf::error& reason) {
+  return !reason || reason == caf::exit_reason::normal ? exit_ok : exit_failure;
+}
+
+void print_final(const training_result& r) {
+  std::cout << r.to_json() << std::endl;
+}
+
+int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
+  spdlog::info("whole cluster in this process: {} PS shard(s), {} worker(s), model {}, "
+               "last_step {}{}",
+               setup.cluster.ps.size(), setup.cluster.worker.size(), setup.train.model,
+               setup.train.last_step, setup.embedded_defaults ? " (embedded defaults)" : "");
+  auto data = load_training_data(setup.train);
+  training_result result;
+  auto cluster = spawn_local_cluster(
+    sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.ps.size()),
+    static_cast<int32_t>(setup.cluster.worker.size()), data,
+    [&result](const training_result& r) { result = r; });
+  wait_for(sys, cluster.chief);
+  print_final(result);
+  return result.ok ? exit_ok : exit_failure;
+}
+
+int run_ps(caf::actor_system& sys, const node_setup& setup) {
+  ps_shard_config config{setup.task, static_cast<float>(setup.train.learning_rate),
+                         setup.runtime.connect_timeout};
+  auto shard = sys.spawn(ps_shard, config);
+  if (!publish(sys, shard, setup.cluster.ps[setup.task])) {
+    caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+    return exit_failure;
+  }
+  auto reason = wait_for(sys, shard);
+  if (reason && reason != caf::exit_reason::normal)
+    spdlog::error("ps shard ended: {}", describe(reason));
+  return exit_code_of(reason);
+}
+
+int run_chief(caf::actor_system& sys, const node_setup& setup) {
+  std::vector<ps_shard_actor> shards;
+  for (size_t i = 0; i < setup.cluster.ps.size(); ++i) {
+    auto shard = connect_to<ps_shard_actor>(sys, setup, "ps shard", setup.cluster.ps[i]);
+    if (!shard) {
+      spdlog::error("ps:{}: {}", i, describe(shard.error()));
+      return exit_failure;
+    }
+    shards.push_back(*shard);
+  }
+  auto test = std::make_shared<const dataset>(load_mnist_split(setup.train.data_dir, "t10k"));
+  training_result result;
+  auto chief_handle = spawn_chief(sys, setup.train, setup.runtime, shards, test,
+                                  [&result](const training_result& r) { result = r; });
+  if (!publish(sys, chief_handle, setup.cluster.chief[0])) {
+    caf::anon_send_exit(chief_handle, caf::exit_reason::user_shutdown);
+    for (auto& s : shards)
+      caf::anon_send(s, stop_atom::value);
+    return exit_failure;
+  }
+  wait_for(sys, chief_handle);
+  print_final(result);
+  return result.ok ? exit_ok : exit_failure;
+}
+
+int run_worker(caf::actor_system& sys, const node_setup& setup) {
+  auto chief_handle = connect_to<chief_actor>(sys, setup, "chief", setup.cluster.chief[0]);
+  if (!chief_handle) {
+    spdlog::error("{}", describe(chief_handle.error()));
+    return exit_failure;
+  }
+  std::vector<ps_shard_actor> shards;
+  for (size_t i = 0; i < setup.cluster.ps.size(); ++i) {
+    auto shard = connect_to<ps_shard_actor>(sys, setup, "ps shard", setup.cluster.ps[i]);
+    if (!shard) {
+      spdlog::error("ps:{}: {}", i, describe(shard.error()));
+      return exit_failure;
+    }
+    shards.push_back(*shard);
+  }
+  auto train = std::make_shared<const dataset>(load_mnist_split(setup.train.data_dir, "train"));
+  auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
+                        setup.train, setup.runtime, *chief_handle, shards, train);
+  if (!publish(sys, w, setup.cluster.worker[setup.task])) {
+    caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+    return exit_failure;
+  }
+  return exit_code_of(wait_for(sys, w));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  node_config cfg;
+  register_protocol(cfg);
+  auto outcome = load_node_config(cfg, argc, argv);
+  auto& setup = outcome.setup;
+  switch (outcome.what) {
+    case load_outcome::action::help:
+      std::cout << help_text(cfg);
+      return exit_ok;
+    case load_outcome::action::fail:
+      for (auto& e : outcome.errors)
+        std::cerr << "troupe-node: configuration error: " << e << "\n";
+      std::cerr << "troupe-node: nothing was started (exit code 2); see troupe-node --help\n";
+      return exit_config;
+    case load_outcome::action::dump_config:
+      std::cout << dump_config(setup);
+      return exit_ok;
+    case load_outcome::action::run:
+      break;
+  }
+  setup_logging(setup.whole_cluster ? "local" : setup.job + ":" + std::to_string(setup.task));
+  default_heartbeats(cfg);
+  try {
+    caf::actor_system sys{cfg};
+    if (setup.whole_cluster)
+      return run_whole_cluster(sys, setup);
+    if (setup.job == "ps")
+      return run_ps(sys, setup);
+    if (setup.job == "chief")
+      return run_chief(sys, setup);
+    return run_worker(sys, setup);
+  } catch (const data_error& e) {
+    spdlog::error("data: {}", e.what());
+    return exit_failure;
+  } catch (const std::exception& e) {
+    spdlog::error("fatal: {}", e.what());
+    return exit_failure;
+  }
+}

@@ -1,0 +1,452 @@
+#include "config/node_config.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <caf/config_option.hpp>
+#include <caf/config_option_adder.hpp>
+#include <caf/config_value.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/settings.hpp>
+
+#include "actors/placement.hpp"
+#include "gpu/backend.hpp"
+#include "tensor/dataset.hpp"
+#include "tensor/model.hpp"
+
+namespace troupe {
+
+namespace {
+
+std::string str(caf::string_view v) {
+  return std::string(v.data(), v.size());
+}
+
+constexpr const char* default_config_file = "caf-application.conf";
+
+// Categories that belong to CAF modules we load; their keys are checked
+// against CAF's own option list like ours.
+const std::set<std::string> troupe_categories{"cluster", "train"};
+
+std::string to_ms_string(std::chrono::milliseconds ms) {
+  if (ms.count() % 1000 == 0)
+    return std::to_string(ms.count() / 1000) + "s";
+  return std::to_string(ms.count()) + "ms";
+}
+
+std::chrono::milliseconds to_ms(caf::timespan t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string type_hint(const caf::config_option& opt) {
+  auto t = str(opt.type_name());
+  if (t.find("list") != std::string::npos)
+    return "a list of \"host:port\" strings, e.g. [\"127.0.0.1:7001\"]";
+  if (t == "timespan")
+    return "a duration with a unit, e.g. 30s or 500ms";
+  if (t == "string")
+    return "a string in double quotes";
+  if (t.find("integer") != std::string::npos)
+    return "an integer";
+  if (t == "real64" || t == "real32" || t == "real")
+    return "a number";
+  if (t == "boolean")
+    return "true or false";
+  return t;
+}
+
+std::vector<std::string> known_names(const node_config& cfg) {
+  std::vector<std::string> out;
+  for (auto& opt : cfg.options())
+    out.push_back(str(opt.full_name()));
+  return out;
+}
+
+// Reads the file with no Troupe options declared, so that every value stays
+// in the raw settings with the type it was written with; CAF's own typed
+// binding would drop wrongly typed values without a word.
+void check_file_keys(const node_config& cfg, const std::string& path, std::istream& in,
+                     std::vector<std::string>& errors) {
+  caf::actor_system_config raw;
+  if (auto err = raw.parse(caf::actor_system_config::string_list{}, in)) {
+    errors.push_back(path + ": syntax error: " + caf::to_string(err)
+                     + " (INI syntax: [section], key = value, strings in double quotes, "
+                       "comments start with ';')");
+    return;
+  }
+  auto names = known_names(cfg);
+  for (auto& [category, value] : caf::content(raw)) {
+    auto* section = caf::get_if<caf::settings>(&value);
+    if (!section) {
+      // A top-level key outside any [section].
+      auto opt = cfg.options().qualified_name_lookup("global", category);
+      if (!opt)
+        errors.push_back(path + ": unknown key '" + category + "' outside any section");
+      continue;
+    }
+    for (auto& [key, val] : *section) {
+      auto opt = cfg.options().qualified_name_lookup(category, key);
+      std::string full = category + "." + key;
+      if (!opt) {
+        auto suggestion = closest_match(full, names);
+        errors.push_back(path + ": unknown key '" + full + "'"
+                         + (suggestion.empty() ? " (see troupe-node --help for every key)"
+                                               : "; did you mean '" + suggestion + "'?"));
+        continue;
+      }
+      if (opt->check(val)) {
+        // An integer where a real is expected is fine (learning-rate = 1).
+        if (caf::holds_alternative<caf::config_value::integer>(val)
+            && !opt->check(caf::config_value{
+                 static_cast<double>(caf::get<caf::config_value::integer>(val))}))
+          continue;
+        errors.push_back(path + ": " + full + " = " + caf::to_string(val) + " has the wrong type; "
+                         + "expected " + type_hint(*opt));
+      }
+    }
+  }
+}
+
+// CAF binds only exactly typed values; store the integer-for-real case.
+void coerce_reals(node_config& cfg, const std::string& path, const std::vector<std::string>& cli) {
+  std::ifstream in(path);
+  caf::actor_system_config raw;
+  if (raw.parse(caf::actor_system_config::string_list{}, in))
+    return;
+  for (auto& [category, value] : caf::content(raw)) {
+    auto* section = caf::get_if<caf::settings>(&value);
+    if (!section)
+      continue;
+    for (auto& [key, val] : *section) {
+      auto opt = cfg.options().qualified_name_lookup(category, key);
+      if (!opt || !caf::holds_alternative<caf::config_value::integer>(val))
+        continue;
+      caf::config_value as_real{static_cast<double>(caf::get<caf::config_value::integer>(val))};
+      auto flag = "--" + category + "." + key + "=";
+      bool on_cli = std::any_of(cli.begin(), cli.end(), [&](const std::string& arg) {
+        return arg.rfind(flag, 0) == 0;
+      });
+      if (!on_cli && opt->check(val) && !opt->check(as_real))
+        opt->store(as_real);
+    }
+  }
+}
+
+void check_hosts(const char* job, const std::vector<std::string>& entries,
+                 std::vector<host_port>& out, std::set<std::string>& seen,
+                 std::vector<std::string>& errors) {
+  for (auto& entry : entries) {
+    host_port hp;
+    auto err = parse_host_port(entry, hp);
+    if (!err.empty()) {
+      errors.push_back(std::string("cluster.") + job + ": " + err);
+      continue;
+    }
+    if (!seen.insert(hp.to_string()).second)
+      errors.push_back(std::string("cluster.") + job + ": address " + hp.to_string()
+                       + " is used by two tasks; give every task its own host:port");
+    out.push_back(hp);
+  }
+}
+
+void validate(const node_config& cfg, node_setup& setup, std::vector<std::string>& errors) {
+  std::set<std::string> seen;
+  check_hosts("chief", cfg.chief_hosts, setup.cluster.chief, seen, errors);
+  check_hosts("ps", cfg.ps_hosts, setup.cluster.ps, seen, errors);
+  check_hosts("worker", cfg.worker_hosts, setup.cluster.worker, seen, errors);
+  if (cfg.ps_hosts.empty())
+    errors.push_back("cluster.ps is empty: list at least one PS task, e.g. ps = [\"127.0.0.1:7001\"]");
+  if (cfg.worker_hosts.empty())
+    errors.push_back("cluster.worker is empty: list at least one worker task, e.g. "
+                     "worker = [\"127.0.0.1:7101\"]");
+  if (cfg.chief_hosts.size() != 1)
+    errors.push_back("cluster.chief must list exactly one task (it has "
+                     + std::to_string(cfg.chief_hosts.size()) + "), e.g. chief = [\"127.0.0.1:7000\"]");
+
+  setup.job = cfg.job_name;
+  setup.task = cfg.task_index;
+  if (!setup.whole_cluster) {
+    std::map<std::string, size_t> sizes{{"chief", cfg.chief_hosts.size()},
+                                        {"ps", cfg.ps_hosts.size()},
+                                        {"worker", cfg.worker_hosts.size()}};
+    auto job = sizes.find(cfg.job_name);
+    if (job == sizes.end())
+      errors.push_back("--job_name=" + cfg.job_name + " is not a job; use ps, worker or chief");
+    else if (cfg.task_index < 0 || static_cast<size_t>(cfg.task_index) >= job->second)
+      errors.push_back("--task_index=" + std::to_string(cfg.task_index) + " is out of range: job "
+                       + cfg.job_name + " has " + std::to_string(job->second)
+                       + " task(s) in cluster." + cfg.job_name + " (valid: 0.."
+                       + std::to_string(static_cast<int64_t>(job->second) - 1) + ")");
+  }
+
+  auto& t = cfg.train;
+  setup.train = t;
+  setup.train.seed = static_cast<uint64_t>(cfg.seed);
+  auto& models = model_names();
+  if (std::find(models.begin(), models.end(), t.model) == models.end())
+    errors.push_back("train.model = \"" + t.model + "\" is not a known model"
+                     + (closest_match(t.model, models).empty()
+                          ? std::string()
+                          : "; did you mean \"" + closest_match(t.model, models) + "\"?")
+                     + " (known: softmax)");
+  if (t.mode != "async")
+    errors.push_back("train.mode = \"" + t.mode
+                     + "\" is not supported by this release; use \"async\"");
+  if (t.batch_size < 1)
+    errors.push_back("train.batch-size must be at least 1 (it is " + std::to_string(t.batch_size) + ")");
+  if (!(t.learning_rate > 0) || !std::isfinite(t.learning_rate))
+    errors.push_back("train.learning-rate must be a positive number (it is "
+                     + std::to_string(t.learning_rate) + ")");
+  if (t.last_step < 1)
+    errors.push_back("train.last-step must be at least 1 (it is " + std::to_string(t.last_step) + ")");
+  if (t.log_interval < 0)
+    errors.push_back("train.log-interval must be 0 (off) or more");
+  if (cfg.seed < 0)
+    errors.push_back("train.seed must not be negative");
+  if (cfg.max_refused_steps < 0)
+    errors.push_back("train.max-refused-steps must not be negative");
+  auto& placements = placement_names();
+  if (std::find(placements.begin(), placements.end(), t.placement) == placements.end())
+    errors.push_back("train.placement = \"" + t.placement + "\" is not known (known: round_robin)");
+  try {
+    auto device = gpu::parse_device(t.device);
+    if (device.type != gpu::device_spec::kind::cpu)
+      errors.push_back("train.device = \"" + t.device
+                       + "\": GPU workers are not part of this release; use \"cpu\"");
+  } catch (const std::exception& e) {
+    errors.push_back(std::string("train.device: ") + e.what());
+  }
+  // Only tasks that read data need the data directory.
+  if (setup.whole_cluster || cfg.job_name == "worker" || cfg.job_name == "chief") {
+    auto missing = check_mnist_dir(t.data_dir);
+    if (!missing.empty())
+      errors.push_back("train.data-dir: " + missing
+                       + "; install Debian's dataset-fashion-mnist package or point "
+                         "train.data-dir at a directory with the four MNIST-format .gz files");
+  }
+  for (auto [name, value] : {std::pair{"cluster.connect-timeout", cfg.connect_timeout},
+                             std::pair{"cluster.request-timeout", cfg.request_timeout},
+                             std::pair{"cluster.worker-wait-timeout", cfg.worker_wait_timeout}})
+    if (value.count() <= 0)
+      errors.push_back(std::string(name) + " must be a positive duration, e.g. 30s");
+  setup.runtime.connect_timeout = to_ms(cfg.connect_timeout);
+  setup.runtime.request_timeout = to_ms(cfg.request_timeout);
+  setup.runtime.worker_wait_timeout = to_ms(cfg.worker_wait_timeout);
+  setup.runtime.max_refused_steps = cfg.max_refused_steps;
+}
+
+// The embedded default: chief, 2 PS shards and 2 workers in one process.
+void apply_embedded_defaults(node_config& cfg) {
+  cfg.chief_hosts = {"127.0.0.1:7000"};
+  cfg.ps_hosts = {"127.0.0.1:7001", "127.0.0.1:7002"};
+  cfg.worker_hosts = {"127.0.0.1:7101", "127.0.0.1:7102"};
+}
+
+} // namespace
+
+node_config::node_config()
+  : connect_timeout(std::chrono::seconds(60)),
+    request_timeout(std::chrono::seconds(30)),
+    worker_wait_timeout(std::chrono::seconds(120)) {
+  load<caf::io::middleman>();
+  opt_group{custom_options_, "global"}
+    .add(job_name, "job_name", "this task's job: ps, worker or chief (omit to run every task "
+                               "of the cluster in this process)")
+    .add(task_index, "task_index", "this task's index within its job");
+  opt_group{custom_options_, "cluster"}
+    .add(chief_hosts, "chief", "the chief task's host:port (exactly one)")
+    .add(ps_hosts, "ps", "PS tasks' host:port list")
+    .add(worker_hosts, "worker", "worker tasks' host:port list")
+    .add(connect_timeout, "connect-timeout", "how long a node retries to reach its peers")
+    .add(request_timeout, "request-timeout", "how long any request waits for its reply")
+    .add(worker_wait_timeout, "worker-wait-timeout",
+         "the chief fails when no worker has been connected this long");
+  opt_group{custom_options_, "train"}
+    .add(train.model, "model", "model to train: softmax")
+    .add(train.mode, "mode", "update mode: async")
+    .add(train.batch_size, "batch-size", "examples per worker step")
+    .add(train.learning_rate, "learning-rate", "SGD learning rate")
+    .add(train.last_step, "last-step", "global steps to train; then the cluster stops")
+    .add(seed, "seed", "seed of initial values and data order")
+    .add(train.data_dir, "data-dir", "directory with the Fashion-MNIST .gz files")
+    .add(train.log_interval, "log-interval", "progress line every N steps (0: off)")
+    .add(train.placement, "placement", "variable placement over PS shards: round_robin")
+    .add(train.device, "device", "where workers compute: cpu")
+    .add(max_refused_steps, "max-refused-steps",
+         "the chief aborts after this many refused updates (non-finite gradients)");
+}
+
+std::string parse_host_port(const std::string& text, host_port& out) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    return "'" + text + "' is not host:port (e.g. \"127.0.0.1:7001\")";
+  auto port_text = text.substr(colon + 1);
+  if (!std::all_of(port_text.begin(), port_text.end(), ::isdigit) || port_text.size() > 5)
+    return "'" + text + "' has an invalid port '" + port_text + "' (use 1..65535)";
+  auto port = std::stoi(port_text);
+  if (port < 1 || port > 65535)
+    return "'" + text + "' has port " + port_text + " outside 1..65535";
+  out.host = text.substr(0, colon);
+  out.port = static_cast<uint16_t>(port);
+  return {};
+}
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(3, word.size() / 3) + 1;
+  for (auto& c : candidates) {
+    auto d = edit_distance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
+  load_outcome out;
+  std::vector<std::string> args;
+  std::string config_file;
+  bool explicit_file = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h")
+      out.what = load_outcome::action::help;
+    else if (arg == "--dump-config")
+      out.what = load_outcome::action::dump_config;
+    else if (arg.rfind("--config-file=", 0) == 0) {
+      config_file = arg.substr(14);
+      explicit_file = true;
+    } else
+      args.push_back(arg);
+  }
+  if (out.what == load_outcome::action::help)
+    return out;
+  if (!explicit_file && std::ifstream(default_config_file))
+    config_file = default_config_file;
+
+  std::stringstream ini;
+  if (!config_file.empty()) {
+    std::ifstream in(config_file);
+    if (!in) {
+      out.what = load_outcome::action::fail;
+      out.errors.push_back("cannot read the config file '" + config_file
+                           + "'; check the path given with --config-file=");
+      return out;
+    }
+    ini << in.rdbuf();
+    check_file_keys(cfg, config_file, ini, out.errors);
+    ini.clear();
+    ini.seekg(0);
+  }
+  if (auto err = cfg.parse(args, ini)) {
+    auto what = caf::to_string(err);
+    std::string hint = "see troupe-node --help";
+    for (auto& a : args)
+      if (what.find(a) != std::string::npos) {
+        auto name = a.substr(0, a.find('='));
+        auto suggestion = closest_match(name.substr(name.find_first_not_of('-')),
+                                        known_names(cfg));
+        if (!suggestion.empty())
+          hint = "did you mean --" + suggestion + "?";
+      }
+    out.errors.push_back("command line: " + what + "; " + hint);
+  }
+  if (!config_file.empty())
+    coerce_reals(cfg, config_file, args);
+  auto& setup = out.setup;
+  setup.config_file = config_file;
+  setup.whole_cluster = cfg.job_name.empty();
+  if (config_file.empty()) {
+    if (!setup.whole_cluster) {
+      out.errors.push_back("--job_name=" + cfg.job_name + " needs a cluster: no "
+                           + default_config_file + " in the working directory; pass "
+                             "--config-file=FILE (examples in config/)");
+    } else {
+      setup.embedded_defaults = true;
+      apply_embedded_defaults(cfg);
+    }
+  }
+  validate(cfg, setup, out.errors);
+  if (!out.errors.empty())
+    out.what = load_outcome::action::fail;
+  else if (out.what != load_outcome::action::dump_config)
+    out.what = load_outcome::action::run;
+  return out;
+}
+
+std::string help_text(const node_config& cfg) {
+  std::ostringstream out;
+  out << "troupe-node: one Troupe task (PS shard, worker or chief), or a whole cluster.\n\n"
+         "usage:\n"
+         "  troupe-node                               whole cluster in this process "
+         "(embedded defaults,\n"
+         "                                            or caf-application.conf if present)\n"
+         "  troupe-node --job_name=JOB --task_index=N [--config-file=FILE]\n"
+         "  troupe-node --dump-config                 print the effective configuration\n\n"
+         "Every key can be set in the config file ([section] key = value, INI syntax) or on\n"
+         "the command line as --section.key=value. Keys:\n";
+  for (auto& opt : cfg.options()) {
+    auto category = str(opt.category());
+    if (!troupe_categories.count(category)
+        && str(opt.long_name()) != "job_name"
+        && str(opt.long_name()) != "task_index")
+      continue;
+    auto value = opt.get();
+    out << "  " << (category == "global" ? str(opt.long_name())
+                                         : str(opt.full_name()))
+        << " (" << opt.type_name() << ", default " << (value ? caf::to_string(*value) : "-")
+        << ")\n      " << opt.description() << "\n";
+  }
+  out << "\nCAF settings used: middleman.heartbeat-interval (default here 1s),\n"
+         "middleman.connection-timeout (default here 10s). Exit codes: 0 done, 1 runtime\n"
+         "failure, 2 configuration error. See docs/config.md.\n";
+  return out.str();
+}
+
+std::string dump_config(const node_setup& s) {
+  std::ostringstream out;
+  auto list = [](const std::vector<host_port>& xs) {
+    std::string r = "[";
+    for (size_t i = 0; i < xs.size(); ++i)
+      r += (i ? ", \"" : "\"") + xs[i].to_string() + "\"";
+    return r + "]";
+  };
+  out << "; effective Troupe configuration"
+      << (s.config_file.empty() ? " (embedded defaults)" : " from " + s.config_file) << "\n"
+      << "; job: " << (s.whole_cluster ? "whole cluster in one process"
+                                       : s.job + ":" + std::to_string(s.task))
+      << "\n[cluster]\nchief = " << list(s.cluster.chief) << "\nps = " << list(s.cluster.ps)
+      << "\nworker = " << list(s.cluster.worker)
+      << "\nconnect-timeout = " << to_ms_string(s.runtime.connect_timeout)
+      << "\nrequest-timeout = " << to_ms_string(s.runtime.request_timeout)
+      << "\nworker-wait-timeout = " << to_ms_string(s.runtime.worker_wait_timeout)
+      << "\n\n[train]\nmodel = \"" << s.train.model << "\"\nmode = \"" << s.train.mode
+      << "\"\nbatch-size = " << s.train.batch_size << "\nlearning-rate = " << s.train.learning_rate
+      << "\nlast-step = " << s.train.last_step << "\nseed = " << s.train.seed
+      << "\ndata-dir = \"" << s.train.data_dir << "\"\nlog-interval = " << s.train.log_interval
+      << "\nplacement = \"" << s.train.placement << "\"\ndevice = \"" << s.train.device
+      << "\"\nmax-refused-steps = " << s.runtime.max_refused_steps << "\n";
+  return out.str();
+}
+
+} // namespace troupe
