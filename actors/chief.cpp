@@ -16,10 +16,10 @@ std::string training_result::to_json() const {
   std::snprintf(buf, sizeof(buf),
                 "{\"event\":\"final\",\"ok\":%s,\"mode\":\"%s\",\"global_step\":%lld,"
                 "\"test_accuracy\":%.4f,\"test_loss\":%.4f,\"examples_per_sec\":%.1f,"
-                "\"wall_seconds\":%.2f,\"refused_steps\":%lld",
+                "\"wall_seconds\":%.2f,\"examples\":%llu,\"refused_steps\":%lld",
                 ok ? "true" : "false", mode.c_str(), static_cast<long long>(global_step),
                 test_accuracy, test_loss, examples_per_sec, wall_seconds,
-                static_cast<long long>(refused_steps));
+                static_cast<unsigned long long>(examples), static_cast<long long>(refused_steps));
   std::string out = buf;
   if (!ok) {
     std::string escaped;
@@ -42,12 +42,24 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-void stop_everyone(self_ptr self) {
-  for (auto& shard : self->state.links.shards)
-    self->send(shard, stop_atom::value);
-  for (auto& kv : self->state.workers)
+// A finished run stops every task with exit code 0; a failed one ends them
+// with user_shutdown so that their processes exit 1 as well.
+void stop_everyone(self_ptr self, bool failed) {
+  auto& st = self->state;
+  for (auto& kv : st.idle)
+    kv.second.deliver(step_grant{0, true});
+  st.idle.clear();
+  auto stop = [&](const auto& handle) {
+    if (failed)
+      self->send_exit(handle, caf::exit_reason::user_shutdown);
+    else
+      self->send(handle, stop_atom::value);
+  };
+  for (auto& shard : st.links.shards)
+    stop(shard);
+  for (auto& kv : st.workers)
     if (auto w = caf::actor_cast<worker_actor>(kv.second))
-      self->send(w, stop_atom::value);
+      stop(w);
 }
 
 // Quitting only once every shard has confirmed its stop (or after the next
@@ -56,7 +68,7 @@ void stop_and_await_shards(self_ptr self, caf::error reason) {
   auto& st = self->state;
   st.exit_reason = std::move(reason);
   st.done = true;
-  stop_everyone(self);
+  stop_everyone(self, static_cast<bool>(st.exit_reason));
   if (st.shards_down >= st.links.shards.size())
     self->quit(st.exit_reason);
 }
@@ -113,6 +125,9 @@ void evaluate_and_finish(self_ptr self, std::vector<tensor> params, double train
 void finish(self_ptr self) {
   auto& st = self->state;
   st.finishing = true;
+  for (auto& kv : st.idle) // nothing left to wait for
+    kv.second.deliver(step_grant{0, true});
+  st.idle.clear();
   double train_seconds = seconds_since(st.started);
   spdlog::info("chief: reached last_step {}; evaluating on {} test examples",
                st.budget->last_step(), st.links.test->size());
@@ -139,6 +154,19 @@ void finish(self_ptr self) {
           abort_run(self, "reading the final values from ps:" + std::to_string(s)
                             + " failed: " + describe(err));
         });
+  }
+}
+
+// Takes a worker's grant back and, if a worker is idle, hands the step to it.
+void revoke(self_ptr self, int32_t worker) {
+  auto& st = self->state;
+  st.budget->revoke(worker);
+  if (st.idle.empty() || st.finishing)
+    return;
+  auto next = st.idle.begin();
+  if (auto step = st.budget->grant(next->first)) {
+    next->second.deliver(step_grant{*step, false});
+    st.idle.erase(next);
   }
 }
 
@@ -234,14 +262,15 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
         auto index = i->first;
         st.workers.erase(i);
         st.last_worker_seen = std::chrono::steady_clock::now();
+        st.idle.erase(index);
         if (!msg.reason || msg.reason == caf::exit_reason::normal) {
-          st.budget->revoke(index);
+          revoke(self, index);
           spdlog::info("chief: worker:{} finished", index);
         } else if (!st.finishing) {
           spdlog::warn("chief: lost worker:{} ({}); its step goes to the others, {} worker(s) "
                        "left; a restarted worker rejoins",
                        index, self->system().render(msg.reason), st.workers.size());
-          st.budget->revoke(index);
+          revoke(self, index);
         }
         return;
       }
@@ -282,7 +311,7 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
           st.examples += r.examples;
           log_progress(self, r);
         } else {
-          st.budget->revoke(r.worker);
+          revoke(self, r.worker);
           if (++st.refused > st.config.runtime.max_refused_steps) {
             abort_run(self, std::to_string(st.refused)
                               + " updates refused by the shards (non-finite gradients?): "
@@ -296,8 +325,13 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
         return step_grant{0, true};
       }
       auto step = st.budget->grant(r.worker);
-      if (!step)
-        return step_grant{0, true};
+      if (!step) {
+        // Every remaining step is held by another worker; one may yet be
+        // revoked, so this worker waits instead of leaving.
+        auto rp = self->make_response_promise<step_grant>();
+        st.idle[r.worker] = rp;
+        return rp;
+      }
       if (!st.any_grant) {
         st.any_grant = true;
         st.started = st.interval_start = std::chrono::steady_clock::now();
@@ -319,10 +353,9 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
       else if (std::chrono::steady_clock::now() - st.last_worker_seen
                > st.config.runtime.worker_wait_timeout) {
         abort_run(self, "no worker has been connected for "
-                          + std::to_string(st.config.runtime.worker_wait_timeout.count() / 1000)
-                          + " s (cluster.worker-wait-timeout); start the workers or check "
+                          + std::to_string(st.config.runtime.worker_wait_timeout.count())
+                          + " ms (cluster.worker-wait-timeout); start the workers or check "
                             "their logs");
-        return;
       }
       self->delayed_send(self, watchdog_period, tick_atom::value);
     },

@@ -33,9 +33,9 @@ struct training_result {
 };
 
 struct chief_config {
-  int64_t last_step = 1000;
-  uint64_t seed = 42;
-  int64_t log_interval = 100;
+  int64_t last_step = training_settings{}.last_step;
+  uint64_t seed = training_settings{}.seed;
+  int64_t log_interval = training_settings{}.log_interval;
   std::string mode = "async";
   std::string placement = "round_robin";
   runtime_settings runtime;
@@ -61,6 +61,9 @@ struct chief_state {
   caf::error exit_reason;         // what the chief quits with then
   std::vector<caf::typed_response_promise<training_plan>> waiting_ready;
   std::map<int32_t, caf::actor_addr> workers;    // live workers by index
+  // Workers that asked for a step while every remaining step was granted to
+  // others: answered when a step is revoked (and re-granted) or at the end.
+  std::map<int32_t, caf::typed_response_promise<step_grant>> idle;
   std::chrono::steady_clock::time_point created; // spawn: wall_seconds counts from here
   std::chrono::steady_clock::time_point started; // first grant: examples/s counts from here
   bool any_grant = false;

@@ -54,7 +54,8 @@ struct training_plan {
 
 /// A worker's account of one step. step < 0 means "no step yet" (the first
 /// report of a worker only asks for a grant). applied = false means the
-/// shards refused the update (e.g. a non-finite gradient) and nothing changed.
+/// update was not applied: the worker found a non-finite gradient and pushed
+/// nothing, or a shard refused its part.
 struct step_report {
   int32_t worker = 0;
   int64_t step = -1;
@@ -136,7 +137,7 @@ void register_protocol(caf::actor_system_config& cfg);
 /// A caf::error from a failure (category "troupe").
 caf::error make_error(const failure& f);
 
-/// One line for logs: "unknown_variable: no variable 'x' on ps shard 0" for our
+/// One line for logs: "unknown_variable: no variable 'x' on ps:0" for our
 /// errors, CAF's rendering for the rest.
 std::string describe(const caf::error& err);
 

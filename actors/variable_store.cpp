@@ -25,7 +25,7 @@ maybe_failure variable_store::initialize(const std::vector<std::string>& names,
       return failure{errc::invalid_request,
                      owner_ + ": variable '" + names[i] + "' initialised twice"};
     if (!values[i].all_finite())
-      return failure{errc::non_finite_gradient,
+      return failure{errc::invalid_request,
                      owner_ + ": initial value of '" + names[i] + "' is not finite"};
   }
   for (size_t i = 0; i < names.size(); ++i)

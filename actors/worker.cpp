@@ -55,6 +55,17 @@ void compute(self_ptr self) {
   st.report.loss = stats.loss;
   st.report.correct = stats.correct;
   st.report.examples = stats.examples;
+  // Checked here as well as on the shards: a NaN caught by one shard only
+  // would leave the update half applied.
+  auto& vars = st.links.net->variables();
+  for (size_t i = 0; i < st.grads.size(); ++i)
+    if (!st.grads[i].all_finite()) {
+      spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed",
+                   st.label, st.report.step, vars[i].name, st.report.loss);
+      st.report.applied = false;
+      self->send(self, run_atom::value);
+      return;
+    }
   push_all(self);
 }
 

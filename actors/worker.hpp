@@ -16,7 +16,7 @@ struct worker_config {
   int32_t num_workers = 1;
   int64_t batch_size = 100;
   uint64_t seed = 42;
-  int64_t log_interval = 100;
+  int64_t log_interval = 200;
   std::chrono::milliseconds request_timeout{30000};
   /// How long to wait for the chief to finish initialising the variables.
   std::chrono::milliseconds ready_timeout{60000};

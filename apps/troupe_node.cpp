@@ -85,8 +85,8 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
   }
   return caf::make_error(caf::sec::cannot_connect_to_node,
                          "no " + what + " reachable at " + address.to_string() + " within "
-                           + std::to_string(setup.runtime.connect_timeout.count() / 1000)
-                           + " s (cluster.connect-timeout): " + sys.render(last)
+                           + std::to_string(setup.runtime.connect_timeout.count())
+                           + " ms (cluster.connect-timeout): " + sys.render(last)
                            + "; is that task running and listening there?");
 }
 

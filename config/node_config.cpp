@@ -26,14 +26,20 @@ std::string str(caf::string_view v) {
 
 constexpr const char* default_config_file = "caf-application.conf";
 
-// Categories that belong to CAF modules we load; their keys are checked
-// against CAF's own option list like ours.
+// The sections --help lists; CAF's own keys are documented in docs/config.md.
 const std::set<std::string> troupe_categories{"cluster", "train"};
 
 std::string to_ms_string(std::chrono::milliseconds ms) {
   if (ms.count() % 1000 == 0)
     return std::to_string(ms.count() / 1000) + "s";
   return std::to_string(ms.count()) + "ms";
+}
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string out;
+  for (auto& x : xs)
+    out += (out.empty() ? "" : ", ") + x;
+  return out;
 }
 
 std::chrono::milliseconds to_ms(caf::timespan t) {
@@ -64,7 +70,7 @@ std::string type_hint(const caf::config_option& opt) {
     return "a duration with a unit, e.g. 30s or 500ms";
   if (t == "string")
     return "a string in double quotes";
-  if (t.find("integer") != std::string::npos)
+  if (t.find("int") != std::string::npos)
     return "an integer";
   if (t == "real64" || t == "real32" || t == "real")
     return "a number";
@@ -206,7 +212,7 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
                      + (closest_match(t.model, models).empty()
                           ? std::string()
                           : "; did you mean \"" + closest_match(t.model, models) + "\"?")
-                     + " (known: softmax)");
+                     + " (known: " + join(models) + ")");
   if (t.mode != "async")
     errors.push_back("train.mode = \"" + t.mode
                      + "\" is not supported by this release; use \"async\"");
@@ -225,7 +231,8 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
     errors.push_back("train.max-refused-steps must not be negative");
   auto& placements = placement_names();
   if (std::find(placements.begin(), placements.end(), t.placement) == placements.end())
-    errors.push_back("train.placement = \"" + t.placement + "\" is not known (known: round_robin)");
+    errors.push_back("train.placement = \"" + t.placement + "\" is not known (known: "
+                     + join(placements) + ")");
   try {
     auto device = gpu::parse_device(t.device);
     if (device.type != gpu::device_spec::kind::cpu)
@@ -336,6 +343,9 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
     else if (arg.rfind("--config-file=", 0) == 0) {
       config_file = arg.substr(14);
       explicit_file = true;
+    } else if (arg == "--config-file" && i + 1 < argc) {
+      config_file = argv[++i];
+      explicit_file = true;
     } else
       args.push_back(arg);
   }
@@ -358,18 +368,29 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
     ini.clear();
     ini.seekg(0);
   }
+  if (config_file.empty())
+    apply_embedded_defaults(cfg); // before parsing, so --cluster.* overrides them
   if (auto err = cfg.parse(args, ini)) {
-    auto what = caf::to_string(err);
-    std::string hint = "see troupe-node --help";
+    // CAF names the offending argument; suggest the option it was meant to be.
+    std::string bad;
     for (auto& a : args)
-      if (what.find(a) != std::string::npos) {
-        auto name = a.substr(0, a.find('='));
-        auto suggestion = closest_match(name.substr(name.find_first_not_of('-')),
-                                        known_names(cfg));
-        if (!suggestion.empty())
-          hint = "did you mean --" + suggestion + "?";
-      }
-    out.errors.push_back("command line: " + what + "; " + hint);
+      if (caf::to_string(err).find(a) != std::string::npos)
+        bad = a;
+    std::vector<std::string> flags;
+    for (auto& opt : cfg.options())
+      flags.push_back(opt.category() == "global" ? str(opt.long_name())
+                                                 : str(opt.full_name()));
+    auto name = bad.substr(0, bad.find('='));
+    name.erase(0, name.find_first_not_of('-'));
+    auto suggestion = closest_match(name, flags);
+    std::string hint = suggestion.empty() ? "; see troupe-node --help"
+                                          : "; did you mean --" + suggestion + "?";
+    if (!suggestion.empty() && suggestion == name) {
+      auto opt = cfg.options().cli_long_name_lookup(name);
+      hint = opt ? "; expected " + type_hint(*opt) : "";
+    }
+    out.errors.push_back("command line: "
+                         + (bad.empty() ? caf::to_string(err) : "cannot use '" + bad + "'") + hint);
   }
   if (!config_file.empty())
     coerce_reals(cfg, config_file, args);
@@ -383,9 +404,13 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
                              "--config-file=FILE (examples in config/)");
     } else {
       setup.embedded_defaults = true;
-      apply_embedded_defaults(cfg);
     }
   }
+  if (setup.whole_cluster && std::any_of(args.begin(), args.end(), [](const std::string& a) {
+        return a.rfind("--task_index", 0) == 0;
+      }))
+    out.errors.push_back("--task_index needs --job_name (ps, worker or chief); without a job "
+                         "every task runs in this process");
   validate(cfg, setup, out.errors);
   if (!out.errors.empty())
     out.what = load_outcome::action::fail;

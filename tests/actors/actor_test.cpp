@@ -1,0 +1,285 @@
+// Deterministic tests of the actors, message by message, on CAF's
+// test_coordinator.
+#define BOOST_TEST_MODULE actors
+#include <cmath>
+#include <map>
+#include <random>
+
+#include <boost/test/unit_test.hpp>
+#include <caf/all.hpp>
+
+#include "actors/cluster.hpp"
+#include "tests/support/deterministic.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+using names = std::vector<std::string>;
+
+namespace {
+
+// 40 synthetic examples of 784 features whose label is the argmax of a fixed
+// linear map, so that softmax regression can learn them.
+training_data synthetic_data(bool poison = false) {
+  auto make = [&](uint32_t seed) {
+    dataset d;
+    d.images = tensor({40, 784});
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (size_t i = 0; i < d.images.size(); ++i)
+      d.images[i] = u(rng);
+    for (int r = 0; r < 40; ++r) {
+      int best = 0;
+      float best_v = -1;
+      for (int c = 0; c < 10; ++c) {
+        float v = d.images[r * 784 + c * 7];
+        if (v > best_v) {
+          best_v = v;
+          best = c;
+        }
+      }
+      d.labels.push_back(best);
+    }
+    if (poison)
+      d.images.fill(std::nanf(""));
+    return std::make_shared<const dataset>(std::move(d));
+  };
+  return {make(1), make(2)};
+}
+
+training_settings small_settings(int64_t last_step) {
+  training_settings s;
+  s.batch_size = 4;
+  s.last_step = last_step;
+  s.log_interval = 0;
+  s.learning_rate = 0.1;
+  return s;
+}
+
+caf::abstract_actor* raw(const caf::strong_actor_ptr& p) {
+  return caf::actor_cast<caf::abstract_actor*>(p);
+}
+
+template <class Handle>
+caf::abstract_actor* raw(const Handle& h) {
+  return caf::actor_cast<caf::abstract_actor*>(h);
+}
+
+// Runs every actor until idle, one message at a time, handing each message
+// and its receiver to `observe` before it is processed.
+template <class F>
+void run_observed(caf::scheduler::test_coordinator& sched, F observe) {
+  while (sched.has_job()) {
+    auto& next = sched.next_job<caf::scheduled_actor>();
+    if (auto* element = next.mailbox().peek())
+      observe(static_cast<caf::abstract_actor*>(&next), element->content());
+    sched.run_once();
+  }
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(shard, deterministic_fixture)
+
+BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, 0.5f});
+  sched.run();
+  auto early = ask<pull_reply>(s, pull_atom::value, names{"w"});
+  BOOST_REQUIRE(!early);
+  BOOST_TEST(is(early.error(), errc::not_initialized));
+
+  std::vector<tensor> init{tensor({2, 2}, 1.0f), tensor({2}, 0.5f)};
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w", "b"}, init));
+  auto pulled = ask<pull_reply>(s, pull_atom::value, names{"b", "w"});
+  BOOST_REQUIRE(pulled);
+  BOOST_TEST(pulled->version == 0);
+  BOOST_TEST(pulled->values[0].bit_equal(init[1])); // in the order asked
+  BOOST_TEST(pulled->values[1].bit_equal(init[0]));
+
+  auto version = ask<int64_t>(s, push_atom::value, int64_t{0}, names{"w"},
+                              std::vector<tensor>{tensor({2, 2}, 1.0f)});
+  BOOST_REQUIRE(version);
+  BOOST_TEST(*version == 1);
+  pulled = ask<pull_reply>(s, pull_atom::value, names{"w"});
+  BOOST_REQUIRE(pulled);
+  BOOST_TEST(pulled->values[0][3] == 0.5f); // 1 - 0.5 * 1
+  BOOST_TEST(pulled->version == 1);
+}
+
+BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
+  auto s = sys.spawn(ps_shard, ps_shard_config{3, 0.5f});
+  sched.run();
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w"},
+                                  std::vector<tensor>{tensor({3}, 2.0f)}));
+  auto unknown = ask<pull_reply>(s, pull_atom::value, names{"v"});
+  BOOST_REQUIRE(!unknown);
+  BOOST_TEST(is(unknown.error(), errc::unknown_variable));
+  BOOST_TEST(describe(unknown.error()).find("'v'") != std::string::npos);
+  BOOST_TEST(describe(unknown.error()).find("ps:3") != std::string::npos);
+
+  auto wrong_shape = ask<int64_t>(s, push_atom::value, int64_t{0}, names{"w"},
+                                  std::vector<tensor>{tensor({4}, 1.0f)});
+  BOOST_REQUIRE(!wrong_shape);
+  BOOST_TEST(is(wrong_shape.error(), errc::shape_mismatch));
+
+  tensor nan_grad({3}, 1.0f);
+  nan_grad[2] = std::nanf("");
+  auto nan_push = ask<int64_t>(s, push_atom::value, int64_t{0}, names{"w"},
+                               std::vector<tensor>{nan_grad});
+  BOOST_REQUIRE(!nan_push);
+  BOOST_TEST(is(nan_push.error(), errc::non_finite_gradient));
+
+  auto again = ask<caf::ok_atom>(s, init_atom::value, names{"w"},
+                                 std::vector<tensor>{tensor({3}, 9.0f)});
+  BOOST_REQUIRE(!again);
+  BOOST_TEST(is(again.error(), errc::already_initialized));
+
+  auto pulled = ask<pull_reply>(s, pull_atom::value, names{"w"});
+  BOOST_REQUIRE(pulled);
+  BOOST_TEST(pulled->version == 0);
+  BOOST_TEST(pulled->values[0].bit_equal(tensor({3}, 2.0f)));
+}
+
+BOOST_AUTO_TEST_CASE(hello_refuses_another_protocol_version) {
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, 0.5f});
+  sched.run();
+  auto ok = ask<uint32_t>(s, hello_atom::value, protocol_version, std::string("worker"), 0);
+  BOOST_REQUIRE(ok);
+  BOOST_TEST(*ok == protocol_version);
+  auto refused = ask<uint32_t>(s, hello_atom::value, protocol_version + 1, std::string("worker"), 1);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(is(refused.error(), errc::protocol_mismatch));
+  BOOST_TEST(describe(refused.error()).find("worker:1") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(in_process_tensors_are_not_copied) {
+  auto echo = sys.spawn([]() -> caf::behavior {
+    return {[](const tensor& t) { return reinterpret_cast<uint64_t>(t.data()); }};
+  });
+  sched.run();
+  tensor t({1000}, 1.0f);
+  auto address = reinterpret_cast<uint64_t>(t.data());
+  auto seen = ask<uint64_t>(echo, std::move(t));
+  BOOST_REQUIRE(seen);
+  BOOST_TEST(*seen == address);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(cluster, deterministic_fixture)
+
+// Two workers ask "ready?" before the shards have even seen the chief's init:
+// both wait on a promise, each shard is initialised exactly once, and both
+// get the plan only after the last init was acknowledged.
+BOOST_AUTO_TEST_CASE(chief_initialises_once_while_workers_race) {
+  training_result result;
+  auto run = spawn_local_cluster(sys, small_settings(6), runtime_settings{}, 2, 2,
+                                 synthetic_data(), [&](const training_result& r) { result = r; },
+                                 spawn_mode::cooperative);
+  auto* chief = raw(run.chief);
+  std::map<caf::abstract_actor*, int> inits;
+  std::vector<std::string> chief_events;
+  int plans_before_init_done = 0, plans = 0, acks = 0;
+  run_observed(sched, [&](caf::abstract_actor* who, const caf::type_erased_tuple& msg) {
+    if (msg.match_element<init_atom>(0))
+      ++inits[who];
+    if (who == chief && msg.match_element<ready_atom>(0))
+      chief_events.push_back("ready");
+    if (who == chief && msg.size() == 1 && msg.match_element<caf::ok_atom>(0)) {
+      chief_events.push_back("init_ack");
+      ++acks;
+    }
+    if (msg.size() == 1 && msg.match_element<training_plan>(0)) {
+      ++plans;
+      if (acks < 2)
+        ++plans_before_init_done;
+    }
+  });
+  BOOST_TEST(inits.size() == 2u);
+  for (auto& kv : inits)
+    BOOST_TEST(kv.second == 1);
+  BOOST_REQUIRE(chief_events.size() == 4u);
+  BOOST_TEST(chief_events[0] == "ready"); // both asked before any init finished
+  BOOST_TEST(chief_events[1] == "ready");
+  BOOST_TEST(plans == 2);
+  BOOST_TEST(plans_before_init_done == 0);
+  BOOST_TEST(result.ok);
+  BOOST_TEST(result.global_step == 6);
+}
+
+// Exactly last_step updates happen; stop reaches every shard and worker,
+// and no pull or push reaches a shard after its stop.
+BOOST_AUTO_TEST_CASE(stop_at_last_step_reaches_every_actor) {
+  training_result result;
+  bool finished = false;
+  auto baseline = sys.registry().running();
+  auto run = spawn_local_cluster(sys, small_settings(10), runtime_settings{}, 2, 3,
+                                 synthetic_data(),
+                                 [&](const training_result& r) {
+                                   result = r;
+                                   finished = true;
+                                 },
+                                 spawn_mode::cooperative);
+  std::map<caf::abstract_actor*, int> pushes;
+  std::map<caf::abstract_actor*, bool> stopped;
+  int after_stop = 0;
+  std::vector<caf::abstract_actor*> shards{raw(run.shards[0]), raw(run.shards[1])};
+  run_observed(sched, [&](caf::abstract_actor* who, const caf::type_erased_tuple& msg) {
+    if (msg.match_element<push_atom>(0) || msg.match_element<pull_atom>(0)) {
+      if (stopped[who])
+        ++after_stop;
+      if (msg.match_element<push_atom>(0))
+        ++pushes[who];
+    }
+    if (msg.match_element<stop_atom>(0))
+      stopped[who] = true;
+  });
+  BOOST_REQUIRE(finished);
+  BOOST_TEST(result.ok);
+  BOOST_TEST(result.global_step == 10);
+  BOOST_TEST(result.examples == 40u);
+  // softmax/weights on ps:0, softmax/biases on ps:1: one push each per step.
+  BOOST_TEST(pushes[shards[0]] == 10);
+  BOOST_TEST(pushes[shards[1]] == 10);
+  BOOST_TEST(after_stop == 0);
+  BOOST_TEST(stopped[shards[0]]);
+  BOOST_TEST(stopped[shards[1]]);
+  BOOST_TEST(sys.registry().running() == baseline); // every actor has quit
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_worker_does_not_stop_training) {
+  training_result result;
+  auto run = spawn_local_cluster(sys, small_settings(20), runtime_settings{}, 1, 2,
+                                 synthetic_data(), [&](const training_result& r) { result = r; },
+                                 spawn_mode::cooperative);
+  int reports = 0;
+  auto* w1 = raw(run.workers[1]);
+  bool killed = false;
+  run_observed(sched, [&](caf::abstract_actor*, const caf::type_erased_tuple& msg) {
+    // Kill worker 1 while it holds a grant (after a few reports).
+    if (msg.match_element<report_atom>(0) && ++reports == 5 && !killed) {
+      killed = true;
+      caf::anon_send_exit(caf::actor_cast<caf::actor>(w1), caf::exit_reason::kill);
+    }
+  });
+  BOOST_TEST(killed);
+  BOOST_TEST(result.ok);
+  BOOST_TEST(result.global_step == 20);
+}
+
+BOOST_AUTO_TEST_CASE(non_finite_gradients_are_refused_then_the_run_fails) {
+  training_result result;
+  runtime_settings runtime;
+  runtime.max_refused_steps = 3;
+  auto baseline = sys.registry().running();
+  auto run = spawn_local_cluster(sys, small_settings(10), runtime, 1, 1, synthetic_data(true),
+                                 [&](const training_result& r) { result = r; },
+                                 spawn_mode::cooperative);
+  sched.run();
+  BOOST_TEST(!result.ok);
+  BOOST_TEST(result.refused_steps == 4);
+  BOOST_TEST(result.global_step == 0);
+  BOOST_TEST(result.error.find("diverged") != std::string::npos);
+  BOOST_TEST(sys.registry().running() == baseline);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,188 @@
+// Every configuration error is one clear message naming the key and the fix,
+// found before anything starts; the shipped examples load cleanly.
+#define BOOST_TEST_MODULE config
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <boost/test/unit_test.hpp>
+
+#include "actors/protocol.hpp"
+#include "config/node_config.hpp"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A data directory with the four file names (contents are not read here).
+struct fixture {
+  fs::path dir = fs::temp_directory_path() / ("troupe-config-" + std::to_string(::getpid()));
+  fixture() {
+    fs::create_directories(dir / "data");
+    for (auto name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                      "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+      std::ofstream(dir / "data" / name) << "x";
+  }
+  ~fixture() { fs::remove_all(dir); }
+
+  std::string base() const {
+    return "[cluster]\nchief = [\"127.0.0.1:7000\"]\nps = [\"127.0.0.1:7001\"]\n"
+           "worker = [\"127.0.0.1:7101\", \"127.0.0.1:7102\"]\n[train]\ndata-dir = \""
+           + (dir / "data").string() + "\"\n";
+  }
+
+  load_outcome load(const std::string& text, std::vector<std::string> args = {}) {
+    auto path = (dir / "test.conf").string();
+    std::ofstream(path) << text;
+    std::vector<std::string> argv_s{"troupe-node", "--config-file=" + path};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s)
+      argv.push_back(a.data());
+    node_config cfg;
+    return load_node_config(cfg, static_cast<int>(argv.size()), argv.data());
+  }
+
+  // Exactly one error, containing every part.
+  void expect_error(const load_outcome& out, std::initializer_list<std::string> parts) {
+    BOOST_TEST((out.what == load_outcome::action::fail));
+    BOOST_REQUIRE_EQUAL(out.errors.size(), 1u);
+    for (auto& p : parts)
+      BOOST_TEST(out.errors[0].find(p) != std::string::npos,
+                 "'" << p << "' in: " << out.errors[0]);
+  }
+};
+
+const std::vector<std::string> worker0{"--job_name=worker", "--task_index=0"};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(node_config_tests, fixture)
+
+BOOST_AUTO_TEST_CASE(a_good_file_loads) {
+  auto out = load(base() + "batch-size = 64\nlearning-rate = 1\nlast-step = 7\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST((out.what == load_outcome::action::run));
+  BOOST_TEST(out.setup.cluster.worker.size() == 2u);
+  BOOST_TEST(out.setup.cluster.ps[0].port == 7001);
+  BOOST_TEST(out.setup.train.batch_size == 64);
+  BOOST_TEST(out.setup.train.learning_rate == 1.0); // integer accepted for a real
+  BOOST_TEST(out.setup.train.last_step == 7);
+  BOOST_TEST(out.setup.job == "worker");
+}
+
+BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
+  auto args = worker0;
+  args.push_back("--train.batch-size=32");
+  auto out = load(base() + "batch-size = 64\n", args);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.batch_size == 32);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_key_suggests_the_right_one) {
+  expect_error(load(base() + "batchsize = 64\n", worker0),
+               {"unknown key 'train.batchsize'", "did you mean 'train.batch-size'"});
+  expect_error(load(base() + "[trian]\nmodel = \"softmax\"\n", worker0),
+               {"unknown key 'trian.model'", "train.model"});
+  expect_error(load(base() + "[middleman]\nheartbeat-intervall = 1s\n", worker0),
+               {"middleman.heartbeat-interval"});
+}
+
+BOOST_AUTO_TEST_CASE(wrong_types_are_named) {
+  expect_error(load(base() + "batch-size = \"64\"\n", worker0),
+               {"train.batch-size", "wrong type", "an integer"});
+  expect_error(load(base() + "[cluster]\nrequest-timeout = 5\n", worker0), {"a duration"});
+  auto bad_list = "[cluster]\nchief = [\"127.0.0.1:7000\"]\nps = \"127.0.0.1:7001\"\n"
+                  "worker = [\"127.0.0.1:7101\"]\n";
+  auto out = load(bad_list, worker0);
+  BOOST_TEST((out.what == load_outcome::action::fail));
+  BOOST_TEST(out.errors[0].find("cluster.ps") != std::string::npos);
+  BOOST_TEST(out.errors[0].find("list") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(cluster_errors) {
+  const std::vector<std::string> chief0{"--job_name=chief", "--task_index=0"};
+  expect_error(load(base() + "[cluster]\nworker = []\n", chief0), {"cluster.worker is empty"});
+  expect_error(load(base() + "[cluster]\nps = [\"127.0.0.1:7101\"]\n", worker0),
+               {"127.0.0.1:7101", "two tasks"});
+  expect_error(load(base() + "[cluster]\nps = [\"localhost\"]\n", worker0),
+               {"cluster.ps", "not host:port"});
+  expect_error(load(base() + "[cluster]\nps = [\"h:99999\"]\n", worker0), {"outside 1..65535"});
+  expect_error(load(base() + "[cluster]\nchief = []\n", worker0),
+               {"cluster.chief must list exactly one"});
+}
+
+BOOST_AUTO_TEST_CASE(job_and_task_errors) {
+  expect_error(load(base(), {"--job_name=worker", "--task_index=2"}),
+               {"--task_index=2 is out of range", "valid: 0..1"});
+  expect_error(load(base(), {"--job_name=master", "--task_index=0"}),
+               {"--job_name=master", "ps, worker or chief"});
+  auto out = load(base(), {"--job_nme=ps"});
+  BOOST_TEST((out.what == load_outcome::action::fail));
+  BOOST_TEST(out.errors[0].find("job_name") != std::string::npos, out.errors[0]);
+}
+
+BOOST_AUTO_TEST_CASE(training_value_errors) {
+  expect_error(load(base() + "model = \"softmx\"\n", worker0), {"did you mean \"softmax\""});
+  expect_error(load(base() + "learning-rate = -0.1\n", worker0), {"train.learning-rate"});
+  expect_error(load(base() + "last-step = 0\n", worker0), {"train.last-step"});
+  expect_error(load(base() + "batch-size = 0\n", worker0), {"train.batch-size"});
+  expect_error(load(base() + "mode = \"sync\"\n", worker0), {"train.mode"});
+  expect_error(load(base() + "device = \"gpu0\"\n", worker0), {"train.device", "cuda:N"});
+}
+
+BOOST_AUTO_TEST_CASE(missing_data_directory_is_named) {
+  expect_error(load(base() + "data-dir = \"/nonexistent/fmnist\"\n", worker0),
+               {"train.data-dir", "/nonexistent/fmnist", "dataset-fashion-mnist"});
+  // A PS reads no data, so it does not need the directory.
+  auto out = load(base() + "data-dir = \"/nonexistent/fmnist\"\n",
+                  {"--job_name=ps", "--task_index=0"});
+  BOOST_TEST(out.errors.empty());
+}
+
+BOOST_AUTO_TEST_CASE(syntax_errors_and_missing_files) {
+  auto out = load(base() + "# not a comment in INI\n", worker0);
+  BOOST_TEST((out.what == load_outcome::action::fail));
+  BOOST_TEST(out.errors[0].find("syntax error") != std::string::npos);
+  std::string missing = "--config-file=/nonexistent/troupe.conf";
+  std::vector<char*> argv{const_cast<char*>("troupe-node"), missing.data()};
+  node_config cfg;
+  auto r = load_node_config(cfg, 2, argv.data());
+  BOOST_TEST((r.what == load_outcome::action::fail));
+  BOOST_TEST(r.errors[0].find("/nonexistent/troupe.conf") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(help_and_dump_config) {
+  node_config cfg;
+  auto help = help_text(cfg);
+  for (auto key : {"train.batch-size", "cluster.connect-timeout", "job_name", "default"})
+    BOOST_TEST(help.find(key) != std::string::npos, key);
+  auto out = load(base(), {"--job_name=chief", "--task_index=0", "--dump-config"});
+  BOOST_REQUIRE((out.what == load_outcome::action::dump_config));
+  auto dumped = dump_config(out.setup);
+  BOOST_TEST(dumped.find("worker = [\"127.0.0.1:7101\", \"127.0.0.1:7102\"]") != std::string::npos);
+  // The dump is itself a valid config file.
+  BOOST_TEST(load(dumped, worker0).errors.empty());
+}
+
+BOOST_AUTO_TEST_CASE(shipped_examples_load) {
+  const char* root = TROUPE_SOURCE_DIR;
+  int seen = 0;
+  for (auto& entry : fs::directory_iterator(fs::path(root) / "config")) {
+    if (entry.path().extension() != ".conf")
+      continue;
+    ++seen;
+    std::ifstream in(entry.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Point the example at the stand-in data directory.
+    auto pos = text.find("data-dir");
+    if (pos != std::string::npos)
+      text.replace(pos, text.find('\n', pos) - pos, "data-dir = \"" + (dir / "data").string() + "\"");
+    auto out = load(text, {"--job_name=chief", "--task_index=0"});
+    BOOST_TEST(out.errors.empty(), entry.path() << ": " << (out.errors.empty() ? "" : out.errors[0]));
+  }
+  BOOST_TEST(seen >= 2);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
