@@ -26,8 +26,8 @@ struct training_settings {
   std::string model = "softmax";
   std::string mode = "async";
   int64_t batch_size = 100;
-  double learning_rate = 0.1;
-  int64_t last_step = 5000;
+  double learning_rate = 0.05;
+  int64_t last_step = 6000;
   uint64_t seed = 42;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int64_t log_interval = 200;

@@ -9,7 +9,7 @@ timeout 240 "$bin" >"$tmp/out" 2>"$tmp/err"; rc=$?
 tail -3 "$tmp/err"; cat "$tmp/out"
 [ $rc -eq 0 ] || { echo "FAIL: exit code $rc"; echo "0 passed, 1 failed"; exit 1; }
 acc=$(grep -o '"test_accuracy":[0-9.]*' "$tmp/out" | cut -d: -f2)
-grep -q '"global_step":5000' "$tmp/out" || { echo "FAIL: wrong global_step"; echo "0 passed, 1 failed"; exit 1; }
+grep -q '"global_step":6000' "$tmp/out" || { echo "FAIL: wrong global_step"; echo "0 passed, 1 failed"; exit 1; }
 if awk -v a="$acc" 'BEGIN { exit !(a >= 0.82) }'; then
   echo "ok: embedded default reached test_accuracy $acc"; echo "1 passed, 0 failed"
 else

@@ -1,0 +1,233 @@
+// bench/transfer: pull + push throughput of one tensor between two processes
+// over loopback, through a real PS shard and Troupe's protocol, beside a raw
+// TCP stream that moves the same bytes between the same two processes in the
+// same run. Prints MB/s for both and their ratio.
+//   build/bin/troupe-bench-transfer [--rounds N]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "actors/protocol.hpp"
+#include "actors/ps_shard.hpp"
+
+using namespace troupe;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct node_cfg : caf::actor_system_config {
+  node_cfg() {
+    load<caf::io::middleman>();
+    register_protocol(*this);
+  }
+};
+
+bool read_all(int fd, void* buf, size_t n) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    auto got = ::read(fd, p, n);
+    if (got <= 0)
+      return false;
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+bool write_all(int fd, const void* buf, size_t n) {
+  auto* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    auto put = ::write(fd, p, n);
+    if (put <= 0)
+      return false;
+    p += put;
+    n -= static_cast<size_t>(put);
+  }
+  return true;
+}
+
+// Raw TCP: for each request, read a size header and that many bytes (the
+// push), then send as many bytes back (the pull).
+void raw_echo_server(int listen_fd) {
+  int fd = ::accept(listen_fd, nullptr, nullptr);
+  if (fd < 0)
+    return;
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  std::vector<char> buf;
+  uint64_t n = 0;
+  while (read_all(fd, &n, sizeof(n)) && n > 0) {
+    buf.resize(n);
+    if (!read_all(fd, buf.data(), n) || !write_all(fd, buf.data(), n))
+      break;
+  }
+  ::close(fd);
+}
+
+int listen_loopback(uint16_t& port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::listen(fd, 1);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
+[[noreturn]] void serve(int pipe_fd) {
+  uint16_t raw_port = 0;
+  int listen_fd = listen_loopback(raw_port);
+  std::thread raw([listen_fd] { raw_echo_server(listen_fd); });
+  {
+    node_cfg cfg;
+    caf::actor_system sys{cfg};
+    // A learning rate of 0 keeps the values fixed while still applying pushes.
+    auto shard = sys.spawn(ps_shard, ps_shard_config{0, 0.0f});
+    auto port = sys.middleman().publish(shard, 0, "127.0.0.1", true);
+    uint16_t ports[2] = {port ? *port : uint16_t(0), raw_port};
+    if (::write(pipe_fd, ports, sizeof(ports)) != sizeof(ports))
+      ::_exit(1);
+    caf::scoped_actor self{sys};
+    self->monitor(shard);
+    self->receive([](const caf::down_msg&) {});
+  }
+  raw.join();
+  ::close(listen_fd);
+  ::_exit(0);
+}
+
+double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::string& name,
+                       size_t floats, int rounds) {
+  caf::scoped_actor self{sys};
+  tensor gradient({static_cast<int64_t>(floats)}, 1e-3f);
+  std::vector<std::string> names{name};
+  auto timeout = std::chrono::seconds(60);
+  auto one_round = [&] {
+    bool ok = true;
+    self->request(shard, timeout, pull_atom::value, names)
+      .receive([](const pull_reply&) {}, [&](caf::error&) { ok = false; });
+    self->request(shard, timeout, push_atom::value, int64_t{0}, names,
+                  std::vector<tensor>{gradient})
+      .receive([](int64_t) {}, [&](caf::error&) { ok = false; });
+    return ok;
+  };
+  one_round(); // warm-up
+  auto start = clock_type::now();
+  for (int i = 0; i < rounds; ++i)
+    if (!one_round())
+      return -1;
+  double secs = std::chrono::duration<double>(clock_type::now() - start).count();
+  return 2.0 * floats * sizeof(float) * rounds / secs / 1e6;
+}
+
+double raw_mb_per_s(int fd, size_t bytes, int rounds) {
+  std::vector<char> out(bytes, 1), in(bytes);
+  uint64_t n = bytes;
+  auto one_round = [&] {
+    return write_all(fd, &n, sizeof(n)) && write_all(fd, out.data(), bytes)
+           && read_all(fd, in.data(), bytes);
+  };
+  one_round();
+  auto start = clock_type::now();
+  for (int i = 0; i < rounds; ++i)
+    if (!one_round())
+      return -1;
+  double secs = std::chrono::duration<double>(clock_type::now() - start).count();
+  return 2.0 * bytes * rounds / secs / 1e6;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int rounds_40mb = 10;
+  if (argc == 3 && std::string(argv[1]) == "--rounds")
+    rounds_40mb = std::max(1, std::atoi(argv[2]));
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return 1;
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    serve(fds[1]);
+  }
+  ::close(fds[1]);
+  uint16_t ports[2] = {0, 0};
+  if (::read(fds[0], ports, sizeof(ports)) != sizeof(ports) || ports[0] == 0) {
+    std::fprintf(stderr, "transfer: the server process did not start\n");
+    return 1;
+  }
+  int exit_code = 0;
+  {
+    node_cfg cfg;
+    caf::actor_system sys{cfg};
+    auto shard = sys.middleman().remote_actor<ps_shard_actor>("127.0.0.1", ports[0]);
+    if (!shard) {
+      std::fprintf(stderr, "transfer: cannot reach the shard: %s\n",
+                   sys.render(shard.error()).c_str());
+      return 1;
+    }
+    int raw_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(ports[1]);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(raw_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      std::fprintf(stderr, "transfer: cannot reach the raw TCP server\n");
+      return 1;
+    }
+    int one = 1;
+    ::setsockopt(raw_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+    const size_t sizes_mb[] = {1, 4, 40};
+    std::vector<std::string> names;
+    std::vector<tensor> values;
+    for (auto mb : sizes_mb) {
+      names.push_back("v" + std::to_string(mb) + "mb");
+      values.emplace_back(shape_t{static_cast<int64_t>(mb * 1000 * 1000 / 4)}, 0.5f);
+    }
+    caf::scoped_actor self{sys};
+    bool initialised = false;
+    self->request(*shard, std::chrono::seconds(60), init_atom::value, names, values)
+      .receive([&](caf::ok_atom) { initialised = true; },
+               [&](caf::error& e) { std::fprintf(stderr, "init: %s\n", describe(e).c_str()); });
+    if (!initialised)
+      return 1;
+    std::printf("bench/transfer: pull+push of one tensor between two processes over 127.0.0.1\n");
+    std::printf("%8s %8s %14s %14s %8s\n", "size", "rounds", "troupe MB/s", "raw TCP MB/s",
+                "ratio");
+    for (size_t i = 0; i < 3; ++i) {
+      int rounds = static_cast<int>(rounds_40mb * 40 / sizes_mb[i]);
+      double troupe = troupe_mb_per_s(sys, *shard, names[i], values[i].size(), rounds);
+      double raw = raw_mb_per_s(raw_fd, values[i].bytes(), rounds);
+      if (troupe < 0 || raw < 0) {
+        std::fprintf(stderr, "transfer: a round failed at %zu MB\n", sizes_mb[i]);
+        exit_code = 1;
+        break;
+      }
+      std::printf("%6zuMB %8d %14.0f %14.0f %8.2f\n", sizes_mb[i], rounds, troupe, raw,
+                  troupe / raw);
+    }
+    uint64_t zero = 0;
+    write_all(raw_fd, &zero, sizeof(zero));
+    ::close(raw_fd);
+    self->send(*shard, stop_atom::value);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100)); // let the stop leave
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return exit_code;
+}
