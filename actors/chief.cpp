@@ -46,8 +46,9 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // with user_shutdown so that their processes exit 1 as well.
 void stop_everyone(self_ptr self, bool failed) {
   auto& st = self->state;
-  for (auto& kv : st.idle)
-    kv.second.deliver(step_grant{0, true});
+  if (!failed) // after a failure, the exit message below ends them instead
+    for (auto& kv : st.idle)
+      kv.second.deliver(step_grant{0, true});
   st.idle.clear();
   auto stop = [&](const auto& handle) {
     if (failed)
@@ -118,7 +119,8 @@ void evaluate_and_finish(self_ptr self, std::vector<tensor> params, double train
                r.global_step, r.test_accuracy, r.test_loss, r.examples_per_sec);
   if (st.links.on_finish)
     st.links.on_finish(r);
-  stop_and_await_shards(self, caf::exit_reason::normal);
+  stop_and_await_shards(self, r.ok ? caf::error{caf::exit_reason::normal}
+                                   : caf::make_error(caf::sec::runtime_error, r.error));
 }
 
 // Reads the final values of every variable from the shards, in model order.
@@ -314,8 +316,8 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
           revoke(self, r.worker);
           if (++st.refused > st.config.runtime.max_refused_steps) {
             abort_run(self, std::to_string(st.refused)
-                              + " updates refused by the shards (non-finite gradients?): "
-                                "training diverged; lower train.learning-rate");
+                              + " updates not applied (non-finite gradients): training "
+                                "diverged; lower train.learning-rate");
             return step_grant{0, true};
           }
         }
