@@ -141,16 +141,24 @@ int run_ps(caf::actor_system& sys, const node_setup& setup) {
   return exit_code_of(reason);
 }
 
-int run_chief(caf::actor_system& sys, const node_setup& setup) {
-  std::vector<ps_shard_actor> shards;
+// Every PS shard of the cluster, in task order; false (logged) if one is unreachable.
+bool connect_shards(caf::actor_system& sys, const node_setup& setup,
+                    std::vector<ps_shard_actor>& shards) {
   for (size_t i = 0; i < setup.cluster.ps.size(); ++i) {
     auto shard = connect_to<ps_shard_actor>(sys, setup, "ps shard", setup.cluster.ps[i]);
     if (!shard) {
       spdlog::error("ps:{}: {}", i, describe(shard.error()));
-      return exit_failure;
+      return false;
     }
     shards.push_back(*shard);
   }
+  return true;
+}
+
+int run_chief(caf::actor_system& sys, const node_setup& setup) {
+  std::vector<ps_shard_actor> shards;
+  if (!connect_shards(sys, setup, shards))
+    return exit_failure;
   auto test = std::make_shared<const dataset>(load_mnist_split(setup.train.data_dir, "t10k"));
   training_result result;
   auto chief_handle = spawn_chief(sys, setup.train, setup.runtime, shards, test,
@@ -173,14 +181,8 @@ int run_worker(caf::actor_system& sys, const node_setup& setup) {
     return exit_failure;
   }
   std::vector<ps_shard_actor> shards;
-  for (size_t i = 0; i < setup.cluster.ps.size(); ++i) {
-    auto shard = connect_to<ps_shard_actor>(sys, setup, "ps shard", setup.cluster.ps[i]);
-    if (!shard) {
-      spdlog::error("ps:{}: {}", i, describe(shard.error()));
-      return exit_failure;
-    }
-    shards.push_back(*shard);
-  }
+  if (!connect_shards(sys, setup, shards))
+    return exit_failure;
   auto train = std::make_shared<const dataset>(load_mnist_split(setup.train.data_dir, "train"));
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
                         setup.train, setup.runtime, *chief_handle, shards, train);
