@@ -1,8 +1,8 @@
 #pragma once
 // One compute interface, two implementations: CPU (Eigen, always built) and
-// CUDA (built whenever nvcc is found). Worker actors hold a backend and never
-// see which one it is. Issue 2 needs the CPU path only; the CUDA backend
-// reports devices now and gains kernels with the GPU worker.
+// CUDA (built whenever nvcc is found). Today's models compute through
+// tensor/ops directly and the CUDA side only reports devices; the GPU worker
+// will run its models through this interface, checked against the CPU one.
 #include <memory>
 #include <string>
 #include <vector>
