@@ -1,5 +1,6 @@
 #include "actors/chief.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <caf/event_based_actor.hpp>
@@ -9,6 +10,8 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/token_queue.hpp"
+
 namespace troupe {
 
 std::string training_result::to_json() const {
@@ -16,10 +19,12 @@ std::string training_result::to_json() const {
   std::snprintf(buf, sizeof(buf),
                 "{\"event\":\"final\",\"ok\":%s,\"mode\":\"%s\",\"global_step\":%lld,"
                 "\"test_accuracy\":%.4f,\"test_loss\":%.4f,\"examples_per_sec\":%.1f,"
-                "\"wall_seconds\":%.2f,\"examples\":%llu,\"refused_steps\":%lld",
+                "\"wall_seconds\":%.2f,\"examples\":%llu,\"refused_steps\":%lld,"
+                "\"dropped_gradients\":%llu",
                 ok ? "true" : "false", mode.c_str(), static_cast<long long>(global_step),
                 test_accuracy, test_loss, examples_per_sec, wall_seconds,
-                static_cast<unsigned long long>(examples), static_cast<long long>(refused_steps));
+                static_cast<unsigned long long>(examples), static_cast<long long>(refused_steps),
+                static_cast<unsigned long long>(dropped_gradients));
   std::string out = buf;
   if (!ok) {
     std::string escaped;
@@ -42,6 +47,22 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+bool is_sync(self_ptr self) {
+  return self->state.config.mode == "sync";
+}
+
+int64_t global_step(self_ptr self) {
+  return is_sync(self) ? self->state.sync_step : self->state.budget->global_step();
+}
+
+// The token queue is linked, but a normal exit does not take linked actors
+// down: end it explicitly whenever the chief quits.
+void quit(self_ptr self, const caf::error& reason) {
+  if (self->state.token_queue)
+    self->send_exit(self->state.token_queue, caf::exit_reason::user_shutdown);
+  self->quit(reason);
+}
+
 // A finished run stops every task with exit code 0; a failed one ends them
 // with user_shutdown so that their processes exit 1 as well.
 void stop_everyone(self_ptr self, bool failed) {
@@ -56,6 +77,8 @@ void stop_everyone(self_ptr self, bool failed) {
     else
       self->send(handle, stop_atom::value);
   };
+  if (st.token_queue && !failed)
+    self->send(st.token_queue, stop_atom::value); // releases workers waiting for a token
   for (auto& shard : st.links.shards)
     stop(shard);
   for (auto& kv : st.workers)
@@ -71,7 +94,7 @@ void stop_and_await_shards(self_ptr self, caf::error reason) {
   st.done = true;
   stop_everyone(self, static_cast<bool>(st.exit_reason));
   if (st.shards_down >= st.links.shards.size())
-    self->quit(st.exit_reason);
+    quit(self, st.exit_reason);
 }
 
 training_result base_result(self_ptr self) {
@@ -79,9 +102,10 @@ training_result base_result(self_ptr self) {
   training_result r;
   r.wall_seconds = seconds_since(st.created);
   r.mode = st.config.mode;
-  r.global_step = st.budget->global_step();
+  r.global_step = global_step(self);
   r.examples = st.examples;
   r.refused_steps = st.refused;
+  r.dropped_gradients = st.dropped;
   return r;
 }
 
@@ -110,6 +134,8 @@ void evaluate_and_finish(self_ptr self, std::vector<tensor> params, double train
                         : 0.0;
     r.test_loss = stats.loss;
     r.ok = true;
+    r.variables = st.plan.variables;
+    r.values = std::move(params);
   } catch (const std::exception& e) {
     r.error = std::string("evaluation failed: ") + e.what();
   }
@@ -132,7 +158,7 @@ void finish(self_ptr self) {
   st.idle.clear();
   double train_seconds = seconds_since(st.started);
   spdlog::info("chief: reached last_step {}; evaluating on {} test examples",
-               st.budget->last_step(), st.links.test->size());
+               st.config.last_step, st.links.test->size());
   auto params = std::make_shared<std::vector<tensor>>(st.plan.variables.size());
   auto pending = std::make_shared<size_t>(st.links.shards.size());
   for (size_t s = 0; s < st.links.shards.size(); ++s) {
@@ -162,6 +188,8 @@ void finish(self_ptr self) {
 // Takes a worker's grant back and, if a worker is idle, hands the step to it.
 void revoke(self_ptr self, int32_t worker) {
   auto& st = self->state;
+  if (is_sync(self))
+    return;
   st.budget->revoke(worker);
   if (st.idle.empty() || st.finishing)
     return;
@@ -172,28 +200,63 @@ void revoke(self_ptr self, int32_t worker) {
   }
 }
 
-void log_progress(self_ptr self, const step_report& r) {
+// A progress line every log_interval global steps, over the steps since the last.
+void log_progress(self_ptr self) {
   auto& st = self->state;
-  st.interval_examples += r.examples;
-  st.interval_correct += r.correct;
-  st.interval_loss += r.loss;
   ++st.interval_steps;
-  auto step = st.budget->global_step();
+  auto step = global_step(self);
   if (st.config.log_interval <= 0 || step % st.config.log_interval != 0)
     return;
   double secs = seconds_since(st.interval_start);
+  auto steps = static_cast<double>(st.interval_steps);
+  std::string sync_part;
+  if (is_sync(self))
+    sync_part = fmt::format(" straggler_ms={:.2f} dropped={} tokens={} replicas={}",
+                            st.interval_straggler_ms / steps, st.interval_dropped,
+                            st.interval_tokens, st.replicas);
   spdlog::info("chief: global_step={}/{} loss={:.4f} batch_accuracy={:.4f} examples/s={:.0f} "
-               "workers={}",
-               step, st.budget->last_step(), st.interval_loss / st.interval_steps,
+               "workers={}{}",
+               step, st.config.last_step, st.interval_loss / steps,
                st.interval_examples ? static_cast<double>(st.interval_correct)
                                         / static_cast<double>(st.interval_examples)
                                     : 0.0,
                secs > 0 ? static_cast<double>(st.interval_examples) / secs : 0.0,
-               st.workers.size());
+               st.workers.size(), sync_part);
   st.interval_start = std::chrono::steady_clock::now();
-  st.interval_examples = st.interval_correct = 0;
-  st.interval_loss = 0;
+  st.interval_examples = st.interval_correct = st.interval_dropped = st.interval_tokens = 0;
+  st.interval_loss = st.interval_straggler_ms = 0;
   st.interval_steps = 0;
+}
+
+// Sync: the worker-loss policy. Only workers that joined and were lost count,
+// so that workers still starting up never shrink R.
+void apply_loss_policy(self_ptr self) {
+  auto& st = self->state;
+  auto configured = st.config.replicas_to_aggregate;
+  auto available = st.config.num_workers - static_cast<int32_t>(st.lost.size());
+  auto short_of_workers = available < configured;
+  if (st.config.on_worker_loss == "wait") {
+    if (short_of_workers && !st.short_since) {
+      st.short_since = std::chrono::steady_clock::now();
+      spdlog::warn("chief: {} of {} needed workers available; holding step {} until a lost "
+                   "worker restarts (on-worker-loss = wait, at most {} ms)",
+                   available, configured, st.sync_step,
+                   st.config.runtime.worker_wait_timeout.count());
+    } else if (!short_of_workers && st.short_since) {
+      st.short_since.reset();
+      spdlog::info("chief: enough workers again; step {} goes on", st.sync_step);
+    }
+    return;
+  }
+  auto wanted = std::max(1, std::min(configured, available));
+  if (wanted == st.replicas)
+    return;
+  spdlog::warn("chief: averaging {} gradient(s) per step from now on (was {}; {} worker(s) "
+               "lost, on-worker-loss = shrink)",
+               wanted, st.replicas, st.lost.size());
+  st.replicas = wanted;
+  for (auto& shard : st.links.shards)
+    self->send(shard, replicas_atom::value, wanted);
 }
 
 void initialize_shards(self_ptr self) {
@@ -201,6 +264,19 @@ void initialize_shards(self_ptr self) {
   auto& vars = st.links.net->variables();
   auto num_shards = static_cast<int32_t>(st.links.shards.size());
   auto placement = make_placement(st.config.placement)->place(vars, num_shards);
+  shard_options options;
+  st.plan.coordinator = caf::actor_cast<step_coordinator_actor>(self);
+  if (is_sync(self)) {
+    std::set<int32_t> holding(placement.begin(), placement.end());
+    token_queue_config queue{static_cast<int32_t>(holding.size()), st.config.last_step};
+    st.token_queue = self->spawn<caf::linked>(token_queue, queue,
+                                              caf::actor_cast<chief_actor>(self));
+    st.plan.coordinator = st.token_queue;
+    st.replicas = st.config.replicas_to_aggregate;
+    options = shard_options{true, st.replicas, st.config.last_step, st.token_queue};
+    spdlog::info("chief: sync mode: averaging {} of {} workers' gradients per step", st.replicas,
+                 st.config.num_workers);
+  }
   std::vector<std::vector<std::string>> names(num_shards);
   std::vector<std::vector<tensor>> values(num_shards);
   for (size_t i = 0; i < vars.size(); ++i) {
@@ -213,13 +289,15 @@ void initialize_shards(self_ptr self) {
   auto pending = std::make_shared<size_t>(st.links.shards.size());
   for (int32_t s = 0; s < num_shards; ++s)
     self->request(st.links.shards[s], st.config.runtime.request_timeout, init_atom::value,
-                  std::move(names[s]), std::move(values[s]))
+                  std::move(names[s]), std::move(values[s]), options)
       .then(
         [self, pending](caf::ok_atom) {
           if (--*pending > 0)
             return;
           auto& st = self->state;
           st.initialized = true;
+          if (is_sync(self)) // sync steps start now; async ones at the first grant
+            st.started = st.interval_start = std::chrono::steady_clock::now();
           spdlog::info("chief: initialised {} variable(s) on {} shard(s); {} worker(s) waiting",
                        st.plan.variables.size(), st.links.shards.size(),
                        st.waiting_ready.size());
@@ -251,7 +329,7 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
         ++st.shards_down;
         if (st.done) {
           if (st.shards_down == st.links.shards.size())
-            self->quit(st.exit_reason);
+            quit(self, st.exit_reason);
           return;
         }
         if (!st.finishing)
@@ -265,6 +343,14 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
         st.workers.erase(i);
         st.last_worker_seen = std::chrono::steady_clock::now();
         st.idle.erase(index);
+        if (is_sync(self) && !st.finishing && !st.done) {
+          st.lost.insert(index);
+          spdlog::warn("chief: lost worker:{} ({}); {} worker(s) left; a restarted worker "
+                       "rejoins",
+                       index, self->system().render(msg.reason), st.workers.size());
+          apply_loss_policy(self);
+          return;
+        }
         if (!msg.reason || msg.reason == caf::exit_reason::normal) {
           revoke(self, index);
           spdlog::info("chief: worker:{} finished", index);
@@ -297,6 +383,10 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
         st.workers[index] = w.address();
         self->monitor(w);
       }
+      if (is_sync(self) && st.lost.erase(index) > 0) {
+        spdlog::info("chief: worker:{} rejoined at step {}", index, st.sync_step);
+        apply_loss_policy(self);
+      }
       if (st.initialized)
         return st.plan;
       auto rp = self->make_response_promise<training_plan>();
@@ -305,13 +395,19 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
     },
     [self](report_atom, const step_report& r) -> caf::result<step_grant> {
       auto& st = self->state;
+      if (is_sync(self))
+        return make_error({errc::invalid_request,
+                           "sync mode: workers report to the token queue, not the chief"});
       if (st.finishing)
         return step_grant{0, true};
       if (r.step >= 0 && st.budget->has_grant(r.worker)) {
         if (r.applied) {
           st.budget->complete(r.worker);
           st.examples += r.examples;
-          log_progress(self, r);
+          st.interval_examples += r.examples;
+          st.interval_correct += r.correct;
+          st.interval_loss += r.loss;
+          log_progress(self);
         } else {
           revoke(self, r.worker);
           if (++st.refused > st.config.runtime.max_refused_steps) {
@@ -340,17 +436,42 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
       }
       return step_grant{*step, false};
     },
+    [self](step_done_atom, const step_summary& s) {
+      auto& st = self->state;
+      if (st.finishing)
+        return;
+      st.sync_step = s.step;
+      st.examples += s.examples;
+      st.dropped += s.dropped;
+      st.interval_examples += s.examples;
+      st.interval_correct += s.correct;
+      st.interval_loss += s.loss;
+      st.interval_straggler_ms += s.straggler_ms;
+      st.interval_dropped += s.dropped;
+      st.interval_tokens += s.tokens;
+      log_progress(self);
+      if (s.step >= st.config.last_step)
+        finish(self);
+    },
     [self](tick_atom) {
       auto& st = self->state;
       if (st.done) {
-        self->quit(st.exit_reason); // a shard that never confirmed: stop waiting
+        quit(self, st.exit_reason); // a shard that never confirmed: stop waiting
         return;
       }
       if (st.finishing) {
         self->delayed_send(self, watchdog_period, tick_atom::value);
         return;
       }
-      if (!st.workers.empty())
+      if (st.short_since
+          && std::chrono::steady_clock::now() - *st.short_since
+               > st.config.runtime.worker_wait_timeout) {
+        abort_run(self, "fewer than " + std::to_string(st.config.replicas_to_aggregate)
+                          + " workers for "
+                          + std::to_string(st.config.runtime.worker_wait_timeout.count())
+                          + " ms (on-worker-loss = wait, cluster.worker-wait-timeout); restart "
+                            "the lost workers, or use on-worker-loss = \"shrink\"");
+      } else if (!st.workers.empty())
         st.last_worker_seen = std::chrono::steady_clock::now();
       else if (std::chrono::steady_clock::now() - st.last_worker_seen
                > st.config.runtime.worker_wait_timeout) {

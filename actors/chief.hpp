@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,11 @@ struct training_result {
   double wall_seconds = 0;
   uint64_t examples = 0;
   int64_t refused_steps = 0;
+  uint64_t dropped_gradients = 0;  // sync: gradients not applied (stale, refused)
   std::string mode;
+  /// The trained model: every variable, in model order (empty on failure).
+  std::vector<std::string> variables;
+  std::vector<tensor> values;
   std::string to_json() const;  // the final line the node prints
 };
 
@@ -38,6 +43,9 @@ struct chief_config {
   int64_t log_interval = training_settings{}.log_interval;
   std::string mode = "async";
   std::string placement = "round_robin";
+  int32_t num_workers = 1;            // N
+  int32_t replicas_to_aggregate = 1;  // sync: R
+  std::string on_worker_loss = "shrink";
   runtime_settings runtime;
 };
 
@@ -52,7 +60,12 @@ struct chief_state {
   static inline const char* name = "troupe.chief";
   chief_config config;
   chief_links links;
-  std::optional<step_budget> budget;
+  std::optional<step_budget> budget;   // async
+  token_queue_actor token_queue;       // sync
+  int64_t sync_step = 0;               // sync: global step reached
+  int32_t replicas = 0;                // sync: R in force (shrinks on loss)
+  std::set<int32_t> lost;              // sync: workers lost and not back
+  std::optional<std::chrono::steady_clock::time_point> short_since; // sync, wait
   training_plan plan;
   bool initialized = false;
   bool finishing = false;
@@ -69,6 +82,7 @@ struct chief_state {
   bool any_grant = false;
   uint64_t examples = 0;
   int64_t refused = 0;
+  uint64_t dropped = 0;
   std::chrono::steady_clock::time_point last_worker_seen;
   // progress line bookkeeping
   std::chrono::steady_clock::time_point interval_start;
@@ -76,11 +90,15 @@ struct chief_state {
   uint64_t interval_correct = 0;
   double interval_loss = 0;
   int64_t interval_steps = 0;
+  double interval_straggler_ms = 0;
+  uint64_t interval_dropped = 0;
+  uint64_t interval_tokens = 0;
 };
 
 /// The chief: initialises every variable exactly once with the seed, answers
 /// ready requests once that is done (a response promise, no polling), grants
-/// global steps up to last_step, logs progress, then evaluates the final
+/// global steps up to last_step (async) or runs the token queue and applies
+/// the worker-loss policy (sync), logs progress, then evaluates the final
 /// model, reports through on_finish and stops every shard and worker.
 chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self,
                                  chief_config config, chief_links links);

@@ -32,7 +32,8 @@ ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
 }
 
 chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
-                        const runtime_settings& runtime, std::vector<ps_shard_actor> shards,
+                        const runtime_settings& runtime, int32_t num_workers,
+                        std::vector<ps_shard_actor> shards,
                         std::shared_ptr<const dataset> test,
                         std::function<void(const training_result&)> on_finish,
                         spawn_mode mode) {
@@ -42,6 +43,10 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
   config.log_interval = settings.log_interval;
   config.mode = settings.mode;
   config.placement = settings.placement;
+  config.num_workers = num_workers;
+  config.replicas_to_aggregate = static_cast<int32_t>(
+    settings.replicas_to_aggregate > 0 ? settings.replicas_to_aggregate : num_workers);
+  config.on_worker_loss = settings.on_worker_loss;
   config.runtime = runtime;
   chief_links links{std::move(shards), make_model(settings.model), std::move(test),
                     std::move(on_finish)};
@@ -60,6 +65,8 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   config.log_interval = settings.log_interval;
   config.request_timeout = runtime.request_timeout;
   config.ready_timeout = runtime.connect_timeout;
+  config.step_timeout = runtime.request_timeout + runtime.worker_wait_timeout;
+  config.shuffle = settings.shuffle;
   worker_links links{std::move(chief_handle), std::move(shards), make_model(settings.model),
                      std::move(train)};
   return spawn_as<worker_actor>(sys, mode, worker, config, std::move(links));
@@ -72,10 +79,11 @@ local_cluster spawn_local_cluster(caf::actor_system& sys, const training_setting
                                   spawn_mode mode) {
   local_cluster out;
   // Shards only react to messages: they never block, so they stay cooperative.
+  // (So does the chief's token queue in sync mode.)
   for (int32_t s = 0; s < num_shards; ++s)
     out.shards.push_back(spawn_ps_shard(sys, s, settings, spawn_mode::cooperative));
-  out.chief = spawn_chief(sys, settings, runtime, out.shards, data.test, std::move(on_finish),
-                          mode);
+  out.chief = spawn_chief(sys, settings, runtime, num_workers, out.shards, data.test,
+                          std::move(on_finish), mode);
   for (int32_t w = 0; w < num_workers; ++w)
     out.workers.push_back(spawn_worker(sys, w, num_workers, settings, runtime, out.chief,
                                        out.shards, data.train, mode));

@@ -38,8 +38,10 @@ ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
                               const training_settings& settings,
                               spawn_mode mode = spawn_mode::cooperative);
 
+/// num_workers: N, the worker tasks of the run (R defaults to it in sync mode).
 chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
-                        const runtime_settings& runtime, std::vector<ps_shard_actor> shards,
+                        const runtime_settings& runtime, int32_t num_workers,
+                        std::vector<ps_shard_actor> shards,
                         std::shared_ptr<const dataset> test,
                         std::function<void(const training_result&)> on_finish,
                         spawn_mode mode = spawn_mode::detached);

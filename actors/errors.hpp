@@ -17,6 +17,7 @@ enum class errc : uint8_t {
   protocol_mismatch,      ///< the peer speaks another protocol version
   training_stopped,       ///< the request arrived after the chief stopped training
   invalid_request,        ///< malformed arguments (e.g. names and values differ in count)
+  stale_gradient,         ///< sync: a gradient for a step the shard has already applied
 };
 
 /// "unknown_variable", ...

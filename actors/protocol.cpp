@@ -16,6 +16,7 @@ const char* to_string(errc code) {
     case errc::protocol_mismatch: return "protocol_mismatch";
     case errc::training_stopped: return "training_stopped";
     case errc::invalid_request: return "invalid_request";
+    case errc::stale_gradient: return "stale_gradient";
   }
   return "unknown_error";
 }
@@ -38,6 +39,10 @@ void register_protocol(caf::actor_system_config& cfg) {
   cfg.add_message_type<training_plan>("troupe::training_plan");
   cfg.add_message_type<step_report>("troupe::step_report");
   cfg.add_message_type<step_grant>("troupe::step_grant");
+  cfg.add_message_type<step_summary>("troupe::step_summary");
+  cfg.add_message_type<shard_options>("troupe::shard_options");
+  cfg.add_message_type<step_coordinator_actor>("troupe::step_coordinator_actor");
+  cfg.add_message_type<token_queue_actor>("troupe::token_queue_actor");
   cfg.add_message_type<ps_shard_actor>("troupe::ps_shard_actor");
   cfg.add_message_type<chief_actor>("troupe::chief_actor");
   cfg.add_message_type<worker_actor>("troupe::worker_actor");

@@ -3,7 +3,8 @@
 // typed actor interface. docs/protocol.md mirrors this file; change both.
 //
 // Roles: ps_shard (holds variables), chief (initialises, owns global_step,
-// grants steps, stops), worker (pull -> compute -> push -> report).
+// grants steps in async mode, stops), worker (pull -> compute -> push ->
+// report), token_queue (sync mode: releases workers after each update).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,28 +35,25 @@ using ready_atom = caf::atom_constant<caf::atom("ready")>;   ///< worker -> chie
 using report_atom = caf::atom_constant<caf::atom("report")>; ///< worker -> chief: step done
 using stop_atom = caf::atom_constant<caf::atom("stop")>;     ///< chief -> all: shut down
 using run_atom = caf::atom_constant<caf::atom("run")>;       ///< worker -> itself: next step
-using tick_atom = caf::atom_constant<caf::atom("tick")>;     ///< chief -> itself: watchdog
+using tick_atom = caf::atom_constant<caf::atom("tick")>;     ///< internal timers
+using applied_atom = caf::atom_constant<caf::atom("applied")>;     ///< shard -> token queue
+using step_done_atom = caf::atom_constant<caf::atom("step_done")>; ///< token queue -> chief
+using replicas_atom = caf::atom_constant<caf::atom("replicas")>;   ///< chief -> shard: R
 
 // -- message types -----------------------------------------------------------
 
 /// A shard's answer to a pull: the values in the order asked, and the number
-/// of updates the shard has applied so far (its version).
+/// of updates the shard has applied so far (its version; in sync mode, the
+/// global step).
 struct pull_reply {
   int64_t version = 0;
   std::vector<tensor> values;
 };
 
-/// What the chief tells a ready worker: the variables in model order and the
-/// shard index each one lives on.
-struct training_plan {
-  std::vector<std::string> variables;
-  std::vector<int32_t> shard_of;
-};
-
 /// A worker's account of one step. step < 0 means "no step yet" (the first
-/// report of a worker only asks for a grant). applied = false means the
+/// report of a worker only asks for a step). applied = false means the
 /// update was not applied: the worker found a non-finite gradient and pushed
-/// nothing, or a shard refused its part.
+/// nothing, a shard refused its part, or (sync) a shard dropped it as stale.
 struct step_report {
   int32_t worker = 0;
   int64_t step = -1;
@@ -65,20 +63,26 @@ struct step_report {
   uint64_t examples = 0;
 };
 
-/// The chief's answer to a report: compute global step `step` next, or stop.
+/// The answer to a report: compute at global step `step` next, or stop.
 struct step_grant {
   int64_t step = 0;
   bool stop = false;
 };
 
+/// Sync mode: what the token queue tells the chief after each update.
+struct step_summary {
+  int64_t step = 0;            ///< the global step reached
+  double loss = 0;             ///< mean loss of the applied gradients
+  uint64_t correct = 0;
+  uint64_t examples = 0;       ///< examples behind the applied gradients
+  double straggler_ms = 0;     ///< first to R-th gradient, slowest shard
+  uint64_t dropped = 0;        ///< gradients of this step not applied (stale, refused)
+  uint64_t tokens = 0;         ///< tokens released by this update
+};
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pull_reply& x) {
   return f(caf::meta::type_name("pull_reply"), x.version, x.values);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
-  return f(caf::meta::type_name("training_plan"), x.variables, x.shard_of);
 }
 
 template <class Inspector>
@@ -92,6 +96,12 @@ typename Inspector::result_type inspect(Inspector& f, step_grant& x) {
   return f(caf::meta::type_name("step_grant"), x.step, x.stop);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
+  return f(caf::meta::type_name("step_summary"), x.step, x.loss, x.correct, x.examples,
+           x.straggler_ms, x.dropped, x.tokens);
+}
+
 // -- typed actor interfaces --------------------------------------------------
 
 /// Handshake, shared by every published actor: (version, job, task) -> own
@@ -100,17 +110,63 @@ typename Inspector::result_type inspect(Inspector& f, step_grant& x) {
 using hello_handler = caf::replies_to<hello_atom, uint32_t, std::string, int32_t>::with<
   uint32_t>;
 
+/// A step's outcome -> the next step or stop. Async: the chief answers at
+/// once from its step budget. Sync: the token queue answers once the update
+/// of the reported step is applied (the token).
+using report_handler = caf::replies_to<report_atom, step_report>::with<step_grant>;
+
+/// Whoever hands workers their steps (the chief or the token queue).
+using step_coordinator_actor = caf::typed_actor<report_handler>;
+
+/// Sync mode's token queue (lives beside the chief).
+using token_queue_actor = caf::typed_actor<
+  report_handler,
+  // shard -> queue: shard `index` applied the update and is now at `step`
+  caf::reacts_to<applied_atom, int32_t, int64_t, double>,
+  // chief -> queue: release every waiting worker with stop
+  caf::reacts_to<stop_atom>>;
+
+/// What the chief tells a ready worker: the variables in model order, the
+/// shard each lives on, and whom to report steps to.
+struct training_plan {
+  std::vector<std::string> variables;
+  std::vector<int32_t> shard_of;
+  step_coordinator_actor coordinator;
+};
+
+/// How a shard applies pushes, sent with its first values.
+struct shard_options {
+  bool sync = false;
+  int32_t replicas_to_aggregate = 1;  ///< sync: gradients averaged per update (R)
+  int64_t last_step = 0;              ///< sync: no update past this step
+  token_queue_actor token_queue;      ///< sync: told after every update
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
+  return f(caf::meta::type_name("training_plan"), x.variables, x.shard_of, x.coordinator);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_options& x) {
+  return f(caf::meta::type_name("shard_options"), x.sync, x.replicas_to_aggregate,
+           x.last_step, x.token_queue);
+}
+
 /// A parameter-server shard.
 using ps_shard_actor = caf::typed_actor<
   hello_handler,
-  // first values, exactly once: (names, values) -> ok
-  caf::replies_to<init_atom, std::vector<std::string>, std::vector<tensor>>::with<
-    caf::ok_atom>,
+  // first values and update mode, exactly once: (names, values, options) -> ok
+  caf::replies_to<init_atom, std::vector<std::string>, std::vector<tensor>,
+                  shard_options>::with<caf::ok_atom>,
   // read: names -> values + version
   caf::replies_to<pull_atom, std::vector<std::string>>::with<pull_reply>,
-  // update: (global step, names, gradients) -> new version
-  caf::replies_to<push_atom, int64_t, std::vector<std::string>, std::vector<tensor>>::with<
-    int64_t>,
+  // update: (worker, global step, names, gradients) -> version after it;
+  // sync mode answers stale_gradient for a step already applied
+  caf::replies_to<push_atom, int32_t, int64_t, std::vector<std::string>,
+                  std::vector<tensor>>::with<int64_t>,
+  // chief -> shard, sync: gradients needed per update from now on (shrink/grow)
+  caf::reacts_to<replicas_atom, int32_t>,
   // chief: training is over, quit
   caf::reacts_to<stop_atom>,
   // internal: the deadline for the chief's init (a chief that never comes)
@@ -121,9 +177,11 @@ using chief_actor = caf::typed_actor<
   hello_handler,
   // worker index -> plan, answered once the variables are initialised
   caf::replies_to<ready_atom, int32_t>::with<training_plan>,
-  // a step's outcome -> the next grant or stop
-  caf::replies_to<report_atom, step_report>::with<step_grant>,
-  // internal: periodic watchdog (fails the run when no worker is left)
+  // async: a step's outcome -> the next grant or stop
+  report_handler,
+  // sync: the token queue reports each update
+  caf::reacts_to<step_done_atom, step_summary>,
+  // internal: periodic watchdog (fails the run when workers stay missing)
   caf::reacts_to<tick_atom>>;
 
 /// A worker.

@@ -8,9 +8,68 @@
 
 namespace troupe {
 
+namespace {
+
+using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
+
+// Sync mode: once R gradients of the step are in, apply their mean and tell
+// the token queue that this shard reached the next step.
+void apply_if_ready(self_ptr self) {
+  auto& st = self->state;
+  if (!st.pending || !st.pending->ready())
+    return;
+  auto mean = st.pending->take_average();
+  if (auto err = st.store->apply_gradients(st.pending->names(), mean)) {
+    // Every gradient was checked on arrival; a mean cannot fail the checks.
+    spdlog::error("{}: could not apply the mean gradient: {}", st.label, err->message);
+    self->quit(make_error(*err));
+    return;
+  }
+  self->send(st.options.token_queue, applied_atom::value, st.index, st.pending->step(),
+             st.pending->last_straggler_ms());
+}
+
+caf::result<int64_t> sync_push(self_ptr self, int32_t worker, int64_t step,
+                               const std::vector<std::string>& names,
+                               const std::vector<tensor>& gradients) {
+  auto& st = self->state;
+  if (auto err = st.store->check_gradients(names, gradients))
+    return make_error(*err);
+  auto& acc = *st.pending;
+  if (names != acc.names())
+    return make_error({errc::invalid_request,
+                       "a sync push to " + st.label
+                         + " must carry every variable it holds, in the plan's order"});
+  if (step >= st.options.last_step)
+    return make_error({errc::training_stopped, "step " + std::to_string(step)
+                                                 + " is past last_step on " + st.label});
+  switch (acc.add(worker, step, gradients)) {
+    case sync_accumulator::verdict::stale:
+      return make_error({errc::stale_gradient,
+                         "gradient of worker:" + std::to_string(worker) + " for step "
+                           + std::to_string(step) + " is stale: " + st.label
+                           + " is at step " + std::to_string(acc.step()) + "; dropped"});
+    case sync_accumulator::verdict::ahead:
+      return make_error({errc::invalid_request,
+                         "step " + std::to_string(step) + " of worker:" + std::to_string(worker)
+                           + " is ahead of " + st.label + " (at step "
+                           + std::to_string(acc.step()) + ")"});
+    case sync_accumulator::verdict::duplicate:
+      // A restarted worker pushing a step again: its first gradient counts.
+      return st.store->version();
+    case sync_accumulator::verdict::accepted:
+      apply_if_ready(self);
+      return st.store->version();
+  }
+  return st.store->version();
+}
+
+} // namespace
+
 ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard_state> self,
                                        ps_shard_config config) {
   auto& st = self->state;
+  st.index = config.index;
   st.label = "ps:" + std::to_string(config.index);
   st.store.emplace(st.label, config.learning_rate);
   self->set_down_handler([self](const caf::down_msg& msg) {
@@ -25,15 +84,23 @@ ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard
            int32_t task) -> caf::result<uint32_t> {
       return answer_hello(version, job, task, self->state.label);
     },
-    [self](init_atom, const std::vector<std::string>& names,
-           std::vector<tensor>& values) -> caf::result<caf::ok_atom> {
-      if (auto err = self->state.store->initialize(names, std::move(values)))
+    [self](init_atom, const std::vector<std::string>& names, std::vector<tensor>& values,
+           const shard_options& options) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (auto err = st.store->initialize(names, std::move(values)))
         return make_error(*err);
+      st.options = options;
+      if (options.sync)
+        st.pending.emplace(names, options.replicas_to_aggregate);
       // The chief that initialised us owns the run: follow it down.
       if (auto chief = caf::actor_cast<caf::actor>(self->current_sender()))
         self->monitor(chief);
-      spdlog::info("{}: initialised {} variable(s), {} bytes", self->state.label,
-                   self->state.store->size(), self->state.store->bytes());
+      spdlog::info("{}: initialised {} variable(s), {} bytes{}", st.label, st.store->size(),
+                   st.store->bytes(),
+                   options.sync ? ", sync: averaging "
+                                    + std::to_string(options.replicas_to_aggregate)
+                                    + " gradient(s) per step"
+                                : std::string());
       return caf::ok_atom::value;
     },
     [self](pull_atom, const std::vector<std::string>& names) -> caf::result<pull_reply> {
@@ -43,18 +110,31 @@ ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard
       reply.version = self->state.store->version();
       return reply;
     },
-    [self](push_atom, int64_t step, const std::vector<std::string>& names,
+    [self](push_atom, int32_t worker, int64_t step, const std::vector<std::string>& names,
            const std::vector<tensor>& gradients) -> caf::result<int64_t> {
-      if (auto err = self->state.store->apply_gradients(names, gradients)) {
-        spdlog::warn("{}: refused push for step {}: {}", self->state.label, step,
-                     err->message);
+      auto& st = self->state;
+      if (st.pending)
+        return sync_push(self, worker, step, names, gradients);
+      if (auto err = st.store->apply_gradients(names, gradients)) {
+        spdlog::warn("{}: refused push for step {}: {}", st.label, step, err->message);
         return make_error(*err);
       }
-      return self->state.store->version();
+      return st.store->version();
+    },
+    [self](replicas_atom, int32_t required) {
+      auto& st = self->state;
+      if (!st.pending || required < 1)
+        return;
+      spdlog::info("{}: now averaging {} gradient(s) per step", st.label, required);
+      st.pending->set_required(required);
+      apply_if_ready(self);
     },
     [self](stop_atom) {
-      spdlog::info("{}: stop after {} update(s)", self->state.label,
-                   self->state.store->version());
+      auto& st = self->state;
+      spdlog::info("{}: stop after {} update(s){}", st.label, st.store->version(),
+                   st.pending ? ", " + std::to_string(st.pending->dropped())
+                                  + " stale gradient(s) dropped"
+                              : std::string());
       self->quit(caf::exit_reason::normal);
     },
     [self](tick_atom) {

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "actors/protocol.hpp"
+#include "actors/sync_accumulator.hpp"
 #include "actors/variable_store.hpp"
 
 namespace troupe {
@@ -17,13 +18,18 @@ struct ps_shard_config {
 
 struct ps_shard_state {
   static inline const char* name = "troupe.ps_shard";
+  int32_t index = 0;
   std::optional<variable_store> store;
+  shard_options options;                   // from the chief's init
+  std::optional<sync_accumulator> pending; // sync mode: gradients of the current step
   std::string label;  // "ps:0"
 };
 
-/// A PS shard: answers pulls, applies pushes at once (async SGD), refuses bad
-/// requests with an error naming the problem, and quits on stop or when it
-/// loses the chief that initialised it (it never outlives training).
+/// A PS shard: answers pulls; applies pushes at once (async) or averages R
+/// gradients of the current step before applying them (sync, stale ones
+/// dropped and answered stale_gradient); refuses bad requests with an error
+/// naming the problem; quits on stop or when it loses the chief that
+/// initialised it (it never outlives training).
 ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard_state> self,
                                        ps_shard_config config);
 

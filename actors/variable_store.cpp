@@ -61,13 +61,19 @@ maybe_failure variable_store::read(const std::vector<std::string>& names,
   return std::nullopt;
 }
 
-maybe_failure variable_store::apply_gradients(const std::vector<std::string>& names,
-                                              const std::vector<tensor>& gradients) {
+maybe_failure variable_store::check_gradients(const std::vector<std::string>& names,
+                                              const std::vector<tensor>& gradients) const {
+  std::vector<const tensor*> found;
+  return check(names, gradients, found);
+}
+
+maybe_failure variable_store::check(const std::vector<std::string>& names,
+                                    const std::vector<tensor>& gradients,
+                                    std::vector<const tensor*>& found) const {
   if (names.size() != gradients.size())
     return failure{errc::invalid_request, owner_ + ": push with " + std::to_string(names.size())
                                             + " names but " + std::to_string(gradients.size())
                                             + " gradients"};
-  std::vector<const tensor*> found;
   if (auto err = lookup(names, found))
     return err;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -82,6 +88,14 @@ maybe_failure variable_store::apply_gradients(const std::vector<std::string>& na
                      "gradient for '" + names[i] + "' has a non-finite value at element "
                        + std::to_string(bad) + "; the update was not applied"};
   }
+  return std::nullopt;
+}
+
+maybe_failure variable_store::apply_gradients(const std::vector<std::string>& names,
+                                              const std::vector<tensor>& gradients) {
+  std::vector<const tensor*> found;
+  if (auto err = check(names, gradients, found))
+    return err;
   for (size_t i = 0; i < names.size(); ++i)
     ops::axpy(-learning_rate_, gradients[i], const_cast<tensor&>(*found[i]));
   ++version_;

@@ -22,6 +22,10 @@ public:
   /// Copies the named values into `out`, in the order asked.
   maybe_failure read(const std::vector<std::string>& names, std::vector<tensor>& out) const;
 
+  /// Whether apply_gradients would accept these gradients.
+  maybe_failure check_gradients(const std::vector<std::string>& names,
+                                const std::vector<tensor>& gradients) const;
+
   /// var -= learning_rate * grad for every named variable, or nothing at all
   /// if any name is unknown, any shape differs or any gradient is not finite.
   maybe_failure apply_gradients(const std::vector<std::string>& names,
@@ -38,6 +42,9 @@ public:
 private:
   maybe_failure lookup(const std::vector<std::string>& names,
                        std::vector<const tensor*>& found) const;
+  maybe_failure check(const std::vector<std::string>& names,
+                      const std::vector<tensor>& gradients,
+                      std::vector<const tensor*>& found) const;
 
   std::string owner_;
   float learning_rate_;

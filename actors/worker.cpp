@@ -97,13 +97,18 @@ void push_all(self_ptr self) {
     for (auto i : slice.indices)
       grads.push_back(std::move(st.grads[i]));
     self->request(st.links.shards[s], st.config.request_timeout, push_atom::value,
-                  st.report.step, slice.names, std::move(grads))
+                  st.config.index, st.report.step, slice.names, std::move(grads))
       .then([self](int64_t) { on_push_done(self, true); },
             [self, s](caf::error& err) {
-              if (err.category() == caf::atom("troupe")
-                  && static_cast<errc>(err.code()) != errc::not_initialized) {
-                spdlog::warn("{}: ps:{} refused step {}: {}", self->state.label, s,
-                             self->state.report.step, describe(err));
+              auto code = static_cast<errc>(err.code());
+              if (err.category() == caf::atom("troupe") && code != errc::not_initialized) {
+                // Stale (a backup's late gradient) and past-the-end pushes are
+                // part of sync training; anything else is worth a warning.
+                if (code == errc::stale_gradient || code == errc::training_stopped)
+                  spdlog::debug("{}: {}", self->state.label, describe(err));
+                else
+                  spdlog::warn("{}: ps:{} refused step {}: {}", self->state.label, s,
+                               self->state.report.step, describe(err));
                 on_push_done(self, false);
                 return;
               }
@@ -170,6 +175,12 @@ void on_plan(self_ptr self, const training_plan& plan) {
   st.slices = std::move(slices);
   st.params.resize(vars.size());
   st.grads.resize(vars.size());
+  st.coordinator = plan.coordinator;
+  if (!st.coordinator) {
+    fail(self, "the chief's plan names no step coordinator",
+         make_error({errc::invalid_request, "empty coordinator"}));
+    return;
+  }
   st.interval_start = std::chrono::steady_clock::now();
   spdlog::info("{}: ready; training on {} of {} examples", st.label, st.sampler->shard_size(),
                st.links.train->size());
@@ -185,7 +196,7 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
   st.config = config;
   st.links = std::move(links);
   st.sampler.emplace(st.links.train->size(), static_cast<size_t>(config.index),
-                     static_cast<size_t>(config.num_workers), config.seed);
+                     static_cast<size_t>(config.num_workers), config.seed, config.shuffle);
   st.report.worker = config.index;
   self->monitor(st.links.chief);
   for (auto& shard : st.links.shards)
@@ -205,7 +216,7 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
     },
     [self](run_atom) {
       auto& st = self->state;
-      self->request(st.links.chief, st.config.request_timeout, report_atom::value, st.report)
+      self->request(st.coordinator, st.config.step_timeout, report_atom::value, st.report)
         .then(
           [self](const step_grant& grant) {
             auto& st = self->state;
@@ -218,7 +229,7 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
             st.report.applied = false;
             pull_all(self);
           },
-          [self](caf::error& err) { fail(self, "report to the chief failed", err); });
+          [self](caf::error& err) { fail(self, "waiting for the next step failed", err); });
     },
     [self](stop_atom) {
       spdlog::info("{}: stopped by the chief after {} local step(s)", self->state.label,

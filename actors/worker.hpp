@@ -20,6 +20,10 @@ struct worker_config {
   std::chrono::milliseconds request_timeout{30000};
   /// How long to wait for the chief to finish initialising the variables.
   std::chrono::milliseconds ready_timeout{60000};
+  /// How long to wait for the next step: in sync mode a token can take as
+  /// long as the slowest worker (or a lost worker's restart).
+  std::chrono::milliseconds step_timeout{150000};
+  bool shuffle = true;
 };
 
 /// What a worker talks to and computes on.
@@ -43,6 +47,7 @@ struct worker_state {
   worker_links links;
   std::optional<shard_sampler> sampler;
   std::vector<shard_slice> slices;  // one per shard
+  step_coordinator_actor coordinator; // chief (async) or token queue (sync)
   std::vector<tensor> params;
   std::vector<tensor> grads;
   batch current;
@@ -56,9 +61,10 @@ struct worker_state {
   uint64_t interval_correct = 0;
 };
 
-/// A worker: asks the chief for a step, pulls from every shard in parallel,
-/// computes gradients on its data shard, pushes them in parallel, reports,
-/// and repeats until the chief says stop. Spawn it detached: compute blocks.
+/// A worker: asks for a step (the chief in async mode, the token queue in
+/// sync mode), pulls from every shard in parallel, computes gradients on its
+/// data shard, pushes them in parallel, reports, and repeats until told to
+/// stop. Spawn it detached: compute blocks.
 worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> self,
                                    worker_config config, worker_links links);
 

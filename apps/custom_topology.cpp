@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   for (int32_t s = 0; s < 3; ++s)
     shards.push_back(troupe::spawn_ps_shard(sys, s, settings));
   troupe::training_result result;
-  auto chief = troupe::spawn_chief(sys, settings, runtime, shards, data.test,
+  auto chief = troupe::spawn_chief(sys, settings, runtime, 3, shards, data.test,
                                    [&](const troupe::training_result& r) { result = r; });
   for (int32_t w = 0; w < 3; ++w) {
     auto worker_settings = settings;

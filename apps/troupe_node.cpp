@@ -161,7 +161,8 @@ int run_chief(caf::actor_system& sys, const node_setup& setup) {
     return exit_failure;
   auto test = std::make_shared<const dataset>(load_mnist_split(setup.train.data_dir, "t10k"));
   training_result result;
-  auto chief_handle = spawn_chief(sys, setup.train, setup.runtime, shards, test,
+  auto chief_handle = spawn_chief(sys, setup.train, setup.runtime,
+                                  static_cast<int32_t>(setup.cluster.worker.size()), shards, test,
                                   [&result](const training_result& r) { result = r; });
   if (!publish(sys, chief_handle, setup.cluster.chief[0])) {
     caf::anon_send_exit(chief_handle, caf::exit_reason::user_shutdown);

@@ -213,9 +213,24 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
                           ? std::string()
                           : "; did you mean \"" + closest_match(t.model, models) + "\"?")
                      + " (known: " + join(models) + ")");
-  if (t.mode != "async")
-    errors.push_back("train.mode = \"" + t.mode
-                     + "\" is not supported by this release; use \"async\"");
+  if (t.mode != "async" && t.mode != "sync")
+    errors.push_back("train.mode = \"" + t.mode + "\" is not a mode; use \"async\" or \"sync\"");
+  auto workers = static_cast<int64_t>(cfg.worker_hosts.size());
+  setup.train.replicas_to_aggregate = cfg.replicas_to_aggregate > 0 ? cfg.replicas_to_aggregate
+                                                                    : workers;
+  setup.train.total_num_replicas = workers;
+  if (cfg.total_num_replicas != 0 && cfg.total_num_replicas != workers)
+    errors.push_back("train.total-num-replicas = " + std::to_string(cfg.total_num_replicas)
+                     + " but cluster.worker lists " + std::to_string(workers)
+                     + " worker(s); N is the number of worker tasks (leave it 0)");
+  if (cfg.replicas_to_aggregate < 0 || cfg.replicas_to_aggregate > workers)
+    errors.push_back("train.replicas-to-aggregate = " + std::to_string(cfg.replicas_to_aggregate)
+                     + " must be between 1 and the " + std::to_string(workers)
+                     + " worker(s) (0: all of them); more gradients than workers per update "
+                       "is not supported");
+  if (t.on_worker_loss != "shrink" && t.on_worker_loss != "wait")
+    errors.push_back("train.on-worker-loss = \"" + t.on_worker_loss
+                     + "\" is not a policy; use \"shrink\" or \"wait\"");
   if (t.batch_size < 1)
     errors.push_back("train.batch-size must be at least 1 (it is " + std::to_string(t.batch_size) + ")");
   if (!(t.learning_rate > 0) || !std::isfinite(t.learning_rate))
@@ -288,7 +303,7 @@ node_config::node_config()
          "the chief fails when no worker has been connected this long");
   opt_group{custom_options_, "train"}
     .add(train.model, "model", "model to train: softmax")
-    .add(train.mode, "mode", "update mode: async")
+    .add(train.mode, "mode", "update mode: async, or sync (SyncReplicasOptimizer's semantics)")
     .add(train.batch_size, "batch-size", "examples per worker step")
     .add(train.learning_rate, "learning-rate", "SGD learning rate")
     .add(train.last_step, "last-step", "global steps to train; then the cluster stops")
@@ -298,7 +313,15 @@ node_config::node_config()
     .add(train.placement, "placement", "variable placement over PS shards: round_robin")
     .add(train.device, "device", "where workers compute: cpu")
     .add(max_refused_steps, "max-refused-steps",
-         "the chief aborts after this many refused updates (non-finite gradients)");
+         "the chief aborts after this many refused updates (non-finite gradients)")
+    .add(train.shuffle, "shuffle", "reshuffle each worker's data every epoch (false: fixed order)")
+    .add(replicas_to_aggregate, "replicas-to-aggregate",
+         "sync: gradients averaged per update, R (0: every worker)")
+    .add(total_num_replicas, "total-num-replicas",
+         "sync: workers taking part, N (0: every worker task); N > R adds backups")
+    .add(train.on_worker_loss, "on-worker-loss",
+         "sync, when fewer than R workers are left: shrink (average over those alive) or "
+         "wait (hold the step until one restarts, at most cluster.worker-wait-timeout)");
 }
 
 std::string parse_host_port(const std::string& text, host_port& out) {
@@ -470,7 +493,11 @@ std::string dump_config(const node_setup& s) {
       << "\nlast-step = " << s.train.last_step << "\nseed = " << s.train.seed
       << "\ndata-dir = \"" << s.train.data_dir << "\"\nlog-interval = " << s.train.log_interval
       << "\nplacement = \"" << s.train.placement << "\"\ndevice = \"" << s.train.device
-      << "\"\nmax-refused-steps = " << s.runtime.max_refused_steps << "\n";
+      << "\"\nmax-refused-steps = " << s.runtime.max_refused_steps
+      << "\nshuffle = " << (s.train.shuffle ? "true" : "false")
+      << "\nreplicas-to-aggregate = " << s.train.replicas_to_aggregate
+      << "\ntotal-num-replicas = " << s.train.total_num_replicas
+      << "\non-worker-loss = \"" << s.train.on_worker_loss << "\"\n";
   return out.str();
 }
 

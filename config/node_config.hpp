@@ -26,6 +26,8 @@ public:
   training_settings train;
   int64_t seed = 42;         // bound separately: CAF has no uint64 option type
   int64_t max_refused_steps = 100;
+  int64_t replicas_to_aggregate = 0;  // bound to train.replicas-to-aggregate
+  int64_t total_num_replicas = 0;
 
   const caf::config_option_set& options() const noexcept { return custom_options_; }
 };

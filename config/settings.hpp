@@ -33,6 +33,18 @@ struct training_settings {
   int64_t log_interval = 200;
   std::string placement = "round_robin";
   std::string device = "cpu";
+  /// Reshuffle each worker's data every epoch (off: fixed order, for checks).
+  bool shuffle = true;
+  // -- sync mode (SyncReplicasOptimizer's semantics) --
+  /// Gradients averaged per update (R); 0 means every worker (R = N).
+  int64_t replicas_to_aggregate = 0;
+  /// Workers taking part (N); 0 means the number of worker tasks. N > R
+  /// makes N - R of them backups whose late gradients are dropped.
+  int64_t total_num_replicas = 0;
+  /// What the chief does when fewer than R workers are alive:
+  /// "shrink" aggregates over the workers alive; "wait" holds the step until
+  /// a worker comes back (at most cluster.worker-wait-timeout).
+  std::string on_worker_loss = "shrink";
 };
 
 struct runtime_settings {

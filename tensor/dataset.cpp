@@ -124,8 +124,9 @@ std::string check_mnist_dir(const std::string& dir) {
   return {};
 }
 
-shard_sampler::shard_sampler(size_t examples, size_t index, size_t count, uint64_t seed)
-  : seed_(seed), index_(index) {
+shard_sampler::shard_sampler(size_t examples, size_t index, size_t count, uint64_t seed,
+                             bool shuffle)
+  : seed_(seed), index_(index), shuffle_(shuffle) {
   if (count == 0 || index >= count)
     throw troupe_error("shard_sampler: worker index " + std::to_string(index)
                        + " out of range for " + std::to_string(count) + " workers");
@@ -138,9 +139,11 @@ shard_sampler::shard_sampler(size_t examples, size_t index, size_t count, uint64
 }
 
 void shard_sampler::reshuffle() {
+  position_ = 0;
+  if (!shuffle_)
+    return;
   std::mt19937_64 rng(seed_ * 1000003u + index_ * 7919u + epoch_);
   std::shuffle(order_.begin(), order_.end(), rng);
-  position_ = 0;
 }
 
 void shard_sampler::next_batch(const dataset& data, size_t batch_size, batch& out) {

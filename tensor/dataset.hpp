@@ -38,10 +38,12 @@ dataset load_mnist_split(const std::string& dir, const std::string& split);
 std::string check_mnist_dir(const std::string& dir);
 
 /// Worker `index` of `count` sees the examples i with i % count == index, in
-/// an order reshuffled each epoch from (seed, index, epoch).
+/// an order reshuffled each epoch from (seed, index, epoch), or in index order
+/// when shuffle is off (fixed data order, for equivalence checks).
 class shard_sampler {
 public:
-  shard_sampler(size_t examples, size_t index, size_t count, uint64_t seed);
+  shard_sampler(size_t examples, size_t index, size_t count, uint64_t seed,
+                bool shuffle = true);
 
   /// Copies the next `batch_size` examples of this shard into `out`, starting
   /// a new, reshuffled epoch when the shard is exhausted.
@@ -58,6 +60,7 @@ private:
   size_t epoch_ = 0;
   uint64_t seed_;
   size_t index_;
+  bool shuffle_;
 };
 
 /// Copies rows [first, first + count) of `data` into `out` (evaluation).

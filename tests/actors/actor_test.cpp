@@ -88,14 +88,14 @@ BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
   BOOST_TEST(is(early.error(), errc::not_initialized));
 
   std::vector<tensor> init{tensor({2, 2}, 1.0f), tensor({2}, 0.5f)};
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w", "b"}, init));
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w", "b"}, init, shard_options{}));
   auto pulled = ask<pull_reply>(s, pull_atom::value, names{"b", "w"});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->version == 0);
   BOOST_TEST(pulled->values[0].bit_equal(init[1])); // in the order asked
   BOOST_TEST(pulled->values[1].bit_equal(init[0]));
 
-  auto version = ask<int64_t>(s, push_atom::value, int64_t{0}, names{"w"},
+  auto version = ask<int64_t>(s, push_atom::value, int32_t{0}, int64_t{0}, names{"w"},
                               std::vector<tensor>{tensor({2, 2}, 1.0f)});
   BOOST_REQUIRE(version);
   BOOST_TEST(*version == 1);
@@ -109,27 +109,27 @@ BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
   auto s = sys.spawn(ps_shard, ps_shard_config{3, 0.5f});
   sched.run();
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w"},
-                                  std::vector<tensor>{tensor({3}, 2.0f)}));
+                                  std::vector<tensor>{tensor({3}, 2.0f)}, shard_options{}));
   auto unknown = ask<pull_reply>(s, pull_atom::value, names{"v"});
   BOOST_REQUIRE(!unknown);
   BOOST_TEST(is(unknown.error(), errc::unknown_variable));
   BOOST_TEST(describe(unknown.error()).find("'v'") != std::string::npos);
   BOOST_TEST(describe(unknown.error()).find("ps:3") != std::string::npos);
 
-  auto wrong_shape = ask<int64_t>(s, push_atom::value, int64_t{0}, names{"w"},
+  auto wrong_shape = ask<int64_t>(s, push_atom::value, int32_t{0}, int64_t{0}, names{"w"},
                                   std::vector<tensor>{tensor({4}, 1.0f)});
   BOOST_REQUIRE(!wrong_shape);
   BOOST_TEST(is(wrong_shape.error(), errc::shape_mismatch));
 
   tensor nan_grad({3}, 1.0f);
   nan_grad[2] = std::nanf("");
-  auto nan_push = ask<int64_t>(s, push_atom::value, int64_t{0}, names{"w"},
+  auto nan_push = ask<int64_t>(s, push_atom::value, int32_t{0}, int64_t{0}, names{"w"},
                                std::vector<tensor>{nan_grad});
   BOOST_REQUIRE(!nan_push);
   BOOST_TEST(is(nan_push.error(), errc::non_finite_gradient));
 
   auto again = ask<caf::ok_atom>(s, init_atom::value, names{"w"},
-                                 std::vector<tensor>{tensor({3}, 9.0f)});
+                                 std::vector<tensor>{tensor({3}, 9.0f)}, shard_options{});
   BOOST_REQUIRE(!again);
   BOOST_TEST(is(again.error(), errc::already_initialized));
 

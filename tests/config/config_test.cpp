@@ -72,6 +72,19 @@ BOOST_AUTO_TEST_CASE(a_good_file_loads) {
   BOOST_TEST(out.setup.job == "worker");
 }
 
+BOOST_AUTO_TEST_CASE(sync_settings_load_with_defaults) {
+  auto out = load(base() + "mode = \"sync\"\non-worker-loss = \"wait\"\nshuffle = false\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.mode == "sync");
+  BOOST_TEST(out.setup.train.replicas_to_aggregate == 2); // R defaults to N
+  BOOST_TEST(out.setup.train.total_num_replicas == 2);
+  BOOST_TEST(out.setup.train.on_worker_loss == "wait");
+  BOOST_TEST(!out.setup.train.shuffle);
+  out = load(base() + "mode = \"sync\"\nreplicas-to-aggregate = 1\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.replicas_to_aggregate == 1);
+}
+
 BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
   auto args = worker0;
   args.push_back("--train.batch-size=32");
@@ -128,7 +141,13 @@ BOOST_AUTO_TEST_CASE(training_value_errors) {
   expect_error(load(base() + "learning-rate = -0.1\n", worker0), {"train.learning-rate"});
   expect_error(load(base() + "last-step = 0\n", worker0), {"train.last-step"});
   expect_error(load(base() + "batch-size = 0\n", worker0), {"train.batch-size"});
-  expect_error(load(base() + "mode = \"sync\"\n", worker0), {"train.mode"});
+  expect_error(load(base() + "mode = \"lockstep\"\n", worker0), {"train.mode", "\"sync\""});
+  expect_error(load(base() + "replicas-to-aggregate = 3\n", worker0),
+               {"train.replicas-to-aggregate = 3", "2 worker(s)"});
+  expect_error(load(base() + "total-num-replicas = 3\n", worker0),
+               {"train.total-num-replicas = 3", "cluster.worker lists 2"});
+  expect_error(load(base() + "on-worker-loss = \"ignore\"\n", worker0),
+               {"train.on-worker-loss", "shrink"});
   expect_error(load(base() + "device = \"gpu0\"\n", worker0), {"train.device", "cuda:N"});
 }
 
