@@ -1,6 +1,7 @@
 #include "config/node_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -264,6 +265,22 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
                        + "; install Debian's dataset-fashion-mnist package or point "
                          "train.data-dir at a directory with the four MNIST-format .gz files");
   }
+  if (t.epochs < 0 || !std::isfinite(t.epochs))
+    errors.push_back("train.epochs must be 0 (use last-step) or a positive number of passes");
+  // Every task derives the same last_step from the same file and data.
+  bool reads_data = setup.whole_cluster || cfg.job_name == "worker" || cfg.job_name == "chief";
+  if (t.epochs > 0 && t.batch_size > 0 && reads_data && errors.empty()) {
+    try {
+      auto examples = idx_item_count(t.data_dir + "/train-labels-idx1-ubyte.gz");
+      auto per_step = static_cast<double>(t.batch_size)
+                      * (t.mode == "sync" ? static_cast<double>(setup.train.replicas_to_aggregate)
+                                          : 1.0);
+      setup.train.last_step
+        = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(t.epochs * examples / per_step)));
+    } catch (const std::exception& e) {
+      errors.push_back(std::string("train.epochs: ") + e.what());
+    }
+  }
   for (auto [name, value] : {std::pair{"cluster.connect-timeout", cfg.connect_timeout},
                              std::pair{"cluster.request-timeout", cfg.request_timeout},
                              std::pair{"cluster.worker-wait-timeout", cfg.worker_wait_timeout}})
@@ -307,6 +324,8 @@ node_config::node_config()
     .add(train.batch_size, "batch-size", "examples per worker step")
     .add(train.learning_rate, "learning-rate", "SGD learning rate")
     .add(train.last_step, "last-step", "global steps to train; then the cluster stops")
+    .add(train.epochs, "epochs",
+         "if > 0: passes over the training set instead of last-step (sets last-step)")
     .add(seed, "seed", "seed of initial values and data order")
     .add(train.data_dir, "data-dir", "directory with the Fashion-MNIST .gz files")
     .add(train.log_interval, "log-interval", "progress line every N steps (0: off)")
@@ -490,7 +509,8 @@ std::string dump_config(const node_setup& s) {
       << "\nworker-wait-timeout = " << to_ms_string(s.runtime.worker_wait_timeout)
       << "\n\n[train]\nmodel = \"" << s.train.model << "\"\nmode = \"" << s.train.mode
       << "\"\nbatch-size = " << s.train.batch_size << "\nlearning-rate = " << s.train.learning_rate
-      << "\nlast-step = " << s.train.last_step << "\nseed = " << s.train.seed
+      << "\nlast-step = " << s.train.last_step << "\nepochs = " << s.train.epochs
+      << "\nseed = " << s.train.seed
       << "\ndata-dir = \"" << s.train.data_dir << "\"\nlog-interval = " << s.train.log_interval
       << "\nplacement = \"" << s.train.placement << "\"\ndevice = \"" << s.train.device
       << "\"\nmax-refused-steps = " << s.runtime.max_refused_steps

@@ -28,6 +28,9 @@ struct training_settings {
   int64_t batch_size = 100;
   double learning_rate = 0.05;
   int64_t last_step = 6000;
+  /// If > 0, train this many passes over the training set instead:
+  /// last_step = ceil(epochs * examples / (batch_size * gradients per update)).
+  double epochs = 0;
   uint64_t seed = 42;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int64_t log_interval = 200;

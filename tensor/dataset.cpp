@@ -114,6 +114,15 @@ dataset load_mnist_split(const std::string& dir, const std::string& split) {
                   dir + "/" + split + "-labels-idx1-ubyte.gz");
 }
 
+uint32_t idx_item_count(const std::string& path) {
+  gz_file f(path);
+  auto magic = f.read_u32("the magic number");
+  if (magic != images_magic && magic != labels_magic)
+    throw data_error(path + ": wrong magic number " + std::to_string(magic)
+                     + " (not an IDX image or label file)");
+  return f.read_u32("the item count");
+}
+
 std::string check_mnist_dir(const std::string& dir) {
   for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                            "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {

@@ -33,6 +33,9 @@ dataset load_idx(const std::string& images_path, const std::string& labels_path)
 /// "train" or "t10k" (the Fashion-MNIST / MNIST names).
 dataset load_mnist_split(const std::string& dir, const std::string& split);
 
+/// The item count in an IDX file's header (reads only the header).
+uint32_t idx_item_count(const std::string& path);
+
 /// Checks that a directory holds the four Fashion-MNIST files; returns an
 /// empty string when it does, else a message naming the first missing file.
 std::string check_mnist_dir(const std::string& dir);

@@ -20,9 +20,13 @@ struct fixture {
   fs::path dir = fs::temp_directory_path() / ("troupe-config-" + std::to_string(::getpid()));
   fixture() {
     fs::create_directories(dir / "data");
-    for (auto name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                      "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+    for (auto name : {"train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                      "t10k-labels-idx1-ubyte.gz"})
       std::ofstream(dir / "data" / name) << "x";
+    // An IDX label header claiming 1000 examples (zlib reads plain files too).
+    const unsigned char header[] = {0, 0, 8, 1, 0, 0, 3, 232};
+    std::ofstream(dir / "data" / "train-labels-idx1-ubyte.gz", std::ios::binary)
+      .write(reinterpret_cast<const char*>(header), sizeof(header));
   }
   ~fixture() { fs::remove_all(dir); }
 
@@ -83,6 +87,16 @@ BOOST_AUTO_TEST_CASE(sync_settings_load_with_defaults) {
   out = load(base() + "mode = \"sync\"\nreplicas-to-aggregate = 1\n", worker0);
   BOOST_REQUIRE(out.errors.empty());
   BOOST_TEST(out.setup.train.replicas_to_aggregate == 1);
+}
+
+BOOST_AUTO_TEST_CASE(epochs_set_last_step) {
+  auto out = load(base() + "epochs = 2\nbatch-size = 100\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.last_step == 20); // 2 x 1000 examples / 100
+  out = load(base() + "epochs = 2\nbatch-size = 100\nmode = \"sync\"\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.last_step == 10); // each update uses 2 workers' batches
+  expect_error(load(base() + "epochs = -1\n", worker0), {"train.epochs"});
 }
 
 BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
