@@ -395,9 +395,17 @@ chief_actor::behavior_type chief(chief_actor::stateful_pointer<chief_state> self
     },
     [self](report_atom, const step_report& r) -> caf::result<step_grant> {
       auto& st = self->state;
-      if (is_sync(self))
-        return make_error({errc::invalid_request,
-                           "sync mode: workers report to the token queue, not the chief"});
+      if (is_sync(self)) {
+        // In sync mode only a worker with a non-finite gradient reports here.
+        if (r.step < 0 || r.applied)
+          return make_error({errc::invalid_request,
+                             "sync mode: workers report to the token queue, not the chief"});
+        ++st.refused;
+        abort_run(self, "worker:" + std::to_string(r.worker) + " computed a non-finite gradient "
+                          "at step " + std::to_string(r.step) + "; a sync step cannot complete "
+                          "without it: training diverged; lower train.learning-rate");
+        return step_grant{0, true};
+      }
       if (st.finishing)
         return step_grant{0, true};
       if (r.step >= 0 && st.budget->has_grant(r.worker)) {

@@ -5,6 +5,8 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "tensor/error.hpp"
+
 namespace troupe {
 
 namespace {
@@ -47,6 +49,10 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
   config.replicas_to_aggregate = static_cast<int32_t>(
     settings.replicas_to_aggregate > 0 ? settings.replicas_to_aggregate : num_workers);
   config.on_worker_loss = settings.on_worker_loss;
+  if (config.replicas_to_aggregate < 1 || config.replicas_to_aggregate > num_workers)
+    throw troupe_error("replicas_to_aggregate = " + std::to_string(config.replicas_to_aggregate)
+                       + " must be between 1 and the " + std::to_string(num_workers)
+                       + " worker(s)");
   config.runtime = runtime;
   chief_links links{std::move(shards), make_model(settings.model), std::move(test),
                     std::move(on_finish)};

@@ -23,7 +23,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 1;
+constexpr uint32_t protocol_version = 2;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 

@@ -16,10 +16,8 @@ sync_accumulator::verdict sync_accumulator::add(int32_t worker, int64_t step,
   }
   if (step > step_)
     return verdict::ahead;
-  if (!contributors_.insert(worker).second) {
-    ++dropped_;
-    return verdict::duplicate;
-  }
+  if (!contributors_.insert(worker).second)
+    return verdict::duplicate; // its first gradient of this step counts
   if (count_ == 0) {
     first_ = std::chrono::steady_clock::now();
     sums_ = gradients; // the first gradient starts the sums

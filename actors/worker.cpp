@@ -63,6 +63,9 @@ void compute(self_ptr self) {
       spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed",
                    st.label, st.report.step, vars[i].name, st.report.loss);
       st.report.applied = false;
+      // The chief decides: re-grant (async) or end the run (sync, where no
+      // step can complete without this worker's gradient).
+      st.report_to_chief = true;
       self->send(self, run_atom::value);
       return;
     }
@@ -216,7 +219,11 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
     },
     [self](run_atom) {
       auto& st = self->state;
-      self->request(st.coordinator, st.config.step_timeout, report_atom::value, st.report)
+      step_coordinator_actor to = st.coordinator;
+      if (st.report_to_chief)
+        to = st.links.chief;
+      st.report_to_chief = false;
+      self->request(to, st.config.step_timeout, report_atom::value, st.report)
         .then(
           [self](const step_grant& grant) {
             auto& st = self->state;

@@ -48,6 +48,7 @@ struct worker_state {
   std::optional<shard_sampler> sampler;
   std::vector<shard_slice> slices;  // one per shard
   step_coordinator_actor coordinator; // chief (async) or token queue (sync)
+  bool report_to_chief = false;       // the next report is a non-finite gradient
   std::vector<tensor> params;
   std::vector<tensor> grads;
   batch current;

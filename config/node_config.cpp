@@ -337,7 +337,8 @@ node_config::node_config()
     .add(replicas_to_aggregate, "replicas-to-aggregate",
          "sync: gradients averaged per update, R (0: every worker)")
     .add(total_num_replicas, "total-num-replicas",
-         "sync: workers taking part, N (0: every worker task); N > R adds backups")
+         "sync: workers taking part, N; must equal the number of worker tasks (0: that "
+         "number). Backups come from replicas-to-aggregate < N")
     .add(train.on_worker_loss, "on-worker-loss",
          "sync, when fewer than R workers are left: shrink (average over those alive) or "
          "wait (hold the step until one restarts, at most cluster.worker-wait-timeout)");

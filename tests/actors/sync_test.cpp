@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(accumulator_averages_exactly_r_gradients) {
   BOOST_TEST(mean[0][1] == 3.0f);
   BOOST_TEST(acc.step() == 1);
   BOOST_TEST((acc.add(2, 0, {tensor({2}, 1.0f)}) == sync_accumulator::verdict::stale));
-  BOOST_TEST(acc.dropped() == 2u); // the duplicate and the stale one
+  BOOST_TEST(acc.dropped() == 1u); // the stale one; a duplicate is not a drop
   acc.set_required(1);
   BOOST_TEST((acc.add(2, 1, {tensor({2}, 1.0f)}) == sync_accumulator::verdict::accepted));
   BOOST_TEST(acc.ready());
@@ -337,6 +337,27 @@ BOOST_AUTO_TEST_CASE(two_workers_equal_one_worker_with_twice_the_batch) {
       moved = std::max(moved, double(std::fabs(one.values[0][i])));
     BOOST_TEST(moved > 1e-4);
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(sync_failures, deterministic_fixture)
+
+// With R = N a step cannot complete without every worker: a non-finite
+// gradient ends the run at once with a clear error instead of stalling.
+BOOST_AUTO_TEST_CASE(a_non_finite_gradient_ends_a_sync_run) {
+  auto data = synthetic_data();
+  auto poisoned = std::make_shared<dataset>(*data.train);
+  poisoned->images.fill(std::nanf(""));
+  data.train = poisoned;
+  training_result result;
+  auto baseline = sys.registry().running();
+  spawn_local_cluster(sys, sync_settings(5, 4), runtime_settings{}, 1, 2, data,
+                      [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  sched.run();
+  BOOST_TEST(!result.ok);
+  BOOST_TEST(result.error.find("non-finite gradient") != std::string::npos, result.error);
+  BOOST_TEST(sys.registry().running() == baseline);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
