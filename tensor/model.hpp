@@ -53,13 +53,30 @@ public:
 
   /// Forward pass only.
   virtual batch_stats evaluate(const std::vector<tensor>& params, const batch& b) = 0;
+
+  /// One line per layer and variable (name, shape, size), for --dump-config.
+  virtual std::string describe() const = 0;
+};
+
+class layer;
+
+/// A stack of layers ending in a dense layer with one unit per class, trained
+/// with softmax cross-entropy. input: the shape of one example.
+std::unique_ptr<model> make_sequential(std::string name, shape_t input, int64_t classes,
+                                       std::vector<std::unique_ptr<layer>> layers);
+
+/// Knobs of the built-in models.
+struct model_options {
+  uint64_t seed = 42;      // dropout masks
+  double vgg_width = 0.25; // multiplies VGG's channel and fc widths
 };
 
 /// Softmax regression: logits = x W + b, W [features, classes].
 std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classes = 10);
 
-/// A built-in model by name; throws troupe_error listing the known names.
-std::unique_ptr<model> make_model(const std::string& name);
+/// A built-in model by name (softmax, mlp, cnn, vgg11, vgg16, vgg19); throws
+/// troupe_error listing the known names.
+std::unique_ptr<model> make_model(const std::string& name, const model_options& options = {});
 
 /// The names make_model accepts.
 const std::vector<std::string>& model_names();
