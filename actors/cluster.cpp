@@ -29,7 +29,7 @@ training_data load_training_data(const training_settings& settings) {
 
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
                               const training_settings& settings, spawn_mode mode) {
-  ps_shard_config config{index, static_cast<float>(settings.learning_rate)};
+  ps_shard_config config{index, settings.optimizer};
   return spawn_as<ps_shard_actor>(sys, mode, ps_shard, config);
 }
 
@@ -54,7 +54,8 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                        + " must be between 1 and the " + std::to_string(num_workers)
                        + " worker(s)");
   config.runtime = runtime;
-  chief_links links{std::move(shards), make_model(settings.model), std::move(test),
+  chief_links links{std::move(shards), make_model(settings.model, model_options_of(settings)),
+                    std::move(test),
                     std::move(on_finish)};
   return spawn_as<chief_actor>(sys, mode, chief, config, std::move(links));
 }
@@ -73,7 +74,11 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   config.ready_timeout = runtime.connect_timeout;
   config.step_timeout = runtime.request_timeout + runtime.worker_wait_timeout;
   config.shuffle = settings.shuffle;
-  worker_links links{std::move(chief_handle), std::move(shards), make_model(settings.model),
+  config.clip_norm = settings.clip_norm;
+  // Each worker draws its own dropout masks.
+  auto options = model_options_of(settings);
+  options.seed += 7919u * static_cast<uint64_t>(index + 1);
+  worker_links links{std::move(chief_handle), std::move(shards), make_model(settings.model, options),
                      std::move(train)};
   return spawn_as<worker_actor>(sys, mode, worker, config, std::move(links));
 }

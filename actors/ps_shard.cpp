@@ -71,7 +71,7 @@ ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard
   auto& st = self->state;
   st.index = config.index;
   st.label = "ps:" + std::to_string(config.index);
-  st.store.emplace(st.label, config.learning_rate);
+  st.store.emplace(st.label, config.optimizer);
   self->set_down_handler([self](const caf::down_msg& msg) {
     spdlog::error("{}: lost the chief ({}); shutting down: the run cannot go on without it",
                   self->state.label, self->system().render(msg.reason));

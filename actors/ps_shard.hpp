@@ -11,7 +11,7 @@ namespace troupe {
 
 struct ps_shard_config {
   int32_t index = 0;
-  float learning_rate = 0.1f;
+  optimizer_config optimizer;
   /// Quit with an error when no chief initialised the shard this long (0: wait).
   std::chrono::milliseconds init_timeout{0};
 };

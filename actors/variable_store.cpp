@@ -6,8 +6,8 @@
 
 namespace troupe {
 
-variable_store::variable_store(std::string owner, float learning_rate)
-  : owner_(std::move(owner)), learning_rate_(learning_rate) {
+variable_store::variable_store(std::string owner, const optimizer_config& optimizer)
+  : owner_(std::move(owner)), optimizer_(make_optimizer(optimizer)) {
 }
 
 maybe_failure variable_store::initialize(const std::vector<std::string>& names,
@@ -97,7 +97,7 @@ maybe_failure variable_store::apply_gradients(const std::vector<std::string>& na
   if (auto err = check(names, gradients, found))
     return err;
   for (size_t i = 0; i < names.size(); ++i)
-    ops::axpy(-learning_rate_, gradients[i], const_cast<tensor&>(*found[i]));
+    optimizer_->apply(names[i], const_cast<tensor&>(*found[i]), gradients[i], version_);
   ++version_;
   return std::nullopt;
 }

@@ -1,12 +1,13 @@
 #pragma once
-// The state of one PS shard, without CAF: named variables, their update rule
-// (plain SGD for now) and the checks every request passes. A refused request
-// leaves the store exactly as it was.
+// The state of one PS shard, without CAF: named variables, the optimizer that
+// updates them (its slots live here too) and the checks every request
+// passes. A refused request leaves the store exactly as it was.
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "actors/errors.hpp"
+#include "tensor/optimizer.hpp"
 #include "tensor/tensor.hpp"
 
 namespace troupe {
@@ -14,7 +15,7 @@ namespace troupe {
 class variable_store {
 public:
   /// `owner` names the shard in error messages ("ps:1").
-  variable_store(std::string owner, float learning_rate);
+  variable_store(std::string owner, const optimizer_config& optimizer);
 
   /// Sets the first values; refused if already initialised or malformed.
   maybe_failure initialize(const std::vector<std::string>& names, std::vector<tensor> values);
@@ -26,8 +27,9 @@ public:
   maybe_failure check_gradients(const std::vector<std::string>& names,
                                 const std::vector<tensor>& gradients) const;
 
-  /// var -= learning_rate * grad for every named variable, or nothing at all
-  /// if any name is unknown, any shape differs or any gradient is not finite.
+  /// One optimizer step for every named variable (at step version()), or
+  /// nothing at all if any name is unknown, any shape differs or any gradient
+  /// is not finite.
   maybe_failure apply_gradients(const std::vector<std::string>& names,
                                 const std::vector<tensor>& gradients);
 
@@ -38,6 +40,7 @@ public:
   /// Total bytes of the variables held.
   size_t bytes() const noexcept;
   const tensor* find(const std::string& name) const;
+  const optimizer& updates() const noexcept { return *optimizer_; }
 
 private:
   maybe_failure lookup(const std::vector<std::string>& names,
@@ -47,7 +50,7 @@ private:
                       std::vector<const tensor*>& found) const;
 
   std::string owner_;
-  float learning_rate_;
+  std::unique_ptr<optimizer> optimizer_;
   bool initialized_ = false;
   int64_t version_ = 0;
   std::unordered_map<std::string, tensor> variables_;

@@ -7,6 +7,8 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "tensor/optimizer.hpp"
+
 namespace troupe {
 
 namespace {
@@ -69,6 +71,8 @@ void compute(self_ptr self) {
       self->send(self, run_atom::value);
       return;
     }
+  if (st.config.clip_norm > 0)
+    clip_by_global_norm(st.grads, st.config.clip_norm);
   push_all(self);
 }
 

@@ -24,6 +24,7 @@ struct worker_config {
   /// long as the slowest worker (or a lost worker's restart).
   std::chrono::milliseconds step_timeout{150000};
   bool shuffle = true;
+  double clip_norm = 0;  ///< > 0: clip gradients to this global norm before pushing
 };
 
 /// What a worker talks to and computes on.

@@ -128,7 +128,7 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
 }
 
 int run_ps(caf::actor_system& sys, const node_setup& setup) {
-  ps_shard_config config{setup.task, static_cast<float>(setup.train.learning_rate),
+  ps_shard_config config{setup.task, setup.train.optimizer,
                          setup.runtime.connect_timeout};
   auto shard = sys.spawn(ps_shard, config);
   if (!publish(sys, shard, setup.cluster.ps[setup.task])) {
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
       std::cerr << "troupe-node: nothing was started (exit code 2); see troupe-node --help\n";
       return exit_config;
     case load_outcome::action::dump_config:
-      std::cout << dump_config(setup);
+      std::cout << dump_config(cfg, setup);
       return exit_ok;
     case load_outcome::action::run:
       break;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -28,13 +29,7 @@ std::string str(caf::string_view v) {
 constexpr const char* default_config_file = "caf-application.conf";
 
 // The sections --help lists; CAF's own keys are documented in docs/config.md.
-const std::set<std::string> troupe_categories{"cluster", "train"};
-
-std::string to_ms_string(std::chrono::milliseconds ms) {
-  if (ms.count() % 1000 == 0)
-    return std::to_string(ms.count() / 1000) + "s";
-  return std::to_string(ms.count()) + "ms";
-}
+const std::set<std::string> troupe_categories{"cluster", "train", "model"};
 
 std::string join(const std::vector<std::string>& xs) {
   std::string out;
@@ -208,12 +203,20 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
   setup.train = t;
   setup.train.seed = static_cast<uint64_t>(cfg.seed);
   auto& models = model_names();
-  if (std::find(models.begin(), models.end(), t.model) == models.end())
+  if (std::find(models.begin(), models.end(), t.model) == models.end()) {
+    auto suggestion = closest_match(t.model, models);
     errors.push_back("train.model = \"" + t.model + "\" is not a known model"
-                     + (closest_match(t.model, models).empty()
-                          ? std::string()
-                          : "; did you mean \"" + closest_match(t.model, models) + "\"?")
+                     + (suggestion.empty() ? std::string()
+                                           : "; did you mean \"" + suggestion + "\"?")
                      + " (known: " + join(models) + ")");
+  } else {
+    // Building the network checks a custom layer list and the shapes chain.
+    try {
+      make_model(t.model, model_options_of(setup.train));
+    } catch (const std::exception& e) {
+      errors.push_back(e.what());
+    }
+  }
   if (t.mode != "async" && t.mode != "sync")
     errors.push_back("train.mode = \"" + t.mode + "\" is not a mode; use \"async\" or \"sync\"");
   auto workers = static_cast<int64_t>(cfg.worker_hosts.size());
@@ -234,9 +237,20 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
                      + "\" is not a policy; use \"shrink\" or \"wait\"");
   if (t.batch_size < 1)
     errors.push_back("train.batch-size must be at least 1 (it is " + std::to_string(t.batch_size) + ")");
-  if (!(t.learning_rate > 0) || !std::isfinite(t.learning_rate))
-    errors.push_back("train.learning-rate must be a positive number (it is "
-                     + std::to_string(t.learning_rate) + ")");
+  static const std::map<std::string, lr_schedule::kind> schedules{
+    {"constant", lr_schedule::kind::constant},
+    {"exponential", lr_schedule::kind::exponential_decay},
+    {"piecewise", lr_schedule::kind::piecewise_constant}};
+  if (auto i = schedules.find(cfg.lr_schedule); i != schedules.end())
+    setup.train.optimizer.learning_rate.type = i->second;
+  else
+    errors.push_back("train.lr-schedule = \"" + cfg.lr_schedule
+                     + "\" is not a schedule; use \"constant\", \"exponential\" or "
+                       "\"piecewise\"");
+  if (auto err = setup.train.optimizer.check(); !err.empty())
+    errors.push_back("train.optimizer / train.learning-rate / train.lr-*: " + err);
+  if (!(t.clip_norm >= 0) || !std::isfinite(t.clip_norm))
+    errors.push_back("train.clip-norm must be 0 (off) or a positive number");
   if (t.last_step < 1)
     errors.push_back("train.last-step must be at least 1 (it is " + std::to_string(t.last_step) + ")");
   if (t.log_interval < 0)
@@ -322,7 +336,32 @@ node_config::node_config()
     .add(train.model, "model", "model to train: softmax")
     .add(train.mode, "mode", "update mode: async, or sync (SyncReplicasOptimizer's semantics)")
     .add(train.batch_size, "batch-size", "examples per worker step")
-    .add(train.learning_rate, "learning-rate", "SGD learning rate")
+    .add(train.optimizer.learning_rate.base, "learning-rate",
+         "the (initial) learning rate of the optimizer")
+    .add(train.optimizer.name, "optimizer",
+         "update rule applied on the PS shards: sgd, momentum, adagrad, rmsprop, adam")
+    .add(train.optimizer.momentum, "momentum", "momentum: the momentum coefficient")
+    .add(train.optimizer.nesterov, "nesterov", "momentum: use Nesterov momentum")
+    .add(train.optimizer.initial_accumulator, "initial-accumulator",
+         "adagrad: starting value of the squared-gradient accumulator")
+    .add(train.optimizer.rms_decay, "rms-decay", "rmsprop: decay of the mean square")
+    .add(train.optimizer.rms_momentum, "rms-momentum", "rmsprop: momentum")
+    .add(train.optimizer.beta1, "beta1", "adam: decay of the first moment")
+    .add(train.optimizer.beta2, "beta2", "adam: decay of the second moment")
+    .add(train.optimizer.epsilon, "epsilon",
+         "rmsprop/adam: epsilon (0: TF's default, 1e-10 / 1e-8)")
+    .add(lr_schedule, "lr-schedule", "constant, exponential (decay) or piecewise (constant)")
+    .add(train.optimizer.learning_rate.decay_steps, "lr-decay-steps",
+         "exponential: steps per decay by lr-decay-rate")
+    .add(train.optimizer.learning_rate.decay_rate, "lr-decay-rate", "exponential: decay rate")
+    .add(train.optimizer.learning_rate.staircase, "lr-staircase",
+         "exponential: decay in whole steps of lr-decay-steps")
+    .add(train.optimizer.learning_rate.boundaries, "lr-boundaries",
+         "piecewise: the steps where the rate changes, e.g. [1000, 2000]")
+    .add(train.optimizer.learning_rate.values, "lr-values",
+         "piecewise: the rates, one more than boundaries, e.g. [0.1, 0.01, 0.001]")
+    .add(train.clip_norm, "clip-norm",
+         "if > 0: workers clip their gradients to this global norm")
     .add(train.last_step, "last-step", "global steps to train; then the cluster stops")
     .add(train.epochs, "epochs",
          "if > 0: passes over the training set instead of last-step (sets last-step)")
@@ -342,6 +381,13 @@ node_config::node_config()
     .add(train.on_worker_loss, "on-worker-loss",
          "sync, when fewer than R workers are left: shrink (average over those alive) or "
          "wait (hold the step until one restarts, at most cluster.worker-wait-timeout)");
+  opt_group{custom_options_, "model"}
+    .add(train.network.layers, "layers",
+         "model custom: one string per layer, e.g. [\"conv2d filters=32 kernel=5\", \"relu\", "
+         "\"max_pool size=2\", \"flatten\", \"dense units=10\"]")
+    .add(train.network.input, "input", "model custom: one example's shape, e.g. [28, 28, 1]")
+    .add(train.network.vgg_width, "vgg-width",
+         "vgg11/16/19: multiplies the channel and fc widths (1 = the paper's)");
 }
 
 std::string parse_host_port(const std::string& text, host_port& out) {
@@ -491,34 +537,36 @@ std::string help_text(const node_config& cfg) {
   return out.str();
 }
 
-std::string dump_config(const node_setup& s) {
+std::string dump_config(const node_config& cfg, const node_setup& s) {
   std::ostringstream out;
-  auto list = [](const std::vector<host_port>& xs) {
-    std::string r = "[";
-    for (size_t i = 0; i < xs.size(); ++i)
-      r += (i ? ", \"" : "\"") + xs[i].to_string() + "\"";
-    return r + "]";
-  };
   out << "; effective Troupe configuration"
       << (s.config_file.empty() ? " (embedded defaults)" : " from " + s.config_file) << "\n"
       << "; job: " << (s.whole_cluster ? "whole cluster in one process"
                                        : s.job + ":" + std::to_string(s.task))
-      << "\n[cluster]\nchief = " << list(s.cluster.chief) << "\nps = " << list(s.cluster.ps)
-      << "\nworker = " << list(s.cluster.worker)
-      << "\nconnect-timeout = " << to_ms_string(s.runtime.connect_timeout)
-      << "\nrequest-timeout = " << to_ms_string(s.runtime.request_timeout)
-      << "\nworker-wait-timeout = " << to_ms_string(s.runtime.worker_wait_timeout)
-      << "\n\n[train]\nmodel = \"" << s.train.model << "\"\nmode = \"" << s.train.mode
-      << "\"\nbatch-size = " << s.train.batch_size << "\nlearning-rate = " << s.train.learning_rate
-      << "\nlast-step = " << s.train.last_step << "\nepochs = " << s.train.epochs
-      << "\nseed = " << s.train.seed
-      << "\ndata-dir = \"" << s.train.data_dir << "\"\nlog-interval = " << s.train.log_interval
-      << "\nplacement = \"" << s.train.placement << "\"\ndevice = \"" << s.train.device
-      << "\"\nmax-refused-steps = " << s.runtime.max_refused_steps
-      << "\nshuffle = " << (s.train.shuffle ? "true" : "false")
-      << "\nreplicas-to-aggregate = " << s.train.replicas_to_aggregate
-      << "\ntotal-num-replicas = " << s.train.total_num_replicas
-      << "\non-worker-loss = \"" << s.train.on_worker_loss << "\"\n";
+      << "\n";
+  // Every Troupe key with the value in force, so the dump is a valid config.
+  for (auto category : {"cluster", "train", "model"}) {
+    out << "\n[" << category << "]\n";
+    for (auto& opt : cfg.options())
+      if (opt.category() == category)
+        if (auto value = opt.get())
+          out << str(opt.long_name()) << " = " << caf::to_string(*value) << "\n";
+  }
+  out << "\n; derived: last-step " << s.train.last_step << ", replicas-to-aggregate "
+      << s.train.replicas_to_aggregate << " of " << s.train.total_num_replicas << " worker(s)\n";
+  try {
+    auto net = make_model(s.train.model, model_options_of(s.train));
+    size_t values = 0;
+    for (auto& v : net->variables())
+      values += static_cast<size_t>(num_elements(v.shape));
+    out << "; network " << net->name() << ": " << net->variables().size() << " variables, "
+        << values << " values (" << values * sizeof(float) << " bytes)\n";
+    std::istringstream lines(net->describe());
+    for (std::string line; std::getline(lines, line);)
+      out << ";" << line << "\n";
+  } catch (const std::exception& e) {
+    out << "; network: " << e.what() << "\n";
+  }
   return out.str();
 }
 

@@ -28,6 +28,7 @@ public:
   int64_t max_refused_steps = 100;
   int64_t replicas_to_aggregate = 0;  // bound to train.replicas-to-aggregate
   int64_t total_num_replicas = 0;
+  std::string lr_schedule = "constant";  // bound to train.lr-schedule
 
   const caf::config_option_set& options() const noexcept { return custom_options_; }
 };
@@ -58,8 +59,9 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv);
 /// --help: every option with its type, default and meaning.
 std::string help_text(const node_config& cfg);
 
-/// --dump-config: the effective configuration, as a valid config file.
-std::string dump_config(const node_setup& setup);
+/// --dump-config: the effective configuration as a valid config file, then
+/// the network: every layer and variable with its shape and size.
+std::string dump_config(const node_config& cfg, const node_setup& setup);
 
 /// "host:port" -> host_port; an empty error string on success.
 std::string parse_host_port(const std::string& text, host_port& out);

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "tensor/model.hpp"
+#include "tensor/optimizer.hpp"
+
 namespace troupe {
 
 struct host_port {
@@ -26,7 +29,12 @@ struct training_settings {
   std::string model = "softmax";
   std::string mode = "async";
   int64_t batch_size = 100;
-  double learning_rate = 0.05;
+  /// The update rule the shards apply, with its learning-rate schedule.
+  optimizer_config optimizer = plain_sgd(0.05);
+  /// If > 0, workers scale their gradients to this global norm at most.
+  double clip_norm = 0;
+  /// Knobs of the built-in models and the layers of model "custom".
+  model_options network;
   int64_t last_step = 6000;
   /// If > 0, train this many passes over the training set instead:
   /// last_step = ceil(epochs * examples / (batch_size * gradients per update)).
@@ -60,5 +68,12 @@ struct runtime_settings {
   /// The chief fails when no worker has been alive for this long.
   std::chrono::milliseconds worker_wait_timeout{120000};
 };
+
+/// The model options with the run's seed.
+inline model_options model_options_of(const training_settings& s) {
+  auto options = s.network;
+  options.seed = s.seed;
+  return options;
+}
 
 } // namespace troupe

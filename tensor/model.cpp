@@ -4,6 +4,7 @@
 #include <random>
 
 #include "tensor/error.hpp"
+#include "tensor/layer_spec.hpp"
 #include "tensor/layers.hpp"
 #include "tensor/ops.hpp"
 
@@ -268,8 +269,8 @@ std::unique_ptr<model> make_vgg(const std::string& name, const std::vector<int>&
 } // namespace
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names{"softmax", "mlp", "cnn", "vgg11", "vgg16",
-                                              "vgg19"};
+  static const std::vector<std::string> names{"softmax", "mlp", "cnn",   "vgg11",
+                                              "vgg16",   "vgg19", "custom"};
   return names;
 }
 
@@ -286,6 +287,16 @@ std::unique_ptr<model> make_model(const std::string& name, const model_options& 
     return make_vgg(name, {2, 2, 3, 3, 3}, options.vgg_width, options.seed);
   if (name == "vgg19")
     return make_vgg(name, {2, 2, 4, 4, 4}, options.vgg_width, options.seed);
+  if (name == "custom") {
+    if (options.layers.empty())
+      throw troupe_error("model custom: list its layers in model.layers");
+    try {
+      return make_sequential("custom", options.input, options.classes,
+                             parse_layers(options.layers, options.seed));
+    } catch (const shape_error& e) {
+      throw troupe_error(std::string("model.layers: ") + e.what());
+    }
+  }
   std::string known;
   for (auto& n : model_names())
     known += (known.empty() ? "" : ", ") + n;

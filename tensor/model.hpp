@@ -65,17 +65,20 @@ class layer;
 std::unique_ptr<model> make_sequential(std::string name, shape_t input, int64_t classes,
                                        std::vector<std::unique_ptr<layer>> layers);
 
-/// Knobs of the built-in models.
+/// Knobs of the built-in models, and the layer list of model "custom".
 struct model_options {
-  uint64_t seed = 42;      // dropout masks
-  double vgg_width = 0.25; // multiplies VGG's channel and fc widths
+  uint64_t seed = 42;                  // dropout masks
+  double vgg_width = 0.25;             // multiplies VGG's channel and fc widths
+  std::vector<std::string> layers;     // custom: see tensor/layer_spec.hpp
+  shape_t input{28, 28, 1};            // custom: one example's shape
+  int64_t classes = 10;                // custom
 };
 
 /// Softmax regression: logits = x W + b, W [features, classes].
 std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classes = 10);
 
-/// A built-in model by name (softmax, mlp, cnn, vgg11, vgg16, vgg19); throws
-/// troupe_error listing the known names.
+/// A built-in model by name (softmax, mlp, cnn, vgg11, vgg16, vgg19), or
+/// "custom" built from options.layers; throws troupe_error naming the problem.
 std::unique_ptr<model> make_model(const std::string& name, const model_options& options = {});
 
 /// The names make_model accepts.

@@ -51,7 +51,7 @@ training_settings small_settings(int64_t last_step) {
   s.batch_size = 4;
   s.last_step = last_step;
   s.log_interval = 0;
-  s.learning_rate = 0.1;
+  s.optimizer = plain_sgd(0.1);
   return s;
 }
 
@@ -81,7 +81,7 @@ void run_observed(caf::scheduler::test_coordinator& sched, F observe) {
 BOOST_FIXTURE_TEST_SUITE(shard, deterministic_fixture)
 
 BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
-  auto s = sys.spawn(ps_shard, ps_shard_config{0, 0.5f});
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
   sched.run();
   auto early = ask<pull_reply>(s, pull_atom::value, names{"w"});
   BOOST_REQUIRE(!early);
@@ -106,7 +106,7 @@ BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
-  auto s = sys.spawn(ps_shard, ps_shard_config{3, 0.5f});
+  auto s = sys.spawn(ps_shard, ps_shard_config{3, plain_sgd(0.5)});
   sched.run();
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w"},
                                   std::vector<tensor>{tensor({3}, 2.0f)}, shard_options{}));
@@ -140,7 +140,7 @@ BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
 }
 
 BOOST_AUTO_TEST_CASE(hello_refuses_another_protocol_version) {
-  auto s = sys.spawn(ps_shard, ps_shard_config{0, 0.5f});
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
   sched.run();
   auto ok = ask<uint32_t>(s, hello_atom::value, protocol_version, std::string("worker"), 0);
   BOOST_REQUIRE(ok);

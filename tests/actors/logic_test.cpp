@@ -13,7 +13,7 @@ using namespace troupe;
 namespace {
 
 variable_store initialized_store() {
-  variable_store store("ps:0", 0.5f);
+  variable_store store("ps:0", plain_sgd(0.5));
   auto err = store.initialize({"w", "b"}, {tensor({2, 2}, 1.0f), tensor({2}, 0.0f)});
   BOOST_REQUIRE(!err);
   return store;
@@ -63,7 +63,7 @@ BOOST_AUTO_TEST_CASE(store_refuses_bad_requests_and_stays_unchanged) {
 }
 
 BOOST_AUTO_TEST_CASE(store_initialises_exactly_once) {
-  variable_store store("ps:1", 0.1f);
+  variable_store store("ps:1", plain_sgd(0.1));
   std::vector<tensor> out;
   auto err = store.read({"w"}, out);
   BOOST_REQUIRE(err);

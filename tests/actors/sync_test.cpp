@@ -90,7 +90,7 @@ training_settings sync_settings(int64_t last_step, int64_t batch, int64_t replic
   s.batch_size = batch;
   s.last_step = last_step;
   s.log_interval = 0;
-  s.learning_rate = 0.1;
+  s.optimizer = plain_sgd(0.1);
   s.shuffle = false;
   s.replicas_to_aggregate = replicas;
   return s;
@@ -124,7 +124,7 @@ BOOST_FIXTURE_TEST_SUITE(sync_actors, deterministic_fixture)
 BOOST_AUTO_TEST_CASE(shard_applies_at_the_rth_gradient_and_drops_stale_ones) {
   auto log = std::make_shared<std::vector<applied_event>>();
   auto queue = sys.spawn(spy_queue, log);
-  auto s = sys.spawn(ps_shard, ps_shard_config{0, 0.5f});
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
   sched.run();
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w"},
                                   std::vector<tensor>{tensor({2}, 1.0f)},
@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(shard_applies_at_the_rth_gradient_and_drops_stale_ones) {
 BOOST_AUTO_TEST_CASE(shrinking_r_applies_a_step_a_lost_worker_blocked) {
   auto log = std::make_shared<std::vector<applied_event>>();
   auto queue = sys.spawn(spy_queue, log);
-  auto s = sys.spawn(ps_shard, ps_shard_config{0, 1.0f});
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(1.0)});
   sched.run();
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w"},
                                   std::vector<tensor>{tensor({1}, 0.0f)},

@@ -44,9 +44,11 @@ struct fixture {
     std::vector<char*> argv;
     for (auto& a : argv_s)
       argv.push_back(a.data());
-    node_config cfg;
-    return load_node_config(cfg, static_cast<int>(argv.size()), argv.data());
+    last_cfg = std::make_unique<node_config>();
+    return load_node_config(*last_cfg, static_cast<int>(argv.size()), argv.data());
   }
+
+  std::unique_ptr<node_config> last_cfg; // of the last load()
 
   // Exactly one error, containing every part.
   void expect_error(const load_outcome& out, std::initializer_list<std::string> parts) {
@@ -71,7 +73,7 @@ BOOST_AUTO_TEST_CASE(a_good_file_loads) {
   BOOST_TEST(out.setup.cluster.worker.size() == 2u);
   BOOST_TEST(out.setup.cluster.ps[0].port == 7001);
   BOOST_TEST(out.setup.train.batch_size == 64);
-  BOOST_TEST(out.setup.train.learning_rate == 1.0); // integer accepted for a real
+  BOOST_TEST(out.setup.train.optimizer.learning_rate.base == 1.0); // integer for a real
   BOOST_TEST(out.setup.train.last_step == 7);
   BOOST_TEST(out.setup.job == "worker");
 }
@@ -193,7 +195,7 @@ BOOST_AUTO_TEST_CASE(help_and_dump_config) {
     BOOST_TEST(help.find(key) != std::string::npos, key);
   auto out = load(base(), {"--job_name=chief", "--task_index=0", "--dump-config"});
   BOOST_REQUIRE((out.what == load_outcome::action::dump_config));
-  auto dumped = dump_config(out.setup);
+  auto dumped = dump_config(*last_cfg, out.setup);
   BOOST_TEST(dumped.find("worker = [\"127.0.0.1:7101\", \"127.0.0.1:7102\"]") != std::string::npos);
   // The dump is itself a valid config file.
   BOOST_TEST(load(dumped, worker0).errors.empty());
