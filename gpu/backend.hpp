@@ -31,7 +31,7 @@ public:
                       bool transpose_b) = 0;
   virtual void add_bias(tensor& x, const tensor& bias) = 0;
   /// Mean loss; writes d(loss)/d(logits).
-  virtual float softmax_cross_entropy(const tensor& logits,
+  virtual double softmax_cross_entropy(const tensor& logits,
                                       const std::vector<int32_t>& labels,
                                       tensor& grad_logits) = 0;
   virtual void axpy(float alpha, const tensor& x, tensor& y) = 0;

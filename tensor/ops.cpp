@@ -125,15 +125,15 @@ void scale(tensor& x, float alpha) {
   xv *= alpha;
 }
 
-float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
-                            tensor& grad_logits) {
+double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
+                             tensor& grad_logits) {
   auto total = xent_rows(logits, labels, &grad_logits);
-  return logits.dim(0) > 0 ? static_cast<float>(total / logits.dim(0)) : 0.0f;
+  return logits.dim(0) > 0 ? total / static_cast<double>(logits.dim(0)) : 0.0;
 }
 
-float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels) {
+double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels) {
   auto total = xent_rows(logits, labels, nullptr);
-  return logits.dim(0) > 0 ? static_cast<float>(total / logits.dim(0)) : 0.0f;
+  return logits.dim(0) > 0 ? total / static_cast<double>(logits.dim(0)) : 0.0;
 }
 
 std::vector<int32_t> argmax_rows(const tensor& x) {

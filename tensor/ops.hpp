@@ -28,11 +28,11 @@ void scale(tensor& x, float alpha);
 /// Mean softmax cross-entropy of logits [batch, classes] against integer
 /// labels, computed stably (log-sum-exp with the row maximum subtracted).
 /// Writes d(mean loss)/d(logits) into grad_logits. Throws on a label out of range.
-float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
-                            tensor& grad_logits);
+double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
+                             tensor& grad_logits);
 
 /// The same loss without the gradient (evaluation).
-float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels);
+double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels);
 
 /// Index of the largest element of each row.
 std::vector<int32_t> argmax_rows(const tensor& x);

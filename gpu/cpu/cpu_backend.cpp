@@ -17,7 +17,7 @@ void cpu_backend::add_bias(tensor& x, const tensor& bias) {
   ops::add_bias(x, bias);
 }
 
-float cpu_backend::softmax_cross_entropy(const tensor& logits,
+double cpu_backend::softmax_cross_entropy(const tensor& logits,
                                          const std::vector<int32_t>& labels,
                                          tensor& grad_logits) {
   return ops::softmax_cross_entropy(logits, labels, grad_logits);

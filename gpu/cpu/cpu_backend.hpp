@@ -10,7 +10,7 @@ public:
   void matmul(const tensor& a, const tensor& b, tensor& out, bool transpose_a,
               bool transpose_b) override;
   void add_bias(tensor& x, const tensor& bias) override;
-  float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
+  double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
                               tensor& grad_logits) override;
   void axpy(float alpha, const tensor& x, tensor& y) override;
 };

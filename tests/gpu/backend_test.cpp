@@ -28,8 +28,8 @@ BOOST_AUTO_TEST_CASE(cpu_backend_matches_reference_ops) {
   backend->add_bias(c, bias);
   BOOST_TEST(c[0] == ref[0] + 1);
   tensor g1, g2;
-  float l1 = backend->softmax_cross_entropy(c, {0, 1}, g1);
-  float l2 = ops::softmax_cross_entropy(c, {0, 1}, g2);
+  double l1 = backend->softmax_cross_entropy(c, {0, 1}, g1);
+  double l2 = ops::softmax_cross_entropy(c, {0, 1}, g2);
   BOOST_TEST(l1 == l2);
   BOOST_TEST(g1.bit_equal(g2));
 }

@@ -1,0 +1,238 @@
+// Every optimizer and schedule against references worked out by hand with
+// TF 1.x's formulas, over several steps.
+#include <cmath>
+
+#include <boost/test/unit_test.hpp>
+
+#include "tensor/error.hpp"
+#include "tensor/layer_spec.hpp"
+#include "tensor/optimizer.hpp"
+
+using namespace troupe;
+
+namespace {
+
+// Runs three steps on one scalar variable starting at 1 with these gradients.
+std::vector<double> run(optimizer_config c) {
+  auto opt = make_optimizer(c);
+  tensor var({1}, 1.0f);
+  std::vector<double> out;
+  int64_t step = 0;
+  for (float g : {0.5f, -0.3f, 0.2f}) {
+    opt->apply("v", var, tensor({1}, g), step++);
+    out.push_back(var[0]);
+  }
+  return out;
+}
+
+void expect(const std::vector<double>& got, const std::vector<double>& want) {
+  BOOST_REQUIRE_EQUAL(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    BOOST_TEST(got[i] == want[i], boost::test_tools::tolerance(1e-6));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(optimizers)
+
+BOOST_AUTO_TEST_CASE(sgd) {
+  // 1 - 0.1*0.5 = 0.95; + 0.03 = 0.98; - 0.02 = 0.96
+  expect(run(plain_sgd(0.1)), {0.95, 0.98, 0.96});
+}
+
+BOOST_AUTO_TEST_CASE(momentum_and_nesterov) {
+  auto c = plain_sgd(0.1);
+  c.name = "momentum";
+  c.momentum = 0.9;
+  // accum: 0.5, 0.45 - 0.3 = 0.15, 0.135 + 0.2 = 0.335
+  expect(run(c), {0.95, 0.935, 0.9015});
+  c.nesterov = true;
+  // var -= lr*g + lr*m*accum: 0.05 + 0.045 = 0.095 -> 0.905;
+  // -0.03 + 0.0135 = -0.0165 -> 0.9215; 0.02 + 0.03015 = 0.05015 -> 0.87135
+  expect(run(c), {0.905, 0.9215, 0.87135});
+}
+
+BOOST_AUTO_TEST_CASE(adagrad) {
+  auto c = plain_sgd(0.1);
+  c.name = "adagrad";
+  c.initial_accumulator = 0.1;
+  double acc = 0.1, v = 1.0;
+  std::vector<double> want;
+  for (double g : {0.5, -0.3, 0.2}) {
+    acc += g * g;
+    v -= 0.1 * g / std::sqrt(acc);
+    want.push_back(v);
+  }
+  BOOST_TEST(want[0] == 1.0 - 0.05 / std::sqrt(0.35), boost::test_tools::tolerance(1e-12));
+  expect(run(c), want);
+}
+
+BOOST_AUTO_TEST_CASE(rmsprop_starts_its_mean_square_at_one) {
+  auto c = plain_sgd(0.01);
+  c.name = "rmsprop";
+  c.rms_decay = 0.9;
+  c.rms_momentum = 0.5;
+  double ms = 1.0, mom = 0.0, v = 1.0;
+  std::vector<double> want;
+  for (double g : {0.5, -0.3, 0.2}) {
+    ms = 0.9 * ms + 0.1 * g * g;
+    mom = 0.5 * mom + 0.01 * g / std::sqrt(ms + 1e-10);
+    v -= mom;
+    want.push_back(v);
+  }
+  // First step by hand: ms = 0.925, mom = 0.005 / 0.961769 = 0.0051987.
+  BOOST_TEST(want[0] == 1.0 - 0.005 / std::sqrt(0.925), boost::test_tools::tolerance(1e-9));
+  expect(run(c), want);
+}
+
+BOOST_AUTO_TEST_CASE(adam_with_bias_correction) {
+  auto c = plain_sgd(0.001);
+  c.name = "adam";
+  double m = 0, s = 0, v = 1.0;
+  std::vector<double> want;
+  int t = 0;
+  for (double g : {0.5, -0.3, 0.2}) {
+    ++t;
+    double lr_t = 0.001 * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+    m = 0.9 * m + 0.1 * g;
+    s = 0.999 * s + 0.001 * g * g;
+    v -= lr_t * m / (std::sqrt(s) + 1e-8);
+    want.push_back(v);
+  }
+  // Adam's first step moves by almost exactly lr, whatever the gradient's size.
+  BOOST_TEST(want[0] == 0.999, boost::test_tools::tolerance(1e-6));
+  expect(run(c), want);
+}
+
+BOOST_AUTO_TEST_CASE(slots_live_with_their_variable) {
+  auto c = plain_sgd(0.001);
+  c.name = "adam";
+  auto opt = make_optimizer(c);
+  tensor w({3}, 1.0f), b({2}, 1.0f);
+  opt->apply("fc/weights", w, tensor({3}, 0.1f), 0);
+  opt->apply("fc/biases", b, tensor({2}, 0.1f), 0);
+  auto slots = opt->slots();
+  BOOST_TEST(slots.size() == 4u);
+  BOOST_TEST(slots.count("fc/weights/Adam") == 1u);
+  BOOST_TEST(slots.at("fc/biases/Adam_1")->size() == 2u);
+  BOOST_CHECK_THROW(opt->apply("fc/weights", w, tensor({2}), 1), shape_error);
+}
+
+BOOST_AUTO_TEST_CASE(schedules) {
+  lr_schedule exp{lr_schedule::kind::exponential_decay, 0.001, 1000, 0.5, false, {}, {}};
+  BOOST_TEST(exp.at(0) == 0.001, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(exp.at(500) == 0.001 * std::sqrt(0.5), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(exp.at(2000) == 0.00025, boost::test_tools::tolerance(1e-12));
+  exp.staircase = true;
+  BOOST_TEST(exp.at(1500) == 0.0005, boost::test_tools::tolerance(1e-12));
+  lr_schedule pw{lr_schedule::kind::piecewise_constant, 0, 0, 0, false, {100, 200}, {1.0, 0.5, 0.1}};
+  BOOST_TEST(pw.check().empty());
+  BOOST_TEST(pw.at(100) == 1.0);
+  BOOST_TEST(pw.at(101) == 0.5);
+  BOOST_TEST(pw.at(201) == 0.1);
+  pw.values.pop_back();
+  BOOST_TEST(pw.check().find("one more value") != std::string::npos);
+  // The optimizer reads the schedule at the step it is given.
+  auto c = plain_sgd(0.1);
+  c.learning_rate = exp;
+  auto opt = make_optimizer(c);
+  BOOST_TEST(opt->learning_rate_at(1000) == 0.0005, boost::test_tools::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(bad_configurations_are_refused) {
+  auto c = plain_sgd(0.1);
+  c.name = "lamb";
+  BOOST_CHECK_THROW(make_optimizer(c), troupe_error);
+  BOOST_CHECK_THROW(make_optimizer(plain_sgd(-1)), troupe_error);
+  c = plain_sgd(0.1);
+  c.name = "momentum";
+  c.momentum = 1.5;
+  BOOST_TEST(!c.check().empty());
+}
+
+BOOST_AUTO_TEST_CASE(clipping_by_global_norm) {
+  std::vector<tensor> grads{tensor({1}, 3.0f), tensor({1}, 4.0f)};
+  BOOST_TEST(clip_by_global_norm(grads, 1.0) == 5.0);
+  BOOST_TEST(grads[0][0] == 0.6f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(grads[1][0] == 0.8f, boost::test_tools::tolerance(1e-6f));
+  clip_by_global_norm(grads, 10.0); // under the clip: unchanged
+  BOOST_TEST(grads[1][0] == 0.8f, boost::test_tools::tolerance(1e-6f));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(layer_specs)
+
+std::string error_of(std::vector<std::string> specs) {
+  try {
+    parse_layers(specs, 1);
+  } catch (const troupe_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+BOOST_AUTO_TEST_CASE(errors_name_the_layer_and_the_problem) {
+  auto e = error_of({"relu", "convolution filters=3"});
+  BOOST_TEST(e.find("model.layers[1]") != std::string::npos, e);
+  BOOST_TEST(e.find("unknown layer 'convolution'") != std::string::npos, e);
+  e = error_of({"conv2d filters=3 kernal=5"});
+  BOOST_TEST(e.find("unknown parameter 'kernal'") != std::string::npos, e);
+  e = error_of({"dense"});
+  BOOST_TEST(e.find("missing parameter 'units'") != std::string::npos, e);
+  e = error_of({"conv2d filters=3 kernel=3 padding=full"});
+  BOOST_TEST(e.find("padding=full") != std::string::npos, e);
+  e = error_of({"dense units=-4"});
+  BOOST_TEST(e.find("not a positive integer") != std::string::npos, e);
+  e = error_of({"dropout rate=1.5"});
+  BOOST_TEST(e.find("rate") != std::string::npos, e);
+  e = error_of({"dense units"});
+  BOOST_TEST(e.find("not key=value") != std::string::npos, e);
+  BOOST_TEST(parse_layers({"conv2d filters=2 kernel=3", "relu", "max_pool", "flatten",
+                           "dense units=10 init=truncated_normal stddev=0.1 bias=0.1"},
+                          1)
+               .size()
+             == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(shapes_that_do_not_chain_are_refused_with_the_layer_named) {
+  model_options o;
+  o.layers = {"flatten", "conv2d name=late filters=2 kernel=3", "dense units=10"};
+  try {
+    make_model("custom", o);
+    BOOST_FAIL("expected an error");
+  } catch (const troupe_error& e) {
+    BOOST_TEST(std::string(e.what()).find("late") != std::string::npos, e.what());
+  }
+  o.layers = {"flatten", "dense units=7"};
+  try {
+    make_model("custom", o);
+    BOOST_FAIL("expected an error");
+  } catch (const troupe_error& e) {
+    BOOST_TEST(std::string(e.what()).find("10 units") != std::string::npos, e.what());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(built_in_models_use_tf_names_and_shapes) {
+  auto cnn = make_model("cnn");
+  std::vector<std::string> names;
+  for (auto& v : cnn->variables())
+    names.push_back(v.name);
+  BOOST_TEST(names == (std::vector<std::string>{"conv1/weights", "conv1/biases", "conv2/weights",
+                                                "conv2/biases", "fc1/weights", "fc1/biases",
+                                                "fc2/weights", "fc2/biases"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(cnn->variables()[4].shape == (shape_t{3136, 1024}), boost::test_tools::per_element());
+  BOOST_TEST(cnn->variables()[2].shape == (shape_t{5, 5, 32, 64}), boost::test_tools::per_element());
+  auto mlp = make_model("mlp");
+  BOOST_TEST(mlp->variables().size() == 6u);
+  BOOST_TEST(mlp->variables()[2].shape == (shape_t{256, 256}), boost::test_tools::per_element());
+  for (auto name : {"vgg11", "vgg16", "vgg19"}) {
+    auto vgg = make_model(name);
+    BOOST_TEST(vgg->variables().back().shape == (shape_t{10}), boost::test_tools::per_element());
+  }
+  BOOST_TEST(make_model("vgg16")->variables().size() == 2u * 16u);
+  BOOST_TEST(make_model("vgg19")->variables().size() == 2u * 19u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
