@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -60,8 +61,11 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string type_hint(const caf::config_option& opt) {
   auto t = str(opt.type_name());
-  if (t.find("list") != std::string::npos)
+  if (opt.category() == "cluster" && t.find("list") != std::string::npos)
     return "a list of \"host:port\" strings, e.g. [\"127.0.0.1:7001\"]";
+  if (t.find("list") != std::string::npos)
+    return "a list (" + t + "), e.g. [1000, 2000], [0.1, 0.01, 0.001] or [\"relu\"]; write "
+           "every real with a decimal point";
   if (t == "timespan")
     return "a duration with a unit, e.g. 30s or 500ms";
   if (t == "string")
@@ -249,6 +253,13 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
                        "\"piecewise\"");
   if (auto err = setup.train.optimizer.check(); !err.empty())
     errors.push_back("train.optimizer / train.learning-rate / train.lr-*: " + err);
+  if (!(t.network.vgg_width > 0 && t.network.vgg_width <= 4))
+    errors.push_back("model.vgg-width must be in (0, 4] (1 = the paper's widths)");
+  if (t.model == "custom" && num_elements(t.network.input) != 784)
+    errors.push_back("model.input = " + to_string(t.network.input) + " holds "
+                     + std::to_string(num_elements(t.network.input))
+                     + " values per example, but Fashion-MNIST examples hold 784 (e.g. [28, 28, 1] "
+                       "or [784])");
   if (!(t.clip_norm >= 0) || !std::isfinite(t.clip_norm))
     errors.push_back("train.clip-norm must be 0 (off) or a positive number");
   if (t.last_step < 1)
@@ -333,7 +344,7 @@ node_config::node_config()
     .add(worker_wait_timeout, "worker-wait-timeout",
          "the chief fails when no worker has been connected this long");
   opt_group{custom_options_, "train"}
-    .add(train.model, "model", "model to train: softmax")
+    .add(train.model, "model", "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom")
     .add(train.mode, "mode", "update mode: async, or sync (SyncReplicasOptimizer's semantics)")
     .add(train.batch_size, "batch-size", "examples per worker step")
     .add(train.optimizer.learning_rate.base, "learning-rate",
@@ -537,6 +548,27 @@ std::string help_text(const node_config& cfg) {
   return out.str();
 }
 
+// A value as INI text that reads back as the same value: reals keep every
+// significant digit and a decimal point (CAF prints six decimals, which
+// turns 1e-7 into 0).
+std::string ini_text(const caf::config_value& value) {
+  if (auto real = caf::get_if<double>(&value)) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.9g", *real);
+    std::string text = buf;
+    if (text.find_first_of(".en") == std::string::npos) // n: nan, inf
+      text += ".0";
+    return text;
+  }
+  if (auto list = caf::get_if<caf::config_value::list>(&value)) {
+    std::string text = "[";
+    for (size_t i = 0; i < list->size(); ++i)
+      text += (i ? ", " : "") + ini_text((*list)[i]);
+    return text + "]";
+  }
+  return caf::to_string(value);
+}
+
 std::string dump_config(const node_config& cfg, const node_setup& s) {
   std::ostringstream out;
   out << "; effective Troupe configuration"
@@ -550,7 +582,7 @@ std::string dump_config(const node_config& cfg, const node_setup& s) {
     for (auto& opt : cfg.options())
       if (opt.category() == category)
         if (auto value = opt.get())
-          out << str(opt.long_name()) << " = " << caf::to_string(*value) << "\n";
+          out << str(opt.long_name()) << " = " << ini_text(*value) << "\n";
   }
   out << "\n; derived: last-step " << s.train.last_step << ", replicas-to-aggregate "
       << s.train.replicas_to_aggregate << " of " << s.train.total_num_replicas << " worker(s)\n";

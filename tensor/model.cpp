@@ -38,7 +38,7 @@ public:
     }
     offsets_.push_back(vars_.size());
     auto* last = layers_.back().get();
-    if (last->is_view() || shape != shape_t{classes})
+    if (last->variables().empty() || shape != shape_t{classes})
       throw shape_error(name_ + ": the last layer ('" + last->name() + "') must be a dense layer "
                         "with " + std::to_string(classes) + " units (one logit per class); it "
                         "outputs " + to_string(shape));

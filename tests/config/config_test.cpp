@@ -101,6 +101,36 @@ BOOST_AUTO_TEST_CASE(epochs_set_last_step) {
   expect_error(load(base() + "epochs = -1\n", worker0), {"train.epochs"});
 }
 
+BOOST_AUTO_TEST_CASE(models_and_optimizers_are_checked_before_start) {
+  auto good = load(base() + "model = \"custom\"\noptimizer = \"adam\"\n"
+                   "lr-schedule = \"piecewise\"\nlr-boundaries = [100]\nlr-values = [0.1, 0.01]\n"
+                   "[model]\nlayers = [\"conv2d filters=2 kernel=3\", \"relu\", \"flatten\", "
+                   "\"dense units=10\"]\n",
+                   worker0);
+  BOOST_REQUIRE(good.errors.empty());
+  BOOST_TEST(good.setup.train.optimizer.name == "adam");
+  BOOST_TEST(good.setup.train.optimizer.learning_rate.values.size() == 2u);
+  expect_error(load(base() + "model = \"custom\"\n[model]\nlayers = [\"dense units=10\", "
+                             "\"conv2d filters=2 kernel=3\"]\n",
+                    worker0),
+               {"model.layers", "conv2d"});
+  expect_error(load(base() + "model = \"custom\"\n[model]\nlayers = [\"dense unit=10\"]\n",
+                    worker0),
+               {"model.layers[0]", "unknown parameter 'unit'"});
+  expect_error(load(base() + "model = \"custom\"\n[model]\ninput = [28, 27]\n"
+                             "layers = [\"dense units=10\"]\n",
+                    worker0),
+               {"model.input", "784"});
+  expect_error(load(base() + "optimizer = \"adamw\"\n", worker0), {"unknown optimizer 'adamw'"});
+  expect_error(load(base() + "lr-schedule = \"piecewise\"\nlr-boundaries = [100]\n"
+                             "lr-values = [0.1]\n",
+                    worker0),
+               {"one more value than boundaries"});
+  expect_error(load(base() + "lr-schedule = \"cosine\"\n", worker0), {"train.lr-schedule"});
+  expect_error(load(base() + "lr-values = \"0.1\"\n", worker0), {"train.lr-values", "a list"});
+  expect_error(load(base() + "[model]\nvgg-width = 0.0\n", worker0), {"model.vgg-width"});
+}
+
 BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
   auto args = worker0;
   args.push_back("--train.batch-size=32");
@@ -197,8 +227,16 @@ BOOST_AUTO_TEST_CASE(help_and_dump_config) {
   BOOST_REQUIRE((out.what == load_outcome::action::dump_config));
   auto dumped = dump_config(*last_cfg, out.setup);
   BOOST_TEST(dumped.find("worker = [\"127.0.0.1:7101\", \"127.0.0.1:7102\"]") != std::string::npos);
-  // The dump is itself a valid config file.
+  // The dump is itself a valid config file, small reals and lists included.
   BOOST_TEST(load(dumped, worker0).errors.empty());
+  out = load(base() + "learning-rate = 1e-7\nlr-boundaries = [10]\nlr-values = [1.0, 0.5]\n",
+             {"--job_name=chief", "--task_index=0", "--dump-config"});
+  BOOST_REQUIRE(out.errors.empty());
+  dumped = dump_config(*last_cfg, out.setup);
+  auto again = load(dumped, worker0);
+  BOOST_REQUIRE(again.errors.empty());
+  BOOST_TEST(again.setup.train.optimizer.learning_rate.base == 1e-7);
+  BOOST_TEST(again.setup.train.optimizer.learning_rate.values.size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(shipped_examples_load) {
