@@ -56,16 +56,20 @@ double concurrent_median(int threads, Make make, int reps) {
   return *std::max_element(result.begin(), result.end());
 }
 
+// The machine's SGEMM rate: the fastest of several runs (this machine's
+// timings vary between runs), so the CNN's fraction of it is not flattered.
 double gemm_gflops(int threads) {
   const int n = 1024;
-  auto secs = concurrent_median(threads, [&](int t) {
+  double best = 1e30;
+  for (int round = 0; round < 3; ++round)
+    best = std::min(best, concurrent_median(threads, [&](int t) {
     auto a = std::make_shared<Eigen::MatrixXf>(Eigen::MatrixXf::Random(n, n));
     auto b = std::make_shared<Eigen::MatrixXf>(Eigen::MatrixXf::Random(n, n));
     auto c = std::make_shared<Eigen::MatrixXf>(n, n);
     (void)t;
     return [a, b, c] { c->noalias() = (*a) * (*b); };
-  }, 5);
-  return threads * 2.0 * n * n * n / secs / 1e9;
+  }, 5));
+  return threads * 2.0 * n * n * n / best / 1e9;
 }
 
 // Multiply-adds x2 of one CNN training step per example: forward of every
