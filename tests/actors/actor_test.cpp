@@ -10,41 +10,13 @@
 
 #include "actors/cluster.hpp"
 #include "tests/support/deterministic.hpp"
+#include "tests/support/synthetic_data.hpp"
 
 using namespace troupe;
 using namespace troupe::testing;
 using names = std::vector<std::string>;
 
 namespace {
-
-// 40 synthetic examples of 784 features whose label is the argmax of a fixed
-// linear map, so that softmax regression can learn them.
-training_data synthetic_data(bool poison = false) {
-  auto make = [&](uint32_t seed) {
-    dataset d;
-    d.images = tensor({40, 784});
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    for (size_t i = 0; i < d.images.size(); ++i)
-      d.images[i] = u(rng);
-    for (int r = 0; r < 40; ++r) {
-      int best = 0;
-      float best_v = -1;
-      for (int c = 0; c < 10; ++c) {
-        float v = d.images[r * 784 + c * 7];
-        if (v > best_v) {
-          best_v = v;
-          best = c;
-        }
-      }
-      d.labels.push_back(best);
-    }
-    if (poison)
-      d.images.fill(std::nanf(""));
-    return std::make_shared<const dataset>(std::move(d));
-  };
-  return {make(1), make(2)};
-}
 
 training_settings small_settings(int64_t last_step) {
   training_settings s;
