@@ -49,7 +49,8 @@ for t in b_ps b_w0 b_w1; do eval "p=\$pid_$t"; wait_exit "$p" 60
   expect "backup: $t exits 0 (got $rc)" test "$rc" = 0; done
 
 # 3. no backups, policy wait: lose a worker, bring it back
-sed -e 's/78\([0-9][0-9]\)/76\1/g; s/79\([0-9][0-9]\)/77\1/g' \
+# Ports of their own: peer_loss_test uses 76xx/77xx and may run alongside.
+sed -e 's/78\([0-9][0-9]\)/86\1/g; s/79\([0-9][0-9]\)/87\1/g' \
   "$root/config/local-sync-1ps-2workers.conf" >"$tmp/wait.conf"
 start "$tmp/wait.conf" w_ps ps 0; start "$tmp/wait.conf" w_chief chief 0
 start "$tmp/wait.conf" w_w0 worker 0; start "$tmp/wait.conf" w_w1 worker 1
