@@ -20,11 +20,11 @@ std::string training_result::to_json() const {
                 "{\"event\":\"final\",\"ok\":%s,\"mode\":\"%s\",\"global_step\":%lld,"
                 "\"test_accuracy\":%.4f,\"test_loss\":%.4f,\"examples_per_sec\":%.1f,"
                 "\"wall_seconds\":%.2f,\"examples\":%llu,\"refused_steps\":%lld,"
-                "\"dropped_gradients\":%llu",
+                "\"dropped_gradients\":%llu,\"ps_imbalance\":%.3f",
                 ok ? "true" : "false", mode.c_str(), static_cast<long long>(global_step),
                 test_accuracy, test_loss, examples_per_sec, wall_seconds,
                 static_cast<unsigned long long>(examples), static_cast<long long>(refused_steps),
-                static_cast<unsigned long long>(dropped_gradients));
+                static_cast<unsigned long long>(dropped_gradients), ps_imbalance);
   std::string out = buf;
   if (!ok) {
     std::string escaped;
@@ -36,6 +36,25 @@ std::string training_result::to_json() const {
     out += ",\"error\":\"" + escaped + "\"";
   }
   return out + "}";
+}
+
+std::string training_result::traffic_json() const {
+  std::string out = "{\"event\":\"traffic\",\"ps_imbalance\":" + std::to_string(ps_imbalance)
+                    + ",\"shards\":[";
+  for (size_t i = 0; i < traffic.size(); ++i) {
+    auto& t = traffic[i];
+    out += std::string(i ? "," : "") + "{\"shard\":" + std::to_string(t.shard)
+           + ",\"bytes_held\":" + std::to_string(t.bytes_held) + ",\"bytes_in\":"
+           + std::to_string(t.bytes_in) + ",\"bytes_out\":" + std::to_string(t.bytes_out)
+           + ",\"pulls\":" + std::to_string(t.pulls) + ",\"pushes\":" + std::to_string(t.pushes)
+           + ",\"variables\":{";
+    for (size_t v = 0; v < t.variables.size(); ++v)
+      out += std::string(v ? "," : "") + "\"" + t.variables[v] + "\":{\"in\":"
+             + std::to_string(t.variable_in[v]) + ",\"out\":" + std::to_string(t.variable_out[v])
+             + "}";
+    out += "}}";
+  }
+  return out + "]}";
 }
 
 namespace {
@@ -123,6 +142,56 @@ void abort_run(self_ptr self, const std::string& why) {
   stop_and_await_shards(self, caf::make_error(caf::sec::runtime_error, why));
 }
 
+void report_and_stop(self_ptr self, training_result& r) {
+  auto& st = self->state;
+  if (st.links.on_finish)
+    st.links.on_finish(r);
+  stop_and_await_shards(self, r.ok ? caf::error{caf::exit_reason::normal}
+                                   : caf::make_error(caf::sec::runtime_error, r.error));
+}
+
+// Asks every shard for its traffic, logs the per-shard table and imbalance,
+// then reports the result. A shard that does not answer leaves its row out.
+void collect_traffic_and_finish(self_ptr self, training_result r) {
+  auto& st = self->state;
+  auto result = std::make_shared<training_result>(std::move(r));
+  auto pending = std::make_shared<size_t>(st.links.shards.size());
+  auto done = [self, result, pending] {
+    if (--*pending > 0)
+      return;
+    auto& t = result->traffic;
+    std::sort(t.begin(), t.end(),
+              [](const shard_traffic& a, const shard_traffic& b) { return a.shard < b.shard; });
+    double total = 0, most = 0;
+    for (auto& s : t) {
+      auto io = static_cast<double>(s.bytes_in + s.bytes_out);
+      total += io;
+      most = std::max(most, io);
+    }
+    result->ps_imbalance = total > 0 && !t.empty() ? most / (total / t.size()) : 0;
+    spdlog::info("chief: traffic per shard ({} shard(s)):", t.size());
+    spdlog::info("chief:   shard  variables  MB held      MB in     MB out   share");
+    for (auto& s : t)
+      spdlog::info("chief:   ps:{:<3} {:>9} {:>8.2f} {:>10.1f} {:>10.1f} {:>6.1f}%", s.shard,
+                   s.variables.size(), s.bytes_held / 1e6, s.bytes_in / 1e6, s.bytes_out / 1e6,
+                   total > 0 ? 100.0 * static_cast<double>(s.bytes_in + s.bytes_out) / total : 0.0);
+    spdlog::info("chief:   imbalance (max / mean of MB in + out): {:.3f}", result->ps_imbalance);
+    report_and_stop(self, *result);
+  };
+  if (st.links.shards.empty()) {
+    ++*pending;
+    done();
+    return;
+  }
+  for (auto& shard : st.links.shards)
+    self->request(shard, st.config.runtime.request_timeout, stats_atom::value)
+      .then([result, done](shard_traffic& t) {
+              result->traffic.push_back(std::move(t));
+              done();
+            },
+            [done](caf::error&) { done(); });
+}
+
 void evaluate_and_finish(self_ptr self, std::vector<tensor> params, double train_seconds) {
   auto& st = self->state;
   auto r = base_result(self);
@@ -143,10 +212,7 @@ void evaluate_and_finish(self_ptr self, std::vector<tensor> params, double train
   spdlog::info("chief: done: global_step={} test_accuracy={:.4f} test_loss={:.4f} "
                "examples/s={:.0f}",
                r.global_step, r.test_accuracy, r.test_loss, r.examples_per_sec);
-  if (st.links.on_finish)
-    st.links.on_finish(r);
-  stop_and_await_shards(self, r.ok ? caf::error{caf::exit_reason::normal}
-                                   : caf::make_error(caf::sec::runtime_error, r.error));
+  collect_traffic_and_finish(self, std::move(r));
 }
 
 // Reads the final values of every variable from the shards, in model order.

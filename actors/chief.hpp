@@ -30,6 +30,10 @@ struct training_result {
   uint64_t examples = 0;
   int64_t refused_steps = 0;
   uint64_t dropped_gradients = 0;  // sync: gradients not applied (stale, refused)
+  /// Per-shard traffic and max / mean of bytes in + out (0 if unknown).
+  std::vector<shard_traffic> traffic;
+  double ps_imbalance = 0;
+  std::string traffic_json() const;  // {"event":"traffic",...}, one line
   std::string mode;
   /// The trained model: every variable, in model order (empty on failure).
   std::vector<std::string> variables;

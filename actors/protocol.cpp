@@ -40,6 +40,7 @@ void register_protocol(caf::actor_system_config& cfg) {
   cfg.add_message_type<step_report>("troupe::step_report");
   cfg.add_message_type<step_grant>("troupe::step_grant");
   cfg.add_message_type<step_summary>("troupe::step_summary");
+  cfg.add_message_type<shard_traffic>("troupe::shard_traffic");
   cfg.add_message_type<shard_options>("troupe::shard_options");
   cfg.add_message_type<step_coordinator_actor>("troupe::step_coordinator_actor");
   cfg.add_message_type<token_queue_actor>("troupe::token_queue_actor");

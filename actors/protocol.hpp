@@ -39,6 +39,7 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;     ///< internal timer
 using applied_atom = caf::atom_constant<caf::atom("applied")>;     ///< shard -> token queue
 using step_done_atom = caf::atom_constant<caf::atom("step_done")>; ///< token queue -> chief
 using replicas_atom = caf::atom_constant<caf::atom("replicas")>;   ///< chief -> shard: R
+using stats_atom = caf::atom_constant<caf::atom("stats")>;         ///< chief -> shard: traffic
 
 // -- message types -----------------------------------------------------------
 
@@ -79,6 +80,25 @@ struct step_summary {
   uint64_t dropped = 0;        ///< gradients of this step not applied (stale, refused)
   uint64_t tokens = 0;         ///< tokens released by this update
 };
+
+/// A shard's traffic since it started: what the chief's final report shows.
+struct shard_traffic {
+  int32_t shard = 0;
+  uint64_t bytes_held = 0;   ///< variables' bytes (slots not counted)
+  uint64_t bytes_in = 0;     ///< gradient payload received by pushes
+  uint64_t bytes_out = 0;    ///< value payload sent in pull replies
+  uint64_t pulls = 0;
+  uint64_t pushes = 0;
+  std::vector<std::string> variables;  ///< per variable held:
+  std::vector<uint64_t> variable_in;   ///< bytes in
+  std::vector<uint64_t> variable_out;  ///< bytes out
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_traffic& x) {
+  return f(caf::meta::type_name("shard_traffic"), x.shard, x.bytes_held, x.bytes_in, x.bytes_out,
+           x.pulls, x.pushes, x.variables, x.variable_in, x.variable_out);
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pull_reply& x) {
@@ -167,6 +187,8 @@ using ps_shard_actor = caf::typed_actor<
                   std::vector<tensor>>::with<int64_t>,
   // chief -> shard, sync: gradients needed per update from now on (shrink/grow)
   caf::reacts_to<replicas_atom, int32_t>,
+  // chief -> shard: bytes and requests so far, in total and per variable
+  caf::replies_to<stats_atom>::with<shard_traffic>,
   // chief: training is over, quit
   caf::reacts_to<stop_atom>,
   // internal: the deadline for the chief's init (a chief that never comes)

@@ -104,15 +104,26 @@ ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard
       return caf::ok_atom::value;
     },
     [self](pull_atom, const std::vector<std::string>& names) -> caf::result<pull_reply> {
+      auto& st = self->state;
       pull_reply reply;
-      if (auto err = self->state.store->read(names, reply.values))
+      if (auto err = st.store->read(names, reply.values))
         return make_error(*err);
-      reply.version = self->state.store->version();
+      reply.version = st.store->version();
+      ++st.traffic.pulls;
+      for (size_t i = 0; i < names.size(); ++i) {
+        st.traffic.bytes_out += reply.values[i].bytes();
+        st.variable_traffic[names[i]].second += reply.values[i].bytes();
+      }
       return reply;
     },
     [self](push_atom, int32_t worker, int64_t step, const std::vector<std::string>& names,
            const std::vector<tensor>& gradients) -> caf::result<int64_t> {
       auto& st = self->state;
+      ++st.traffic.pushes;
+      for (size_t i = 0; i < names.size() && i < gradients.size(); ++i) {
+        st.traffic.bytes_in += gradients[i].bytes();
+        st.variable_traffic[names[i]].first += gradients[i].bytes();
+      }
       if (st.pending)
         return sync_push(self, worker, step, names, gradients);
       if (auto err = st.store->apply_gradients(names, gradients)) {
@@ -120,6 +131,18 @@ ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard
         return make_error(*err);
       }
       return st.store->version();
+    },
+    [self](stats_atom) -> shard_traffic {
+      auto& st = self->state;
+      auto out = st.traffic;
+      out.shard = st.index;
+      out.bytes_held = st.store->bytes();
+      for (auto& [name, io] : st.variable_traffic) {
+        out.variables.push_back(name);
+        out.variable_in.push_back(io.first);
+        out.variable_out.push_back(io.second);
+      }
+      return out;
     },
     [self](replicas_atom, int32_t required) {
       auto& st = self->state;

@@ -1,6 +1,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 
 #include "actors/protocol.hpp"
@@ -23,6 +24,8 @@ struct ps_shard_state {
   shard_options options;                   // from the chief's init
   std::optional<sync_accumulator> pending; // sync mode: gradients of the current step
   std::string label;  // "ps:0"
+  shard_traffic traffic;                   // counters; per-variable maps below
+  std::map<std::string, std::pair<uint64_t, uint64_t>> variable_traffic; // in, out
 };
 
 /// A PS shard: answers pulls; applies pushes at once (async) or averages R

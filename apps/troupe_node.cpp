@@ -108,6 +108,8 @@ int exit_code_of(const caf::error& reason) {
 }
 
 void print_final(const training_result& r) {
+  if (!r.traffic.empty())
+    std::cout << r.traffic_json() << "\n";
   std::cout << r.to_json() << std::endl;
 }
 

@@ -216,6 +216,21 @@ BOOST_AUTO_TEST_CASE(stop_at_last_step_reaches_every_actor) {
   BOOST_TEST(stopped[shards[0]]);
   BOOST_TEST(stopped[shards[1]]);
   BOOST_TEST(sys.registry().running() == baseline); // every actor has quit
+  // The traffic report: every push counted, with its bytes, per shard and
+  // variable; round robin puts almost all bytes on ps:0.
+  BOOST_REQUIRE(result.traffic.size() == 2u);
+  auto& ps0 = result.traffic[0];
+  BOOST_TEST(ps0.shard == 0);
+  BOOST_TEST(ps0.pushes == 10u);
+  BOOST_TEST(ps0.bytes_in == 10u * 784u * 10u * 4u);
+  BOOST_TEST(ps0.bytes_held == 784u * 10u * 4u);
+  BOOST_REQUIRE(ps0.variables.size() == 1u);
+  BOOST_TEST(ps0.variables[0] == "softmax/weights");
+  BOOST_TEST(ps0.variable_in[0] == ps0.bytes_in);
+  BOOST_TEST(result.traffic[1].bytes_in == 10u * 10u * 4u);
+  BOOST_TEST(result.ps_imbalance > 1.99);
+  BOOST_TEST(result.traffic_json().find("\"softmax/biases\":{\"in\":400,") != std::string::npos,
+             result.traffic_json());
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_worker_does_not_stop_training) {
