@@ -109,9 +109,5 @@ size_t variable_store::bytes() const noexcept {
   return n;
 }
 
-const tensor* variable_store::find(const std::string& name) const {
-  auto i = variables_.find(name);
-  return i == variables_.end() ? nullptr : &i->second;
-}
 
 } // namespace troupe

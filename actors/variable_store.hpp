@@ -39,8 +39,6 @@ public:
   size_t size() const noexcept { return variables_.size(); }
   /// Total bytes of the variables held.
   size_t bytes() const noexcept;
-  const tensor* find(const std::string& name) const;
-  const optimizer& updates() const noexcept { return *optimizer_; }
 
 private:
   maybe_failure lookup(const std::vector<std::string>& names,
