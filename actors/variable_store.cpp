@@ -109,5 +109,4 @@ size_t variable_store::bytes() const noexcept {
   return n;
 }
 
-
 } // namespace troupe
