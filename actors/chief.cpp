@@ -203,7 +203,8 @@ void evaluate_and_finish(self_ptr self, std::vector<tensor> params, double train
                         : 0.0;
     r.test_loss = stats.loss;
     r.ok = true;
-    r.variables = st.plan.variables;
+    for (auto& v : st.links.net->variables())
+      r.variables.push_back(v.name);
     r.values = std::move(params);
   } catch (const std::exception& e) {
     r.error = std::string("evaluation failed: ") + e.what();
@@ -225,7 +226,10 @@ void finish(self_ptr self) {
   double train_seconds = seconds_since(st.started);
   spdlog::info("chief: reached last_step {}; evaluating on {} test examples",
                st.config.last_step, st.links.test->size());
-  auto params = std::make_shared<std::vector<tensor>>(st.plan.variables.size());
+  auto& vars = st.links.net->variables();
+  auto params = std::make_shared<std::vector<tensor>>();
+  for (auto& v : vars)
+    params->emplace_back(v.shape);
   auto pending = std::make_shared<size_t>(st.links.shards.size());
   for (size_t s = 0; s < st.links.shards.size(); ++s) {
     std::vector<std::string> names;
@@ -238,8 +242,9 @@ void finish(self_ptr self) {
     self->request(st.links.shards[s], st.config.runtime.request_timeout, pull_atom::value, names)
       .then(
         [self, params, pending, indices, train_seconds](pull_reply& reply) {
+          auto& vars = self->state.links.net->variables();
           for (size_t k = 0; k < indices.size() && k < reply.values.size(); ++k)
-            (*params)[indices[k]] = std::move(reply.values[k]);
+            gather_slice(self->state.plan, indices[k], vars, std::move(reply.values[k]), *params);
           if (--*pending == 0)
             evaluate_and_finish(self, std::move(*params), train_seconds);
         },
@@ -329,11 +334,14 @@ void initialize_shards(self_ptr self) {
   auto& st = self->state;
   auto& vars = st.links.net->variables();
   auto num_shards = static_cast<int32_t>(st.links.shards.size());
-  auto placement = make_placement(st.config.placement)->place(vars, num_shards);
+  auto placement = plan_placement(st.config.placement, vars, num_shards,
+                                  st.config.placement_epsilon);
+  std::set<int32_t> holding;
+  for (auto& p : placement)
+    holding.insert(p.shard);
   shard_options options;
   st.plan.coordinator = caf::actor_cast<step_coordinator_actor>(self);
   if (is_sync(self)) {
-    std::set<int32_t> holding(placement.begin(), placement.end());
     token_queue_config queue{static_cast<int32_t>(holding.size()), st.config.last_step};
     st.token_queue = self->spawn<caf::linked>(token_queue, queue,
                                               caf::actor_cast<chief_actor>(self));
@@ -345,13 +353,25 @@ void initialize_shards(self_ptr self) {
   }
   std::vector<std::vector<std::string>> names(num_shards);
   std::vector<std::vector<tensor>> values(num_shards);
-  for (size_t i = 0; i < vars.size(); ++i) {
-    st.plan.variables.push_back(vars[i].name);
-    st.plan.shard_of.push_back(placement[i]);
-    names[placement[i]].push_back(vars[i].name);
-    values[placement[i]].push_back(initial_value(vars[i], st.config.seed));
-    spdlog::info("chief: {} {} -> ps:{}", vars[i].name, to_string(vars[i].shape), placement[i]);
+  std::vector<tensor> full;  // each variable's first value, computed once
+  for (auto& v : vars)
+    full.push_back(initial_value(v, st.config.seed));
+  for (auto& p : placement) {
+    auto var = std::find_if(vars.begin(), vars.end(),
+                            [&](const variable_spec& v) { return v.name == p.slice.variable; })
+               - vars.begin();
+    st.plan.variables.push_back(p.slice.name);
+    st.plan.shard_of.push_back(p.shard);
+    st.plan.variable_of.push_back(static_cast<int32_t>(var));
+    st.plan.offset_of.push_back(p.slice.offset);
+    st.plan.rows_of.push_back(p.slice.shape.empty() ? 1 : p.slice.shape[0]);
+    names[p.shard].push_back(p.slice.name);
+    values[p.shard].push_back(p.slice.shape == vars[var].shape ? full[var]
+                                                               : extract_slice(p.slice, full[var]));
+    spdlog::info("chief: {} {} -> ps:{}", p.slice.name, to_string(p.slice.shape), p.shard);
   }
+  spdlog::info("chief: placement {}: imbalance of bytes held {:.3f}", st.config.placement,
+               imbalance(placement, num_shards));
   auto pending = std::make_shared<size_t>(st.links.shards.size());
   for (int32_t s = 0; s < num_shards; ++s)
     self->request(st.links.shards[s], st.config.runtime.request_timeout, init_atom::value,

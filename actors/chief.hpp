@@ -47,6 +47,7 @@ struct chief_config {
   int64_t log_interval = training_settings{}.log_interval;
   std::string mode = "async";
   std::string placement = "round_robin";
+  double placement_epsilon = 0.05;    // balanced: most loaded shard <= (1 + eps) x mean
   int32_t num_workers = 1;            // N
   int32_t replicas_to_aggregate = 1;  // sync: R
   std::string on_worker_loss = "shrink";

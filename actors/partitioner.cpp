@@ -144,6 +144,32 @@ std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t co
   return out;
 }
 
+namespace {
+
+size_t row_floats(const variable_slice& s) {
+  if (s.axis != 0)
+    throw troupe_error(s.name + ": only slices along axis 0 can be gathered or scattered");
+  return s.full_shape.empty() || s.full_shape[0] == 0
+           ? static_cast<size_t>(num_elements(s.full_shape))
+           : static_cast<size_t>(num_elements(s.full_shape) / s.full_shape[0]);
+}
+
+} // namespace
+
+tensor extract_slice(const variable_slice& slice, const tensor& full) {
+  auto per_row = row_floats(slice);
+  tensor out(slice.shape);
+  std::copy_n(full.data() + slice.offset * per_row, out.size(), out.data());
+  return out;
+}
+
+void insert_slice(const variable_slice& slice, const tensor& value, tensor& full) {
+  if (value.shape() != slice.shape)
+    throw shape_error(slice.name + ": value of shape " + to_string(value.shape())
+                      + " for a slice of shape " + to_string(slice.shape));
+  std::copy_n(value.data(), value.size(), full.data() + slice.offset * row_floats(slice));
+}
+
 std::vector<variable_slice> partition(const variable_spec& spec, const partitioner& p) {
   return split_variable(spec, p.partitions(spec.shape), p.axis());
 }

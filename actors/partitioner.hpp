@@ -54,6 +54,13 @@ std::unique_ptr<partitioner> make_axis_size(int64_t max_shard_bytes, int32_t axi
 std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t count,
                                            int32_t axis = 0);
 
+/// The rows of `full` that `slice` covers, as a tensor of the slice's shape
+/// (axis 0 slices only).
+tensor extract_slice(const variable_slice& slice, const tensor& full);
+
+/// Writes a slice's value into its rows of `full` (axis 0 slices only).
+void insert_slice(const variable_slice& slice, const tensor& value, tensor& full);
+
 /// The slices `p` makes of `spec` (a single unsplit slice when it makes one).
 std::vector<variable_slice> partition(const variable_spec& spec, const partitioner& p);
 

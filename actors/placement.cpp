@@ -7,16 +7,6 @@
 
 namespace troupe {
 
-std::vector<int32_t> round_robin_placement::place(const std::vector<variable_spec>& variables,
-                                                  int32_t num_shards) const {
-  if (num_shards <= 0)
-    throw troupe_error("placement needs at least one PS shard");
-  std::vector<int32_t> out(variables.size());
-  for (size_t i = 0; i < variables.size(); ++i)
-    out[i] = static_cast<int32_t>(i % static_cast<size_t>(num_shards));
-  return out;
-}
-
 std::vector<size_t> shard_bytes(const std::vector<placed_slice>& placement, int32_t num_shards) {
   std::vector<size_t> out(static_cast<size_t>(std::max(num_shards, 0)), 0);
   for (auto& p : placement)
@@ -113,14 +103,24 @@ std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& varia
 }
 
 const std::vector<std::string>& placement_names() {
-  static const std::vector<std::string> names{"round_robin"};
+  static const std::vector<std::string> names{"round_robin", "greedy_bytes", "balanced"};
   return names;
 }
 
-std::unique_ptr<placement_strategy> make_placement(const std::string& name) {
+std::vector<placed_slice> plan_placement(const std::string& name,
+                                         const std::vector<variable_spec>& variables,
+                                         int32_t num_shards, double epsilon) {
+  if (name == "balanced")
+    return place_balanced(variables, num_shards, epsilon);
+  std::vector<variable_slice> whole;
+  for (auto& v : variables)
+    whole.push_back(split_variable(v, 1).front());
+  if (name == "greedy_bytes")
+    return place_greedy_bytes(whole, num_shards);
   if (name == "round_robin")
-    return std::make_unique<round_robin_placement>();
-  throw troupe_error("unknown placement '" + name + "' (known: round_robin)");
+    return place_round_robin(whole, num_shards);
+  throw troupe_error("unknown placement '" + name + "' (known: round_robin, greedy_bytes, balanced)");
 }
+
 
 } // namespace troupe

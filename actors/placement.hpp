@@ -1,6 +1,6 @@
 #pragma once
-// Which PS shard holds which variable. A small interface so that issue 5's
-// byte-aware strategies drop in beside TF's round robin.
+// Which PS shard holds which variable (or slice of one): TF's round robin,
+// TF's greedy by bytes, and Troupe's balanced strategy, as plain functions.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,24 +10,6 @@
 #include "tensor/model.hpp"
 
 namespace troupe {
-
-class placement_strategy {
-public:
-  virtual ~placement_strategy() = default;
-  virtual const char* name() const = 0;
-  /// One shard index per variable, in the order given.
-  virtual std::vector<int32_t> place(const std::vector<variable_spec>& variables,
-                                     int32_t num_shards) const = 0;
-};
-
-/// TF's replica_device_setter default: variable i goes to shard i % n, in
-/// creation order, whatever its size.
-class round_robin_placement final : public placement_strategy {
-public:
-  const char* name() const override { return "round_robin"; }
-  std::vector<int32_t> place(const std::vector<variable_spec>& variables,
-                             int32_t num_shards) const override;
-};
 
 /// A slice and the shard it goes to.
 struct placed_slice {
@@ -59,10 +41,13 @@ std::vector<placed_slice> place_greedy_bytes(const std::vector<variable_slice>& 
 std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& variables,
                                          int32_t num_shards, double epsilon = 0.05);
 
-/// A strategy by name; throws troupe_error listing the known names.
-std::unique_ptr<placement_strategy> make_placement(const std::string& name);
+/// The slices and shards for `variables` under strategy `name`: round_robin
+/// and greedy_bytes place whole variables, balanced may split them.
+std::vector<placed_slice> plan_placement(const std::string& name,
+                                         const std::vector<variable_spec>& variables,
+                                         int32_t num_shards, double epsilon = 0.05);
 
-/// The names make_placement accepts.
+/// The names plan_placement accepts.
 const std::vector<std::string>& placement_names();
 
 } // namespace troupe

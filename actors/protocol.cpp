@@ -4,6 +4,8 @@
 #include <caf/message.hpp>
 #include <caf/result.hpp>
 
+#include "tensor/error.hpp"
+
 namespace troupe {
 
 const char* to_string(errc code) {
@@ -48,6 +50,47 @@ void register_protocol(caf::actor_system_config& cfg) {
   cfg.add_message_type<chief_actor>("troupe::chief_actor");
   cfg.add_message_type<worker_actor>("troupe::worker_actor");
   cfg.add_error_category(caf::atom("troupe"), render_troupe_error);
+}
+
+variable_slice plan_slice(const training_plan& plan, size_t i,
+                          const std::vector<variable_spec>& variables) {
+  auto n = plan.variables.size();
+  if (plan.shard_of.size() != n || plan.variable_of.size() != n || plan.offset_of.size() != n
+      || plan.rows_of.size() != n || i >= n)
+    throw troupe_error("the training plan's lists differ in length");
+  auto var = plan.variable_of[i];
+  if (var < 0 || static_cast<size_t>(var) >= variables.size())
+    throw troupe_error("plan slice " + plan.variables[i] + " names variable "
+                       + std::to_string(var) + " of a model with "
+                       + std::to_string(variables.size()));
+  auto& spec = variables[static_cast<size_t>(var)];
+  variable_slice s;
+  s.name = plan.variables[i];
+  s.variable = spec.name;
+  s.offset = plan.offset_of[i];
+  s.full_shape = spec.shape;
+  s.shape = spec.shape;
+  if (!s.shape.empty())
+    s.shape[0] = plan.rows_of[i];
+  auto dim = spec.shape.empty() ? 1 : spec.shape[0];
+  if (s.offset < 0 || plan.rows_of[i] < 1 || s.offset + plan.rows_of[i] > dim)
+    throw troupe_error("plan slice " + s.name + " (rows " + std::to_string(s.offset) + " + "
+                       + std::to_string(plan.rows_of[i]) + ") does not fit " + spec.name + " "
+                       + to_string(spec.shape));
+  return s;
+}
+
+void gather_slice(const training_plan& plan, size_t i,
+                  const std::vector<variable_spec>& variables, tensor&& value,
+                  std::vector<tensor>& params) {
+  auto slice = plan_slice(plan, i, variables);
+  auto& full = params[static_cast<size_t>(plan.variable_of[i])];
+  if (slice.shape == slice.full_shape && value.shape() == slice.shape)
+    full = std::move(value);
+  else {
+    full.resize(slice.full_shape);
+    insert_slice(slice, value, full);
+  }
 }
 
 caf::error make_error(const failure& f) {

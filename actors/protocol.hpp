@@ -17,13 +17,14 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/errors.hpp"
+#include "actors/partitioner.hpp"
 #include "actors/wire.hpp"
 #include "tensor/tensor.hpp"
 
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 2;
+constexpr uint32_t protocol_version = 3;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -146,11 +147,16 @@ using token_queue_actor = caf::typed_actor<
   // chief -> queue: release every waiting worker with stop
   caf::reacts_to<stop_atom>>;
 
-/// What the chief tells a ready worker: the variables in model order, the
-/// shard each lives on, and whom to report steps to.
+/// What the chief tells a ready worker: every slice of the model's variables
+/// (a whole variable is one slice), the shard each lives on, the model
+/// variable it belongs to and its first row and row count (slices split
+/// variables along axis 0), and whom to report steps to.
 struct training_plan {
-  std::vector<std::string> variables;
+  std::vector<std::string> variables;   ///< slice names
   std::vector<int32_t> shard_of;
+  std::vector<int32_t> variable_of;     ///< index into the model's variables
+  std::vector<int64_t> offset_of;       ///< first row within the variable
+  std::vector<int64_t> rows_of;         ///< rows of the slice
   step_coordinator_actor coordinator;
 };
 
@@ -164,7 +170,8 @@ struct shard_options {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
-  return f(caf::meta::type_name("training_plan"), x.variables, x.shard_of, x.coordinator);
+  return f(caf::meta::type_name("training_plan"), x.variables, x.shard_of, x.variable_of,
+           x.offset_of, x.rows_of, x.coordinator);
 }
 
 template <class Inspector>
@@ -209,6 +216,17 @@ using chief_actor = caf::typed_actor<
 /// A worker.
 using worker_actor = caf::typed_actor<hello_handler, caf::reacts_to<run_atom>,
                                       caf::reacts_to<stop_atom>>;
+
+/// Slice i of a plan as a variable_slice of the model variable it belongs to;
+/// throws troupe_error when the plan does not fit the model.
+variable_slice plan_slice(const training_plan& plan, size_t i,
+                          const std::vector<variable_spec>& variables);
+
+/// Puts a pulled slice value into its model variable: moved when the slice
+/// is the whole variable, its rows copied otherwise.
+void gather_slice(const training_plan& plan, size_t i,
+                  const std::vector<variable_spec>& variables, tensor&& value,
+                  std::vector<tensor>& params);
 
 /// Registers every message type and error category; call on every node's
 /// config before creating the actor system.

@@ -7,6 +7,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "tensor/error.hpp"
 #include "tensor/optimizer.hpp"
 
 namespace troupe {
@@ -101,8 +102,12 @@ void push_all(self_ptr self) {
     auto& slice = st.slices[s];
     std::vector<tensor> grads;
     grads.reserve(slice.indices.size());
-    for (auto i : slice.indices)
-      grads.push_back(std::move(st.grads[i]));
+    for (auto i : slice.indices) {
+      auto& part = st.plan_slices[i];
+      auto& full = st.grads[static_cast<size_t>(st.plan.variable_of[i])];
+      // A whole variable's gradient moves; a slice's rows are copied.
+      grads.push_back(part.shape == part.full_shape ? std::move(full) : extract_slice(part, full));
+    }
     self->request(st.links.shards[s], st.config.request_timeout, push_atom::value,
                   st.config.index, st.report.step, slice.names, std::move(grads))
       .then([self](int64_t) { on_push_done(self, true); },
@@ -139,8 +144,15 @@ void pull_all(self_ptr self) {
                  make_error({errc::invalid_request, "answered with the wrong number of values"}));
             return;
           }
-          for (size_t k = 0; k < indices.size(); ++k)
-            st.params[indices[k]] = std::move(reply.values[k]);
+          auto& vars = st.links.net->variables();
+          try {
+            for (size_t k = 0; k < indices.size(); ++k)
+              gather_slice(st.plan, indices[k], vars, std::move(reply.values[k]), st.params);
+          } catch (const std::exception& e) {
+            fail(self, "pull from ps:" + std::to_string(s),
+                 make_error({errc::invalid_request, e.what()}));
+            return;
+          }
           if (--st.pending == 0)
             compute(self);
         },
@@ -151,24 +163,30 @@ void pull_all(self_ptr self) {
 void on_plan(self_ptr self, const training_plan& plan) {
   auto& st = self->state;
   auto& vars = st.links.net->variables();
-  if (plan.variables.size() != vars.size()) {
-    fail(self, "the chief's plan does not match this worker's model",
-         make_error({errc::invalid_request,
-                     "plan has " + std::to_string(plan.variables.size()) + " variables, model "
-                       + st.links.net->name() + " has " + std::to_string(vars.size())}));
-    return;
-  }
+  st.plan = plan;
+  st.plan_slices.clear();
   st.slices.assign(st.links.shards.size(), {});
-  for (size_t i = 0; i < vars.size(); ++i) {
-    auto shard = plan.shard_of[i];
-    if (plan.variables[i] != vars[i].name || shard < 0
-        || static_cast<size_t>(shard) >= st.slices.size()) {
-      fail(self, "the chief's plan does not match this worker's model or shards",
-           make_error({errc::invalid_request, "variable " + plan.variables[i]}));
-      return;
+  try {
+    std::vector<int64_t> rows_covered(vars.size(), 0);
+    for (size_t i = 0; i < plan.variables.size(); ++i) {
+      st.plan_slices.push_back(plan_slice(plan, i, vars));
+      auto shard = plan.shard_of[i];
+      if (shard < 0 || static_cast<size_t>(shard) >= st.slices.size())
+        throw troupe_error("slice " + plan.variables[i] + " is on ps:" + std::to_string(shard)
+                           + ", but this worker knows " + std::to_string(st.slices.size())
+                           + " shard(s)");
+      rows_covered[static_cast<size_t>(plan.variable_of[i])] += plan.rows_of[i];
+      st.slices[shard].names.push_back(plan.variables[i]);
+      st.slices[shard].indices.push_back(i);
     }
-    st.slices[shard].names.push_back(vars[i].name);
-    st.slices[shard].indices.push_back(i);
+    for (size_t v = 0; v < vars.size(); ++v)
+      if (rows_covered[v] != (vars[v].shape.empty() ? 1 : vars[v].shape[0]))
+        throw troupe_error("the plan's slices do not cover " + vars[v].name + " exactly once");
+  } catch (const std::exception& e) {
+    fail(self, "the chief's plan does not match this worker's model (" + st.links.net->name()
+                 + ")",
+         make_error({errc::invalid_request, e.what()}));
+    return;
   }
   // Drop shards holding nothing, so that no empty request is sent.
   std::vector<ps_shard_actor> shards;

@@ -35,7 +35,8 @@ struct worker_links {
   std::shared_ptr<const dataset> train;
 };
 
-/// The variables one shard holds, as indices into the model's variable list.
+/// What one shard holds for this worker: slice names, and indices into the
+/// plan's slices.
 struct shard_slice {
   std::vector<std::string> names;
   std::vector<size_t> indices;
@@ -48,6 +49,8 @@ struct worker_state {
   worker_links links;
   std::optional<shard_sampler> sampler;
   std::vector<shard_slice> slices;  // one per shard
+  training_plan plan;
+  std::vector<variable_slice> plan_slices;  // plan.variables as slices of the model
   step_coordinator_actor coordinator; // chief (async) or token queue (sync)
   bool report_to_chief = false;       // the next report is a non-finite gradient
   std::vector<tensor> params;

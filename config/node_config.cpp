@@ -260,6 +260,8 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
                      + std::to_string(num_elements(t.network.input))
                      + " values per example, but Fashion-MNIST examples hold 784 (e.g. [28, 28, 1] "
                        "or [784])");
+  if (!(t.placement_epsilon > 0 && t.placement_epsilon <= 1))
+    errors.push_back("train.placement-epsilon must be in (0, 1]");
   if (!(t.clip_norm >= 0) || !std::isfinite(t.clip_norm))
     errors.push_back("train.clip-norm must be 0 (off) or a positive number");
   if (t.last_step < 1)
@@ -379,7 +381,10 @@ node_config::node_config()
     .add(seed, "seed", "seed of initial values and data order")
     .add(train.data_dir, "data-dir", "directory with the Fashion-MNIST .gz files")
     .add(train.log_interval, "log-interval", "progress line every N steps (0: off)")
-    .add(train.placement, "placement", "variable placement over PS shards: round_robin")
+    .add(train.placement, "placement",
+         "variables over PS shards: round_robin (TF), greedy_bytes, or balanced (splits "
+         "variables so that no shard holds more than (1 + placement-epsilon) x the mean)")
+    .add(train.placement_epsilon, "placement-epsilon", "balanced: allowed excess over the mean")
     .add(train.device, "device", "where workers compute: cpu")
     .add(max_refused_steps, "max-refused-steps",
          "the chief aborts after this many refused updates (non-finite gradients)")

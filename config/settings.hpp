@@ -42,7 +42,10 @@ struct training_settings {
   uint64_t seed = 42;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int64_t log_interval = 200;
+  /// round_robin (TF's default), greedy_bytes, or balanced (splits variables).
   std::string placement = "round_robin";
+  /// balanced: the most loaded shard holds at most (1 + epsilon) x the mean.
+  double placement_epsilon = 0.05;
   std::string device = "cpu";
   /// Reshuffle each worker's data every epoch (off: fixed order, for checks).
   bool shuffle = true;

@@ -80,14 +80,17 @@ BOOST_AUTO_TEST_CASE(round_robin_follows_creation_order) {
   std::vector<variable_spec> vars;
   for (int i = 0; i < 5; ++i)
     vars.push_back({"v" + std::to_string(i), {int64_t(1) << (10 - i)}, {}});
-  round_robin_placement rr;
-  BOOST_TEST(rr.place(vars, 2) == (std::vector<int32_t>{0, 1, 0, 1, 0}),
-             boost::test_tools::per_element());
-  BOOST_TEST(rr.place(vars, 3) == (std::vector<int32_t>{0, 1, 2, 0, 1}),
-             boost::test_tools::per_element());
-  BOOST_TEST(rr.place(vars, 1) == (std::vector<int32_t>(5, 0)), boost::test_tools::per_element());
-  BOOST_CHECK_THROW(rr.place(vars, 0), std::exception);
-  BOOST_CHECK_THROW(make_placement("by_size"), std::exception);
+  auto shards = [&](int32_t n) {
+    std::vector<int32_t> out;
+    for (auto& p : plan_placement("round_robin", vars, n))
+      out.push_back(p.shard);
+    return out;
+  };
+  BOOST_TEST(shards(2) == (std::vector<int32_t>{0, 1, 0, 1, 0}), boost::test_tools::per_element());
+  BOOST_TEST(shards(3) == (std::vector<int32_t>{0, 1, 2, 0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(shards(1) == (std::vector<int32_t>(5, 0)), boost::test_tools::per_element());
+  BOOST_CHECK_THROW(plan_placement("round_robin", vars, 0), std::exception);
+  BOOST_CHECK_THROW(plan_placement("by_size", vars, 2), std::exception);
 }
 
 BOOST_AUTO_TEST_CASE(step_budget_grants_exactly_last_step_updates) {

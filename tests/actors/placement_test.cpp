@@ -63,6 +63,21 @@ BOOST_AUTO_TEST_CASE(each_partitioner_follows_tf) {
   BOOST_TEST(parts[1].name == "fc1/weights/part_1");
 }
 
+BOOST_AUTO_TEST_CASE(gather_and_scatter_round_trip) {
+  tensor full({5, 3});
+  for (size_t i = 0; i < full.size(); ++i)
+    full[i] = static_cast<float>(i);
+  auto slices = split_variable(var("w", {5, 3}), 2); // rows 3 + 2
+  auto second = extract_slice(slices[1], full);
+  BOOST_TEST(second.shape() == (shape_t{2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(second[0] == 9.0f); // row 3, column 0
+  tensor rebuilt({5, 3}, -1.0f);
+  for (auto& s : slices)
+    insert_slice(s, extract_slice(s, full), rebuilt);
+  BOOST_TEST(rebuilt.bit_equal(full));
+  BOOST_CHECK_THROW(insert_slice(slices[0], tensor({2, 3}), rebuilt), shape_error);
+}
+
 BOOST_AUTO_TEST_CASE(invalid_requests_are_clear_errors) {
   BOOST_CHECK_THROW(make_fixed_size(0), troupe_error);
   BOOST_CHECK_THROW(make_min_max(4, 0, 0), troupe_error);
