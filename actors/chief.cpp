@@ -243,8 +243,10 @@ void finish(self_ptr self) {
       .then(
         [self, params, pending, indices, train_seconds](pull_reply& reply) {
           auto& vars = self->state.links.net->variables();
+          auto& plan = self->state.plan;
           for (size_t k = 0; k < indices.size() && k < reply.values.size(); ++k)
-            gather_slice(self->state.plan, indices[k], vars, std::move(reply.values[k]), *params);
+            gather_slice(plan_slice(plan, indices[k], vars), std::move(reply.values[k]),
+                         (*params)[static_cast<size_t>(plan.variable_of[indices[k]])]);
           if (--*pending == 0)
             evaluate_and_finish(self, std::move(*params), train_seconds);
         },

@@ -170,6 +170,15 @@ void insert_slice(const variable_slice& slice, const tensor& value, tensor& full
   std::copy_n(value.data(), value.size(), full.data() + slice.offset * row_floats(slice));
 }
 
+void gather_slice(const variable_slice& slice, tensor&& value, tensor& full) {
+  if (slice.shape == slice.full_shape && value.shape() == slice.shape) {
+    full = std::move(value);
+    return;
+  }
+  full.resize(slice.full_shape);
+  insert_slice(slice, value, full);
+}
+
 std::vector<variable_slice> partition(const variable_spec& spec, const partitioner& p) {
   return split_variable(spec, p.partitions(spec.shape), p.axis());
 }

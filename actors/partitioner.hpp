@@ -61,6 +61,10 @@ tensor extract_slice(const variable_slice& slice, const tensor& full);
 /// Writes a slice's value into its rows of `full` (axis 0 slices only).
 void insert_slice(const variable_slice& slice, const tensor& value, tensor& full);
 
+/// Puts a pulled slice value into its variable: moved when the slice is the
+/// whole variable (no copy), its rows copied otherwise.
+void gather_slice(const variable_slice& slice, tensor&& value, tensor& full);
+
 /// The slices `p` makes of `spec` (a single unsplit slice when it makes one).
 std::vector<variable_slice> partition(const variable_spec& spec, const partitioner& p);
 

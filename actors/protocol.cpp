@@ -80,19 +80,6 @@ variable_slice plan_slice(const training_plan& plan, size_t i,
   return s;
 }
 
-void gather_slice(const training_plan& plan, size_t i,
-                  const std::vector<variable_spec>& variables, tensor&& value,
-                  std::vector<tensor>& params) {
-  auto slice = plan_slice(plan, i, variables);
-  auto& full = params[static_cast<size_t>(plan.variable_of[i])];
-  if (slice.shape == slice.full_shape && value.shape() == slice.shape)
-    full = std::move(value);
-  else {
-    full.resize(slice.full_shape);
-    insert_slice(slice, value, full);
-  }
-}
-
 caf::error make_error(const failure& f) {
   return caf::make_error(f.code, f.message);
 }

@@ -222,12 +222,6 @@ using worker_actor = caf::typed_actor<hello_handler, caf::reacts_to<run_atom>,
 variable_slice plan_slice(const training_plan& plan, size_t i,
                           const std::vector<variable_spec>& variables);
 
-/// Puts a pulled slice value into its model variable: moved when the slice
-/// is the whole variable, its rows copied otherwise.
-void gather_slice(const training_plan& plan, size_t i,
-                  const std::vector<variable_spec>& variables, tensor&& value,
-                  std::vector<tensor>& params);
-
 /// Registers every message type and error category; call on every node's
 /// config before creating the actor system.
 void register_protocol(caf::actor_system_config& cfg);

@@ -144,10 +144,13 @@ void pull_all(self_ptr self) {
                  make_error({errc::invalid_request, "answered with the wrong number of values"}));
             return;
           }
-          auto& vars = st.links.net->variables();
           try {
-            for (size_t k = 0; k < indices.size(); ++k)
-              gather_slice(st.plan, indices[k], vars, std::move(reply.values[k]), st.params);
+            // plan_slices were derived once from the plan: no per-step work.
+            for (size_t k = 0; k < indices.size(); ++k) {
+              auto i = indices[k];
+              gather_slice(st.plan_slices[i], std::move(reply.values[k]),
+                           st.params[static_cast<size_t>(st.plan.variable_of[i])]);
+            }
           } catch (const std::exception& e) {
             fail(self, "pull from ps:" + std::to_string(s),
                  make_error({errc::invalid_request, e.what()}));
