@@ -37,6 +37,14 @@ public:
   /// passes their input on unchanged, no data moves.
   virtual bool is_view() const { return false; }
 
+  /// True for ReLU, which the model may fold into the layer after it.
+  virtual bool is_relu() const { return false; }
+
+  /// Asks this layer to apply a ReLU to its input itself (max-pool can:
+  /// max(relu(x)) == relu(max(x)), on a quarter of the values). Returns false
+  /// where it cannot; on true the model skips the preceding ReLU layer.
+  virtual bool fuse_input_relu() { return false; }
+
   /// y = layer(x) for a batch x [batch, input...] (any shape with that many
   /// values per example); params: this layer's variables in variables() order.
   virtual void forward(const tensor& x, tensor& y, const tensor* params, bool training) = 0;

@@ -44,6 +44,11 @@ public:
                         "outputs " + to_string(shape));
     outputs_.resize(layers_.size());
     input_grads_.resize(layers_.size());
+    // Layers that move no data: views, and ReLUs the next layer applies.
+    for (size_t i = 0; i < layers_.size(); ++i)
+      skipped_.push_back(layers_[i]->is_view()
+                         || (layers_[i]->is_relu() && i + 1 < layers_.size()
+                             && layers_[i + 1]->fuse_input_relu()));
   }
 
   const std::string& name() const override { return name_; }
@@ -70,7 +75,7 @@ public:
     const tensor* upstream = &grad_logits_;
     for (size_t i = layers_.size(); i-- > 0;) {
       auto& l = *layers_[i];
-      if (l.is_view())
+      if (skipped_[i])
         continue;
       // The first layer's input is the data: no gradient needed there.
       tensor* dx = i == first_compute_layer() ? nullptr : &input_grads_[i];
@@ -92,7 +97,7 @@ public:
 private:
   size_t first_compute_layer() const {
     for (size_t i = 0; i < layers_.size(); ++i)
-      if (!layers_[i]->is_view())
+      if (!skipped_[i])
         return i;
     return 0;
   }
@@ -113,7 +118,7 @@ private:
     const tensor* current = &b.images;
     for (size_t i = 0; i < layers_.size(); ++i) {
       inputs_[i] = current;
-      if (layers_[i]->is_view())
+      if (skipped_[i])
         continue;
       layers_[i]->forward(*current, outputs_[i], params.data() + offsets_[i], training);
       current = &outputs_[i];
@@ -128,6 +133,7 @@ private:
   std::vector<const tensor*> inputs_;      // of each layer, last forward pass
   std::vector<tensor> outputs_;            // of each layer
   std::vector<tensor> input_grads_;        // dL/d(input) of each layer
+  std::vector<bool> skipped_;              // views and fused ReLUs
   tensor grad_logits_;
 };
 

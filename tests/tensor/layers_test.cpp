@@ -112,6 +112,65 @@ BOOST_AUTO_TEST_CASE(conv2d_same_valid_and_strided) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(conv2d_small_receptive_field_path) {
+  // Filters in multiples of 8 with kh*kw*c <= 64 take the direct kernel
+  // (blocks of 32, 24, 16 and 8 channels, odd output widths for the
+  // one-pixel tail); its gradients are checked like every other layer's,
+  // with a wider step: a convolution is linear in x and in its parameters,
+  // so the central difference has no truncation error, only float rounding.
+  struct c { int64_t h, w, ch, filters, k, stride; padding pad; };
+  for (auto p : {c{5, 5, 1, 8, 3, 1, padding::same}, c{6, 5, 2, 16, 3, 1, padding::valid},
+                 c{7, 7, 1, 40, 3, 2, padding::same}, c{7, 6, 2, 24, 2, 2, padding::valid},
+                 c{5, 5, 1, 32, 5, 1, padding::same}}) {
+    auto l = make_conv2d("conv", p.filters, p.k, p.k, p.stride, p.pad, {}, {});
+    check_layer(*l, {p.h, p.w, p.ch}, 2, random_tensor({2, p.h, p.w, p.ch}, 4), 40, 0.1f);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_seed_conv1_matches_a_double_reference) {
+  // The seeds' conv1 (5x5x1x32 SAME on 28x28) against a plain loop in double.
+  const int64_t batch = 2, h = 28, w = 28, f = 32, k = 5;
+  auto l = make_conv2d("conv1", f, k, k, 1, padding::same, {}, {});
+  l->configure({h, w, 1});
+  auto x = random_tensor({batch, h, w, 1}, 5);
+  std::vector<tensor> params{random_tensor({k, k, 1, f}, 6), random_tensor({f}, 7)};
+  tensor y;
+  l->forward(x, y, params.data(), true);
+  auto r = random_tensor(y.shape(), 8);
+  std::vector<tensor> grads(2);
+  l->backward(x, y, r, nullptr, params.data(), grads.data());
+  std::vector<double> dw(k * k * f, 0.0), db(f, 0.0);
+  double worst_y = 0, worst_dw = 0, worst_db = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t oy = 0; oy < h; ++oy)
+      for (int64_t ox = 0; ox < w; ++ox)
+        for (int64_t o = 0; o < f; ++o) {
+          double acc = params[1][o];
+          for (int64_t ky = 0; ky < k; ++ky)
+            for (int64_t kx = 0; kx < k; ++kx) {
+              auto iy = oy + ky - 2, ix = ox + kx - 2;
+              if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                acc += double(x[(b * h + iy) * w + ix]) * params[0][(ky * k + kx) * f + o];
+            }
+          auto at = ((b * h + oy) * w + ox) * f + o;
+          worst_y = std::max(worst_y, std::fabs(acc - y[at]));
+          db[o] += r[at];
+          for (int64_t ky = 0; ky < k; ++ky)
+            for (int64_t kx = 0; kx < k; ++kx) {
+              auto iy = oy + ky - 2, ix = ox + kx - 2;
+              if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                dw[(ky * k + kx) * f + o] += double(x[(b * h + iy) * w + ix]) * r[at];
+            }
+        }
+  for (size_t i = 0; i < dw.size(); ++i)
+    worst_dw = std::max(worst_dw, std::fabs(dw[i] - grads[0][i]));
+  for (int64_t o = 0; o < f; ++o)
+    worst_db = std::max(worst_db, std::fabs(db[o] - grads[1][o]));
+  BOOST_TEST(worst_y < 1e-5);
+  BOOST_TEST(worst_dw < 1e-3);  // sums of ~1500 products of magnitude <= 1
+  BOOST_TEST(worst_db < 1e-3);
+}
+
 BOOST_AUTO_TEST_CASE(conv2d_matches_a_direct_convolution) {
   // 3x3 input, one channel, 2x2 kernel of ones, VALID: each output is a 2x2 sum.
   auto l = make_conv2d("conv", 1, 2, 2, 1, padding::valid, {}, {});
@@ -143,6 +202,37 @@ BOOST_AUTO_TEST_CASE(max_pool) {
   l->forward(x, y, nullptr, false);
   BOOST_TEST(y.size() == 1u);
   BOOST_TEST(y[0] == 7.0f);
+}
+
+BOOST_AUTO_TEST_CASE(max_pool_tiled_path_and_fused_relu) {
+  // 2x2 / stride 2 on even sizes takes the tiled path (8 channels at a time
+  // plus a scalar tail for channels 8 and 9).
+  auto tiled = make_max_pool("pool", 2, 2, padding::same);
+  check_layer(*tiled, {4, 6, 10}, 2, spread_tensor({2, 4, 6, 10}, 5), 50);
+  // A pool that applies the ReLU before it must equal relu then pool, values
+  // and gradients, including windows with no positive value.
+  for (auto pad : {padding::same, padding::valid}) {
+    for (shape_t in : {shape_t{4, 6, 10}, shape_t{5, 5, 3}}) {
+      auto relu = make_relu("relu");
+      auto plain = make_max_pool("plain", 2, 2, pad);
+      auto fused = make_max_pool("fused", 2, 2, pad);
+      relu->configure(in);
+      plain->configure(in);
+      fused->configure(in);
+      BOOST_REQUIRE(fused->fuse_input_relu());
+      auto x = spread_tensor(with_batch(2, in), 6);
+      tensor r, y_plain, y_fused, dr, dx_plain, dx_fused;
+      relu->forward(x, r, nullptr, true);
+      plain->forward(r, y_plain, nullptr, true);
+      fused->forward(x, y_fused, nullptr, true);
+      BOOST_TEST(y_fused.values() == y_plain.values(), boost::test_tools::per_element());
+      auto dy = random_tensor(y_plain.shape(), 7);
+      plain->backward(r, y_plain, dy, &dr, nullptr, nullptr);
+      relu->backward(x, r, dr, &dx_plain, nullptr, nullptr);
+      fused->backward(x, y_fused, dy, &dx_fused, nullptr, nullptr);
+      BOOST_TEST(dx_fused.values() == dx_plain.values(), boost::test_tools::per_element());
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(relu) {
