@@ -337,7 +337,7 @@ void initialize_shards(self_ptr self) {
   auto& vars = st.links.net->variables();
   auto num_shards = static_cast<int32_t>(st.links.shards.size());
   auto placement = plan_placement(st.config.placement, vars, num_shards,
-                                  st.config.placement_epsilon);
+                                  st.config.placement_epsilon, st.config.partitioners);
   std::set<int32_t> holding;
   for (auto& p : placement)
     holding.insert(p.shard);
@@ -365,8 +365,11 @@ void initialize_shards(self_ptr self) {
     st.plan.variables.push_back(p.slice.name);
     st.plan.shard_of.push_back(p.shard);
     st.plan.variable_of.push_back(static_cast<int32_t>(var));
+    st.plan.axis_of.push_back(p.slice.axis);
     st.plan.offset_of.push_back(p.slice.offset);
-    st.plan.rows_of.push_back(p.slice.shape.empty() ? 1 : p.slice.shape[0]);
+    st.plan.rows_of.push_back(p.slice.shape.empty()
+                                ? 1
+                                : p.slice.shape[static_cast<size_t>(p.slice.axis)]);
     names[p.shard].push_back(p.slice.name);
     values[p.shard].push_back(p.slice.shape == vars[var].shape ? full[var]
                                                                : extract_slice(p.slice, full[var]));

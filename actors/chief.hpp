@@ -46,8 +46,9 @@ struct chief_config {
   uint64_t seed = training_settings{}.seed;
   int64_t log_interval = training_settings{}.log_interval;
   std::string mode = "async";
-  std::string placement = "round_robin";
+  std::string placement = "balanced";
   double placement_epsilon = 0.05;    // balanced: most loaded shard <= (1 + eps) x mean
+  std::vector<partition_rule> partitioners;  // per variable-name pattern; first match wins
   int32_t num_workers = 1;            // N
   int32_t replicas_to_aggregate = 1;  // sync: R
   std::string on_worker_loss = "shrink";

@@ -46,6 +46,7 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
   config.mode = settings.mode;
   config.placement = settings.placement;
   config.placement_epsilon = settings.placement_epsilon;
+  config.partitioners = parse_partition_rules(settings.partitioners);
   config.num_workers = num_workers;
   config.replicas_to_aggregate = static_cast<int32_t>(
     settings.replicas_to_aggregate > 0 ? settings.replicas_to_aggregate : num_workers);

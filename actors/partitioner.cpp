@@ -146,20 +146,39 @@ std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t co
 
 namespace {
 
-size_t row_floats(const variable_slice& s) {
-  if (s.axis != 0)
-    throw troupe_error(s.name + ": only slices along axis 0 can be gathered or scattered");
-  return s.full_shape.empty() || s.full_shape[0] == 0
-           ? static_cast<size_t>(num_elements(s.full_shape))
-           : static_cast<size_t>(num_elements(s.full_shape) / s.full_shape[0]);
+// A slice along axis a of shape [d0 .. dn] is `outer` = d0 * .. * d(a-1)
+// blocks, each of (its extent along a) x `inner` = d(a+1) * .. * dn
+// contiguous floats; along axis 0 that is one block.
+struct slice_layout {
+  size_t outer = 1, inner = 1, full_rows = 1, rows = 1;
+};
+
+slice_layout layout_of(const variable_slice& s) {
+  slice_layout l;
+  if (s.full_shape.empty())
+    return l;
+  auto axis = static_cast<size_t>(s.axis);
+  if (axis >= s.full_shape.size() || s.shape.size() != s.full_shape.size())
+    throw troupe_error(s.name + ": axis " + std::to_string(s.axis) + " does not fit shape "
+                       + to_string(s.full_shape));
+  for (size_t d = 0; d < axis; ++d)
+    l.outer *= static_cast<size_t>(s.full_shape[d]);
+  for (size_t d = axis + 1; d < s.full_shape.size(); ++d)
+    l.inner *= static_cast<size_t>(s.full_shape[d]);
+  l.full_rows = static_cast<size_t>(s.full_shape[axis]);
+  l.rows = static_cast<size_t>(s.shape[axis]);
+  return l;
 }
 
 } // namespace
 
 tensor extract_slice(const variable_slice& slice, const tensor& full) {
-  auto per_row = row_floats(slice);
+  auto l = layout_of(slice);
   tensor out(slice.shape);
-  std::copy_n(full.data() + slice.offset * per_row, out.size(), out.data());
+  auto block = l.rows * l.inner;
+  for (size_t o = 0; o < l.outer; ++o)
+    std::copy_n(full.data() + (o * l.full_rows + static_cast<size_t>(slice.offset)) * l.inner,
+                block, out.data() + o * block);
   return out;
 }
 
@@ -167,7 +186,11 @@ void insert_slice(const variable_slice& slice, const tensor& value, tensor& full
   if (value.shape() != slice.shape)
     throw shape_error(slice.name + ": value of shape " + to_string(value.shape())
                       + " for a slice of shape " + to_string(slice.shape));
-  std::copy_n(value.data(), value.size(), full.data() + slice.offset * row_floats(slice));
+  auto l = layout_of(slice);
+  auto block = l.rows * l.inner;
+  for (size_t o = 0; o < l.outer; ++o)
+    std::copy_n(value.data() + o * block, block,
+                full.data() + (o * l.full_rows + static_cast<size_t>(slice.offset)) * l.inner);
 }
 
 void gather_slice(const variable_slice& slice, tensor&& value, tensor& full) {

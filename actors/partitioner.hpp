@@ -54,11 +54,11 @@ std::unique_ptr<partitioner> make_axis_size(int64_t max_shard_bytes, int32_t axi
 std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t count,
                                            int32_t axis = 0);
 
-/// The rows of `full` that `slice` covers, as a tensor of the slice's shape
-/// (axis 0 slices only).
+/// The part of `full` that `slice` covers, as a tensor of the slice's shape
+/// (any axis: along axis 0 one contiguous copy, else one per outer index).
 tensor extract_slice(const variable_slice& slice, const tensor& full);
 
-/// Writes a slice's value into its rows of `full` (axis 0 slices only).
+/// Writes a slice's value into its part of `full`.
 void insert_slice(const variable_slice& slice, const tensor& value, tensor& full);
 
 /// Puts a pulled slice value into its variable: moved when the slice is the

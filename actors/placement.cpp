@@ -1,7 +1,13 @@
 #include "actors/placement.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include <fnmatch.h>
 
 #include "tensor/error.hpp"
 
@@ -72,26 +78,158 @@ std::vector<placed_slice> place_greedy_bytes(const std::vector<variable_slice>& 
   return out;
 }
 
+partition_rule parse_partition_rule(const std::string& text) {
+  std::istringstream in(text);
+  std::string pattern, kind, word;
+  in >> pattern >> kind;
+  auto fail = [&](const std::string& why) -> partition_rule {
+    throw troupe_error("partitioner rule \"" + text + "\": " + why
+                       + " (write \"PATTERN fixed_size shards=N [axis=A]\", \"PATTERN min_max "
+                         "max_partitions=N [axis=A] [min_slice_bytes=B]\" or \"PATTERN "
+                         "axis_size max_shard_bytes=B [axis=A] [max_shards=N]\")");
+  };
+  if (pattern.empty() || kind.empty())
+    return fail("needs a variable-name pattern and a partitioner");
+  std::map<std::string, int64_t> args;
+  while (in >> word) {
+    auto eq = word.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return fail("'" + word + "' is not key=value");
+    auto key = word.substr(0, eq), value = word.substr(eq + 1);
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || errno != 0)
+      return fail(key + " = '" + value + "' is not an integer");
+    if (!args.emplace(key, v).second)
+      return fail(key + " is given twice");
+  }
+  std::map<std::string, std::pair<bool, int64_t>> known;  // key -> (required, default)
+  if (kind == "fixed_size")
+    known = {{"shards", {true, 0}}, {"axis", {false, 0}}};
+  else if (kind == "min_max")
+    known = {{"max_partitions", {true, 0}}, {"axis", {false, 0}},
+             {"min_slice_bytes", {false, 256 << 10}}};
+  else if (kind == "axis_size")
+    known = {{"max_shard_bytes", {true, 0}}, {"axis", {false, 0}}, {"max_shards", {false, 0}}};
+  else
+    return fail("unknown partitioner '" + kind + "' (known: fixed_size, min_max, axis_size)");
+  for (auto& [key, value] : args)
+    if (!known.count(key)) {
+      std::string keys;
+      for (auto& k : known)
+        keys += (keys.empty() ? "" : ", ") + k.first;
+      return fail(kind + " has no parameter '" + key + "' (it takes " + keys + ")");
+    }
+  auto get = [&](const std::string& key) {
+    auto it = args.find(key);
+    if (it != args.end())
+      return it->second;
+    if (known[key].first)
+      fail(kind + " needs " + key + "=...");
+    return known[key].second;
+  };
+  auto axis = get("axis");
+  if (axis < 0 || axis > 7)
+    return fail("axis = " + std::to_string(axis) + " is not a tensor axis");
+  partition_rule rule{pattern, nullptr, text};
+  try {
+    if (kind == "fixed_size")
+      rule.split = make_fixed_size(get("shards"), static_cast<int32_t>(axis));
+    else if (kind == "min_max")
+      rule.split = make_min_max(get("max_partitions"), static_cast<int32_t>(axis),
+                                get("min_slice_bytes"));
+    else
+      rule.split = make_axis_size(get("max_shard_bytes"), static_cast<int32_t>(axis),
+                                  get("max_shards"));
+  } catch (const troupe_error& e) {
+    return fail(e.what());
+  }
+  return rule;
+}
+
+std::vector<partition_rule> parse_partition_rules(const std::vector<std::string>& texts) {
+  std::vector<partition_rule> out;
+  for (auto& t : texts)
+    out.push_back(parse_partition_rule(t));
+  return out;
+}
+
+const partition_rule* rule_for(const std::vector<partition_rule>& rules, const std::string& name) {
+  for (auto& r : rules)
+    if (fnmatch(r.pattern.c_str(), name.c_str(), 0) == 0)
+      return &r;
+  return nullptr;
+}
+
+void check_partition_rules(const std::vector<partition_rule>& rules,
+                           const std::vector<variable_spec>& variables) {
+  for (auto& r : rules) {
+    bool matched = false;
+    for (auto& v : variables) {
+      if (fnmatch(r.pattern.c_str(), v.name.c_str(), 0) != 0)
+        continue;
+      matched = true;
+      if (rule_for(rules, v.name) == &r && static_cast<size_t>(r.split->axis()) >= v.shape.size())
+        throw troupe_error("partitioner rule \"" + r.text + "\": " + v.name + " has shape "
+                           + to_string(v.shape) + ", no axis " + std::to_string(r.split->axis()));
+    }
+    if (!matched) {
+      std::string names;
+      for (auto& v : variables)
+        names += (names.empty() ? "" : ", ") + v.name;
+      throw troupe_error("partitioner rule \"" + r.text + "\": the pattern '" + r.pattern
+                         + "' matches no variable (the model has " + names + ")");
+    }
+  }
+}
+
+namespace {
+
+// Each variable split by its rule, or whole (unsplit: one slice, the name
+// unchanged); `ruled` tells which had a rule.
+std::vector<variable_slice> apply_rules(const std::vector<variable_spec>& variables,
+                                        const std::vector<partition_rule>& rules,
+                                        std::vector<bool>* ruled = nullptr) {
+  std::vector<variable_slice> out;
+  for (auto& v : variables) {
+    auto* rule = rule_for(rules, v.name);
+    if (ruled)
+      ruled->push_back(rule != nullptr);
+    for (auto& s : rule ? partition(v, *rule->split) : split_variable(v, 1))
+      out.push_back(std::move(s));
+  }
+  return out;
+}
+
+} // namespace
+
 std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& variables,
-                                         int32_t num_shards, double epsilon) {
+                                         int32_t num_shards, double epsilon,
+                                         const std::vector<partition_rule>& rules) {
   if (num_shards <= 0)
     throw troupe_error("placement needs at least one PS shard");
   if (!(epsilon > 0))
     throw troupe_error("balanced placement needs epsilon > 0");
-  std::vector<variable_slice> whole;
+  std::vector<bool> ruled;
+  auto slices = apply_rules(variables, rules, &ruled);
   double total = 0;
-  for (auto& v : variables) {
-    whole.push_back(split_variable(v, 1).front());
-    total += static_cast<double>(whole.back().bytes());
-  }
-  auto placed = largest_first(whole, num_shards);
+  for (auto& s : slices)
+    total += static_cast<double>(s.bytes());
+  auto placed = largest_first(slices, num_shards);
   if (imbalance(placed, num_shards) <= 1.0 + epsilon || num_shards == 1)
     return placed;
   // Pieces of at most epsilon x mean: adding one to the least-loaded shard
   // keeps every shard within mean + epsilon x mean.
   double piece = epsilon * total / num_shards;
   std::vector<variable_slice> pieces;
-  for (auto& v : variables) {
+  for (size_t i = 0; i < variables.size(); ++i) {
+    auto& v = variables[i];
+    if (ruled[i]) {
+      for (auto& s : partition(v, *rule_for(rules, v.name)->split))
+        pieces.push_back(std::move(s));
+      continue;
+    }
     auto bytes = static_cast<double>(num_elements(v.shape)) * sizeof(float);
     int64_t count = 1;
     if (bytes > piece && !v.shape.empty())
@@ -102,25 +240,23 @@ std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& varia
   return largest_first(std::move(pieces), num_shards);
 }
 
+std::vector<placed_slice> plan_placement(const std::string& name,
+                                         const std::vector<variable_spec>& variables,
+                                         int32_t num_shards, double epsilon,
+                                         const std::vector<partition_rule>& rules) {
+  if (name == "balanced")
+    return place_balanced(variables, num_shards, epsilon, rules);
+  auto slices = apply_rules(variables, rules);
+  if (name == "greedy_bytes")
+    return place_greedy_bytes(slices, num_shards);
+  if (name == "round_robin")
+    return place_round_robin(slices, num_shards);
+  throw troupe_error("unknown placement '" + name + "' (known: round_robin, greedy_bytes, balanced)");
+}
+
 const std::vector<std::string>& placement_names() {
   static const std::vector<std::string> names{"round_robin", "greedy_bytes", "balanced"};
   return names;
 }
-
-std::vector<placed_slice> plan_placement(const std::string& name,
-                                         const std::vector<variable_spec>& variables,
-                                         int32_t num_shards, double epsilon) {
-  if (name == "balanced")
-    return place_balanced(variables, num_shards, epsilon);
-  std::vector<variable_slice> whole;
-  for (auto& v : variables)
-    whole.push_back(split_variable(v, 1).front());
-  if (name == "greedy_bytes")
-    return place_greedy_bytes(whole, num_shards);
-  if (name == "round_robin")
-    return place_round_robin(whole, num_shards);
-  throw troupe_error("unknown placement '" + name + "' (known: round_robin, greedy_bytes, balanced)");
-}
-
 
 } // namespace troupe

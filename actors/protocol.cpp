@@ -55,8 +55,8 @@ void register_protocol(caf::actor_system_config& cfg) {
 variable_slice plan_slice(const training_plan& plan, size_t i,
                           const std::vector<variable_spec>& variables) {
   auto n = plan.variables.size();
-  if (plan.shard_of.size() != n || plan.variable_of.size() != n || plan.offset_of.size() != n
-      || plan.rows_of.size() != n || i >= n)
+  if (plan.shard_of.size() != n || plan.variable_of.size() != n || plan.axis_of.size() != n
+      || plan.offset_of.size() != n || plan.rows_of.size() != n || i >= n)
     throw troupe_error("the training plan's lists differ in length");
   auto var = plan.variable_of[i];
   if (var < 0 || static_cast<size_t>(var) >= variables.size())
@@ -67,15 +67,20 @@ variable_slice plan_slice(const training_plan& plan, size_t i,
   variable_slice s;
   s.name = plan.variables[i];
   s.variable = spec.name;
+  s.axis = plan.axis_of[i];
   s.offset = plan.offset_of[i];
   s.full_shape = spec.shape;
   s.shape = spec.shape;
+  if (s.axis < 0 || (s.axis > 0 && static_cast<size_t>(s.axis) >= spec.shape.size()))
+    throw troupe_error("plan slice " + s.name + " is split along axis " + std::to_string(s.axis)
+                       + ", beyond the rank of " + spec.name + " " + to_string(spec.shape));
   if (!s.shape.empty())
-    s.shape[0] = plan.rows_of[i];
-  auto dim = spec.shape.empty() ? 1 : spec.shape[0];
+    s.shape[static_cast<size_t>(s.axis)] = plan.rows_of[i];
+  auto dim = spec.shape.empty() ? 1 : spec.shape[static_cast<size_t>(s.axis)];
   if (s.offset < 0 || plan.rows_of[i] < 1 || s.offset + plan.rows_of[i] > dim)
-    throw troupe_error("plan slice " + s.name + " (rows " + std::to_string(s.offset) + " + "
-                       + std::to_string(plan.rows_of[i]) + ") does not fit " + spec.name + " "
+    throw troupe_error("plan slice " + s.name + " (" + std::to_string(s.offset) + " + "
+                       + std::to_string(plan.rows_of[i]) + " along axis "
+                       + std::to_string(s.axis) + ") does not fit " + spec.name + " "
                        + to_string(spec.shape));
   return s;
 }

@@ -24,7 +24,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 3;
+constexpr uint32_t protocol_version = 4;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -155,8 +155,9 @@ struct training_plan {
   std::vector<std::string> variables;   ///< slice names
   std::vector<int32_t> shard_of;
   std::vector<int32_t> variable_of;     ///< index into the model's variables
-  std::vector<int64_t> offset_of;       ///< first row within the variable
-  std::vector<int64_t> rows_of;         ///< rows of the slice
+  std::vector<int32_t> axis_of;         ///< axis the variable is split along
+  std::vector<int64_t> offset_of;       ///< first index along that axis
+  std::vector<int64_t> rows_of;         ///< extent of the slice along that axis
   step_coordinator_actor coordinator;
 };
 
@@ -171,7 +172,7 @@ struct shard_options {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
   return f(caf::meta::type_name("training_plan"), x.variables, x.shard_of, x.variable_of,
-           x.offset_of, x.rows_of, x.coordinator);
+           x.axis_of, x.offset_of, x.rows_of, x.coordinator);
 }
 
 template <class Inspector>

@@ -171,6 +171,7 @@ void on_plan(self_ptr self, const training_plan& plan) {
   st.slices.assign(st.links.shards.size(), {});
   try {
     std::vector<int64_t> rows_covered(vars.size(), 0);
+    std::vector<int32_t> axis_of(vars.size(), -1);
     for (size_t i = 0; i < plan.variables.size(); ++i) {
       st.plan_slices.push_back(plan_slice(plan, i, vars));
       auto shard = plan.shard_of[i];
@@ -178,12 +179,19 @@ void on_plan(self_ptr self, const training_plan& plan) {
         throw troupe_error("slice " + plan.variables[i] + " is on ps:" + std::to_string(shard)
                            + ", but this worker knows " + std::to_string(st.slices.size())
                            + " shard(s)");
-      rows_covered[static_cast<size_t>(plan.variable_of[i])] += plan.rows_of[i];
+      auto& slice = st.plan_slices.back();
+      auto var = static_cast<size_t>(plan.variable_of[i]);
+      if (axis_of[var] >= 0 && axis_of[var] != slice.axis)
+        throw troupe_error(vars[var].name + " is split along two axes");
+      axis_of[var] = slice.axis;
+      rows_covered[var] += plan.rows_of[i];
       st.slices[shard].names.push_back(plan.variables[i]);
       st.slices[shard].indices.push_back(i);
     }
     for (size_t v = 0; v < vars.size(); ++v)
-      if (rows_covered[v] != (vars[v].shape.empty() ? 1 : vars[v].shape[0]))
+      if (rows_covered[v] != (vars[v].shape.empty()
+                                ? 1
+                                : vars[v].shape[static_cast<size_t>(std::max(axis_of[v], 0))]))
         throw troupe_error("the plan's slices do not cover " + vars[v].name + " exactly once");
   } catch (const std::exception& e) {
     fail(self, "the chief's plan does not match this worker's model (" + st.links.net->name()

@@ -216,7 +216,12 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
   } else {
     // Building the network checks a custom layer list and the shapes chain.
     try {
-      make_model(t.model, model_options_of(setup.train));
+      auto net = make_model(t.model, model_options_of(setup.train));
+      try {
+        check_partition_rules(parse_partition_rules(t.partitioners), net->variables());
+      } catch (const std::exception& e) {
+        errors.push_back(std::string("train.partitioners: ") + e.what());
+      }
     } catch (const std::exception& e) {
       errors.push_back(e.what());
     }
@@ -385,6 +390,10 @@ node_config::node_config()
          "variables over PS shards: round_robin (TF), greedy_bytes, or balanced (splits "
          "variables so that no shard holds more than (1 + placement-epsilon) x the mean)")
     .add(train.placement_epsilon, "placement-epsilon", "balanced: allowed excess over the mean")
+    .add(train.partitioners, "partitioners",
+         "rules splitting variables, first match wins, e.g. [\"fc1/weights fixed_size "
+         "shards=2\", \"conv* min_max max_partitions=4 min_slice_bytes=262144\", \"* "
+         "axis_size max_shard_bytes=1048576\"]; each takes axis=A (0)")
     .add(train.device, "device", "where workers compute: cpu")
     .add(max_refused_steps, "max-refused-steps",
          "the chief aborts after this many refused updates (non-finite gradients)")
@@ -601,6 +610,17 @@ std::string dump_config(const node_config& cfg, const node_setup& s) {
     std::istringstream lines(net->describe());
     for (std::string line; std::getline(lines, line);)
       out << ";" << line << "\n";
+    auto shards = static_cast<int32_t>(cfg.ps_hosts.size());
+    if (shards > 0) {
+      auto plan = plan_placement(s.train.placement, net->variables(), shards,
+                                 s.train.placement_epsilon,
+                                 parse_partition_rules(s.train.partitioners));
+      out << "; placement " << s.train.placement << " over " << shards
+          << " PS shard(s), imbalance of bytes held " << imbalance(plan, shards) << ":\n";
+      for (auto& p : plan)
+        out << ";   " << p.slice.name << " " << to_string(p.slice.shape) << " -> ps:" << p.shard
+            << "\n";
+    }
   } catch (const std::exception& e) {
     out << "; network: " << e.what() << "\n";
   }

@@ -43,7 +43,10 @@ struct training_settings {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int64_t log_interval = 200;
   /// round_robin (TF's default), greedy_bytes, or balanced (splits variables).
-  std::string placement = "round_robin";
+  std::string placement = "balanced";
+  /// Partitioner rules, "PATTERN KIND key=value ..." (actors/placement.hpp):
+  /// the first rule whose pattern matches a variable's name splits it.
+  std::vector<std::string> partitioners;
   /// balanced: the most loaded shard holds at most (1 + epsilon) x the mean.
   double placement_epsilon = 0.05;
   std::string device = "cpu";

@@ -1,4 +1,5 @@
 // Partitioners and placement strategies, without an actor system.
+#include <algorithm>
 #include <random>
 
 #include <boost/test/unit_test.hpp>
@@ -78,6 +79,30 @@ BOOST_AUTO_TEST_CASE(gather_and_scatter_round_trip) {
   BOOST_CHECK_THROW(insert_slice(slices[0], tensor({2, 3}), rebuilt), shape_error);
 }
 
+BOOST_AUTO_TEST_CASE(slices_along_inner_axes_round_trip) {
+  // [2, 5, 3] split along axis 1 (rows 3 + 2 of every outer block) and
+  // along axis 2 (columns 2 + 1): each slice holds exactly its elements.
+  tensor full({2, 5, 3});
+  for (size_t i = 0; i < full.size(); ++i)
+    full[i] = static_cast<float>(i);
+  for (int32_t axis : {1, 2}) {
+    auto slices = split_variable(var("w", {2, 5, 3}), 2, axis);
+    tensor rebuilt({2, 5, 3}, -1.0f);
+    for (auto& s : slices)
+      insert_slice(s, extract_slice(s, full), rebuilt);
+    BOOST_TEST(rebuilt.bit_equal(full), "axis " << axis);
+  }
+  auto columns = split_variable(var("w", {2, 5, 3}), 2, 2);
+  auto second = extract_slice(columns[1], full);  // column 2 of each of the 10 rows
+  BOOST_TEST(second.shape() == (shape_t{2, 5, 1}), boost::test_tools::per_element());
+  for (size_t r = 0; r < 10; ++r)
+    BOOST_TEST(second[r] == static_cast<float>(r * 3 + 2));
+  auto middle = split_variable(var("w", {2, 5, 3}), 2, 1);
+  auto part1 = extract_slice(middle[1], full);  // rows 3, 4 of both outer blocks
+  BOOST_TEST(part1.values() == (std::vector<float>{9, 10, 11, 12, 13, 14, 24, 25, 26, 27, 28, 29}),
+             boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(invalid_requests_are_clear_errors) {
   BOOST_CHECK_THROW(make_fixed_size(0), troupe_error);
   BOOST_CHECK_THROW(make_min_max(4, 0, 0), troupe_error);
@@ -90,6 +115,84 @@ BOOST_AUTO_TEST_CASE(invalid_requests_are_clear_errors) {
   }
   BOOST_CHECK_THROW(split_variable(var("x", {3}), 4), troupe_error);
   BOOST_CHECK_THROW(split_variable(var("x", {3}), 0), troupe_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(partition_rules)
+
+BOOST_AUTO_TEST_CASE(rules_parse_and_the_first_match_wins) {
+  auto rules = parse_partition_rules({"fc1/weights fixed_size shards=3 axis=1",
+                                      "fc* min_max max_partitions=4 min_slice_bytes=1024",
+                                      "* axis_size max_shard_bytes=4096 max_shards=2"});
+  BOOST_REQUIRE(rules.size() == 3u);
+  BOOST_TEST(rule_for(rules, "fc1/weights") == &rules[0]);
+  BOOST_TEST(rule_for(rules, "fc1/biases") == &rules[1]);
+  BOOST_TEST(rule_for(rules, "conv1/weights") == &rules[2]);
+  BOOST_TEST(rules[0].split->axis() == 1);
+  BOOST_TEST(rules[0].split->partitions({100, 7}) == 3);
+  BOOST_TEST(rules[1].split->partitions({1024}) == 4);         // 4 KB / 1 KB, capped at 4
+  BOOST_TEST(rules[2].split->partitions({64, 32}) == 2);       // 8 KB / 4 KB
+  BOOST_TEST(parse_partition_rule("x min_max max_partitions=8").split->partitions({1 << 20}) == 8);
+  auto one_char = parse_partition_rules({"conv?/w* fixed_size shards=2"});
+  BOOST_TEST(rule_for(one_char, "conv1/weights") == &one_char[0]);
+  BOOST_TEST(rule_for(one_char, "conv12/weights") == nullptr);  // '?' is one character
+}
+
+BOOST_AUTO_TEST_CASE(bad_rules_name_the_rule_and_the_problem) {
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_partition_rule(text);
+    } catch (const troupe_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto has = [](const std::string& text, const std::string& part) {
+    BOOST_TEST(text.find(part) != std::string::npos, text << " should mention " << part);
+  };
+  has(error_of("fc1/weights"), "needs a variable-name pattern and a partitioner");
+  has(error_of("fc1/weights fixed_sized shards=2"), "unknown partitioner 'fixed_sized'");
+  has(error_of("fc1/weights fixed_size"), "needs shards=");
+  has(error_of("fc1/weights fixed_size shards=0"), "num_shards >= 1");
+  has(error_of("fc1/weights fixed_size shards=two"), "'two' is not an integer");
+  has(error_of("fc1/weights fixed_size shards=2 shard=2"), "no parameter 'shard'");
+  has(error_of("fc1/weights fixed_size shards 2"), "'shards' is not key=value");
+  has(error_of("x min_max max_partitions=2 min_slice_bytes=0"), "min_slice_bytes >= 1");
+  has(error_of("x axis_size max_shard_bytes=0"), "max_shard_bytes >= 1");
+  has(error_of("x fixed_size shards=2 axis=-1"), "not a tensor axis");
+  std::vector<variable_spec> vars{var("fc1/weights", {3136, 1024}), var("fc1/biases", {1024})};
+  auto check_error = [&](const std::string& text) {
+    try {
+      check_partition_rules(parse_partition_rules({text}), vars);
+    } catch (const troupe_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  has(check_error("fc2/* fixed_size shards=2"), "matches no variable");
+  has(check_error("fc1/* fixed_size shards=2 axis=1"), "fc1/biases has shape [1024], no axis 1");
+  BOOST_TEST(check_error("fc1/* fixed_size shards=2") == "no error");
+}
+
+BOOST_AUTO_TEST_CASE(rules_apply_under_every_strategy) {
+  std::vector<variable_spec> vars{var("a", {10, 4}), var("b", {6}), var("c", {100, 4})};
+  auto rules = parse_partition_rules({"a fixed_size shards=2"});
+  for (auto& name : placement_names()) {
+    auto plan = plan_placement(name, vars, 2, 0.05, rules);
+    std::vector<std::string> names;
+    for (auto& p : plan)
+      names.push_back(p.slice.name);
+    // The rule's slices are kept as they are under every strategy.
+    BOOST_TEST(std::count(names.begin(), names.end(), "a/part_0") == 1, name);
+    BOOST_TEST(std::count(names.begin(), names.end(), "a/part_1") == 1, name);
+    BOOST_TEST(std::count(names.begin(), names.end(), "a") == 0, name);
+  }
+  auto rr = plan_placement("round_robin", vars, 2, 0.05, rules);  // a/0, a/1, b, c
+  BOOST_REQUIRE(rr.size() == 4u);
+  BOOST_TEST(rr[1].shard == 1);
+  BOOST_TEST(rr[3].slice.name == "c");
+  BOOST_TEST(rr[3].shard == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

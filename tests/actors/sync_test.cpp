@@ -359,8 +359,9 @@ BOOST_FIXTURE_TEST_SUITE(partitioned, deterministic_fixture)
 // with whole variables (sync, SGD, fixed data order): slices are gathered
 // and scattered transparently.
 BOOST_AUTO_TEST_CASE(partitioned_training_equals_unpartitioned) {
-  training_result whole, split;
+  training_result whole, split, by_rule;
   auto settings = sync_settings(20, 4);
+  settings.placement = "round_robin";
   spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
                       [&](const training_result& r) { whole = r; }, spawn_mode::cooperative);
   sched.run();
@@ -368,24 +369,42 @@ BOOST_AUTO_TEST_CASE(partitioned_training_equals_unpartitioned) {
   spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
                       [&](const training_result& r) { split = r; }, spawn_mode::cooperative);
   sched.run();
+  // Partitioner rules from the config: the weights split by columns (axis 1,
+  // one strided block per row), the biases by rows, placed round robin.
+  settings.placement = "round_robin";
+  settings.partitioners = {"softmax/weights fixed_size shards=2 axis=1",
+                           "softmax/b* fixed_size shards=3"};
+  spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
+                      [&](const training_result& r) { by_rule = r; }, spawn_mode::cooperative);
+  sched.run();
   BOOST_REQUIRE(whole.ok);
   BOOST_REQUIRE(split.ok);
+  BOOST_REQUIRE(by_rule.ok);
   BOOST_TEST(whole.ps_imbalance > 1.9);  // round robin: the weights on one shard
   BOOST_TEST(split.ps_imbalance < 1.05); // balanced: softmax/weights split in parts
-  BOOST_REQUIRE(split.values.size() == whole.values.size());
-  double worst = 0;
-  for (size_t v = 0; v < whole.values.size(); ++v) {
-    BOOST_REQUIRE(split.values[v].shape() == whole.values[v].shape());
-    double diff = 0, norm = 0;
-    for (size_t i = 0; i < whole.values[v].size(); ++i) {
-      double a = split.values[v][i], b = whole.values[v][i];
-      diff += (a - b) * (a - b);
-      norm += b * b;
+  BOOST_TEST(by_rule.ps_imbalance < 1.01);  // 5 columns + 4 biases (2 + 2) on each shard
+  BOOST_REQUIRE(by_rule.traffic.size() == 2u);
+  BOOST_TEST(by_rule.traffic[0].variables.size() == 3u);  // part_0 of weights, part_0 and part_2 of biases
+  auto relative_error = [](const training_result& a, const training_result& b) {
+    BOOST_REQUIRE(a.values.size() == b.values.size());
+    double worst = 0;
+    for (size_t v = 0; v < b.values.size(); ++v) {
+      BOOST_REQUIRE(a.values[v].shape() == b.values[v].shape());
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < b.values[v].size(); ++i) {
+        double x = a.values[v][i], y = b.values[v][i];
+        diff += (x - y) * (x - y);
+        norm += y * y;
+      }
+      worst = std::max(worst, std::sqrt(diff / norm));
     }
-    worst = std::max(worst, std::sqrt(diff / norm));
-  }
-  BOOST_TEST_MESSAGE("partitioned vs whole: relative error " << worst);
-  BOOST_TEST(worst <= 1e-6);
+    return worst;
+  };
+  auto balanced_error = relative_error(split, whole), rule_error = relative_error(by_rule, whole);
+  BOOST_TEST_MESSAGE("partitioned vs whole: relative error " << balanced_error << " (balanced), "
+                     << rule_error << " (rules, axis 1)");
+  BOOST_TEST(balanced_error <= 1e-6);
+  BOOST_TEST(rule_error <= 1e-6);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

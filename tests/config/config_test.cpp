@@ -101,6 +101,29 @@ BOOST_AUTO_TEST_CASE(epochs_set_last_step) {
   expect_error(load(base() + "epochs = -1\n", worker0), {"train.epochs"});
 }
 
+BOOST_AUTO_TEST_CASE(placement_defaults_to_balanced_and_partitioner_rules_are_checked) {
+  auto good = load(base() + "model = \"mlp\"\npartitioners = [\"hidden1/weights fixed_size "
+                            "shards=2\", \"hidden* min_max max_partitions=2 "
+                            "min_slice_bytes=512\"]\n",
+                   worker0);
+  BOOST_REQUIRE(good.errors.empty());
+  BOOST_TEST(good.setup.train.placement == "balanced");
+  BOOST_TEST(good.setup.train.partitioners.size() == 2u);
+  expect_error(load(base() + "model = \"mlp\"\npartitioners = [\"hidden3/* fixed_size "
+                             "shards=2\"]\n",
+                    worker0),
+               {"train.partitioners", "'hidden3/*' matches no variable", "hidden1/weights"});
+  expect_error(load(base() + "partitioners = [\"softmax/* fixed_size shards=2 axis=1\"]\n",
+                    worker0),
+               {"train.partitioners", "softmax/biases has shape [10], no axis 1"});
+  expect_error(load(base() + "partitioners = [\"softmax/weights fixed_size shards=0\"]\n",
+                    worker0),
+               {"train.partitioners", "num_shards >= 1"});
+  expect_error(load(base() + "partitioners = [\"softmax/weights min_maxx max_partitions=2\"]\n",
+                    worker0),
+               {"unknown partitioner 'min_maxx'"});
+}
+
 BOOST_AUTO_TEST_CASE(models_and_optimizers_are_checked_before_start) {
   auto good = load(base() + "model = \"custom\"\noptimizer = \"adam\"\n"
                    "lr-schedule = \"piecewise\"\nlr-boundaries = [100]\nlr-values = [0.1, 0.01]\n"
