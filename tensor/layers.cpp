@@ -79,6 +79,13 @@ public:
     return {units_};
   }
 
+  layer_desc desc() const override {
+    layer_desc d;
+    d.type = layer_desc::kind::dense;
+    d.units = units_;
+    return d;
+  }
+
   std::vector<variable_spec> variables() const override {
     return {{name_ + "/weights", {in_, units_}, w_init_}, {name_ + "/biases", {units_}, b_init_}};
   }
@@ -145,6 +152,17 @@ public:
       throw shape_error(name_ + ": a " + std::to_string(kh_) + "x" + std::to_string(kw_)
                         + " VALID kernel does not fit the " + shape_text(input) + " input");
     return {oh_, ow_, filters_};
+  }
+
+  layer_desc desc() const override {
+    layer_desc d;
+    d.type = layer_desc::kind::conv2d;
+    d.filters = filters_;
+    d.kernel_h = kh_;
+    d.kernel_w = kw_;
+    d.stride = stride_;
+    d.pad = pad_;
+    return d;
   }
 
   std::vector<variable_spec> variables() const override {
@@ -454,6 +472,16 @@ public:
     return {oh_, ow_, c_};
   }
 
+  layer_desc desc() const override {
+    layer_desc d;
+    d.type = layer_desc::kind::max_pool;
+    d.kernel_h = d.kernel_w = size_;
+    d.stride = stride_;
+    d.pad = pad_;
+    d.applies_input_relu = relu_;
+    return d;
+  }
+
   void forward(const tensor& x, tensor& y, const tensor*, bool) override {
     auto batch = batch_of(x, h_ * w_ * c_);
     y.resize({batch, oh_, ow_, c_});
@@ -613,6 +641,11 @@ public:
   std::string describe() const override { return "relu"; }
   shape_t configure(const shape_t& input) override { return input; }
   bool is_relu() const override { return true; }
+  layer_desc desc() const override {
+    layer_desc d;
+    d.type = layer_desc::kind::relu;
+    return d;
+  }
   // Eigen array expressions: vectorised and branch-free (a data-dependent
   // branch here mispredicts on real activations).
   void forward(const tensor& x, tensor& y, const tensor*, bool) override {
@@ -631,12 +664,19 @@ public:
 class dropout_layer final : public layer {
 public:
   dropout_layer(std::string name, float rate, uint64_t seed)
-    : layer(std::move(name)), rate_(rate), counter_(seed) {
+    : layer(std::move(name)), rate_(rate), seed_(seed), counter_(seed) {
     if (!(rate >= 0.0f && rate < 1.0f))
       throw shape_error(name_ + ": dropout rate must be in [0, 1)");
   }
   std::string describe() const override { return "dropout rate " + std::to_string(rate_); }
   shape_t configure(const shape_t& input) override { return input; }
+  layer_desc desc() const override {
+    layer_desc d;
+    d.type = layer_desc::kind::dropout;
+    d.rate = rate_;
+    d.seed = seed_;
+    return d;
+  }
   void forward(const tensor& x, tensor& y, const tensor*, bool training) override {
     y.resize(x.shape());
     training_ = training && rate_ > 0.0f;
@@ -679,6 +719,7 @@ private:
   }
 
   float rate_;
+  uint64_t seed_;
   uint64_t counter_;
   bool training_ = false;
   tensor mask_;
@@ -690,6 +731,11 @@ public:
   std::string describe() const override { return "flatten"; }
   shape_t configure(const shape_t& input) override { return {num_elements(input)}; }
   bool is_view() const override { return true; }
+  layer_desc desc() const override {
+    layer_desc d;
+    d.type = layer_desc::kind::flatten;
+    return d;
+  }
   void forward(const tensor&, tensor&, const tensor*, bool) override {}
   void backward(const tensor&, const tensor&, const tensor&, tensor*, const tensor*,
                 tensor*) override {}

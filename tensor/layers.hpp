@@ -16,8 +16,6 @@
 
 namespace troupe {
 
-enum class padding { same, valid };
-
 class layer {
 public:
   explicit layer(std::string name) : name_(std::move(name)) {}
@@ -36,6 +34,9 @@ public:
   /// True for layers that only reinterpret the shape (flatten): the model
   /// passes their input on unchanged, no data moves.
   virtual bool is_view() const { return false; }
+
+  /// Its kind and parameters (shapes and variables are the model's to fill).
+  virtual layer_desc desc() const = 0;
 
   /// True for ReLU, which the model may fold into the layer after it.
   virtual bool is_relu() const { return false; }

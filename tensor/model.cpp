@@ -30,13 +30,16 @@ public:
     if (layers_.empty())
       throw shape_error(name_ + ": a model needs at least one layer");
     auto shape = input;
+    input_ = input;
     for (auto& l : layers_) {
       offsets_.push_back(vars_.size());
+      shapes_.push_back(shape);
       shape = l->configure(shape);
       for (auto& v : l->variables())
         vars_.push_back(v);
     }
     offsets_.push_back(vars_.size());
+    shapes_.push_back(shape);
     auto* last = layers_.back().get();
     if (last->variables().empty() || shape != shape_t{classes})
       throw shape_error(name_ + ": the last layer ('" + last->name() + "') must be a dense layer "
@@ -64,6 +67,23 @@ public:
     }
     return out;
   }
+
+  std::vector<layer_desc> layers() const override {
+    std::vector<layer_desc> out;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      auto d = layers_[i]->desc();
+      d.name = layers_[i]->name();
+      d.input = shapes_[i];
+      d.output = shapes_[i + 1];
+      d.skipped = skipped_[i];
+      d.first_variable = offsets_[i];
+      d.num_variables = offsets_[i + 1] - offsets_[i];
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
+
+  shape_t input_shape() const override { return input_; }
 
   batch_stats train_step(const std::vector<tensor>& params, const batch& b,
                          std::vector<tensor>& grads) override {
@@ -130,6 +150,8 @@ private:
   std::vector<std::unique_ptr<layer>> layers_;
   std::vector<variable_spec> vars_;
   std::vector<size_t> offsets_;            // first variable of each layer
+  std::vector<shape_t> shapes_;            // per-example shape before each layer, then the output
+  shape_t input_;
   std::vector<const tensor*> inputs_;      // of each layer, last forward pass
   std::vector<tensor> outputs_;            // of each layer
   std::vector<tensor> input_grads_;        // dL/d(input) of each layer

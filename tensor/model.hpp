@@ -37,6 +37,29 @@ struct batch_stats {
   size_t examples = 0;
 };
 
+enum class padding { same, valid };
+
+/// What one configured layer of a sequential model computes, so that another
+/// backend (gpu/) can build its own implementation of the same network.
+struct layer_desc {
+  enum class kind { dense, conv2d, max_pool, relu, dropout, flatten };
+  kind type = kind::dense;
+  std::string name;
+  shape_t input, output;          ///< per example
+  int64_t units = 0;              ///< dense
+  int64_t filters = 0;            ///< conv2d
+  int64_t kernel_h = 0, kernel_w = 0;  ///< conv2d; max_pool: the window (square)
+  int64_t stride = 1;             ///< conv2d, max_pool
+  padding pad = padding::same;    ///< conv2d, max_pool
+  float rate = 0;                 ///< dropout
+  uint64_t seed = 0;              ///< dropout
+  /// Moves no data: a view (flatten), or a ReLU the next layer applies.
+  bool skipped = false;
+  /// max_pool: applies the ReLU before it (relu(max(x)) = max(relu(x))).
+  bool applies_input_relu = false;
+  size_t first_variable = 0, num_variables = 0;  ///< into model::variables()
+};
+
 class model {
 public:
   virtual ~model() = default;
@@ -56,6 +79,12 @@ public:
 
   /// One line per layer and variable (name, shape, size), for --dump-config.
   virtual std::string describe() const = 0;
+
+  /// The network layer by layer, with per-example shapes.
+  virtual std::vector<layer_desc> layers() const = 0;
+
+  /// The input shape of one example.
+  virtual shape_t input_shape() const = 0;
 };
 
 class layer;

@@ -27,10 +27,6 @@ training_settings small_settings(int64_t last_step) {
   return s;
 }
 
-caf::abstract_actor* raw(const caf::strong_actor_ptr& p) {
-  return caf::actor_cast<caf::abstract_actor*>(p);
-}
-
 template <class Handle>
 caf::abstract_actor* raw(const Handle& h) {
   return caf::actor_cast<caf::abstract_actor*>(h);
