@@ -5,6 +5,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "gpu/backend.hpp"
 #include "tensor/error.hpp"
 
 namespace troupe {
@@ -69,7 +70,7 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   worker_config config;
   config.index = index;
   config.num_workers = num_workers;
-  config.batch_size = settings.batch_size;
+  config.batch_size = batch_size_of(settings, index);
   config.seed = settings.seed;
   config.log_interval = settings.log_interval;
   config.request_timeout = runtime.request_timeout;
@@ -80,8 +81,10 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   // Each worker draws its own dropout masks.
   auto options = model_options_of(settings);
   options.seed += 7919u * static_cast<uint64_t>(index + 1);
-  worker_links links{std::move(chief_handle), std::move(shards), make_model(settings.model, options),
-                     std::move(train)};
+  auto net = gpu::make_device_model(make_model(settings.model, options),
+                                    gpu::parse_device(device_of(settings, index)),
+                                    {settings.gpu_memory_fraction});
+  worker_links links{std::move(chief_handle), std::move(shards), std::move(net), std::move(train)};
   return spawn_as<worker_actor>(sys, mode, worker, config, std::move(links));
 }
 

@@ -281,14 +281,32 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
   if (std::find(placements.begin(), placements.end(), t.placement) == placements.end())
     errors.push_back("train.placement = \"" + t.placement + "\" is not known (known: "
                      + join(placements) + ")");
+  // Whether a device exists is checked by the task that computes on it (the
+  // chief's machine need not have the workers' GPUs); here only the syntax.
   try {
-    auto device = gpu::parse_device(t.device);
-    if (device.type != gpu::device_spec::kind::cpu)
-      errors.push_back("train.device = \"" + t.device
-                       + "\": GPU workers are not part of this release; use \"cpu\"");
+    gpu::parse_device(t.device);
   } catch (const std::exception& e) {
     errors.push_back(std::string("train.device: ") + e.what());
   }
+  for (size_t i = 0; i < t.worker_devices.size(); ++i)
+    try {
+      gpu::parse_device(t.worker_devices[i]);
+    } catch (const std::exception& e) {
+      errors.push_back("train.worker-devices[" + std::to_string(i) + "]: " + e.what());
+    }
+  if (t.worker_devices.size() > cfg.worker_hosts.size())
+    errors.push_back("train.worker-devices lists " + std::to_string(t.worker_devices.size())
+                     + " devices for " + std::to_string(cfg.worker_hosts.size())
+                     + " worker(s) in cluster.worker");
+  for (size_t i = 0; i < t.worker_batch_sizes.size(); ++i)
+    if (t.worker_batch_sizes[i] < 1)
+      errors.push_back("train.worker-batch-sizes[" + std::to_string(i) + "] must be at least 1");
+  if (t.worker_batch_sizes.size() > cfg.worker_hosts.size())
+    errors.push_back("train.worker-batch-sizes lists " + std::to_string(t.worker_batch_sizes.size())
+                     + " sizes for " + std::to_string(cfg.worker_hosts.size())
+                     + " worker(s) in cluster.worker");
+  if (!(t.gpu_memory_fraction > 0 && t.gpu_memory_fraction <= 1))
+    errors.push_back("train.gpu-memory-fraction must be in (0, 1]");
   // Only tasks that read data need the data directory.
   if (setup.whole_cluster || cfg.job_name == "worker" || cfg.job_name == "chief") {
     auto missing = check_mnist_dir(t.data_dir);
@@ -304,7 +322,13 @@ void validate(const node_config& cfg, node_setup& setup, std::vector<std::string
   if (t.epochs > 0 && t.batch_size > 0 && reads_data && errors.empty()) {
     try {
       auto examples = idx_item_count(t.data_dir + "/train-labels-idx1-ubyte.gz");
-      auto per_step = static_cast<double>(t.batch_size)
+      // With per-worker batch sizes, a step averages over the workers' sizes.
+      double mean_batch = 0;
+      for (int32_t w = 0; w < static_cast<int32_t>(cfg.worker_hosts.size()); ++w)
+        mean_batch += static_cast<double>(batch_size_of(t, w));
+      mean_batch = cfg.worker_hosts.empty() ? static_cast<double>(t.batch_size)
+                                            : mean_batch / static_cast<double>(cfg.worker_hosts.size());
+      auto per_step = mean_batch
                       * (t.mode == "sync" ? static_cast<double>(setup.train.replicas_to_aggregate)
                                           : 1.0);
       setup.train.last_step
@@ -394,7 +418,13 @@ node_config::node_config()
          "rules splitting variables, first match wins, e.g. [\"fc1/weights fixed_size "
          "shards=2\", \"conv* min_max max_partitions=4 min_slice_bytes=262144\", \"* "
          "axis_size max_shard_bytes=1048576\"]; each takes axis=A (0)")
-    .add(train.device, "device", "where workers compute: cpu")
+    .add(train.device, "device", "where workers compute: cpu or cuda:N")
+    .add(train.worker_devices, "worker-devices",
+         "per worker index, overrides device, e.g. [\"cpu\", \"cuda:0\"] (CPU and GPU workers mix)")
+    .add(train.gpu_memory_fraction, "gpu-memory-fraction",
+         "share of a GPU's memory one GPU worker may hold; more than is free is an error")
+    .add(train.worker_batch_sizes, "worker-batch-sizes",
+         "per worker index, overrides batch-size, e.g. [100, 1024]")
     .add(max_refused_steps, "max-refused-steps",
          "the chief aborts after this many refused updates (non-finite gradients)")
     .add(train.shuffle, "shuffle", "reshuffle each worker's data every epoch (false: fixed order)")

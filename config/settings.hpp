@@ -49,7 +49,15 @@ struct training_settings {
   std::vector<std::string> partitioners;
   /// balanced: the most loaded shard holds at most (1 + epsilon) x the mean.
   double placement_epsilon = 0.05;
+  /// Where workers compute: "cpu" or "cuda:N"; worker_devices[i], where
+  /// given, overrides it for worker i (CPU and GPU workers may be mixed).
   std::string device = "cpu";
+  std::vector<std::string> worker_devices;
+  /// The share of a GPU's memory each GPU worker may hold.
+  double gpu_memory_fraction = 0.9;
+  /// worker_batch_sizes[i], where given, overrides batch_size for worker i
+  /// (e.g. larger batches on GPU workers).
+  std::vector<int64_t> worker_batch_sizes;
   /// Reshuffle each worker's data every epoch (off: fixed order, for checks).
   bool shuffle = true;
   // -- sync mode (SyncReplicasOptimizer's semantics) --
@@ -74,6 +82,17 @@ struct runtime_settings {
   /// The chief fails when no worker has been alive for this long.
   std::chrono::milliseconds worker_wait_timeout{120000};
 };
+
+/// Worker i's device and batch size.
+inline std::string device_of(const training_settings& s, int32_t worker) {
+  auto i = static_cast<size_t>(worker);
+  return i < s.worker_devices.size() ? s.worker_devices[i] : s.device;
+}
+
+inline int64_t batch_size_of(const training_settings& s, int32_t worker) {
+  auto i = static_cast<size_t>(worker);
+  return i < s.worker_batch_sizes.size() ? s.worker_batch_sizes[i] : s.batch_size;
+}
 
 /// The model options with the run's seed.
 inline model_options model_options_of(const training_settings& s) {

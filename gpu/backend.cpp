@@ -3,14 +3,13 @@
 #include <cstdlib>
 
 #include "gpu/config.hpp"
-#include "gpu/cpu/cpu_backend.hpp"
 #include "tensor/error.hpp"
 
-namespace troupe::gpu {
-
 #if TROUPE_HAS_CUDA
-int cuda_runtime_device_count() noexcept; // gpu/cuda/device.cu
+#include "gpu/cuda/cuda_model.hpp"
 #endif
+
+namespace troupe::gpu {
 
 std::string device_spec::to_string() const {
   return type == kind::cpu ? "cpu" : "cuda:" + std::to_string(index);
@@ -34,27 +33,77 @@ bool built_with_cuda() noexcept {
 
 int cuda_device_count() noexcept {
 #if TROUPE_HAS_CUDA
-  return cuda_runtime_device_count();
+  return cuda::device_count();
 #else
   return 0;
 #endif
 }
 
-std::unique_ptr<compute_backend> make_backend(const device_spec& device) {
-  if (device.type == device_spec::kind::cpu)
-    return std::make_unique<cpu_backend>();
+namespace {
+
+void require_cuda_build(const device_spec& device) {
   if (!built_with_cuda())
     throw troupe_error("device " + device.to_string()
-                       + " requested, but this build has no CUDA backend "
-                         "(configure with -DTROUPE_CUDA=ON on a machine with nvcc)");
-  int count = cuda_device_count();
-  if (device.index >= count)
-    throw troupe_error("device " + device.to_string() + " requested, but "
-                       + std::to_string(count) + " CUDA device(s) are visible; "
-                         "use device = cpu or a valid index");
-  throw troupe_error("device " + device.to_string()
-                     + ": CUDA training kernels are not part of this release yet; "
-                       "use device = cpu");
+                       + " requested, but this build has no CUDA backend (nvcc was not found "
+                         "when it was configured; install the CUDA toolkit under "
+                         "/usr/local/cuda and rebuild, or use device = cpu)");
+}
+
+} // namespace
+
+void check_device(const device_spec& device, const device_options& options) {
+  if (!(options.memory_fraction > 0 && options.memory_fraction <= 1))
+    throw troupe_error("gpu-memory-fraction must be in (0, 1]");
+  if (device.type == device_spec::kind::cpu)
+    return;
+  require_cuda_build(device);
+#if TROUPE_HAS_CUDA
+  cuda::check_device(device.index, options.memory_fraction);
+#endif
+}
+
+std::unique_ptr<model> make_device_model(std::unique_ptr<model> cpu_model,
+                                         const device_spec& device,
+                                         const device_options& options) {
+  if (device.type == device_spec::kind::cpu)
+    return cpu_model;
+  check_device(device, options);
+#if TROUPE_HAS_CUDA
+  return cuda::make_cuda_model(std::move(cpu_model), device.index, options.memory_fraction);
+#else
+  return nullptr;  // unreachable: check_device threw
+#endif
+}
+
+namespace {
+
+void require_cuda_device(const device_spec& device) {
+  if (device.type != device_spec::kind::cuda)
+    throw troupe_error("this check runs on a CUDA device, not on " + device.to_string());
+  check_device(device, {0.5});
+}
+
+} // namespace
+
+layer_run run_layer_on_device(const layer_desc& desc, const tensor& x,
+                              const std::vector<tensor>& params, const tensor& dy, bool training,
+                              const device_spec& device) {
+  require_cuda_device(device);
+#if TROUPE_HAS_CUDA
+  return cuda::run_layer(desc, x, params, dy, training, device.index);
+#else
+  return {};
+#endif
+}
+
+double softmax_cross_entropy_on_device(const tensor& logits, const std::vector<int32_t>& labels,
+                                       tensor& grad, size_t& correct, const device_spec& device) {
+  require_cuda_device(device);
+#if TROUPE_HAS_CUDA
+  return cuda::softmax_cross_entropy(logits, labels, grad, correct, device.index);
+#else
+  return 0;
+#endif
 }
 
 } // namespace troupe::gpu

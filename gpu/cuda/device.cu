@@ -1,9 +1,10 @@
 #include "gpu/cuda/check.cuh"
+#include "gpu/cuda/cuda_model.hpp"
 
-namespace troupe::gpu {
+namespace troupe::gpu::cuda {
 
 // No driver (CI, development machines) is a normal answer: zero devices.
-int cuda_runtime_device_count() noexcept {
+int device_count() noexcept {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError(); // clear the sticky error so later calls start clean
@@ -12,4 +13,4 @@ int cuda_runtime_device_count() noexcept {
   return count;
 }
 
-} // namespace troupe::gpu
+} // namespace troupe::gpu::cuda

@@ -218,6 +218,17 @@ BOOST_AUTO_TEST_CASE(training_value_errors) {
   expect_error(load(base() + "on-worker-loss = \"ignore\"\n", worker0),
                {"train.on-worker-loss", "shrink"});
   expect_error(load(base() + "device = \"gpu0\"\n", worker0), {"train.device", "cuda:N"});
+  // The syntax is checked everywhere; whether the device exists only by the
+  // worker that uses it (tests/integration/node_cli_test.sh).
+  BOOST_TEST(load(base() + "device = \"cuda:0\"\n", worker0).errors.empty());
+  expect_error(load(base() + "worker-devices = [\"cpu\", \"cuda\"]\n", worker0),
+               {"train.worker-devices[1]", "cuda:N"});
+  expect_error(load(base() + "worker-devices = [\"cpu\", \"cpu\", \"cpu\"]\n", worker0),
+               {"train.worker-devices lists 3 devices"});
+  expect_error(load(base() + "worker-batch-sizes = [100, 0]\n", worker0),
+               {"train.worker-batch-sizes[1] must be at least 1"});
+  expect_error(load(base() + "gpu-memory-fraction = 0\n", worker0),
+               {"train.gpu-memory-fraction must be in (0, 1]"});
 }
 
 BOOST_AUTO_TEST_CASE(missing_data_directory_is_named) {

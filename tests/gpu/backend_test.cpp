@@ -1,11 +1,108 @@
 #define BOOST_TEST_MODULE gpu_backend
+// The device interface, and the CUDA backend against the CPU one: every
+// layer forward and backward on random inputs of several shapes, softmax
+// cross-entropy, and one full training step of each built-in model. Without
+// a CUDA device (CI, development machines) the parity tests are skipped with
+// a message saying so; the rest runs everywhere.
+#include <cmath>
+#include <iostream>
+#include <random>
+
 #include <boost/test/unit_test.hpp>
 
 #include "gpu/backend.hpp"
 #include "tensor/error.hpp"
+#include "tensor/layers.hpp"
 #include "tensor/ops.hpp"
 
 using namespace troupe;
+
+namespace {
+
+const gpu::device_spec cuda0{gpu::device_spec::kind::cuda, 0};
+
+// Boost.Test precondition: the parity tests need a device.
+struct has_cuda_device {
+  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
+    if (gpu::cuda_device_count() > 0)
+      return true;
+    static bool said = false;
+    if (!said) {
+      std::cout << "gpu_tests: SKIPPED the GPU parity tests: "
+                << (gpu::built_with_cuda() ? "no CUDA device is visible on this machine"
+                                           : "this build has no CUDA backend")
+                << " (run them on a GPU machine)" << std::endl;
+      said = true;
+    }
+    boost::test_tools::assertion_result r(false);
+    r.message() << "no CUDA device";
+    return r;
+  }
+};
+
+tensor random_tensor(shape_t shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  tensor t(std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (size_t i = 0; i < t.size(); ++i)
+    t[i] = u(rng);
+  return t;
+}
+
+shape_t with_batch(int64_t batch, const shape_t& per_example) {
+  shape_t out{batch};
+  out.insert(out.end(), per_example.begin(), per_example.end());
+  return out;
+}
+
+// ||a - b|| / max(||b||, tiny): one number per tensor.
+double relative_error(const tensor& a, const tensor& b) {
+  BOOST_REQUIRE(a.shape() == b.shape());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+layer_desc configured(layer& l, const shape_t& input) {
+  auto output = l.configure(input);
+  auto d = l.desc();
+  d.name = l.name();
+  d.input = input;
+  d.output = output;
+  d.num_variables = l.variables().size();
+  return d;
+}
+
+// Runs `l` on the CPU and on the device with the same inputs, parameters and
+// upstream gradient, and checks y, dx and every gradient within `bound`.
+void check_parity(layer& l, const shape_t& input, int64_t batch, double bound,
+                  uint32_t seed = 1) {
+  auto d = configured(l, input);
+  std::vector<tensor> params;
+  for (auto& v : l.variables())
+    params.push_back(random_tensor(v.shape, seed++, -0.5f, 0.5f));
+  auto x = random_tensor(with_batch(batch, input), seed++);
+  tensor y;
+  l.forward(x, y, params.data(), true);
+  auto dy = random_tensor(y.shape(), seed++);
+  tensor dx;
+  std::vector<tensor> grads(params.size());
+  l.backward(x, y, dy, &dx, params.data(), grads.data());
+  auto gpu = gpu::run_layer_on_device(d, x, params, dy, true, cuda0);
+  auto what = l.name() + " (" + l.describe() + ")";
+  BOOST_TEST(relative_error(gpu.y, y) <= bound, what << " forward");
+  BOOST_TEST(relative_error(gpu.dx, dx) <= bound, what << " input gradient");
+  BOOST_REQUIRE(gpu.grads.size() == grads.size());
+  for (size_t i = 0; i < grads.size(); ++i)
+    BOOST_TEST(relative_error(gpu.grads[i], grads[i]) <= bound, what << " gradient " << i);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(device_interface)
 
 BOOST_AUTO_TEST_CASE(device_names_parse) {
   BOOST_TEST((gpu::parse_device("cpu").type == gpu::device_spec::kind::cpu));
@@ -16,36 +113,164 @@ BOOST_AUTO_TEST_CASE(device_names_parse) {
     BOOST_CHECK_THROW(gpu::parse_device(bad), troupe_error);
 }
 
-BOOST_AUTO_TEST_CASE(cpu_backend_matches_reference_ops) {
-  auto backend = gpu::make_backend(gpu::parse_device("cpu"));
-  tensor a({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
-  tensor b({3, 2}, std::vector<float>{1, 0, 0, 1, 1, 1});
-  tensor c, ref;
-  backend->matmul(a, b, c, false, false);
-  ops::matmul(a, b, ref);
-  BOOST_TEST(c.bit_equal(ref));
-  tensor bias({2}, std::vector<float>{1, -1});
-  backend->add_bias(c, bias);
-  BOOST_TEST(c[0] == ref[0] + 1);
-  tensor g1, g2;
-  double l1 = backend->softmax_cross_entropy(c, {0, 1}, g1);
-  double l2 = ops::softmax_cross_entropy(c, {0, 1}, g2);
-  BOOST_TEST(l1 == l2);
-  BOOST_TEST(g1.bit_equal(g2));
+BOOST_AUTO_TEST_CASE(a_cpu_device_computes_with_the_cpu_model) {
+  auto cpu = make_model("mlp");
+  auto* raw = cpu.get();
+  auto same = gpu::make_device_model(std::move(cpu), gpu::parse_device("cpu"));
+  BOOST_TEST(same.get() == raw);
+  BOOST_CHECK_THROW(gpu::check_device(gpu::parse_device("cpu"), {1.5}), troupe_error);
 }
 
-// Without a device (CI, development machines) asking for one is a clear
-// error, never a crash; with one, the CUDA path must at least be reachable.
-BOOST_AUTO_TEST_CASE(cuda_request_without_device_is_a_clear_error) {
+// Without a device asking for one is a clear error naming it, never a crash.
+BOOST_AUTO_TEST_CASE(a_missing_device_is_a_clear_error) {
   if (gpu::cuda_device_count() > 0) {
-    BOOST_TEST_MESSAGE("a CUDA device is present; skipping the no-device check");
+    BOOST_TEST_MESSAGE("a CUDA device is present; the no-device check does not apply");
     return;
   }
-  try {
-    gpu::make_backend(gpu::parse_device("cuda:0"));
-    BOOST_FAIL("expected an error");
-  } catch (const troupe_error& e) {
-    std::string msg = e.what();
-    BOOST_TEST((msg.find("cuda:0") != std::string::npos));
+  for (auto device : {cuda0, gpu::device_spec{gpu::device_spec::kind::cuda, 5}}) {
+    try {
+      gpu::make_device_model(make_model("softmax"), device);
+      BOOST_FAIL("expected an error");
+    } catch (const troupe_error& e) {
+      std::string msg = e.what();
+      BOOST_TEST(msg.find(device.to_string()) != std::string::npos, msg);
+      BOOST_TEST(msg.find("device = cpu") != std::string::npos, msg);
+    }
   }
 }
+
+BOOST_AUTO_TEST_CASE(layers_describe_themselves_to_other_backends) {
+  auto net = make_model("cnn");
+  auto layers = net->layers();
+  BOOST_REQUIRE(layers.size() == 11u);
+  BOOST_TEST((layers[0].type == layer_desc::kind::conv2d));
+  BOOST_TEST(layers[0].filters == 32);
+  BOOST_TEST(layers[0].output == (shape_t{28, 28, 32}), boost::test_tools::per_element());
+  BOOST_TEST(layers[1].skipped);               // conv1/relu, applied by pool1
+  BOOST_TEST(layers[2].applies_input_relu);
+  BOOST_TEST(layers[6].skipped);               // flatten
+  BOOST_TEST(layers[7].first_variable == 4u);  // fc1/weights
+  BOOST_TEST(layers[7].num_variables == 2u);
+  BOOST_TEST(layers[9].rate == 0.5f);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Bounds: layers built on GEMM (dense, conv2d) differ from the CPU only in
+// summation order: relative error <= 1e-5 (cuBLAS in full FP32, no TF32).
+// Element-wise layers, pooling and dropout compute the same float
+// operations: <= 1e-6.
+BOOST_AUTO_TEST_SUITE(cuda_parity, *boost::unit_test::precondition(has_cuda_device{}))
+
+BOOST_AUTO_TEST_CASE(dense_layers) {
+  for (auto [in, units, batch] : {std::tuple{7, 5, 3}, std::tuple{784, 256, 33},
+                                  std::tuple{3136, 1024, 100}}) {
+    auto l = make_dense("fc", units, {}, {});
+    check_parity(*l, {in}, batch, 1e-5);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_layers) {
+  struct c { int64_t h, w, ch, filters, k, stride; padding pad; int64_t batch; };
+  for (auto p : {c{5, 5, 2, 3, 3, 1, padding::same, 2}, c{6, 5, 2, 2, 3, 1, padding::valid, 3},
+                 c{7, 7, 1, 2, 3, 2, padding::same, 2}, c{7, 6, 2, 2, 2, 2, padding::valid, 2},
+                 c{28, 28, 1, 32, 5, 1, padding::same, 16},    // the seeds' conv1
+                 c{14, 14, 32, 64, 5, 1, padding::same, 16}}) {  // conv2
+    auto l = make_conv2d("conv", p.filters, p.k, p.k, p.stride, p.pad, {}, {});
+    check_parity(*l, {p.h, p.w, p.ch}, p.batch, 1e-5);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(max_pool_relu_and_fused_relu) {
+  for (auto pad : {padding::same, padding::valid}) {
+    auto pool = make_max_pool("pool", 2, 2, pad);
+    check_parity(*pool, {5, 5, 3}, 4, 1e-6);
+    auto overlapping = make_max_pool("pool3", 3, 2, pad);
+    check_parity(*overlapping, {7, 6, 2}, 3, 1e-6);
+  }
+  auto tiled = make_max_pool("pool", 2, 2, padding::same);
+  BOOST_REQUIRE(tiled->fuse_input_relu());
+  check_parity(*tiled, {28, 28, 32}, 4, 1e-6);
+  auto relu = make_relu("relu");
+  check_parity(*relu, {1024}, 16, 1e-6);
+}
+
+BOOST_AUTO_TEST_CASE(dropout_draws_the_cpu_masks) {
+  for (float rate : {0.5f, 0.2f}) {
+    auto l = make_dropout("dropout", rate, 1234);
+    check_parity(*l, {1023}, 3, 1e-6);  // odd sizes: a draw split across examples
+  }
+}
+
+BOOST_AUTO_TEST_CASE(softmax_cross_entropy_and_accuracy) {
+  for (auto [rows, classes] : {std::pair{3, 10}, std::pair{1024, 10}, std::pair{7, 1000}}) {
+    auto logits = random_tensor({rows, classes}, 9, -5.0f, 5.0f);
+    std::vector<int32_t> labels;
+    for (int i = 0; i < rows; ++i)
+      labels.push_back(i % classes);
+    tensor cpu_grad, gpu_grad;
+    double cpu_loss = ops::softmax_cross_entropy(logits, labels, cpu_grad);
+    size_t gpu_correct = 0;
+    double gpu_loss = gpu::softmax_cross_entropy_on_device(logits, labels, gpu_grad, gpu_correct,
+                                                           cuda0);
+    BOOST_TEST(std::fabs(gpu_loss - cpu_loss) <= 1e-5 * std::fabs(cpu_loss));
+    BOOST_TEST(relative_error(gpu_grad, cpu_grad) <= 1e-5);
+    BOOST_TEST(gpu_correct == ops::count_correct(logits, labels));
+  }
+}
+
+// One training step of each built-in model, CPU vs GPU: same parameters, same
+// batch, same dropout masks; loss, accuracy and every gradient.
+BOOST_AUTO_TEST_CASE(a_training_step_of_each_model) {
+  for (std::string name : {"softmax", "mlp", "cnn", "vgg11"}) {
+    auto cpu = make_model(name);
+    auto gpu_model = gpu::make_device_model(make_model(name), cuda0, {0.5});
+    std::vector<tensor> params;
+    for (auto& v : cpu->variables())
+      params.push_back(initial_value(v, 42));
+    batch b;
+    b.images = random_tensor({32, 784}, 5, 0.0f, 1.0f);
+    for (int i = 0; i < 32; ++i)
+      b.labels.push_back(i % 10);
+    for (int step = 0; step < 2; ++step) {  // the second step draws new masks on both
+      std::vector<tensor> cpu_grads, gpu_grads;
+      auto c = cpu->train_step(params, b, cpu_grads);
+      auto g = gpu_model->train_step(params, b, gpu_grads);
+      BOOST_TEST(std::fabs(g.loss - c.loss) <= 1e-5 * std::fabs(c.loss), name << " loss");
+      BOOST_TEST(g.correct == c.correct, name);
+      BOOST_TEST(g.examples == c.examples, name);
+      BOOST_REQUIRE(gpu_grads.size() == cpu_grads.size());
+      for (size_t v = 0; v < cpu_grads.size(); ++v)
+        BOOST_TEST(relative_error(gpu_grads[v], cpu_grads[v]) <= 1e-4,
+                   name << " " << cpu->variables()[v].name << " step " << step);
+    }
+    auto ce = cpu->evaluate(params, b), ge = gpu_model->evaluate(params, b);
+    BOOST_TEST(std::fabs(ge.loss - ce.loss) <= 1e-5 * std::fabs(ce.loss), name << " evaluate");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(memory_fraction_is_enforced) {
+  // A 1% share of a 80 GB device holds the MLP; 0.1% (80 MB) cannot hold
+  // VGG-19 at full width (its fc2 alone is 64 MB, twice: value and
+  // gradient) and batch 4096; the error names the setting.
+  auto small = gpu::make_device_model(make_model("mlp"), cuda0, {0.01});
+  BOOST_TEST(small->variables().size() == 6u);
+  model_options wide;
+  wide.vgg_width = 1.0;
+  try {
+    auto big = gpu::make_device_model(make_model("vgg19", wide), cuda0, {0.001});
+    std::vector<tensor> params;
+    for (auto& v : big->variables())
+      params.push_back(tensor(v.shape));
+    batch b;
+    b.images = tensor({4096, 784});
+    b.labels.assign(4096, 0);
+    std::vector<tensor> grads;
+    big->train_step(params, b, grads);
+    BOOST_FAIL("expected an out-of-share error");
+  } catch (const troupe_error& e) {
+    BOOST_TEST(std::string(e.what()).find("gpu-memory-fraction") != std::string::npos, e.what());
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

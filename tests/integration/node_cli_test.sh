@@ -35,5 +35,15 @@ check "ps without a chief exits 1 after connect-timeout" 1 "no chief initialised
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=ps --task_index=0
 check "worker without a chief exits 1 after connect-timeout" 1 "no chief reachable" \
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=worker --task_index=0
+# A GPU worker where there is no GPU stops before it joins, naming the device.
+if ls /dev/nvidia0 >/dev/null 2>&1; then
+  echo "skip: this machine has a GPU; the no-device checks do not apply"
+else
+  check "cuda worker without a device exits 2" 2 "worker:1: device cuda:0 requested" \
+    "$bin" --config-file="$conf" --job_name=worker --task_index=1 \
+    '--train.worker-devices=["cpu", "cuda:0"]'
+  check "whole cluster with a cuda worker exits 2" 2 "device error" \
+    "$bin" --train.device=cuda:0
+fi
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

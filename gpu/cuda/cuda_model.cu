@@ -1,0 +1,624 @@
+#include "gpu/cuda/cuda_model.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "gpu/cuda/check.cuh"
+#include "gpu/cuda/device_memory.cuh"
+#include "gpu/cuda/kernels.cuh"
+
+namespace troupe::gpu::cuda {
+
+namespace {
+
+std::string megabytes(size_t bytes) {
+  return std::to_string(bytes >> 20) + " MB";
+}
+
+/// Owns the stream, cuBLAS handle and memory of one device model.
+struct device_context {
+  int device = 0;
+  cudaStream_t compute = nullptr;
+  cudaStream_t copies = nullptr;
+  cublasHandle_t blas = nullptr;
+  device_pool pool;
+  device_array<float> ones;  // for bias gradients as a GEMV
+
+  device_context(int index, size_t limit) : device(index), pool(limit), ones(pool) {
+    TROUPE_CUDA_CHECK(cudaSetDevice(device));
+    TROUPE_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+    TROUPE_CUDA_CHECK(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking));
+    TROUPE_CUBLAS_CHECK(cublasCreate(&blas));
+    TROUPE_CUBLAS_CHECK(cublasSetStream(blas, compute));
+  }
+  ~device_context() {
+    cudaSetDevice(device);
+    if (blas)
+      cublasDestroy(blas);
+    if (compute)
+      cudaStreamDestroy(compute);
+    if (copies)
+      cudaStreamDestroy(copies);
+  }
+  device_context(const device_context&) = delete;
+  device_context& operator=(const device_context&) = delete;
+
+  const float* ones_of(size_t n) {
+    if (ones.size() < n) {
+      ones.resize(n);
+      fill(ones.data(), 1.0f, n, compute);
+    }
+    return ones.data();
+  }
+};
+
+/// Row-major C[m x n] = op(A) op(B) + beta C with cuBLAS (column-major): the
+/// column-major view of a row-major C is C^T = op(B)^T op(A)^T.
+void gemm(device_context& cx, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+          const float* a, const float* b, float* c, float beta = 0.0f) {
+  const float alpha = 1.0f;
+  TROUPE_CUBLAS_CHECK(cublasSgemm(cx.blas, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                  transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
+                                  static_cast<int>(m), static_cast<int>(k), &alpha, b,
+                                  static_cast<int>(transpose_b ? k : n), a,
+                                  static_cast<int>(transpose_a ? m : k), &beta, c,
+                                  static_cast<int>(n)));
+}
+
+/// db[cols] = column sums of dy[rows x cols].
+void column_sums(device_context& cx, const float* dy, int64_t rows, int64_t cols, float* db) {
+  const float alpha = 1.0f, beta = 0.0f;
+  TROUPE_CUBLAS_CHECK(cublasSgemv(cx.blas, CUBLAS_OP_N, static_cast<int>(cols),
+                                  static_cast<int>(rows), &alpha, dy, static_cast<int>(cols),
+                                  cx.ones_of(static_cast<size_t>(rows)), 1, &beta, db, 1));
+}
+
+int64_t pad_before(int64_t input, int64_t kernel, int64_t stride, int64_t output, padding pad) {
+  if (pad == padding::valid)
+    return 0;
+  return std::max<int64_t>((output - 1) * stride + kernel - input, 0) / 2;
+}
+
+window_geometry geometry_of(const layer_desc& d, int64_t batch) {
+  window_geometry g;
+  g.batch = batch;
+  g.h = d.input[0];
+  g.w = d.input[1];
+  g.c = d.input[2];
+  g.kh = d.kernel_h;
+  g.kw = d.kernel_w;
+  g.stride = d.stride;
+  g.oh = d.output[0];
+  g.ow = d.output[1];
+  g.top = pad_before(g.h, g.kh, g.stride, g.oh, d.pad);
+  g.left = pad_before(g.w, g.kw, g.stride, g.ow, d.pad);
+  return g;
+}
+
+class device_layer {
+public:
+  explicit device_layer(layer_desc d) : d_(std::move(d)) {}
+  virtual ~device_layer() = default;
+  virtual void forward(device_context& cx, int64_t batch, const float* x, float* y,
+                       const float* const* params, bool training) = 0;
+  /// dx may be null (the first layer); grads follow the layer's variables.
+  virtual void backward(device_context& cx, int64_t batch, const float* x, const float* y,
+                        const float* dy, float* dx, const float* const* params,
+                        float* const* grads) = 0;
+
+protected:
+  layer_desc d_;
+};
+
+class dense final : public device_layer {
+public:
+  using device_layer::device_layer;
+  void forward(device_context& cx, int64_t batch, const float* x, float* y,
+               const float* const* params, bool) override {
+    gemm(cx, false, false, batch, d_.units, in(), x, params[0], y);
+    add_bias(y, params[1], batch, d_.units, cx.compute);
+  }
+  void backward(device_context& cx, int64_t batch, const float* x, const float*, const float* dy,
+                float* dx, const float* const* params, float* const* grads) override {
+    gemm(cx, true, false, in(), d_.units, batch, x, dy, grads[0]);
+    column_sums(cx, dy, batch, d_.units, grads[1]);
+    if (dx)
+      gemm(cx, false, true, batch, in(), d_.units, dy, params[0], dx);
+  }
+
+private:
+  int64_t in() const { return num_elements(d_.input); }
+};
+
+// im2col + one GEMM per chunk of examples, the chunk's unfolded rows capped
+// at 256 MB; with one chunk the forward's unfolding is reused by the backward.
+class conv2d final : public device_layer {
+public:
+  conv2d(layer_desc d, device_pool& pool) : device_layer(std::move(d)), col_(pool) {}
+
+  void forward(device_context& cx, int64_t batch, const float* x, float* y,
+               const float* const* params, bool) override {
+    auto g = geometry_of(d_, batch);
+    for (int64_t first = 0; first < batch; first += chunk()) {
+      auto count = std::min(chunk(), batch - first);
+      auto rows = count * g.oh * g.ow;
+      col_.resize(static_cast<size_t>(rows * k()));
+      im2col(x, col_.data(), g, first, count, cx.compute);
+      gemm(cx, false, false, rows, d_.filters, k(), col_.data(), params[0],
+           y + first * g.oh * g.ow * d_.filters);
+    }
+    add_bias(y, params[1], batch * g.oh * g.ow, d_.filters, cx.compute);
+    unfolded_batch_ = chunk() >= batch ? batch : 0;
+  }
+
+  void backward(device_context& cx, int64_t batch, const float* x, const float*, const float* dy,
+                float* dx, const float* const* params, float* const* grads) override {
+    auto g = geometry_of(d_, batch);
+    column_sums(cx, dy, batch * g.oh * g.ow, d_.filters, grads[1]);
+    for (int64_t first = 0; first < batch; first += chunk()) {
+      auto count = std::min(chunk(), batch - first);
+      auto rows = count * g.oh * g.ow;
+      const float* dy_chunk = dy + first * g.oh * g.ow * d_.filters;
+      col_.resize(static_cast<size_t>(rows * k()));
+      if (unfolded_batch_ != batch)
+        im2col(x, col_.data(), g, first, count, cx.compute);
+      gemm(cx, true, false, k(), d_.filters, rows, col_.data(), dy_chunk, grads[0],
+           first == 0 ? 0.0f : 1.0f);
+      if (dx) {
+        gemm(cx, false, true, rows, k(), d_.filters, dy_chunk, params[0], col_.data());
+        col2im(col_.data(), dx, g, first, count, cx.compute);
+      }
+    }
+    unfolded_batch_ = 0;  // col_ now holds gradients
+  }
+
+private:
+  int64_t k() const { return d_.kernel_h * d_.kernel_w * d_.input[2]; }
+  int64_t chunk() const {
+    auto per_example = d_.output[0] * d_.output[1] * k() * static_cast<int64_t>(sizeof(float));
+    return std::max<int64_t>(1, (int64_t{256} << 20) / std::max<int64_t>(1, per_example));
+  }
+
+  device_array<float> col_;
+  int64_t unfolded_batch_ = 0;
+};
+
+class max_pool final : public device_layer {
+public:
+  max_pool(layer_desc d, device_pool& pool) : device_layer(std::move(d)), argmax_(pool) {}
+  void forward(device_context& cx, int64_t batch, const float* x, float* y, const float* const*,
+               bool) override {
+    auto g = geometry_of(d_, batch);
+    argmax_.resize(static_cast<size_t>(batch * num_elements(d_.output)));
+    max_pool_forward(x, y, argmax_.data(), g, d_.applies_input_relu, cx.compute);
+  }
+  void backward(device_context& cx, int64_t batch, const float*, const float*, const float* dy,
+                float* dx, const float* const*, float* const*) override {
+    if (dx)
+      max_pool_backward(dy, argmax_.data(), dx, geometry_of(d_, batch), cx.compute);
+  }
+
+private:
+  device_array<int32_t> argmax_;
+};
+
+class relu final : public device_layer {
+public:
+  using device_layer::device_layer;
+  void forward(device_context& cx, int64_t batch, const float* x, float* y, const float* const*,
+               bool) override {
+    relu_forward(x, y, size(batch), cx.compute);
+  }
+  void backward(device_context& cx, int64_t batch, const float*, const float* y, const float* dy,
+                float* dx, const float* const*, float* const*) override {
+    if (dx)
+      relu_backward(y, dy, dx, size(batch), cx.compute);
+  }
+
+private:
+  size_t size(int64_t batch) const { return static_cast<size_t>(batch * num_elements(d_.input)); }
+};
+
+class dropout final : public device_layer {
+public:
+  dropout(layer_desc d, device_pool& pool) : device_layer(std::move(d)), mask_(pool) {}
+  void forward(device_context& cx, int64_t batch, const float* x, float* y, const float* const*,
+               bool training) override {
+    auto n = static_cast<size_t>(batch * num_elements(d_.input));
+    training_ = training && d_.rate > 0.0f;
+    if (!training_) {
+      TROUPE_CUDA_CHECK(cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice,
+                                        cx.compute));
+      return;
+    }
+    mask_.resize(n);
+    // The CPU layer's rule, to the bit: same threshold, scale and stream.
+    auto keep_below = static_cast<uint64_t>((1.0 - d_.rate) * 4294967296.0);
+    dropout_forward(x, y, mask_.data(), n, keep_below, 1.0f / (1.0f - d_.rate), counter_,
+                    cx.compute);
+    counter_ += ((n + 1) / 2) * 0x9e3779b97f4a7c15ull;
+  }
+  void backward(device_context& cx, int64_t batch, const float*, const float*, const float* dy,
+                float* dx, const float* const*, float* const*) override {
+    if (!dx)
+      return;
+    auto n = static_cast<size_t>(batch * num_elements(d_.input));
+    if (training_)
+      multiply(dy, mask_.data(), dx, n, cx.compute);
+    else
+      TROUPE_CUDA_CHECK(cudaMemcpyAsync(dx, dy, n * sizeof(float), cudaMemcpyDeviceToDevice,
+                                        cx.compute));
+  }
+
+private:
+  device_array<float> mask_;
+  uint64_t counter_ = d_.seed;  // the CPU layer starts its counter at the seed
+  bool training_ = false;
+};
+
+std::unique_ptr<device_layer> make_device_layer(const layer_desc& d, device_pool& pool) {
+  switch (d.type) {
+    case layer_desc::kind::dense:
+      return std::make_unique<dense>(d);
+    case layer_desc::kind::conv2d:
+      return std::make_unique<conv2d>(d, pool);
+    case layer_desc::kind::max_pool:
+      return std::make_unique<max_pool>(d, pool);
+    case layer_desc::kind::relu:
+      return std::make_unique<relu>(d);
+    case layer_desc::kind::dropout:
+      return std::make_unique<dropout>(d, pool);
+    case layer_desc::kind::flatten:
+      break;
+  }
+  throw troupe_error("layer " + d.name + " has no CUDA implementation");
+}
+
+size_t device_limit(int device, double fraction) {
+  TROUPE_CUDA_CHECK(cudaSetDevice(device));
+  size_t free = 0, total = 0;
+  TROUPE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return static_cast<size_t>(fraction * static_cast<double>(total));
+}
+
+class cuda_model final : public model {
+public:
+  cuda_model(std::unique_ptr<model> reference, int device, double memory_fraction)
+    : reference_(std::move(reference)), cx_(device, device_limit(device, memory_fraction)),
+      images_(cx_.pool), labels_(cx_.pool), loss_rows_(cx_.pool), correct_rows_(cx_.pool),
+      scratch_(cx_.pool), sums_(cx_.pool), counts_(cx_.pool), grad_logits_(cx_.pool) {
+    descs_ = reference_->layers();
+    auto& vars = reference_->variables();
+    for (auto& d : descs_) {
+      layers_.push_back(d.skipped ? nullptr : make_device_layer(d, cx_.pool));
+      outputs_.emplace_back(cx_.pool);
+      input_grads_.emplace_back(cx_.pool);
+    }
+    size_t offset = 0;
+    for (auto& v : vars) {
+      params_.emplace_back(cx_.pool);
+      grads_.emplace_back(cx_.pool);
+      auto n = static_cast<size_t>(num_elements(v.shape));
+      params_.back().resize(n);
+      grads_.back().resize(n);
+      offsets_.push_back(offset);
+      offset += n;
+      cudaEvent_t up = nullptr, down = nullptr;
+      TROUPE_CUDA_CHECK(cudaEventCreateWithFlags(&up, cudaEventDisableTiming));
+      param_ready_.push_back(up);
+      TROUPE_CUDA_CHECK(cudaEventCreateWithFlags(&down, cudaEventDisableTiming));
+      grad_ready_.push_back(down);
+    }
+    total_floats_ = offset;
+  }
+
+  ~cuda_model() override {
+    cudaSetDevice(cx_.device);
+    cudaStreamSynchronize(cx_.compute);
+    cudaStreamSynchronize(cx_.copies);
+    for (auto e : param_ready_)
+      cudaEventDestroy(e);
+    for (auto e : grad_ready_)
+      cudaEventDestroy(e);
+  }
+
+  const std::string& name() const override { return reference_->name(); }
+  const std::vector<variable_spec>& variables() const override { return reference_->variables(); }
+  std::string describe() const override { return reference_->describe(); }
+  std::vector<layer_desc> layers() const override { return descs_; }
+  shape_t input_shape() const override { return reference_->input_shape(); }
+
+  batch_stats train_step(const std::vector<tensor>& params, const batch& b,
+                         std::vector<tensor>& grads) override {
+    TROUPE_CUDA_CHECK(cudaSetDevice(cx_.device));
+    upload(params, b);
+    forward(b.size(), true);
+    auto rows = static_cast<int64_t>(b.size());
+    grad_logits_.resize(static_cast<size_t>(rows * classes()));
+    loss_and_correct(rows, grad_logits_.data());
+    backward(rows);
+    // Everything queued; wait for the last gradient and the loss to land.
+    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies));
+    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));
+    auto& vars = reference_->variables();
+    grads.resize(vars.size());
+    for (size_t v = 0; v < vars.size(); ++v) {
+      grads[v].resize(vars[v].shape);
+      std::memcpy(grads[v].data(), grad_host_.data() + offsets_[v], grads[v].bytes());
+    }
+    return stats(b.size());
+  }
+
+  batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
+    TROUPE_CUDA_CHECK(cudaSetDevice(cx_.device));
+    upload(params, b);
+    forward(b.size(), false);
+    loss_and_correct(static_cast<int64_t>(b.size()), nullptr);
+    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies));
+    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));
+    return stats(b.size());
+  }
+
+private:
+  int64_t classes() const { return num_elements(descs_.back().output); }
+
+  void check(const std::vector<tensor>& params, const batch& b) const {
+    auto& vars = reference_->variables();
+    if (params.size() != vars.size())
+      throw shape_error(name() + ": expected " + std::to_string(vars.size())
+                        + " parameters, got " + std::to_string(params.size()));
+    for (size_t v = 0; v < vars.size(); ++v)
+      if (params[v].shape() != vars[v].shape)
+        throw shape_error(name() + ": " + vars[v].name + " has shape "
+                          + to_string(params[v].shape()) + ", expected "
+                          + to_string(vars[v].shape));
+    auto per_example = static_cast<size_t>(num_elements(reference_->input_shape()));
+    if (b.images.size() != b.size() * per_example)
+      throw shape_error(name() + ": a batch of " + std::to_string(b.size()) + " labels has "
+                        + std::to_string(b.images.size()) + " image values, expected "
+                        + std::to_string(b.size() * per_example));
+  }
+
+  // Parameters up through one pinned buffer on the copy stream, each with an
+  // event the layer using it waits for; images and labels on the compute
+  // stream, which needs them first.
+  void upload(const std::vector<tensor>& params, const batch& b) {
+    check(params, b);
+    float* staged = param_host_.reserve(total_floats_);
+    for (size_t v = 0; v < params.size(); ++v) {
+      std::memcpy(staged + offsets_[v], params[v].data(), params[v].bytes());
+      TROUPE_CUDA_CHECK(cudaMemcpyAsync(params_[v].data(), staged + offsets_[v],
+                                        params[v].bytes(), cudaMemcpyHostToDevice, cx_.copies));
+      TROUPE_CUDA_CHECK(cudaEventRecord(param_ready_[v], cx_.copies));
+    }
+    auto n = b.images.size();
+    float* input = input_host_.reserve(n + b.size());
+    std::memcpy(input, b.images.data(), n * sizeof(float));
+    auto* labels = reinterpret_cast<int32_t*>(input + n);
+    std::copy(b.labels.begin(), b.labels.end(), labels);
+    images_.resize(n);
+    labels_.resize(b.size());
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(images_.data(), input, n * sizeof(float),
+                                      cudaMemcpyHostToDevice, cx_.compute));
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(labels_.data(), labels, b.size() * sizeof(int32_t),
+                                      cudaMemcpyHostToDevice, cx_.compute));
+  }
+
+  const float* const* layer_params(const layer_desc& d) {
+    param_ptrs_.clear();
+    for (size_t v = d.first_variable; v < d.first_variable + d.num_variables; ++v)
+      param_ptrs_.push_back(params_[v].data());
+    return param_ptrs_.data();
+  }
+
+  void forward(size_t batch_size, bool training) {
+    auto batch = static_cast<int64_t>(batch_size);
+    const float* current = images_.data();
+    inputs_.assign(descs_.size(), nullptr);
+    for (size_t i = 0; i < descs_.size(); ++i) {
+      inputs_[i] = current;
+      if (!layers_[i])
+        continue;  // a view, or a ReLU the next layer applies
+      auto& d = descs_[i];
+      for (size_t v = d.first_variable; v < d.first_variable + d.num_variables; ++v)
+        TROUPE_CUDA_CHECK(cudaStreamWaitEvent(cx_.compute, param_ready_[v], 0));
+      outputs_[i].resize(static_cast<size_t>(batch * num_elements(d.output)));
+      layers_[i]->forward(cx_, batch, current, outputs_[i].data(), layer_params(d), training);
+      current = outputs_[i].data();
+    }
+    logits_ = current;
+  }
+
+  void loss_and_correct(int64_t rows, float* grad) {
+    loss_rows_.resize(static_cast<size_t>(rows));
+    correct_rows_.resize(static_cast<size_t>(rows));
+    softmax_cross_entropy(logits_, labels_.data(), loss_rows_.data(), correct_rows_.data(), grad,
+                          rows, classes(), cx_.compute);
+    auto need = sum_scratch_bytes(static_cast<size_t>(rows));
+    scratch_.resize(need);
+    sums_.resize(1);
+    counts_.resize(1);
+    sum_floats(loss_rows_.data(), sums_.data(), static_cast<size_t>(rows), scratch_.data(), need,
+               cx_.compute);
+    sum_ints(correct_rows_.data(), counts_.data(), static_cast<size_t>(rows), scratch_.data(), need,
+             cx_.compute);
+    auto* host = reinterpret_cast<double*>(scalar_host_.reserve(4));
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(host, sums_.data(), sizeof(double), cudaMemcpyDeviceToHost,
+                                      cx_.compute));
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(host + 1, counts_.data(), sizeof(int64_t),
+                                      cudaMemcpyDeviceToHost, cx_.compute));
+  }
+
+  batch_stats stats(size_t examples) {
+    auto* host = reinterpret_cast<double*>(scalar_host_.data());
+    int64_t correct = 0;
+    std::memcpy(&correct, host + 1, sizeof correct);
+    return {examples > 0 ? host[0] / static_cast<double>(examples) : 0.0,
+            static_cast<size_t>(correct), examples};
+  }
+
+  // Layers from the last to the first; each layer's gradients go down on the
+  // copy stream as soon as they are computed.
+  void backward(int64_t batch) {
+    float* host = grad_host_.reserve(total_floats_);
+    const float* upstream = grad_logits_.data();
+    size_t first_compute = 0;
+    while (first_compute < layers_.size() && !layers_[first_compute])
+      ++first_compute;
+    for (size_t i = descs_.size(); i-- > 0;) {
+      if (!layers_[i])
+        continue;
+      auto& d = descs_[i];
+      float* dx = nullptr;
+      if (i != first_compute) {
+        input_grads_[i].resize(static_cast<size_t>(batch * num_elements(d.input)));
+        dx = input_grads_[i].data();
+      }
+      grad_ptrs_.clear();
+      for (size_t v = d.first_variable; v < d.first_variable + d.num_variables; ++v)
+        grad_ptrs_.push_back(grads_[v].data());
+      layers_[i]->backward(cx_, batch, inputs_[i], outputs_[i].data(), upstream, dx,
+                           layer_params(d), grad_ptrs_.data());
+      for (size_t v = d.first_variable; v < d.first_variable + d.num_variables; ++v) {
+        TROUPE_CUDA_CHECK(cudaEventRecord(grad_ready_[v], cx_.compute));
+        TROUPE_CUDA_CHECK(cudaStreamWaitEvent(cx_.copies, grad_ready_[v], 0));
+        TROUPE_CUDA_CHECK(cudaMemcpyAsync(host + offsets_[v], grads_[v].data(), grads_[v].bytes(),
+                                          cudaMemcpyDeviceToHost, cx_.copies));
+      }
+      if (dx)
+        upstream = dx;
+    }
+  }
+
+  std::unique_ptr<model> reference_;  // the CPU model: names, shapes, descriptions
+  device_context cx_;
+  std::vector<layer_desc> descs_;
+  std::vector<std::unique_ptr<device_layer>> layers_;  // null where skipped
+  std::vector<device_array<float>> outputs_, input_grads_, params_, grads_;
+  std::vector<const float*> inputs_;
+  std::vector<size_t> offsets_;  // of each variable in the pinned buffers
+  size_t total_floats_ = 0;
+  std::vector<cudaEvent_t> param_ready_, grad_ready_;
+  device_array<float> images_;
+  device_array<int32_t> labels_;
+  device_array<float> loss_rows_;
+  device_array<int32_t> correct_rows_;
+  device_array<char> scratch_;
+  device_array<double> sums_;
+  device_array<int64_t> counts_;
+  device_array<float> grad_logits_;
+  const float* logits_ = nullptr;
+  pinned_buffer param_host_, grad_host_, input_host_, scalar_host_;
+  std::vector<const float*> param_ptrs_;
+  std::vector<float*> grad_ptrs_;
+};
+
+} // namespace
+
+void check_device(int index, double memory_fraction) {
+  int count = device_count();
+  if (index >= count)
+    throw troupe_error("device cuda:" + std::to_string(index) + " requested, but "
+                       + std::to_string(count)
+                       + " CUDA device(s) are visible here; use device = cpu, or a valid index");
+  TROUPE_CUDA_CHECK(cudaSetDevice(index));
+  size_t free = 0, total = 0;
+  TROUPE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  auto wanted = static_cast<size_t>(memory_fraction * static_cast<double>(total));
+  if (wanted > free)
+    throw troupe_error("train.gpu-memory-fraction = " + std::to_string(memory_fraction)
+                       + " asks for " + megabytes(wanted) + " of cuda:" + std::to_string(index)
+                       + ", but only " + megabytes(free) + " of " + megabytes(total)
+                       + " are free; lower it or free the device");
+}
+
+std::unique_ptr<model> make_cuda_model(std::unique_ptr<model> reference, int device,
+                                       double memory_fraction) {
+  check_device(device, memory_fraction);
+  return std::make_unique<cuda_model>(std::move(reference), device, memory_fraction);
+}
+
+layer_run run_layer(const layer_desc& desc, const tensor& x, const std::vector<tensor>& params,
+                    const tensor& dy, bool training, int device) {
+  device_context cx(device, device_limit(device, 0.5));
+  auto batch = static_cast<int64_t>(x.size()) / num_elements(desc.input);
+  auto layer = make_device_layer(desc, cx.pool);
+  auto up = [&](const tensor& t) {
+    device_array<float> d(cx.pool);
+    d.resize(t.size());
+    TROUPE_CUDA_CHECK(cudaMemcpy(d.data(), t.data(), t.bytes(), cudaMemcpyHostToDevice));
+    return d;
+  };
+  auto down = [&](const device_array<float>& d, shape_t shape) {
+    tensor t(std::move(shape));
+    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx.compute));
+    TROUPE_CUDA_CHECK(cudaMemcpy(t.data(), d.data(), t.bytes(), cudaMemcpyDeviceToHost));
+    return t;
+  };
+  auto dx_dev = up(x), dy_dev = up(dy);
+  std::vector<device_array<float>> p, g;
+  std::vector<const float*> pp;
+  std::vector<float*> gp;
+  for (auto& t : params) {
+    p.push_back(up(t));
+    g.emplace_back(cx.pool);
+    g.back().resize(t.size());
+  }
+  for (auto& d : p)
+    pp.push_back(d.data());
+  for (auto& d : g)
+    gp.push_back(d.data());
+  device_array<float> y(cx.pool), dx(cx.pool);
+  y.resize(static_cast<size_t>(batch * num_elements(desc.output)));
+  dx.resize(x.size());
+  layer->forward(cx, batch, dx_dev.data(), y.data(), pp.data(), training);
+  layer->backward(cx, batch, dx_dev.data(), y.data(), dy_dev.data(), dx.data(), pp.data(),
+                  gp.data());
+  shape_t out_shape{batch};
+  out_shape.insert(out_shape.end(), desc.output.begin(), desc.output.end());
+  layer_run run;
+  run.y = down(y, out_shape);
+  run.dx = down(dx, x.shape());
+  for (size_t i = 0; i < params.size(); ++i)
+    run.grads.push_back(down(g[i], params[i].shape()));
+  return run;
+}
+
+double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
+                             tensor& grad, size_t& correct, int device) {
+  device_context cx(device, device_limit(device, 0.5));
+  auto rows = static_cast<int64_t>(labels.size());
+  auto classes = static_cast<int64_t>(logits.size()) / std::max<int64_t>(1, rows);
+  device_array<float> z(cx.pool), loss(cx.pool), g(cx.pool);
+  device_array<int32_t> l(cx.pool), c(cx.pool);
+  z.resize(logits.size());
+  g.resize(logits.size());
+  loss.resize(labels.size());
+  l.resize(labels.size());
+  c.resize(labels.size());
+  TROUPE_CUDA_CHECK(cudaMemcpy(z.data(), logits.data(), logits.bytes(), cudaMemcpyHostToDevice));
+  TROUPE_CUDA_CHECK(cudaMemcpy(l.data(), labels.data(), labels.size() * sizeof(int32_t),
+                               cudaMemcpyHostToDevice));
+  softmax_cross_entropy(z.data(), l.data(), loss.data(), c.data(), g.data(), rows, classes,
+                        cx.compute);
+  auto need = sum_scratch_bytes(labels.size());
+  device_array<char> scratch(cx.pool);
+  scratch.resize(need);
+  device_array<double> sum(cx.pool);
+  device_array<int64_t> count(cx.pool);
+  sum.resize(1);
+  count.resize(1);
+  sum_floats(loss.data(), sum.data(), labels.size(), scratch.data(), need, cx.compute);
+  sum_ints(c.data(), count.data(), labels.size(), scratch.data(), need, cx.compute);
+  TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx.compute));
+  double total = 0;
+  int64_t hits = 0;
+  TROUPE_CUDA_CHECK(cudaMemcpy(&total, sum.data(), sizeof total, cudaMemcpyDeviceToHost));
+  TROUPE_CUDA_CHECK(cudaMemcpy(&hits, count.data(), sizeof hits, cudaMemcpyDeviceToHost));
+  grad = tensor(logits.shape());
+  TROUPE_CUDA_CHECK(cudaMemcpy(grad.data(), g.data(), grad.bytes(), cudaMemcpyDeviceToHost));
+  correct = static_cast<size_t>(hits);
+  return rows > 0 ? total / static_cast<double>(rows) : 0.0;
+}
+
+} // namespace troupe::gpu::cuda

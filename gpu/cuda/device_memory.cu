@@ -1,0 +1,65 @@
+#include "gpu/cuda/device_memory.cuh"
+
+#include "gpu/cuda/check.cuh"
+
+namespace troupe::gpu::cuda {
+
+namespace {
+
+std::string megabytes(size_t bytes) {
+  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MB";
+}
+
+} // namespace
+
+device_pool::device_pool(size_t limit_bytes) : limit_(limit_bytes) {
+}
+
+device_pool::~device_pool() {
+  for (void* p : owned_)
+    cudaFree(p);  // no throw from a destructor; a failure here changes nothing
+}
+
+void* device_pool::acquire(size_t bytes) {
+  bytes = (bytes + 255) & ~size_t{255};  // keep blocks aligned for vector loads
+  auto it = free_.find(bytes);
+  if (it != free_.end()) {
+    void* p = it->second;
+    free_.erase(it);
+    return p;
+  }
+  if (reserved_ + bytes > limit_)
+    throw troupe_error("GPU memory: this worker needs more than its " + megabytes(limit_)
+                       + " (train.gpu-memory-fraction of the device; " + megabytes(reserved_)
+                       + " in use, " + megabytes(bytes)
+                       + " more asked); raise train.gpu-memory-fraction or lower the batch size");
+  void* p = nullptr;
+  TROUPE_CUDA_CHECK(cudaMalloc(&p, bytes));
+  owned_.push_back(p);
+  reserved_ += bytes;
+  return p;
+}
+
+void device_pool::release(void* block, size_t bytes) noexcept {
+  bytes = (bytes + 255) & ~size_t{255};
+  free_.emplace(bytes, block);
+}
+
+pinned_buffer::~pinned_buffer() {
+  if (data_)
+    cudaFreeHost(data_);
+}
+
+float* pinned_buffer::reserve(size_t floats) {
+  if (floats > capacity_) {
+    if (data_)
+      TROUPE_CUDA_CHECK(cudaFreeHost(data_));
+    data_ = nullptr;
+    capacity_ = 0;
+    TROUPE_CUDA_CHECK(cudaMallocHost(&data_, floats * sizeof(float)));
+    capacity_ = floats;
+  }
+  return data_;
+}
+
+} // namespace troupe::gpu::cuda
