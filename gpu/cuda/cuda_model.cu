@@ -377,6 +377,11 @@ private:
       throw shape_error(name() + ": a batch of " + std::to_string(b.size()) + " labels has "
                         + std::to_string(b.images.size()) + " image values, expected "
                         + std::to_string(b.size() * per_example));
+    // The loss kernel indexes logits by label: refuse what would read outside.
+    for (auto label : b.labels)
+      if (label < 0 || label >= classes())
+        throw shape_error(name() + ": label " + std::to_string(label) + " outside 0.."
+                          + std::to_string(classes() - 1));
   }
 
   // Parameters up through one pinned buffer on the copy stream, each with an
@@ -543,10 +548,13 @@ layer_run run_layer(const layer_desc& desc, const tensor& x, const std::vector<t
   device_context cx(device, device_limit(device, 0.5));
   auto batch = static_cast<int64_t>(x.size()) / num_elements(desc.input);
   auto layer = make_device_layer(desc, cx.pool);
+  // Copies go on the compute stream: the kernels after them see their data
+  // (a plain cudaMemcpy from pageable memory may return before its DMA ends).
   auto up = [&](const tensor& t) {
     device_array<float> d(cx.pool);
     d.resize(t.size());
-    TROUPE_CUDA_CHECK(cudaMemcpy(d.data(), t.data(), t.bytes(), cudaMemcpyHostToDevice));
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(d.data(), t.data(), t.bytes(), cudaMemcpyHostToDevice,
+                                      cx.compute));
     return d;
   };
   auto down = [&](const device_array<float>& d, shape_t shape) {
@@ -596,9 +604,10 @@ double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& l
   loss.resize(labels.size());
   l.resize(labels.size());
   c.resize(labels.size());
-  TROUPE_CUDA_CHECK(cudaMemcpy(z.data(), logits.data(), logits.bytes(), cudaMemcpyHostToDevice));
-  TROUPE_CUDA_CHECK(cudaMemcpy(l.data(), labels.data(), labels.size() * sizeof(int32_t),
-                               cudaMemcpyHostToDevice));
+  TROUPE_CUDA_CHECK(cudaMemcpyAsync(z.data(), logits.data(), logits.bytes(),
+                                    cudaMemcpyHostToDevice, cx.compute));
+  TROUPE_CUDA_CHECK(cudaMemcpyAsync(l.data(), labels.data(), labels.size() * sizeof(int32_t),
+                                    cudaMemcpyHostToDevice, cx.compute));
   softmax_cross_entropy(z.data(), l.data(), loss.data(), c.data(), g.data(), rows, classes,
                         cx.compute);
   auto need = sum_scratch_bytes(labels.size());

@@ -1,0 +1,65 @@
+// bench/gpu: the time of one training step of the seeds' CNN on a GPU worker's
+// model (parameters up from host memory, forward, backward, gradients down to
+// host memory; the call returns with the device synchronised), at batch 100
+// and 1024: the median of many steps after a warm-up. bench/gpu runs it beside
+// the same step in PyTorch eager. One line per batch size:
+//   troupe batch=B median_ms=M p10_ms=A p90_ms=Z
+//   build/bin/troupe-bench-gpu [--steps N] [--device cuda:N]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.hpp"
+#include "tensor/error.hpp"
+
+using namespace troupe;
+using clock_type = std::chrono::steady_clock;
+
+int main(int argc, char** argv) {
+  int steps = 200;
+  std::string device_name = "cuda:0";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--steps") == 0)
+      steps = std::max(10, std::atoi(argv[i + 1]));
+    else if (std::strcmp(argv[i], "--device") == 0)
+      device_name = argv[i + 1];
+  }
+  try {
+    auto device = gpu::parse_device(device_name);
+    gpu::check_device(device, {0.5});
+    for (int64_t batch_size : {100, 1024}) {
+      auto net = gpu::make_device_model(make_model("cnn"), device, {0.5});
+      std::vector<tensor> params, grads;
+      for (auto& v : net->variables())
+        params.push_back(initial_value(v, 42));
+      batch b;
+      b.images = tensor({batch_size, 784});
+      std::mt19937 rng(1);
+      std::uniform_real_distribution<float> u(0.0f, 1.0f);
+      for (size_t i = 0; i < b.images.size(); ++i)
+        b.images[i] = u(rng);
+      for (int64_t i = 0; i < batch_size; ++i)
+        b.labels.push_back(static_cast<int32_t>(i % 10));
+      for (int i = 0; i < 20; ++i)  // warm-up: buffers, cuBLAS heuristics, clocks
+        net->train_step(params, b, grads);
+      std::vector<double> ms;
+      for (int i = 0; i < steps; ++i) {
+        auto start = clock_type::now();
+        net->train_step(params, b, grads);
+        ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - start).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("troupe batch=%lld median_ms=%.4f p10_ms=%.4f p90_ms=%.4f\n",
+                  static_cast<long long>(batch_size), ms[ms.size() / 2], ms[ms.size() / 10],
+                  ms[ms.size() * 9 / 10]);
+    }
+  } catch (const troupe_error& e) {
+    std::fprintf(stderr, "troupe-bench-gpu: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
