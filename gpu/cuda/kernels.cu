@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <climits>
+#include <cstdint>
+#include <string>
 
 #include <cub/device/device_reduce.cuh>
 #include <cuda/std/functional>
@@ -19,6 +22,25 @@ unsigned blocks_for(size_t n) {
   return static_cast<unsigned>(std::max<size_t>(1, (n + threads_per_block - 1) / threads_per_block));
 }
 
+// Kernels index with 32-bit integers (64-bit division costs several times
+// more on a GPU); every launch checks that its index range fits.
+struct geometry32 {
+  int batch, h, w, c, kh, kw, stride, top, left, oh, ow;
+};
+
+int checked_int(int64_t n, const char* what) {
+  if (n < 0 || n > INT32_MAX)
+    throw troupe_error(std::string(what) + ": " + std::to_string(n)
+                       + " elements do not fit one kernel launch; lower the batch size");
+  return static_cast<int>(n);
+}
+
+geometry32 narrow(const window_geometry& g) {
+  auto n = [](int64_t v) { return checked_int(v, "window geometry"); };
+  return {n(g.batch), n(g.h), n(g.w), n(g.c), n(g.kh), n(g.kw), n(g.stride), n(g.top),
+          n(g.left), n(g.oh), n(g.ow)};
+}
+
 #define TROUPE_LAUNCH(kernel, n, stream, ...)                                         \
   do {                                                                                \
     if ((n) > 0) {                                                                    \
@@ -27,48 +49,46 @@ unsigned blocks_for(size_t n) {
     }                                                                                 \
   } while (0)
 
-__global__ void im2col_kernel(const float* x, float* col, window_geometry g, int64_t first,
-                              int64_t total) {
-  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+__global__ void im2col_kernel(const float* x, float* col, geometry32 g, int first, int total) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= total)
     return;
-  int64_t k = g.kh * g.kw * g.c;
-  int64_t r = i / k, j = i % k;
-  int64_t ci = j % g.c, kx = (j / g.c) % g.kw, ky = j / (g.c * g.kw);
-  int64_t ox = r % g.ow, oy = (r / g.ow) % g.oh, b = first + r / (g.ow * g.oh);
-  int64_t iy = oy * g.stride - g.top + ky, ix = ox * g.stride - g.left + kx;
+  int k = g.kh * g.kw * g.c;
+  int r = i / k, j = i - r * k;
+  int ci = j % g.c, kx = (j / g.c) % g.kw, ky = j / (g.c * g.kw);
+  int ox = r % g.ow, oy = (r / g.ow) % g.oh, b = first + r / (g.ow * g.oh);
+  int iy = oy * g.stride - g.top + ky, ix = ox * g.stride - g.left + kx;
   col[i] = (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w)
-             ? x[((b * g.h + iy) * g.w + ix) * g.c + ci]
+             ? x[(static_cast<size_t>(b) * g.h + iy) * g.w * g.c + ix * g.c + ci]
              : 0.0f;
 }
 
-__global__ void col2im_kernel(const float* col, float* dx, window_geometry g, int64_t first,
-                              int64_t total) {
-  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+__global__ void col2im_kernel(const float* col, float* dx, geometry32 g, int first, int total) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= total)
     return;
-  int64_t ci = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
-          b = i / (g.c * g.w * g.h);  // within the chunk
-  int64_t k = g.kh * g.kw * g.c;
+  int ci = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
+      b = i / (g.c * g.w * g.h);  // within the chunk
+  int k = g.kh * g.kw * g.c;
   float sum = 0.0f;
-  for (int64_t ky = 0; ky < g.kh; ++ky) {
-    int64_t ty = iy + g.top - ky;
+  for (int ky = 0; ky < g.kh; ++ky) {
+    int ty = iy + g.top - ky;
     if (ty < 0 || ty % g.stride != 0 || ty / g.stride >= g.oh)
       continue;
-    int64_t oy = ty / g.stride;
-    for (int64_t kx = 0; kx < g.kw; ++kx) {
-      int64_t tx = ix + g.left - kx;
+    int oy = ty / g.stride;
+    for (int kx = 0; kx < g.kw; ++kx) {
+      int tx = ix + g.left - kx;
       if (tx < 0 || tx % g.stride != 0 || tx / g.stride >= g.ow)
         continue;
-      int64_t ox = tx / g.stride;
-      sum += col[((b * g.oh + oy) * g.ow + ox) * k + (ky * g.kw + kx) * g.c + ci];
+      int ox = tx / g.stride;
+      sum += col[(static_cast<size_t>(b * g.oh + oy) * g.ow + ox) * k + (ky * g.kw + kx) * g.c + ci];
     }
   }
-  dx[first * g.h * g.w * g.c + i] = sum;
+  dx[static_cast<size_t>(first) * g.h * g.w * g.c + i] = sum;
 }
 
-__global__ void add_bias_kernel(float* y, const float* bias, int64_t cols, int64_t total) {
-  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+__global__ void add_bias_kernel(float* y, const float* bias, int cols, int total) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < total)
     y[i] += bias[i % cols];
 }
@@ -91,24 +111,24 @@ __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx,
     dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-__global__ void max_pool_forward_kernel(const float* x, float* y, int32_t* argmax,
-                                        window_geometry g, bool relu, int64_t total) {
-  int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+__global__ void max_pool_forward_kernel(const float* x, float* y, int32_t* argmax, geometry32 g,
+                                        bool relu, int total) {
+  int o = blockIdx.x * blockDim.x + threadIdx.x;
   if (o >= total)
     return;
-  int64_t ch = o % g.c, ox = (o / g.c) % g.ow, oy = (o / (g.c * g.ow)) % g.oh,
-          b = o / (g.c * g.ow * g.oh);
+  int ch = o % g.c, ox = (o / g.c) % g.ow, oy = (o / (g.c * g.ow)) % g.oh,
+      b = o / (g.c * g.ow * g.oh);
   float best = -FLT_MAX;
-  int64_t best_at = -1;
-  for (int64_t ky = 0; ky < g.kh; ++ky) {
-    int64_t iy = oy * g.stride - g.top + ky;
+  int best_at = -1;
+  for (int ky = 0; ky < g.kh; ++ky) {
+    int iy = oy * g.stride - g.top + ky;
     if (iy < 0 || iy >= g.h)
       continue;
-    for (int64_t kx = 0; kx < g.kw; ++kx) {
-      int64_t ix = ox * g.stride - g.left + kx;
+    for (int kx = 0; kx < g.kw; ++kx) {
+      int ix = ox * g.stride - g.left + kx;
       if (ix < 0 || ix >= g.w)
         continue;
-      int64_t at = ((b * g.h + iy) * g.w + ix) * g.c + ch;
+      int at = ((b * g.h + iy) * g.w + ix) * g.c + ch;
       if (best_at < 0 || x[at] > best) {
         best = x[at];
         best_at = at;
@@ -120,25 +140,25 @@ __global__ void max_pool_forward_kernel(const float* x, float* y, int32_t* argma
     best_at = -1;
   }
   y[o] = best;
-  argmax[o] = static_cast<int32_t>(best_at);
+  argmax[o] = best_at;
 }
 
 __global__ void max_pool_backward_kernel(const float* dy, const int32_t* argmax, float* dx,
-                                         window_geometry g, int64_t total) {
-  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+                                         geometry32 g, int total) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= total)
     return;
-  int64_t ch = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
-          b = i / (g.c * g.w * g.h);
+  int ch = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
+      b = i / (g.c * g.w * g.h);
   float sum = 0.0f;
   // Windows (oy, ox) with oy*s - top <= iy < oy*s - top + kh, and likewise for x.
-  int64_t oy_lo = max(int64_t{0}, (iy + g.top - g.kh + g.stride) / g.stride);
-  int64_t oy_hi = min(g.oh - 1, (iy + g.top) / g.stride);
-  int64_t ox_lo = max(int64_t{0}, (ix + g.left - g.kw + g.stride) / g.stride);
-  int64_t ox_hi = min(g.ow - 1, (ix + g.left) / g.stride);
-  for (int64_t oy = oy_lo; oy <= oy_hi; ++oy)
-    for (int64_t ox = ox_lo; ox <= ox_hi; ++ox) {
-      int64_t o = ((b * g.oh + oy) * g.ow + ox) * g.c + ch;
+  int oy_lo = max(0, (iy + g.top - g.kh + g.stride) / g.stride);
+  int oy_hi = min(g.oh - 1, (iy + g.top) / g.stride);
+  int ox_lo = max(0, (ix + g.left - g.kw + g.stride) / g.stride);
+  int ox_hi = min(g.ow - 1, (ix + g.left) / g.stride);
+  for (int oy = oy_lo; oy <= oy_hi; ++oy)
+    for (int ox = ox_lo; ox <= ox_hi; ++ox) {
+      int o = ((b * g.oh + oy) * g.ow + ox) * g.c + ch;
       if (argmax[o] == i)
         sum += dy[o];
     }
@@ -206,19 +226,22 @@ struct square {
 
 void im2col(const float* x, float* col, const window_geometry& g, int64_t first, int64_t count,
             cudaStream_t stream) {
-  int64_t total = count * g.oh * g.ow * g.kh * g.kw * g.c;
-  TROUPE_LAUNCH(im2col_kernel, static_cast<size_t>(total), stream, x, col, g, first, total);
+  int total = checked_int(count * g.oh * g.ow * g.kh * g.kw * g.c, "im2col");
+  TROUPE_LAUNCH(im2col_kernel, static_cast<size_t>(total), stream, x, col, narrow(g),
+                checked_int(first, "im2col"), total);
 }
 
 void col2im(const float* col, float* dx, const window_geometry& g, int64_t first, int64_t count,
             cudaStream_t stream) {
-  int64_t total = count * g.h * g.w * g.c;
-  TROUPE_LAUNCH(col2im_kernel, static_cast<size_t>(total), stream, col, dx, g, first, total);
+  int total = checked_int(count * g.h * g.w * g.c, "col2im");
+  TROUPE_LAUNCH(col2im_kernel, static_cast<size_t>(total), stream, col, dx, narrow(g),
+                checked_int(first, "col2im"), total);
 }
 
 void add_bias(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream) {
-  int64_t total = rows * cols;
-  TROUPE_LAUNCH(add_bias_kernel, static_cast<size_t>(total), stream, y, bias, cols, total);
+  int total = checked_int(rows * cols, "add_bias");
+  TROUPE_LAUNCH(add_bias_kernel, static_cast<size_t>(total), stream, y, bias,
+                static_cast<int>(cols), total);
 }
 
 void fill(float* x, float value, size_t n, cudaStream_t stream) {
@@ -235,16 +258,18 @@ void relu_backward(const float* y, const float* dy, float* dx, size_t n, cudaStr
 
 void max_pool_forward(const float* x, float* y, int32_t* argmax, const window_geometry& g,
                       bool relu, cudaStream_t stream) {
-  int64_t total = g.batch * g.oh * g.ow * g.c;
-  TROUPE_LAUNCH(max_pool_forward_kernel, static_cast<size_t>(total), stream, x, y, argmax, g, relu,
-                total);
+  // The input's indices are kept in int32 argmax entries too.
+  checked_int(g.batch * g.h * g.w * g.c, "max_pool input");
+  int total = checked_int(g.batch * g.oh * g.ow * g.c, "max_pool");
+  TROUPE_LAUNCH(max_pool_forward_kernel, static_cast<size_t>(total), stream, x, y, argmax,
+                narrow(g), relu, total);
 }
 
 void max_pool_backward(const float* dy, const int32_t* argmax, float* dx,
                        const window_geometry& g, cudaStream_t stream) {
-  int64_t total = g.batch * g.h * g.w * g.c;
-  TROUPE_LAUNCH(max_pool_backward_kernel, static_cast<size_t>(total), stream, dy, argmax, dx, g,
-                total);
+  int total = checked_int(g.batch * g.h * g.w * g.c, "max_pool backward");
+  TROUPE_LAUNCH(max_pool_backward_kernel, static_cast<size_t>(total), stream, dy, argmax, dx,
+                narrow(g), total);
 }
 
 void dropout_forward(const float* x, float* y, float* mask, size_t n, uint64_t keep_below,
