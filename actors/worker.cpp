@@ -60,8 +60,10 @@ void compute(self_ptr self) {
   st.report.examples = stats.examples;
   // Checked here as well as on the shards: a NaN caught by one shard only
   // would leave the update half applied.
+  // A finite norm computed on the device already proves every value finite.
+  bool proven_finite = stats.gradient_norm >= 0 && std::isfinite(stats.gradient_norm);
   auto& vars = st.links.net->variables();
-  for (size_t i = 0; i < st.grads.size(); ++i)
+  for (size_t i = 0; i < st.grads.size() && !proven_finite; ++i)
     if (!st.grads[i].all_finite()) {
       spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed",
                    st.label, st.report.step, vars[i].name, st.report.loss);
@@ -73,7 +75,7 @@ void compute(self_ptr self) {
       return;
     }
   if (st.config.clip_norm > 0)
-    clip_by_global_norm(st.grads, st.config.clip_norm);
+    clip_by_global_norm(st.grads, st.config.clip_norm, stats.gradient_norm);
   push_all(self);
 }
 

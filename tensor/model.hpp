@@ -35,6 +35,10 @@ struct batch_stats {
   double loss = 0;       // mean over the batch
   size_t correct = 0;
   size_t examples = 0;
+  /// The gradients' global L2 norm where the model computed it on its own
+  /// device (the GPU model does, with a reduction), else -1. Finite exactly
+  /// when every gradient value is.
+  double gradient_norm = -1;
 };
 
 enum class padding { same, valid };

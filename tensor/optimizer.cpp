@@ -227,8 +227,8 @@ double global_norm(const std::vector<tensor>& tensors) {
   return std::sqrt(sum);
 }
 
-double clip_by_global_norm(std::vector<tensor>& tensors, double clip) {
-  auto norm = global_norm(tensors);
+double clip_by_global_norm(std::vector<tensor>& tensors, double clip, double known_norm) {
+  auto norm = known_norm >= 0 ? known_norm : global_norm(tensors);
   if (clip > 0 && norm > clip) {
     auto scale = static_cast<float>(clip / norm);
     for (auto& t : tensors)

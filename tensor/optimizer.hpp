@@ -92,7 +92,8 @@ std::unique_ptr<optimizer> make_optimizer(const optimizer_config& config);
 double global_norm(const std::vector<tensor>& tensors);
 
 /// Scales every tensor by clip / global_norm when the norm exceeds clip (TF's
-/// clip_by_global_norm); returns the norm before clipping.
-double clip_by_global_norm(std::vector<tensor>& tensors, double clip);
+/// clip_by_global_norm); returns the norm before clipping. A known_norm >= 0
+/// (computed where the gradients were) is used instead of a pass over them.
+double clip_by_global_norm(std::vector<tensor>& tensors, double clip, double known_norm = -1);
 
 } // namespace troupe

@@ -1,6 +1,7 @@
 #include "gpu/cuda/cuda_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "gpu/cuda/check.cuh"
@@ -286,7 +287,8 @@ public:
   cuda_model(std::unique_ptr<model> reference, int device, double memory_fraction)
     : reference_(std::move(reference)), cx_(device, device_limit(device, memory_fraction)),
       images_(cx_.pool), labels_(cx_.pool), loss_rows_(cx_.pool), correct_rows_(cx_.pool),
-      scratch_(cx_.pool), sums_(cx_.pool), counts_(cx_.pool), grad_logits_(cx_.pool) {
+      scratch_(cx_.pool), sums_(cx_.pool), squares_(cx_.pool), counts_(cx_.pool),
+      grad_logits_(cx_.pool) {
     descs_ = reference_->layers();
     auto& vars = reference_->variables();
     for (auto& d : descs_) {
@@ -337,6 +339,7 @@ public:
     grad_logits_.resize(static_cast<size_t>(rows * classes()));
     loss_and_correct(rows, grad_logits_.data());
     backward(rows);
+    gradient_norm();
     // Everything queued; wait for the last gradient and the loss to land.
     TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies));
     TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));
@@ -346,7 +349,12 @@ public:
       grads[v].resize(vars[v].shape);
       std::memcpy(grads[v].data(), grad_host_.data() + offsets_[v], grads[v].bytes());
     }
-    return stats(b.size());
+    auto out = stats(b.size());
+    double squares = 0;
+    for (size_t v = 0; v < vars.size(); ++v)
+      squares += norm_host_[v];
+    out.gradient_norm = std::sqrt(squares);
+    return out;
   }
 
   batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
@@ -462,6 +470,24 @@ private:
             static_cast<size_t>(correct), examples};
   }
 
+  // Each variable's sum of squares (CUB), for the global norm the worker
+  // clips by and checks finiteness with, without another pass on the host.
+  void gradient_norm() {
+    auto& vars = reference_->variables();
+    size_t largest = 1;
+    for (auto& g : grads_)
+      largest = std::max(largest, g.size());
+    auto need = sum_scratch_bytes(largest);
+    scratch_.resize(std::max(scratch_.size(), need));
+    squares_.resize(vars.size());
+    for (size_t v = 0; v < vars.size(); ++v)
+      sum_squares(grads_[v].data(), squares_.data() + v, grads_[v].size(), scratch_.data(),
+                  scratch_.size(), cx_.compute);
+    norm_host_ = reinterpret_cast<double*>(norm_pinned_.reserve(2 * vars.size()));
+    TROUPE_CUDA_CHECK(cudaMemcpyAsync(norm_host_, squares_.data(), vars.size() * sizeof(double),
+                                      cudaMemcpyDeviceToHost, cx_.compute));
+  }
+
   // Layers from the last to the first; each layer's gradients go down on the
   // copy stream as soon as they are computed.
   void backward(int64_t batch) {
@@ -509,11 +535,12 @@ private:
   device_array<float> loss_rows_;
   device_array<int32_t> correct_rows_;
   device_array<char> scratch_;
-  device_array<double> sums_;
+  device_array<double> sums_, squares_;
   device_array<int64_t> counts_;
   device_array<float> grad_logits_;
   const float* logits_ = nullptr;
-  pinned_buffer param_host_, grad_host_, input_host_, scalar_host_;
+  pinned_buffer param_host_, grad_host_, input_host_, scalar_host_, norm_pinned_;
+  double* norm_host_ = nullptr;  // per-variable sums of squares, in norm_pinned_
   std::vector<const float*> param_ptrs_;
   std::vector<float*> grad_ptrs_;
 };

@@ -14,6 +14,7 @@
 #include "tensor/error.hpp"
 #include "tensor/layers.hpp"
 #include "tensor/ops.hpp"
+#include "tensor/optimizer.hpp"
 
 using namespace troupe;
 
@@ -240,6 +241,11 @@ BOOST_AUTO_TEST_CASE(a_training_step_of_each_model) {
       BOOST_TEST(g.correct == c.correct, name);
       BOOST_TEST(g.examples == c.examples, name);
       BOOST_REQUIRE(gpu_grads.size() == cpu_grads.size());
+      // The norm from the device's reduction, as clipping and the finiteness
+      // check use it.
+      BOOST_TEST(std::fabs(g.gradient_norm - global_norm(cpu_grads))
+                   <= 1e-4 * global_norm(cpu_grads), name << " gradient norm");
+      BOOST_TEST(c.gradient_norm == -1.0);
       for (size_t v = 0; v < cpu_grads.size(); ++v)
         BOOST_TEST(relative_error(gpu_grads[v], cpu_grads[v]) <= 1e-4,
                    name << " " << cpu->variables()[v].name << " step " << step);

@@ -157,6 +157,10 @@ BOOST_AUTO_TEST_CASE(clipping_by_global_norm) {
   BOOST_TEST(grads[1][0] == 0.8f, boost::test_tools::tolerance(1e-6f));
   clip_by_global_norm(grads, 10.0); // under the clip: unchanged
   BOOST_TEST(grads[1][0] == 0.8f, boost::test_tools::tolerance(1e-6f));
+  // A norm computed where the gradients were (a GPU) is used as given.
+  std::vector<tensor> known{tensor({1}, 3.0f), tensor({1}, 4.0f)};
+  BOOST_TEST(clip_by_global_norm(known, 2.5, 10.0) == 10.0);
+  BOOST_TEST(known[1][0] == 1.0f, boost::test_tools::tolerance(1e-6f));  // 4 x 2.5 / 10
 }
 
 BOOST_AUTO_TEST_SUITE_END()
