@@ -305,11 +305,11 @@ public:
       grads_.back().resize(n);
       offsets_.push_back(offset);
       offset += n;
-      cudaEvent_t up = nullptr, down = nullptr;
-      TROUPE_CUDA_CHECK(cudaEventCreateWithFlags(&up, cudaEventDisableTiming));
-      param_ready_.push_back(up);
-      TROUPE_CUDA_CHECK(cudaEventCreateWithFlags(&down, cudaEventDisableTiming));
-      grad_ready_.push_back(down);
+      for (auto* events : {&param_ready_, &grad_ready_, &grad_copied_}) {
+        cudaEvent_t e = nullptr;
+        TROUPE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        events->push_back(e);
+      }
     }
     total_floats_ = offset;
   }
@@ -321,6 +321,8 @@ public:
     for (auto e : param_ready_)
       cudaEventDestroy(e);
     for (auto e : grad_ready_)
+      cudaEventDestroy(e);
+    for (auto e : grad_copied_)
       cudaEventDestroy(e);
   }
 
@@ -340,15 +342,17 @@ public:
     loss_and_correct(rows, grad_logits_.data());
     backward(rows);
     gradient_norm();
-    // Everything queued; wait for the last gradient and the loss to land.
-    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies));
-    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));
+    // Each gradient is copied out of the pinned buffer as soon as it has
+    // landed there, in the order the backward pass produced them, while the
+    // rest are still computed or copied.
     auto& vars = reference_->variables();
     grads.resize(vars.size());
-    for (size_t v = 0; v < vars.size(); ++v) {
+    for (auto v : download_order_) {
+      TROUPE_CUDA_CHECK(cudaEventSynchronize(grad_copied_[v]));
       grads[v].resize(vars[v].shape);
       std::memcpy(grads[v].data(), grad_host_.data() + offsets_[v], grads[v].bytes());
     }
+    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));  // loss, accuracy, norm
     auto out = stats(b.size());
     double squares = 0;
     for (size_t v = 0; v < vars.size(); ++v)
@@ -492,6 +496,7 @@ private:
   // copy stream as soon as they are computed.
   void backward(int64_t batch) {
     float* host = grad_host_.reserve(total_floats_);
+    download_order_.clear();
     const float* upstream = grad_logits_.data();
     size_t first_compute = 0;
     while (first_compute < layers_.size() && !layers_[first_compute])
@@ -515,6 +520,8 @@ private:
         TROUPE_CUDA_CHECK(cudaStreamWaitEvent(cx_.copies, grad_ready_[v], 0));
         TROUPE_CUDA_CHECK(cudaMemcpyAsync(host + offsets_[v], grads_[v].data(), grads_[v].bytes(),
                                           cudaMemcpyDeviceToHost, cx_.copies));
+        TROUPE_CUDA_CHECK(cudaEventRecord(grad_copied_[v], cx_.copies));
+        download_order_.push_back(v);
       }
       if (dx)
         upstream = dx;
@@ -529,7 +536,8 @@ private:
   std::vector<const float*> inputs_;
   std::vector<size_t> offsets_;  // of each variable in the pinned buffers
   size_t total_floats_ = 0;
-  std::vector<cudaEvent_t> param_ready_, grad_ready_;
+  std::vector<cudaEvent_t> param_ready_, grad_ready_, grad_copied_;
+  std::vector<size_t> download_order_;  // variables in the order their gradients went down
   device_array<float> images_;
   device_array<int32_t> labels_;
   device_array<float> loss_rows_;
