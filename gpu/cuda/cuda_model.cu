@@ -96,6 +96,24 @@ window_geometry geometry_of(const layer_desc& d, int64_t batch) {
   return g;
 }
 
+/// CUDA events, destroyed with their owner (also when a constructor throws).
+struct event_list {
+  std::vector<cudaEvent_t> events;
+  event_list() = default;
+  event_list(const event_list&) = delete;
+  event_list& operator=(const event_list&) = delete;
+  ~event_list() {
+    for (auto e : events)
+      cudaEventDestroy(e);
+  }
+  void add() {
+    cudaEvent_t e = nullptr;
+    TROUPE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    events.push_back(e);
+  }
+  cudaEvent_t operator[](size_t i) const { return events[i]; }
+};
+
 class device_layer {
 public:
   explicit device_layer(layer_desc d) : d_(std::move(d)) {}
@@ -305,11 +323,9 @@ public:
       grads_.back().resize(n);
       offsets_.push_back(offset);
       offset += n;
-      for (auto* events : {&param_ready_, &grad_ready_, &grad_copied_}) {
-        cudaEvent_t e = nullptr;
-        TROUPE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-        events->push_back(e);
-      }
+      param_ready_.add();
+      grad_ready_.add();
+      grad_copied_.add();
     }
     total_floats_ = offset;
   }
@@ -318,12 +334,6 @@ public:
     cudaSetDevice(cx_.device);
     cudaStreamSynchronize(cx_.compute);
     cudaStreamSynchronize(cx_.copies);
-    for (auto e : param_ready_)
-      cudaEventDestroy(e);
-    for (auto e : grad_ready_)
-      cudaEventDestroy(e);
-    for (auto e : grad_copied_)
-      cudaEventDestroy(e);
   }
 
   const std::string& name() const override { return reference_->name(); }
@@ -401,6 +411,10 @@ private:
   // stream, which needs them first.
   void upload(const std::vector<tensor>& params, const batch& b) {
     check(params, b);
+    // A step that failed half-way may have left copies reading the staging
+    // buffers and kernels running; nothing below may touch them before.
+    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies));
+    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));
     float* staged = param_host_.reserve(total_floats_);
     for (size_t v = 0; v < params.size(); ++v) {
       std::memcpy(staged + offsets_[v], params[v].data(), params[v].bytes());
@@ -536,7 +550,7 @@ private:
   std::vector<const float*> inputs_;
   std::vector<size_t> offsets_;  // of each variable in the pinned buffers
   size_t total_floats_ = 0;
-  std::vector<cudaEvent_t> param_ready_, grad_ready_, grad_copied_;
+  event_list param_ready_, grad_ready_, grad_copied_;
   std::vector<size_t> download_order_;  // variables in the order their gradients went down
   device_array<float> images_;
   device_array<int32_t> labels_;
@@ -629,9 +643,16 @@ layer_run run_layer(const layer_desc& desc, const tensor& x, const std::vector<t
 
 double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
                              tensor& grad, size_t& correct, int device) {
-  device_context cx(device, device_limit(device, 0.5));
   auto rows = static_cast<int64_t>(labels.size());
-  auto classes = static_cast<int64_t>(logits.size()) / std::max<int64_t>(1, rows);
+  if (logits.shape().size() != 2 || logits.shape()[0] != rows)
+    throw shape_error("softmax_cross_entropy: logits " + to_string(logits.shape()) + " for "
+                      + std::to_string(rows) + " labels");
+  auto classes = logits.shape()[1];
+  for (auto label : labels)
+    if (label < 0 || label >= classes)
+      throw shape_error("softmax_cross_entropy: label " + std::to_string(label) + " outside 0.."
+                        + std::to_string(classes - 1));
+  device_context cx(device, device_limit(device, 0.5));
   device_array<float> z(cx.pool), loss(cx.pool), g(cx.pool);
   device_array<int32_t> l(cx.pool), c(cx.pool);
   z.resize(logits.size());

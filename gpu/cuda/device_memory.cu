@@ -16,18 +16,29 @@ device_pool::device_pool(size_t limit_bytes) : limit_(limit_bytes) {
 }
 
 device_pool::~device_pool() {
-  for (void* p : owned_)
-    cudaFree(p);  // no throw from a destructor; a failure here changes nothing
+  for (auto& [block, bytes] : size_of_)
+    cudaFree(block);  // no throw from a destructor; a failure here changes nothing
+}
+
+void device_pool::trim() noexcept {
+  for (auto& [bytes, block] : free_) {
+    cudaFree(block);
+    size_of_.erase(block);
+    reserved_ -= bytes;
+  }
+  free_.clear();
 }
 
 void* device_pool::acquire(size_t bytes) {
   bytes = (bytes + 255) & ~size_t{255};  // keep blocks aligned for vector loads
-  auto it = free_.find(bytes);
-  if (it != free_.end()) {
+  auto it = free_.lower_bound(bytes);
+  if (it != free_.end() && it->first <= 2 * bytes) {
     void* p = it->second;
     free_.erase(it);
     return p;
   }
+  if (reserved_ + bytes > limit_)
+    trim();
   if (reserved_ + bytes > limit_)
     throw troupe_error("GPU memory: this worker needs more than its " + megabytes(limit_)
                        + " (train.gpu-memory-fraction of the device; " + megabytes(reserved_)
@@ -35,14 +46,15 @@ void* device_pool::acquire(size_t bytes) {
                        + " more asked); raise train.gpu-memory-fraction or lower the batch size");
   void* p = nullptr;
   TROUPE_CUDA_CHECK(cudaMalloc(&p, bytes));
-  owned_.push_back(p);
+  size_of_[p] = bytes;
   reserved_ += bytes;
   return p;
 }
 
-void device_pool::release(void* block, size_t bytes) noexcept {
-  bytes = (bytes + 255) & ~size_t{255};
-  free_.emplace(bytes, block);
+void device_pool::release(void* block) noexcept {
+  auto it = size_of_.find(block);
+  if (it != size_of_.end())
+    free_.emplace(it->second, block);
 }
 
 pinned_buffer::~pinned_buffer() {

@@ -20,19 +20,23 @@ public:
   device_pool(const device_pool&) = delete;
   device_pool& operator=(const device_pool&) = delete;
 
-  /// A block of at least `bytes`; throws troupe_error when the pool would
-  /// exceed its limit, naming the sizes and what to change.
+  /// A block of at least `bytes`: a free one of up to twice that size, or a
+  /// new one; when a new one would pass the limit, the free blocks are given
+  /// back to the device first. Throws troupe_error when the live blocks
+  /// alone would exceed the limit, naming the sizes and what to change.
   void* acquire(size_t bytes);
-  void release(void* block, size_t bytes) noexcept;
+  void release(void* block) noexcept;
 
   size_t reserved() const noexcept { return reserved_; }
   size_t limit() const noexcept { return limit_; }
 
 private:
+  void trim() noexcept;
+
   size_t limit_;
-  size_t reserved_ = 0;
-  std::multimap<size_t, void*> free_;
-  std::vector<void*> owned_;
+  size_t reserved_ = 0;                   // bytes held from the device, live or free
+  std::multimap<size_t, void*> free_;     // size -> block
+  std::map<void*, size_t> size_of_;       // every block held
 };
 
 /// A typed device array from a pool; resize keeps the block when it is big
@@ -54,7 +58,7 @@ public:
   }
   ~device_array() {
     if (data_)
-      pool_->release(data_, capacity_ * sizeof(T));
+      pool_->release(data_);
   }
 
   void bind(device_pool& pool) { pool_ = &pool; }
@@ -62,8 +66,9 @@ public:
   void resize(size_t n) {
     if (n > capacity_) {
       if (data_)
-        pool_->release(data_, capacity_ * sizeof(T));
+        pool_->release(data_);
       data_ = nullptr;
+      size_ = capacity_ = 0;  // consistent if acquire throws
       data_ = static_cast<T*>(pool_->acquire(n * sizeof(T)));
       capacity_ = n;
     }

@@ -102,7 +102,7 @@ __global__ void fill_kernel(float* x, float value, size_t n) {
 __global__ void relu_forward_kernel(const float* x, float* y, size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i < n)
-    y[i] = fmaxf(x[i], 0.0f);
+    y[i] = x[i] < 0.0f ? 0.0f : x[i];  // as the CPU's max: a NaN stays NaN (fmaxf would drop it)
 }
 
 __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, size_t n) {
