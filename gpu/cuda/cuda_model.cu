@@ -6,6 +6,7 @@
 
 #include "gpu/cuda/check.cuh"
 #include "gpu/cuda/device_memory.cuh"
+#include "gpu/cuda/element_math.hpp"
 #include "gpu/cuda/kernels.cuh"
 
 namespace troupe::gpu::cuda {
@@ -53,17 +54,16 @@ struct device_context {
   }
 };
 
-/// Row-major C[m x n] = op(A) op(B) + beta C with cuBLAS (column-major): the
-/// column-major view of a row-major C is C^T = op(B)^T op(A)^T.
+/// Row-major C[m x n] = op(A) op(B) + beta C with cuBLAS (column-major),
+/// through element::row_major_gemm's argument mapping.
 void gemm(device_context& cx, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
           const float* a, const float* b, float* c, float beta = 0.0f) {
   const float alpha = 1.0f;
-  TROUPE_CUBLAS_CHECK(cublasSgemm(cx.blas, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
-                                  static_cast<int>(m), static_cast<int>(k), &alpha, b,
-                                  static_cast<int>(transpose_b ? k : n), a,
-                                  static_cast<int>(transpose_a ? m : k), &beta, c,
-                                  static_cast<int>(n)));
+  auto g = element::row_major_gemm(transpose_a, transpose_b, m, n, k, a, b);
+  TROUPE_CUBLAS_CHECK(cublasSgemm(cx.blas, g.transpose_first ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                  g.transpose_second ? CUBLAS_OP_T : CUBLAS_OP_N, g.rows, g.cols,
+                                  g.inner, &alpha, g.first, g.first_ld, g.second, g.second_ld,
+                                  &beta, c, g.c_ld));
 }
 
 /// db[cols] = column sums of dy[rows x cols].
@@ -72,12 +72,6 @@ void column_sums(device_context& cx, const float* dy, int64_t rows, int64_t cols
   TROUPE_CUBLAS_CHECK(cublasSgemv(cx.blas, CUBLAS_OP_N, static_cast<int>(cols),
                                   static_cast<int>(rows), &alpha, dy, static_cast<int>(cols),
                                   cx.ones_of(static_cast<size_t>(rows)), 1, &beta, db, 1));
-}
-
-int64_t pad_before(int64_t input, int64_t kernel, int64_t stride, int64_t output, padding pad) {
-  if (pad == padding::valid)
-    return 0;
-  return std::max<int64_t>((output - 1) * stride + kernel - input, 0) / 2;
 }
 
 window_geometry geometry_of(const layer_desc& d, int64_t batch) {
@@ -91,8 +85,8 @@ window_geometry geometry_of(const layer_desc& d, int64_t batch) {
   g.stride = d.stride;
   g.oh = d.output[0];
   g.ow = d.output[1];
-  g.top = pad_before(g.h, g.kh, g.stride, g.oh, d.pad);
-  g.left = pad_before(g.w, g.kw, g.stride, g.ow, d.pad);
+  g.top = element::pad_before(g.h, g.kh, g.stride, g.oh, d.pad == padding::same);
+  g.left = element::pad_before(g.w, g.kw, g.stride, g.ow, d.pad == padding::same);
   return g;
 }
 

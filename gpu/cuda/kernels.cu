@@ -1,7 +1,6 @@
 #include "gpu/cuda/kernels.cuh"
 
 #include <algorithm>
-#include <cfloat>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -11,6 +10,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include "gpu/cuda/check.cuh"
+#include "gpu/cuda/element_math.hpp"
 
 namespace troupe::gpu::cuda {
 
@@ -23,10 +23,9 @@ unsigned blocks_for(size_t n) {
 }
 
 // Kernels index with 32-bit integers (64-bit division costs several times
-// more on a GPU); every launch checks that its index range fits.
-struct geometry32 {
-  int batch, h, w, c, kh, kw, stride, top, left, oh, ow;
-};
+// more on a GPU); every launch checks that its index range fits. What each
+// thread computes is in element_math.hpp, checked on the CPU by the tests.
+using element::geometry32;
 
 int checked_int(int64_t n, const char* what) {
   if (n < 0 || n > INT32_MAX)
@@ -51,40 +50,14 @@ geometry32 narrow(const window_geometry& g) {
 
 __global__ void im2col_kernel(const float* x, float* col, geometry32 g, int first, int total) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= total)
-    return;
-  int k = g.kh * g.kw * g.c;
-  int r = i / k, j = i - r * k;
-  int ci = j % g.c, kx = (j / g.c) % g.kw, ky = j / (g.c * g.kw);
-  int ox = r % g.ow, oy = (r / g.ow) % g.oh, b = first + r / (g.ow * g.oh);
-  int iy = oy * g.stride - g.top + ky, ix = ox * g.stride - g.left + kx;
-  col[i] = (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w)
-             ? x[(static_cast<size_t>(b) * g.h + iy) * g.w * g.c + ix * g.c + ci]
-             : 0.0f;
+  if (i < total)
+    element::im2col(i, x, col, g, first);
 }
 
 __global__ void col2im_kernel(const float* col, float* dx, geometry32 g, int first, int total) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= total)
-    return;
-  int ci = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
-      b = i / (g.c * g.w * g.h);  // within the chunk
-  int k = g.kh * g.kw * g.c;
-  float sum = 0.0f;
-  for (int ky = 0; ky < g.kh; ++ky) {
-    int ty = iy + g.top - ky;
-    if (ty < 0 || ty % g.stride != 0 || ty / g.stride >= g.oh)
-      continue;
-    int oy = ty / g.stride;
-    for (int kx = 0; kx < g.kw; ++kx) {
-      int tx = ix + g.left - kx;
-      if (tx < 0 || tx % g.stride != 0 || tx / g.stride >= g.ow)
-        continue;
-      int ox = tx / g.stride;
-      sum += col[(static_cast<size_t>(b * g.oh + oy) * g.ow + ox) * k + (ky * g.kw + kx) * g.c + ci];
-    }
-  }
-  dx[static_cast<size_t>(first) * g.h * g.w * g.c + i] = sum;
+  if (i < total)
+    element::col2im(i, col, dx, g, first);
 }
 
 __global__ void add_bias_kernel(float* y, const float* bias, int cols, int total) {
@@ -102,7 +75,7 @@ __global__ void fill_kernel(float* x, float value, size_t n) {
 __global__ void relu_forward_kernel(const float* x, float* y, size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i < n)
-    y[i] = x[i] < 0.0f ? 0.0f : x[i];  // as the CPU's max: a NaN stays NaN (fmaxf would drop it)
+    y[i] = element::relu(x[i]);
 }
 
 __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, size_t n) {
@@ -114,64 +87,15 @@ __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx,
 __global__ void max_pool_forward_kernel(const float* x, float* y, int32_t* argmax, geometry32 g,
                                         bool relu, int total) {
   int o = blockIdx.x * blockDim.x + threadIdx.x;
-  if (o >= total)
-    return;
-  int ch = o % g.c, ox = (o / g.c) % g.ow, oy = (o / (g.c * g.ow)) % g.oh,
-      b = o / (g.c * g.ow * g.oh);
-  float best = -FLT_MAX;
-  int best_at = -1;
-  for (int ky = 0; ky < g.kh; ++ky) {
-    int iy = oy * g.stride - g.top + ky;
-    if (iy < 0 || iy >= g.h)
-      continue;
-    for (int kx = 0; kx < g.kw; ++kx) {
-      int ix = ox * g.stride - g.left + kx;
-      if (ix < 0 || ix >= g.w)
-        continue;
-      int at = ((b * g.h + iy) * g.w + ix) * g.c + ch;
-      if (best_at < 0 || x[at] > best) {
-        best = x[at];
-        best_at = at;
-      }
-    }
-  }
-  if (relu && !(best > 0.0f)) {
-    best = 0.0f;
-    best_at = -1;
-  }
-  y[o] = best;
-  argmax[o] = best_at;
+  if (o < total)
+    element::max_pool_forward(o, x, y, argmax, g, relu);
 }
 
 __global__ void max_pool_backward_kernel(const float* dy, const int32_t* argmax, float* dx,
                                          geometry32 g, int total) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= total)
-    return;
-  int ch = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
-      b = i / (g.c * g.w * g.h);
-  float sum = 0.0f;
-  // Windows (oy, ox) with oy*s - top <= iy < oy*s - top + kh, and likewise for x.
-  int oy_lo = max(0, (iy + g.top - g.kh + g.stride) / g.stride);
-  int oy_hi = min(g.oh - 1, (iy + g.top) / g.stride);
-  int ox_lo = max(0, (ix + g.left - g.kw + g.stride) / g.stride);
-  int ox_hi = min(g.ow - 1, (ix + g.left) / g.stride);
-  for (int oy = oy_lo; oy <= oy_hi; ++oy)
-    for (int ox = ox_lo; ox <= ox_hi; ++ox) {
-      int o = ((b * g.oh + oy) * g.ow + ox) * g.c + ch;
-      if (argmax[o] == i)
-        sum += dy[o];
-    }
-  dx[i] = sum;
-}
-
-// The CPU dropout's generator (tensor/layers.cpp): SplitMix64 over a
-// counter, each 64-bit draw deciding two values. It is counter-based, so each
-// thread computes its own draw, and CPU and GPU workers draw the same masks.
-__device__ uint64_t splitmix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  if (i < total)
+    element::max_pool_backward(i, dy, argmax, dx, g);
 }
 
 __global__ void dropout_kernel(const float* x, float* y, float* mask, size_t n,
@@ -179,8 +103,7 @@ __global__ void dropout_kernel(const float* x, float* y, float* mask, size_t n,
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n)
     return;
-  uint64_t bits = splitmix64(counter + (i / 2 + 1) * 0x9e3779b97f4a7c15ull) >> (32 * (i % 2));
-  float m = (bits & 0xffffffffu) < keep_below ? scale : 0.0f;
+  float m = element::dropout_mask(i, keep_below, scale, counter);
   mask[i] = m;
   y[i] = x[i] * m;
 }
@@ -195,27 +118,8 @@ __global__ void softmax_xent_kernel(const float* logits, const int32_t* labels, 
                                     int32_t* correct, float* grad, int64_t rows,
                                     int64_t classes) {
   int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (r >= rows)
-    return;
-  const float* z = logits + r * classes;
-  float top = z[0];
-  int64_t best = 0;
-  for (int64_t j = 1; j < classes; ++j)
-    if (z[j] > top) {
-      top = z[j];
-      best = j;
-    }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < classes; ++j)
-    sum += expf(z[j] - top);
-  int32_t label = labels[r];
-  loss[r] = logf(sum) - (z[label] - top);
-  correct[r] = best == label ? 1 : 0;
-  if (grad) {
-    float inv_rows = 1.0f / static_cast<float>(rows);
-    for (int64_t j = 0; j < classes; ++j)
-      grad[r * classes + j] = (expf(z[j] - top) / sum - (j == label ? 1.0f : 0.0f)) * inv_rows;
-  }
+  if (r < rows)
+    element::softmax_xent_row(r, logits, labels, loss, correct, grad, rows, classes);
 }
 
 struct square {

@@ -1,0 +1,190 @@
+#pragma once
+// What each GPU thread computes, as plain functions of its index: the kernels
+// in kernels.cu call them, and tests/gpu/element_math_test.cpp runs them on
+// the CPU over every index against the CPU layers, so the index arithmetic
+// (NHWC, padding, stride, chunks), the pooling windows, the dropout stream
+// and the cuBLAS argument mapping are checked on machines without a GPU.
+// No CUDA headers: this compiles with the C++ compiler too.
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define TROUPE_HD __host__ __device__
+#else
+#define TROUPE_HD
+#endif
+
+namespace troupe::gpu::element {
+
+/// A convolution or pooling window over an NHWC batch, in 32-bit integers
+/// (64-bit division costs several times more on a GPU).
+struct geometry32 {
+  int batch, h, w, c, kh, kw, stride, top, left, oh, ow;
+};
+
+/// col[i] for i over [count * oh * ow, kh * kw * c] rows of examples first...
+TROUPE_HD inline void im2col(int i, const float* x, float* col, const geometry32& g, int first) {
+  int k = g.kh * g.kw * g.c;
+  int r = i / k, j = i - r * k;
+  int ci = j % g.c, kx = (j / g.c) % g.kw, ky = j / (g.c * g.kw);
+  int ox = r % g.ow, oy = (r / g.ow) % g.oh, b = first + r / (g.ow * g.oh);
+  int iy = oy * g.stride - g.top + ky, ix = ox * g.stride - g.left + kx;
+  col[i] = (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w)
+             ? x[(static_cast<size_t>(b) * g.h + iy) * g.w * g.c + ix * g.c + ci]
+             : 0.0f;
+}
+
+/// dx of input element i of the chunk starting at example `first`: the sum
+/// of the unfolded entries taken from it (a gather, no atomics).
+TROUPE_HD inline void col2im(int i, const float* col, float* dx, const geometry32& g, int first) {
+  int ci = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
+      b = i / (g.c * g.w * g.h);  // within the chunk
+  int k = g.kh * g.kw * g.c;
+  float sum = 0.0f;
+  for (int ky = 0; ky < g.kh; ++ky) {
+    int ty = iy + g.top - ky;
+    if (ty < 0 || ty % g.stride != 0 || ty / g.stride >= g.oh)
+      continue;
+    int oy = ty / g.stride;
+    for (int kx = 0; kx < g.kw; ++kx) {
+      int tx = ix + g.left - kx;
+      if (tx < 0 || tx % g.stride != 0 || tx / g.stride >= g.ow)
+        continue;
+      int ox = tx / g.stride;
+      sum += col[(static_cast<size_t>(b * g.oh + oy) * g.ow + ox) * k + (ky * g.kw + kx) * g.c + ci];
+    }
+  }
+  dx[static_cast<size_t>(first) * g.h * g.w * g.c + i] = sum;
+}
+
+/// As the CPU's max(x, 0): a NaN stays NaN, -0 stays -0.
+TROUPE_HD inline float relu(float x) {
+  return x < 0.0f ? 0.0f : x;
+}
+
+/// Output o of a max-pool: the first maximum of its window (padding
+/// excluded); with `relu`, 0 and no argmax (-1) when nothing is positive.
+TROUPE_HD inline void max_pool_forward(int o, const float* x, float* y, int32_t* argmax,
+                                       const geometry32& g, bool relu) {
+  int ch = o % g.c, ox = (o / g.c) % g.ow, oy = (o / (g.c * g.ow)) % g.oh,
+      b = o / (g.c * g.ow * g.oh);
+  float best = -FLT_MAX;
+  int best_at = -1;
+  for (int ky = 0; ky < g.kh; ++ky) {
+    int iy = oy * g.stride - g.top + ky;
+    if (iy < 0 || iy >= g.h)
+      continue;
+    for (int kx = 0; kx < g.kw; ++kx) {
+      int ix = ox * g.stride - g.left + kx;
+      if (ix < 0 || ix >= g.w)
+        continue;
+      int at = ((b * g.h + iy) * g.w + ix) * g.c + ch;
+      if (best_at < 0 || x[at] > best) {
+        best = x[at];
+        best_at = at;
+      }
+    }
+  }
+  if (relu && !(best > 0.0f)) {
+    best = 0.0f;
+    best_at = -1;
+  }
+  y[o] = best;
+  argmax[o] = best_at;
+}
+
+/// dx of input i: the sum of dy over the windows whose maximum it was.
+TROUPE_HD inline void max_pool_backward(int i, const float* dy, const int32_t* argmax, float* dx,
+                                        const geometry32& g) {
+  int ch = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
+      b = i / (g.c * g.w * g.h);
+  float sum = 0.0f;
+  // Windows with oy*s - top <= iy < oy*s - top + kh, and likewise for x.
+  int oy_lo = (iy + g.top - g.kh + g.stride) / g.stride, oy_hi = (iy + g.top) / g.stride;
+  int ox_lo = (ix + g.left - g.kw + g.stride) / g.stride, ox_hi = (ix + g.left) / g.stride;
+  oy_lo = oy_lo < 0 ? 0 : oy_lo;
+  ox_lo = ox_lo < 0 ? 0 : ox_lo;
+  oy_hi = oy_hi > g.oh - 1 ? g.oh - 1 : oy_hi;
+  ox_hi = ox_hi > g.ow - 1 ? g.ow - 1 : ox_hi;
+  for (int oy = oy_lo; oy <= oy_hi; ++oy)
+    for (int ox = ox_lo; ox <= ox_hi; ++ox) {
+      int o = ((b * g.oh + oy) * g.ow + ox) * g.c + ch;
+      if (argmax[o] == i)
+        sum += dy[o];
+    }
+  dx[i] = sum;
+}
+
+/// The CPU dropout's generator (tensor/layers.cpp): SplitMix64 over a
+/// counter, each 64-bit draw deciding two values; counter-based, so each
+/// thread computes its own draw and CPU and GPU workers draw the same masks.
+TROUPE_HD inline uint64_t splitmix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+constexpr uint64_t golden_gamma = 0x9e3779b97f4a7c15ull;
+
+/// Value i's mask: draw i / 2 + 1 after `counter`, half i % 2.
+TROUPE_HD inline float dropout_mask(size_t i, uint64_t keep_below, float scale, uint64_t counter) {
+  uint64_t bits = splitmix64(counter + (i / 2 + 1) * golden_gamma) >> (32 * (i % 2));
+  return (bits & 0xffffffffu) < keep_below ? scale : 0.0f;
+}
+
+/// Row r of softmax cross-entropy over [rows, classes] logits.
+TROUPE_HD inline void softmax_xent_row(int64_t r, const float* logits, const int32_t* labels,
+                                       float* loss, int32_t* correct, float* grad, int64_t rows,
+                                       int64_t classes) {
+  const float* z = logits + r * classes;
+  float top = z[0];
+  int64_t best = 0;
+  for (int64_t j = 1; j < classes; ++j)
+    if (z[j] > top) {
+      top = z[j];
+      best = j;
+    }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < classes; ++j)
+    sum += expf(z[j] - top);
+  int32_t label = labels[r];
+  loss[r] = logf(sum) - (z[label] - top);
+  correct[r] = best == label ? 1 : 0;
+  if (grad) {
+    float inv_rows = 1.0f / static_cast<float>(rows);
+    for (int64_t j = 0; j < classes; ++j)
+      grad[r * classes + j] = (expf(z[j] - top) / sum - (j == label ? 1.0f : 0.0f)) * inv_rows;
+  }
+}
+
+/// Padding before the first row or column: SAME keeps ceil(input / stride)
+/// outputs and pads like TF (the extra one after); VALID pads nothing.
+inline int64_t pad_before(int64_t input, int64_t kernel, int64_t stride, int64_t output,
+                          bool same) {
+  if (!same)
+    return 0;
+  int64_t total = (output - 1) * stride + kernel - input;
+  return total > 0 ? total / 2 : 0;
+}
+
+/// The column-major GEMM call (cuBLAS's convention) that computes the
+/// row-major C[m x n] = op(A) op(B) + beta C: C^T = op(B)^T op(A)^T, so the
+/// operands swap and each keeps its own transpose flag.
+struct column_major_gemm {
+  bool transpose_first, transpose_second;
+  int rows, cols, inner;                  // of the column-major product
+  const float* first;  int first_ld;      // row-major B
+  const float* second; int second_ld;     // row-major A
+  int c_ld;
+};
+
+inline column_major_gemm row_major_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                                        int64_t k, const float* a, const float* b) {
+  return {transpose_b, transpose_a, static_cast<int>(n), static_cast<int>(m),
+          static_cast<int>(k), b, static_cast<int>(transpose_b ? k : n), a,
+          static_cast<int>(transpose_a ? m : k), static_cast<int>(n)};
+}
+
+} // namespace troupe::gpu::element
