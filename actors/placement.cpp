@@ -212,32 +212,61 @@ std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& varia
   if (!(epsilon > 0))
     throw troupe_error("balanced placement needs epsilon > 0");
   std::vector<bool> ruled;
-  auto slices = apply_rules(variables, rules, &ruled);
-  double total = 0;
-  for (auto& s : slices)
-    total += static_cast<double>(s.bytes());
-  auto placed = largest_first(slices, num_shards);
+  auto whole = apply_rules(variables, rules, &ruled);
+  auto placed = largest_first(whole, num_shards);
   if (imbalance(placed, num_shards) <= 1.0 + epsilon || num_shards == 1)
     return placed;
-  // Pieces of at most epsilon x mean: adding one to the least-loaded shard
-  // keeps every shard within mean + epsilon x mean.
-  double piece = epsilon * total / num_shards;
-  std::vector<variable_slice> pieces;
-  for (size_t i = 0; i < variables.size(); ++i) {
-    auto& v = variables[i];
-    if (ruled[i]) {
-      for (auto& s : partition(v, *rule_for(rules, v.name)->split))
-        pieces.push_back(std::move(s));
-      continue;
+  // As few slices as will do: split the variable of the largest piece into
+  // the next multiple of the shard count (every slice a message entry and a
+  // gather on every step), and place again. The CNN needs only fc1/weights
+  // in two.
+  auto rows_of = [](const variable_spec& v) { return v.shape.empty() ? int64_t{1} : v.shape[0]; };
+  std::vector<int64_t> counts(variables.size(), 1);
+  auto slices_for = [&] {
+    std::vector<variable_slice> out;
+    for (size_t i = 0; i < variables.size(); ++i) {
+      auto& v = variables[i];
+      auto parts = ruled[i] ? partition(v, *rule_for(rules, v.name)->split)
+                            : split_variable(v, counts[i]);
+      for (auto& s : parts)
+        out.push_back(std::move(s));
     }
-    auto bytes = static_cast<double>(num_elements(v.shape)) * sizeof(float);
-    int64_t count = 1;
-    if (bytes > piece && !v.shape.empty())
-      count = std::min<int64_t>(v.shape[0], static_cast<int64_t>(std::ceil(bytes / piece)));
-    for (auto& s : split_variable(v, std::max<int64_t>(1, count)))
-      pieces.push_back(std::move(s));
+    return out;
+  };
+  for (int round = 0; round < 8; ++round) {
+    auto largest = std::max_element(placed.begin(), placed.end(),
+                                    [](const placed_slice& a, const placed_slice& b) {
+                                      return a.slice.bytes() < b.slice.bytes();
+                                    });
+    auto var = static_cast<size_t>(
+      std::find_if(variables.begin(), variables.end(),
+                   [&](const variable_spec& v) { return v.name == largest->slice.variable; })
+      - variables.begin());
+    if (ruled[var] || counts[var] >= rows_of(variables[var]))
+      break;  // the largest piece cannot be split further here
+    auto next = counts[var] == 1 ? int64_t{num_shards} : counts[var] + num_shards;
+    counts[var] = std::min(rows_of(variables[var]), next);
+    placed = largest_first(slices_for(), num_shards);
+    if (imbalance(placed, num_shards) <= 1.0 + epsilon)
+      return placed;
   }
-  return largest_first(std::move(pieces), num_shards);
+  // Otherwise pieces of at most epsilon x mean: adding one to the
+  // least-loaded shard keeps every shard within mean + epsilon x mean, which
+  // bounds the result whenever single rows are small enough.
+  double total = 0;
+  for (auto& s : whole)
+    total += static_cast<double>(s.bytes());
+  double piece = epsilon * total / num_shards;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    if (ruled[i])
+      continue;
+    auto bytes = static_cast<double>(num_elements(variables[i].shape)) * sizeof(float);
+    counts[i] = 1;
+    if (bytes > piece && !variables[i].shape.empty())
+      counts[i] = std::max<int64_t>(
+        1, std::min<int64_t>(rows_of(variables[i]), static_cast<int64_t>(std::ceil(bytes / piece))));
+  }
+  return largest_first(slices_for(), num_shards);
 }
 
 std::vector<placed_slice> plan_placement(const std::string& name,

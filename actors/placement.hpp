@@ -59,10 +59,13 @@ const partition_rule* rule_for(const std::vector<partition_rule>& rules, const s
 void check_partition_rules(const std::vector<partition_rule>& rules,
                            const std::vector<variable_spec>& variables);
 
-/// Troupe's default: slices largest first onto the least-loaded shard; when
-/// that leaves the most loaded shard above (1 + epsilon) x the mean, every
-/// variable larger than epsilon x the mean is split into slices of at most
-/// that size first, which bounds the maximum by (1 + epsilon) x the mean
+/// Troupe's default: slices largest first onto the least-loaded shard. When
+/// that leaves the most loaded shard above (1 + epsilon) x the mean, the
+/// variable of the largest piece is split into the next multiple of the
+/// shard count and everything placed again, a few rounds, so that few slices
+/// are made (the CNN: fc1/weights in two). If that does not reach the bound,
+/// every variable larger than epsilon x the mean is cut into pieces of at
+/// most that size, which bounds the maximum by (1 + epsilon) x the mean
 /// whenever single rows are small enough. Variables a rule partitions keep
 /// the rule's slices. Deterministic.
 std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& variables,

@@ -212,6 +212,15 @@ BOOST_AUTO_TEST_CASE(round_robin_leaves_the_cnn_lopsided_and_balanced_fixes_it) 
   BOOST_TEST(imbalance(rr, 2) > 1.9);
   auto balanced = place_balanced(cnn, 2);
   BOOST_TEST(imbalance(balanced, 2) <= 1.05);
+  // As few slices as will do: fc1/weights in two halves, the rest whole
+  // (every slice costs a message entry and a gather on every step).
+  BOOST_TEST(balanced.size() == cnn.size() + 1);
+  for (auto& p : balanced)
+    if (p.slice.variable == "fc1/weights")
+      BOOST_TEST(p.slice.shape[0] == 1568);
+  auto softmax = place_balanced({var("softmax/weights", {784, 10}), var("softmax/biases", {10})}, 2);
+  BOOST_TEST(softmax.size() == 3u);
+  BOOST_TEST(imbalance(softmax, 2) <= 1.05);
   // Deterministic.
   auto again = place_balanced(cnn, 2);
   BOOST_REQUIRE(again.size() == balanced.size());
