@@ -60,6 +60,8 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
   chief_links links{std::move(shards), make_model(settings.model, model_options_of(settings)),
                     std::move(test),
                     std::move(on_finish)};
+  // A rule that does not fit the model fails here, before anything starts.
+  check_partition_rules(config.partitioners, links.net->variables());
   return spawn_as<chief_actor>(sys, mode, chief, config, std::move(links));
 }
 
@@ -93,6 +95,9 @@ local_cluster spawn_local_cluster(caf::actor_system& sys, const training_setting
                                   int32_t num_workers, const training_data& data,
                                   std::function<void(const training_result&)> on_finish,
                                   spawn_mode mode) {
+  // Settings the chief would refuse are refused before any shard exists.
+  check_partition_rules(parse_partition_rules(settings.partitioners),
+                        make_model(settings.model, model_options_of(settings))->variables());
   local_cluster out;
   // Shards only react to messages: they never block, so they stay cooperative.
   // (So does the chief's token queue in sync mode.)

@@ -39,6 +39,8 @@ ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
                               spawn_mode mode = spawn_mode::cooperative);
 
 /// num_workers: N, the worker tasks of the run (R defaults to it in sync mode).
+/// Throws troupe_error, before spawning, on settings that cannot run: R out
+/// of range, partitioner rules that are malformed or do not fit the model.
 chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
                         const runtime_settings& runtime, int32_t num_workers,
                         std::vector<ps_shard_actor> shards,

@@ -13,6 +13,7 @@
 #include "actors/cluster.hpp"
 #include "actors/sync_accumulator.hpp"
 #include "actors/token_queue.hpp"
+#include "tensor/error.hpp"
 #include "tests/support/deterministic.hpp"
 #include "tests/support/synthetic_data.hpp"
 
@@ -400,6 +401,14 @@ BOOST_AUTO_TEST_CASE(partitioned_training_equals_unpartitioned) {
     }
     return worst;
   };
+  // Through the library API a rule that does not fit the model is refused
+  // before anything is spawned.
+  settings.partitioners = {"softmax/biases fixed_size shards=2 axis=1"};
+  auto spawn_with_bad_rule = [&] {
+    spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
+                        [](const training_result&) {}, spawn_mode::cooperative);
+  };
+  BOOST_CHECK_THROW(spawn_with_bad_rule(), troupe_error);
   auto balanced_error = relative_error(split, whole), rule_error = relative_error(by_rule, whole);
   BOOST_TEST_MESSAGE("partitioned vs whole: relative error " << balanced_error << " (balanced), "
                      << rule_error << " (rules, axis 1)");
