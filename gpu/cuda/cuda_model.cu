@@ -249,7 +249,7 @@ public:
     auto keep_below = static_cast<uint64_t>((1.0 - d_.rate) * 4294967296.0);
     dropout_forward(x, y, mask_.data(), n, keep_below, 1.0f / (1.0f - d_.rate), counter_,
                     cx.compute);
-    counter_ += ((n + 1) / 2) * 0x9e3779b97f4a7c15ull;
+    counter_ += ((n + 1) / 2) * element::golden_gamma;  // the draws the CPU layer makes
   }
   void backward(device_context& cx, int64_t batch, const float*, const float*, const float* dy,
                 float* dx, const float* const*, float* const*) override {
