@@ -220,19 +220,17 @@ int main(int argc, char** argv) {
       break;
   }
   // A worker that cannot use its device stops here, before it joins.
-  try {
-    for (int32_t w = 0; w < static_cast<int32_t>(setup.cluster.worker.size()); ++w)
-      if (setup.whole_cluster || (setup.job == "worker" && setup.task == w))
-        try {
-          gpu::check_device(gpu::parse_device(device_of(setup.train, w)),
-                            {setup.train.gpu_memory_fraction});
-        } catch (const std::exception& e) {
-          throw troupe_error("worker:" + std::to_string(w) + ": " + e.what());
-        }
-  } catch (const std::exception& e) {
-    std::cerr << "troupe-node: device error: " << e.what() << "\n"
-              << "troupe-node: nothing was started (exit code 2)\n";
-    return exit_config;
+  for (int32_t w = 0; w < static_cast<int32_t>(setup.cluster.worker.size()); ++w) {
+    if (!setup.whole_cluster && !(setup.job == "worker" && setup.task == w))
+      continue;
+    try {
+      gpu::check_device(gpu::parse_device(device_of(setup.train, w)),
+                        {setup.train.gpu_memory_fraction});
+    } catch (const std::exception& e) {
+      std::cerr << "troupe-node: device error: worker:" << w << ": " << e.what() << "\n"
+                << "troupe-node: nothing was started (exit code 2)\n";
+      return exit_config;
+    }
   }
   setup_logging(setup.whole_cluster ? "local" : setup.job + ":" + std::to_string(setup.task));
   default_heartbeats(cfg);

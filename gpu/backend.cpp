@@ -41,12 +41,16 @@ int cuda_device_count() noexcept {
 
 namespace {
 
-void require_cuda_build(const device_spec& device) {
-  if (!built_with_cuda())
-    throw troupe_error("device " + device.to_string()
-                       + " requested, but this build has no CUDA backend (nvcc was not found "
-                         "when it was configured; install the CUDA toolkit under "
-                         "/usr/local/cuda and rebuild, or use device = cpu)");
+[[maybe_unused]] [[noreturn]] void no_cuda_backend(const device_spec& device) {
+  throw troupe_error("device " + device.to_string()
+                     + " requested, but this build has no CUDA backend (nvcc was not found "
+                       "when it was configured; install the CUDA toolkit under "
+                       "/usr/local/cuda and rebuild, or use device = cpu)");
+}
+
+void require_cuda_device(const device_spec& device) {
+  if (device.type != device_spec::kind::cuda)
+    throw troupe_error("this check runs on a CUDA device, not on " + device.to_string());
 }
 
 } // namespace
@@ -56,9 +60,10 @@ void check_device(const device_spec& device, const device_options& options) {
     throw troupe_error("gpu-memory-fraction must be in (0, 1]");
   if (device.type == device_spec::kind::cpu)
     return;
-  require_cuda_build(device);
 #if TROUPE_HAS_CUDA
   cuda::check_device(device.index, options.memory_fraction);
+#else
+  no_cuda_backend(device);
 #endif
 }
 
@@ -71,38 +76,36 @@ std::unique_ptr<model> make_device_model(std::unique_ptr<model> cpu_model,
 #if TROUPE_HAS_CUDA
   return cuda::make_cuda_model(std::move(cpu_model), device.index, options.memory_fraction);
 #else
-  return nullptr;  // unreachable: check_device threw
+  no_cuda_backend(device);
 #endif
 }
 
-namespace {
-
-void require_cuda_device(const device_spec& device) {
-  if (device.type != device_spec::kind::cuda)
-    throw troupe_error("this check runs on a CUDA device, not on " + device.to_string());
-  check_device(device, {0.5});
-}
-
-} // namespace
-
-layer_run run_layer_on_device(const layer_desc& desc, const tensor& x,
-                              const std::vector<tensor>& params, const tensor& dy, bool training,
+// Without CUDA these only refuse, hence [[maybe_unused]].
+layer_run run_layer_on_device([[maybe_unused]] const layer_desc& desc,
+                              [[maybe_unused]] const tensor& x,
+                              [[maybe_unused]] const std::vector<tensor>& params,
+                              [[maybe_unused]] const tensor& dy, [[maybe_unused]] bool training,
                               const device_spec& device) {
   require_cuda_device(device);
+  check_device(device, {0.5});
 #if TROUPE_HAS_CUDA
   return cuda::run_layer(desc, x, params, dy, training, device.index);
 #else
-  return {};
+  no_cuda_backend(device);
 #endif
 }
 
-double softmax_cross_entropy_on_device(const tensor& logits, const std::vector<int32_t>& labels,
-                                       tensor& grad, size_t& correct, const device_spec& device) {
+double softmax_cross_entropy_on_device([[maybe_unused]] const tensor& logits,
+                                       [[maybe_unused]] const std::vector<int32_t>& labels,
+                                       [[maybe_unused]] tensor& grad,
+                                       [[maybe_unused]] size_t& correct,
+                                       const device_spec& device) {
   require_cuda_device(device);
+  check_device(device, {0.5});
 #if TROUPE_HAS_CUDA
   return cuda::softmax_cross_entropy(logits, labels, grad, correct, device.index);
 #else
-  return 0;
+  no_cuda_backend(device);
 #endif
 }
 

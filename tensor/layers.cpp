@@ -53,15 +53,6 @@ void store(float* p, lanes8 v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-// Padding before the first element so that SAME keeps ceil(input / stride).
-int64_t pad_before(int64_t input, int64_t kernel, int64_t stride, padding pad) {
-  if (pad == padding::valid)
-    return 0;
-  auto out = conv_output_size(input, kernel, stride, pad);
-  auto total = std::max<int64_t>((out - 1) * stride + kernel - input, 0);
-  return total / 2;
-}
-
 class dense_layer final : public layer {
 public:
   dense_layer(std::string name, int64_t units, initializer w, initializer b)
@@ -742,6 +733,14 @@ public:
 };
 
 } // namespace
+
+int64_t pad_before(int64_t input, int64_t kernel, int64_t stride, padding pad) {
+  if (pad == padding::valid)
+    return 0;
+  auto out = conv_output_size(input, kernel, stride, pad);
+  auto total = std::max<int64_t>((out - 1) * stride + kernel - input, 0);
+  return total / 2;
+}
 
 int64_t conv_output_size(int64_t input, int64_t kernel, int64_t stride, padding pad) {
   if (pad == padding::same)

@@ -85,4 +85,8 @@ std::unique_ptr<layer> make_flatten(std::string name);
 /// Output size of a convolution or pooling along one axis.
 int64_t conv_output_size(int64_t input, int64_t kernel, int64_t stride, padding pad);
 
+/// Padding before the first row or column: SAME keeps ceil(input / stride)
+/// outputs and pads like TF (the extra one after); VALID pads nothing.
+int64_t pad_before(int64_t input, int64_t kernel, int64_t stride, padding pad);
+
 } // namespace troupe

@@ -8,14 +8,11 @@
 #include "gpu/cuda/device_memory.cuh"
 #include "gpu/cuda/element_math.hpp"
 #include "gpu/cuda/kernels.cuh"
+#include "tensor/layers.hpp"
 
 namespace troupe::gpu::cuda {
 
 namespace {
-
-std::string megabytes(size_t bytes) {
-  return std::to_string(bytes >> 20) + " MB";
-}
 
 /// Owns the stream, cuBLAS handle and memory of one device model.
 struct device_context {
@@ -85,8 +82,8 @@ window_geometry geometry_of(const layer_desc& d, int64_t batch) {
   g.stride = d.stride;
   g.oh = d.output[0];
   g.ow = d.output[1];
-  g.top = element::pad_before(g.h, g.kh, g.stride, g.oh, d.pad == padding::same);
-  g.left = element::pad_before(g.w, g.kw, g.stride, g.ow, d.pad == padding::same);
+  g.top = pad_before(g.h, g.kh, g.stride, d.pad);
+  g.left = pad_before(g.w, g.kw, g.stride, d.pad);
   return g;
 }
 
@@ -459,8 +456,7 @@ private:
     correct_rows_.resize(static_cast<size_t>(rows));
     softmax_cross_entropy(logits_, labels_.data(), loss_rows_.data(), correct_rows_.data(), grad,
                           rows, classes(), cx_.compute);
-    auto need = sum_scratch_bytes(static_cast<size_t>(rows));
-    scratch_.resize(need);
+    auto need = reduction_scratch(static_cast<size_t>(rows));
     sums_.resize(1);
     counts_.resize(1);
     sum_floats(loss_rows_.data(), sums_.data(), static_cast<size_t>(rows), scratch_.data(), need,
@@ -489,15 +485,24 @@ private:
     size_t largest = 1;
     for (auto& g : grads_)
       largest = std::max(largest, g.size());
-    auto need = sum_scratch_bytes(largest);
-    scratch_.resize(std::max(scratch_.size(), need));
+    auto need = reduction_scratch(largest);
     squares_.resize(vars.size());
     for (size_t v = 0; v < vars.size(); ++v)
-      sum_squares(grads_[v].data(), squares_.data() + v, grads_[v].size(), scratch_.data(),
-                  scratch_.size(), cx_.compute);
+      sum_squares(grads_[v].data(), squares_.data() + v, grads_[v].size(), scratch_.data(), need,
+                  cx_.compute);
     norm_host_ = reinterpret_cast<double*>(norm_pinned_.reserve(2 * vars.size()));
     TROUPE_CUDA_CHECK(cudaMemcpyAsync(norm_host_, squares_.data(), vars.size() * sizeof(double),
                                       cudaMemcpyDeviceToHost, cx_.compute));
+  }
+
+  // CUB's scratch bytes for reductions of up to n items, asked of CUB only
+  // when n passes the largest seen, so a step queries nothing.
+  size_t reduction_scratch(size_t n) {
+    if (n > scratch_items_) {
+      scratch_.resize(std::max(scratch_.size(), sum_scratch_bytes(n)));
+      scratch_items_ = n;
+    }
+    return scratch_.size();
   }
 
   // Layers from the last to the first; each layer's gradients go down on the
@@ -551,6 +556,7 @@ private:
   device_array<float> loss_rows_;
   device_array<int32_t> correct_rows_;
   device_array<char> scratch_;
+  size_t scratch_items_ = 0;  // the most items scratch_ has been sized for
   device_array<double> sums_, squares_;
   device_array<int64_t> counts_;
   device_array<float> grad_logits_;
@@ -582,7 +588,6 @@ void check_device(int index, double memory_fraction) {
 
 std::unique_ptr<model> make_cuda_model(std::unique_ptr<model> reference, int device,
                                        double memory_fraction) {
-  check_device(device, memory_fraction);
   return std::make_unique<cuda_model>(std::move(reference), device, memory_fraction);
 }
 

@@ -23,6 +23,7 @@ int device_count() noexcept;
 /// its memory is more than is free.
 void check_device(int index, double memory_fraction);
 
+/// The model on the device (which check_device has accepted).
 std::unique_ptr<model> make_cuda_model(std::unique_ptr<model> reference, int device,
                                        double memory_fraction);
 

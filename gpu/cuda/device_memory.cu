@@ -4,13 +4,9 @@
 
 namespace troupe::gpu::cuda {
 
-namespace {
-
 std::string megabytes(size_t bytes) {
   return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MB";
 }
-
-} // namespace
 
 device_pool::device_pool(size_t limit_bytes) : limit_(limit_bytes) {
 }

@@ -12,6 +12,9 @@
 
 namespace troupe::gpu::cuda {
 
+/// "12 MB", rounded up, for messages about memory.
+std::string megabytes(size_t bytes);
+
 class device_pool {
 public:
   /// limit_bytes: the most this pool holds on the device at once.
@@ -26,9 +29,6 @@ public:
   /// alone would exceed the limit, naming the sizes and what to change.
   void* acquire(size_t bytes);
   void release(void* block) noexcept;
-
-  size_t reserved() const noexcept { return reserved_; }
-  size_t limit() const noexcept { return limit_; }
 
 private:
   void trim() noexcept;
@@ -60,8 +60,6 @@ public:
     if (data_)
       pool_->release(data_);
   }
-
-  void bind(device_pool& pool) { pool_ = &pool; }
 
   void resize(size_t n) {
     if (n > capacity_) {

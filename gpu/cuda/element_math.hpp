@@ -159,16 +159,6 @@ TROUPE_HD inline void softmax_xent_row(int64_t r, const float* logits, const int
   }
 }
 
-/// Padding before the first row or column: SAME keeps ceil(input / stride)
-/// outputs and pads like TF (the extra one after); VALID pads nothing.
-inline int64_t pad_before(int64_t input, int64_t kernel, int64_t stride, int64_t output,
-                          bool same) {
-  if (!same)
-    return 0;
-  int64_t total = (output - 1) * stride + kernel - input;
-  return total > 0 ? total / 2 : 0;
-}
-
 /// The column-major GEMM call (cuBLAS's convention) that computes the
 /// row-major C[m x n] = op(A) op(B) + beta C: C^T = op(B)^T op(A)^T, so the
 /// operands swap and each keeps its own transpose flag.

@@ -15,8 +15,10 @@
 #include "tensor/layers.hpp"
 #include "tensor/ops.hpp"
 #include "tensor/optimizer.hpp"
+#include "tests/support/tensors.hpp"
 
 using namespace troupe;
+using namespace troupe::testing;
 
 namespace {
 
@@ -40,32 +42,6 @@ struct has_cuda_device {
     return r;
   }
 };
-
-tensor random_tensor(shape_t shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  tensor t(std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (size_t i = 0; i < t.size(); ++i)
-    t[i] = u(rng);
-  return t;
-}
-
-shape_t with_batch(int64_t batch, const shape_t& per_example) {
-  shape_t out{batch};
-  out.insert(out.end(), per_example.begin(), per_example.end());
-  return out;
-}
-
-// ||a - b|| / max(||b||, tiny): one number per tensor.
-double relative_error(const tensor& a, const tensor& b) {
-  BOOST_REQUIRE(a.shape() == b.shape());
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    norm += double(b[i]) * b[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-}
 
 layer_desc configured(layer& l, const shape_t& input) {
   auto output = l.configure(input);

@@ -11,29 +11,13 @@
 #include "gpu/cuda/element_math.hpp"
 #include "tensor/layers.hpp"
 #include "tensor/ops.hpp"
+#include "tests/support/tensors.hpp"
 
 using namespace troupe;
+using namespace troupe::testing;
 namespace el = troupe::gpu::element;
 
 namespace {
-
-tensor random_tensor(shape_t shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  tensor t(std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (size_t i = 0; i < t.size(); ++i)
-    t[i] = u(rng);
-  return t;
-}
-
-double relative_error(const float* a, const tensor& b) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    norm += double(b[i]) * b[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-}
 
 // cuBLAS's sgemm semantics, plainly: column-major, C = op(A) op(B) + beta C.
 void column_major_sgemm(const el::column_major_gemm& g, float* c, float beta) {
@@ -66,10 +50,9 @@ std::vector<float> column_sums(const float* dy, int64_t rows, int64_t cols) {
 
 el::geometry32 geometry(const shape_t& in, const shape_t& out, int64_t kh, int64_t kw,
                         int64_t stride, padding pad, int64_t batch) {
-  bool same = pad == padding::same;
   return {int(batch), int(in[0]), int(in[1]), int(in[2]), int(kh), int(kw), int(stride),
-          int(el::pad_before(in[0], kh, stride, out[0], same)),
-          int(el::pad_before(in[1], kw, stride, out[1], same)), int(out[0]), int(out[1])};
+          int(pad_before(in[0], kh, stride, pad)), int(pad_before(in[1], kw, stride, pad)),
+          int(out[0]), int(out[1])};
 }
 
 struct layer_out {

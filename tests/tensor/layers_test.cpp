@@ -11,19 +11,12 @@
 #include "tensor/layer_spec.hpp"
 #include "tensor/layers.hpp"
 #include "tensor/model.hpp"
+#include "tests/support/tensors.hpp"
 
 using namespace troupe;
+using namespace troupe::testing;
 
 namespace {
-
-tensor random_tensor(shape_t shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  tensor t(std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (size_t i = 0; i < t.size(); ++i)
-    t[i] = u(rng);
-  return t;
-}
 
 // Values kept away from 0 and from each other, so that ReLU kinks and
 // max-pool ties stay outside the finite-difference step.
@@ -43,12 +36,6 @@ double weighted_sum(const tensor& y, const tensor& r) {
   for (size_t i = 0; i < y.size(); ++i)
     s += double(y[i]) * double(r[i]);
   return s;
-}
-
-shape_t with_batch(int64_t batch, const shape_t& per_example) {
-  shape_t out{batch};
-  out.insert(out.end(), per_example.begin(), per_example.end());
-  return out;
 }
 
 double rel_error(double numeric, double analytic) {
