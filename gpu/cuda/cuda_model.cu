@@ -291,6 +291,13 @@ size_t device_limit(int device, double fraction) {
   return static_cast<size_t>(fraction * static_cast<double>(total));
 }
 
+// Host copies into and out of pinned memory go in pieces of this many floats
+// (1 MiB), so that the DMA of one piece overlaps the host copy of the next:
+// fc1's 12.8 MB would otherwise be copied whole and only then sent.
+constexpr size_t staging_chunk = size_t{1} << 18;
+
+size_t chunks_of(size_t floats) { return (floats + staging_chunk - 1) / staging_chunk; }
+
 class cuda_model final : public model {
 public:
   cuda_model(std::unique_ptr<model> reference, int device, double memory_fraction)
@@ -314,10 +321,13 @@ public:
       grads_.back().resize(n);
       offsets_.push_back(offset);
       offset += n;
+      first_chunk_.push_back(chunk_events_);
+      chunk_events_ += chunks_of(n);
       param_ready_.add();
       grad_ready_.add();
-      grad_copied_.add();
     }
+    for (size_t c = 0; c < chunk_events_; ++c)
+      grad_copied_.add();
     total_floats_ = offset;
   }
 
@@ -343,15 +353,19 @@ public:
     loss_and_correct(rows, grad_logits_.data());
     backward(rows);
     gradient_norm();
-    // Each gradient is copied out of the pinned buffer as soon as it has
-    // landed there, in the order the backward pass produced them, while the
-    // rest are still computed or copied.
+    // Each piece of a gradient is copied out of the pinned buffer as soon as
+    // it has landed there, in the order the backward pass produced them,
+    // while the rest are still computed or copied.
     auto& vars = reference_->variables();
     grads.resize(vars.size());
     for (auto v : download_order_) {
-      TROUPE_CUDA_CHECK(cudaEventSynchronize(grad_copied_[v]));
       grads[v].resize(vars[v].shape);
-      std::memcpy(grads[v].data(), grad_host_.data() + offsets_[v], grads[v].bytes());
+      size_t n = grads[v].size();
+      for (size_t c = 0, done = 0; done < n; ++c, done += staging_chunk) {
+        TROUPE_CUDA_CHECK(cudaEventSynchronize(grad_copied_[first_chunk_[v] + c]));
+        std::memcpy(grads[v].data() + done, grad_host_.data() + offsets_[v] + done,
+                    std::min(staging_chunk, n - done) * sizeof(float));
+      }
     }
     TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));  // loss, accuracy, norm
     auto out = stats(b.size());
@@ -408,9 +422,14 @@ private:
     TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));
     float* staged = param_host_.reserve(total_floats_);
     for (size_t v = 0; v < params.size(); ++v) {
-      std::memcpy(staged + offsets_[v], params[v].data(), params[v].bytes());
-      TROUPE_CUDA_CHECK(cudaMemcpyAsync(params_[v].data(), staged + offsets_[v],
-                                        params[v].bytes(), cudaMemcpyHostToDevice, cx_.copies));
+      size_t n = params[v].size();
+      for (size_t done = 0; done < n; done += staging_chunk) {
+        size_t count = std::min(staging_chunk, n - done);
+        float* host = staged + offsets_[v] + done;
+        std::memcpy(host, params[v].data() + done, count * sizeof(float));
+        TROUPE_CUDA_CHECK(cudaMemcpyAsync(params_[v].data() + done, host, count * sizeof(float),
+                                          cudaMemcpyHostToDevice, cx_.copies));
+      }
       TROUPE_CUDA_CHECK(cudaEventRecord(param_ready_[v], cx_.copies));
     }
     auto n = b.images.size();
@@ -531,9 +550,13 @@ private:
       for (size_t v = d.first_variable; v < d.first_variable + d.num_variables; ++v) {
         TROUPE_CUDA_CHECK(cudaEventRecord(grad_ready_[v], cx_.compute));
         TROUPE_CUDA_CHECK(cudaStreamWaitEvent(cx_.copies, grad_ready_[v], 0));
-        TROUPE_CUDA_CHECK(cudaMemcpyAsync(host + offsets_[v], grads_[v].data(), grads_[v].bytes(),
-                                          cudaMemcpyDeviceToHost, cx_.copies));
-        TROUPE_CUDA_CHECK(cudaEventRecord(grad_copied_[v], cx_.copies));
+        size_t n = grads_[v].size();
+        for (size_t c = 0, done = 0; done < n; ++c, done += staging_chunk) {
+          TROUPE_CUDA_CHECK(cudaMemcpyAsync(host + offsets_[v] + done, grads_[v].data() + done,
+                                            std::min(staging_chunk, n - done) * sizeof(float),
+                                            cudaMemcpyDeviceToHost, cx_.copies));
+          TROUPE_CUDA_CHECK(cudaEventRecord(grad_copied_[first_chunk_[v] + c], cx_.copies));
+        }
         download_order_.push_back(v);
       }
       if (dx)
@@ -549,7 +572,9 @@ private:
   std::vector<const float*> inputs_;
   std::vector<size_t> offsets_;  // of each variable in the pinned buffers
   size_t total_floats_ = 0;
-  event_list param_ready_, grad_ready_, grad_copied_;
+  std::vector<size_t> first_chunk_;  // each variable's first event in grad_copied_
+  size_t chunk_events_ = 0;
+  event_list param_ready_, grad_ready_, grad_copied_;  // grad_copied_: one per staging chunk
   std::vector<size_t> download_order_;  // variables in the order their gradients went down
   device_array<float> images_;
   device_array<int32_t> labels_;
