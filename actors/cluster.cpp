@@ -5,6 +5,8 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include "gpu/backend.hpp"
 #include "tensor/error.hpp"
 
@@ -83,9 +85,14 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   // Each worker draws its own dropout masks.
   auto options = model_options_of(settings);
   options.seed += 7919u * static_cast<uint64_t>(index + 1);
-  auto net = gpu::make_device_model(make_model(settings.model, options),
-                                    gpu::parse_device(device_of(settings, index)),
+  auto device = gpu::parse_device(device_of(settings, index));
+  auto net = gpu::make_device_model(make_model(settings.model, options), device,
                                     {settings.gpu_memory_fraction});
+  if (device.type == gpu::device_spec::kind::cuda)
+    spdlog::info("worker:{}: computing on {}, memory share {:.2f}, batch {}", index,
+                 gpu::describe_device(device), settings.gpu_memory_fraction, config.batch_size);
+  else
+    spdlog::info("worker:{}: computing on cpu, batch {}", index, config.batch_size);
   worker_links links{std::move(chief_handle), std::move(shards), std::move(net), std::move(train)};
   return spawn_as<worker_actor>(sys, mode, worker, config, std::move(links));
 }

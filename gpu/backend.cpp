@@ -53,6 +53,14 @@ void require_cuda_device(const device_spec& device) {
     throw troupe_error("this check runs on a CUDA device, not on " + device.to_string());
 }
 
+[[maybe_unused]] void require_visible(const device_spec& device) {
+  int count = cuda_device_count();
+  if (device.index >= count)
+    throw troupe_error("device " + device.to_string() + " requested, but "
+                       + std::to_string(count)
+                       + " CUDA device(s) are visible here; use device = cpu, or a valid index");
+}
+
 } // namespace
 
 void check_device(const device_spec& device, const device_options& options) {
@@ -61,7 +69,19 @@ void check_device(const device_spec& device, const device_options& options) {
   if (device.type == device_spec::kind::cpu)
     return;
 #if TROUPE_HAS_CUDA
-  cuda::check_device(device.index, options.memory_fraction);
+  require_visible(device);
+  cuda::check_memory_share(device.index, options.memory_fraction);
+#else
+  no_cuda_backend(device);
+#endif
+}
+
+std::string describe_device(const device_spec& device) {
+  if (device.type == device_spec::kind::cpu)
+    return device.to_string();
+#if TROUPE_HAS_CUDA
+  require_visible(device);
+  return device.to_string() + " (" + cuda::device_description(device.index) + ")";
 #else
   no_cuda_backend(device);
 #endif

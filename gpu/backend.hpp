@@ -36,6 +36,10 @@ bool built_with_cuda() noexcept;
 /// Number of usable CUDA devices (0 without a driver or in a CPU-only build).
 int cuda_device_count() noexcept;
 
+/// For logs: "cpu", or "cuda:0 (NVIDIA H100 80GB HBM3, sm_90, 81559 MB)".
+/// Throws troupe_error for a CUDA device that is not there.
+std::string describe_device(const device_spec& device);
+
 /// Throws troupe_error, naming the device and what to do, when a worker
 /// cannot compute on `device` here: no CUDA in this build, no such device, or
 /// memory_fraction of it is more than is free.

@@ -594,12 +594,7 @@ private:
 
 } // namespace
 
-void check_device(int index, double memory_fraction) {
-  int count = device_count();
-  if (index >= count)
-    throw troupe_error("device cuda:" + std::to_string(index) + " requested, but "
-                       + std::to_string(count)
-                       + " CUDA device(s) are visible here; use device = cpu, or a valid index");
+void check_memory_share(int index, double memory_fraction) {
   TROUPE_CUDA_CHECK(cudaSetDevice(index));
   size_t free = 0, total = 0;
   TROUPE_CUDA_CHECK(cudaMemGetInfo(&free, &total));

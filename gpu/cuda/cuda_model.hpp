@@ -19,9 +19,12 @@ namespace troupe::gpu::cuda {
 /// Usable CUDA devices; 0 without a driver (CI, development machines).
 int device_count() noexcept;
 
-/// Throws troupe_error when the device is missing or `memory_fraction` of
-/// its memory is more than is free.
-void check_device(int index, double memory_fraction);
+/// "NVIDIA H100 80GB HBM3, sm_90, 81559 MB" for a device that is there.
+std::string device_description(int index);
+
+/// Throws troupe_error when `memory_fraction` of the (visible) device's
+/// memory is more than is free.
+void check_memory_share(int index, double memory_fraction);
 
 /// The model on the device (which check_device has accepted).
 std::unique_ptr<model> make_cuda_model(std::unique_ptr<model> reference, int device,

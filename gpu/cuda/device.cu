@@ -1,5 +1,6 @@
 #include "gpu/cuda/check.cuh"
 #include "gpu/cuda/cuda_model.hpp"
+#include "gpu/cuda/device_memory.cuh"
 
 namespace troupe::gpu::cuda {
 
@@ -11,6 +12,13 @@ int device_count() noexcept {
     return 0;
   }
   return count;
+}
+
+std::string device_description(int index) {
+  cudaDeviceProp props{};
+  TROUPE_CUDA_CHECK(cudaGetDeviceProperties(&props, index));
+  return std::string(props.name) + ", sm_" + std::to_string(props.major)
+         + std::to_string(props.minor) + ", " + megabytes(props.totalGlobalMem);
 }
 
 } // namespace troupe::gpu::cuda

@@ -95,6 +95,7 @@ BOOST_AUTO_TEST_CASE(a_cpu_device_computes_with_the_cpu_model) {
   auto* raw = cpu.get();
   auto same = gpu::make_device_model(std::move(cpu), gpu::parse_device("cpu"));
   BOOST_TEST(same.get() == raw);
+  BOOST_TEST(gpu::describe_device(gpu::parse_device("cpu")) == "cpu");
   BOOST_CHECK_THROW(gpu::check_device(gpu::parse_device("cpu"), {1.5}), troupe_error);
 }
 
@@ -104,15 +105,19 @@ BOOST_AUTO_TEST_CASE(a_missing_device_is_a_clear_error) {
     BOOST_TEST_MESSAGE("a CUDA device is present; the no-device check does not apply");
     return;
   }
-  for (auto device : {cuda0, gpu::device_spec{gpu::device_spec::kind::cuda, 5}}) {
+  auto expect_clear_error = [](const gpu::device_spec& device, auto&& call) {
     try {
-      gpu::make_device_model(make_model("softmax"), device);
+      call();
       BOOST_FAIL("expected an error");
     } catch (const troupe_error& e) {
       std::string msg = e.what();
       BOOST_TEST(msg.find(device.to_string()) != std::string::npos, msg);
       BOOST_TEST(msg.find("device = cpu") != std::string::npos, msg);
     }
+  };
+  for (auto device : {cuda0, gpu::device_spec{gpu::device_spec::kind::cuda, 5}}) {
+    expect_clear_error(device, [&] { gpu::make_device_model(make_model("softmax"), device); });
+    expect_clear_error(device, [&] { gpu::describe_device(device); });
   }
 }
 
@@ -233,6 +238,13 @@ BOOST_AUTO_TEST_CASE(a_training_step_of_each_model) {
     auto ce = cpu->evaluate(params, b), ge = gpu_model->evaluate(params, b);
     BOOST_TEST(std::fabs(ge.loss - ce.loss) <= 1e-5 * std::fabs(ce.loss), name << " evaluate");
   }
+}
+
+BOOST_AUTO_TEST_CASE(the_device_describes_itself) {
+  auto text = gpu::describe_device(cuda0);
+  BOOST_TEST(text.rfind("cuda:0 (", 0) == 0u, text);
+  BOOST_TEST(text.find(", sm_") != std::string::npos, text);
+  BOOST_TEST(text.find(" MB)") != std::string::npos, text);
 }
 
 BOOST_AUTO_TEST_CASE(memory_fraction_is_enforced) {
