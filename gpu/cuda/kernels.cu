@@ -40,6 +40,15 @@ geometry32 narrow(const window_geometry& g) {
           n(g.left), n(g.oh), n(g.ow)};
 }
 
+#if defined(TROUPE_CUDA_EMULATION)
+// tests/gpu/emulated: the same launch, run on the CPU when its stream runs.
+#define TROUPE_LAUNCH(kernel, n, stream, ...)                                         \
+  do {                                                                                \
+    if ((n) > 0)                                                                      \
+      troupe_emulation::launch(stream, blocks_for(n), threads_per_block, kernel,      \
+                               __VA_ARGS__);                                          \
+  } while (0)
+#else
 #define TROUPE_LAUNCH(kernel, n, stream, ...)                                         \
   do {                                                                                \
     if ((n) > 0) {                                                                    \
@@ -47,6 +56,7 @@ geometry32 narrow(const window_geometry& g) {
       TROUPE_CUDA_CHECK(cudaGetLastError());                                          \
     }                                                                                 \
   } while (0)
+#endif
 
 __global__ void im2col_kernel(const float* x, float* col, geometry32 g, int first, int total) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
