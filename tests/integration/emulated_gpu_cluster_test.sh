@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A cuda:0 worker beside a CPU worker, through real processes, on every
+# machine: troupe-node built against the emulated CUDA device
+# (tests/gpu/emulated) runs config/local-mixed-cnn.conf for a few synchronous
+# steps, and the same run with both workers on the CPU is its reference. In
+# sync mode every step averages both workers' gradients for the same
+# parameters and batches, and the GPU model draws the CPU's dropout masks, so
+# the two runs differ only by float rounding, which Adam's first steps
+# amplify a little. Calibration (10 steps): rounding moved the test loss by
+# 0.07% and the accuracy by 0; planted bugs in the GPU worker moved them by
+# 1.4% / 0.009 (dropout's backward ignoring the mask) and 8% / 0.049 (a
+# staging chunk of fc1's gradient from the wrong offset).
+#   emulated_gpu_cluster_test.sh TROUPE_NODE_EMULATED ROOT [DATA_DIR]
+set -u
+bin=$1; root=$2; data=${3:-/usr/share/datasets/fashion-mnist}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+steps=10
+run() { # name, worker-devices
+  timeout 380 "$root/scripts/local-cluster" "$root/config/local-mixed-cnn.conf" --timeout 360 \
+    --bin "$bin" -- --train.data-dir="$data" --train.mode=sync --train.last-step=$steps \
+    --train.log-interval=5 --train.worker-devices="$2" >"$tmp/$1.log" 2>&1
+}
+field() { grep -o "\"$2\":[0-9.]*" "$tmp/$1.log" | cut -d: -f2; }
+run mixed '["cpu", "cuda:0"]'; mixed_rc=$?
+run cpu '["cpu", "cpu"]'; cpu_rc=$?
+grep -E 'computing on|"event":"final"|stop after' "$tmp/mixed.log" "$tmp/cpu.log"
+fails=0
+check() { # description, condition
+  if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
+}
+check "both runs exit 0" '[ $mixed_rc -eq 0 ] && [ $cpu_rc -eq 0 ]'
+check "worker:1 computes on the emulated cuda:0" \
+  'grep -q "worker:1: computing on cuda:0 (emulated CUDA device" "$tmp/mixed.log"'
+check "the GPU worker took part in all $steps steps" \
+  'grep -q "worker:1: stop after $steps local step(s)" "$tmp/mixed.log"'
+acc_mixed=$(field mixed test_accuracy); acc_cpu=$(field cpu test_accuracy)
+loss_mixed=$(field mixed test_loss); loss_cpu=$(field cpu test_loss)
+echo "test_accuracy cpu+gpu=$acc_mixed cpu+cpu=$acc_cpu; test_loss cpu+gpu=$loss_mixed cpu+cpu=$loss_cpu"
+check "the model learned (test_accuracy >= 0.4 after $steps steps; chance is 0.1)" \
+  'awk -v a="$acc_mixed" "BEGIN { exit !(a >= 0.4) }"'
+check "CPU+GPU matches CPU+CPU (accuracy within 0.005, loss within 0.5%)" \
+  'awk -v a="$acc_mixed" -v b="$acc_cpu" -v l="$loss_mixed" -v m="$loss_cpu" \
+     "BEGIN { d = a - b; e = l - m; exit !(m > 0 && d * d <= 0.005 ^ 2 && e * e <= (0.005 * m) ^ 2) }"'
+[ $fails -eq 0 ] || { tail -40 "$tmp/mixed.log"; tail -20 "$tmp/cpu.log"; }
+echo "$fails failed"
+[ $fails -eq 0 ]
