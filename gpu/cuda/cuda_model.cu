@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "gpu/cuda/check.cuh"
@@ -599,11 +600,14 @@ void check_memory_share(int index, double memory_fraction) {
   size_t free = 0, total = 0;
   TROUPE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
   auto wanted = static_cast<size_t>(memory_fraction * static_cast<double>(total));
-  if (wanted > free)
-    throw troupe_error("train.gpu-memory-fraction = " + std::to_string(memory_fraction)
+  if (wanted > free) {
+    char fraction[32];
+    std::snprintf(fraction, sizeof fraction, "%g", memory_fraction);
+    throw troupe_error(std::string("train.gpu-memory-fraction = ") + fraction
                        + " asks for " + megabytes(wanted) + " of cuda:" + std::to_string(index)
                        + ", but only " + megabytes(free) + " of " + megabytes(total)
                        + " are free; lower it or free the device");
+  }
 }
 
 std::unique_ptr<model> make_cuda_model(std::unique_ptr<model> reference, int device,

@@ -10,6 +10,7 @@
 # 0.07% and the accuracy by 0; planted bugs in the GPU worker moved them by
 # 1.4% / 0.009 (dropout's backward ignoring the mask) and 8% / 0.049 (a
 # staging chunk of fc1's gradient from the wrong offset).
+# Then a worker refused its device: more memory than is free, no such index.
 #   emulated_gpu_cluster_test.sh TROUPE_NODE_EMULATED ROOT [DATA_DIR]
 set -u
 bin=$1; root=$2; data=${3:-/usr/share/datasets/fashion-mnist}
@@ -42,5 +43,23 @@ check "CPU+GPU matches CPU+CPU (accuracy within 0.005, loss within 0.5%)" \
   'awk -v a="$acc_mixed" -v b="$acc_cpu" -v l="$loss_mixed" -v m="$loss_cpu" \
      "BEGIN { d = a - b; e = l - m; exit !(m > 0 && d * d <= 0.005 ^ 2 && e * e <= (0.005 * m) ^ 2) }"'
 [ $fails -eq 0 ] || { tail -40 "$tmp/mixed.log"; tail -20 "$tmp/cpu.log"; }
+
+# A GPU worker that cannot have its device stops before it joins: exit 2, the
+# device and the key named, nothing waiting for a chief.
+refuse() { # description, expected text, environment, extra flags...
+  local what=$1 text=$2 env=$3; shift 3
+  env $env timeout 30 "$bin" --config-file="$root/config/local-mixed-cnn.conf" --job_name=worker \
+    --task_index=1 "$@" >"$tmp/refuse.log" 2>&1
+  local rc=$?
+  check "$what (exit $rc)" '[ $rc -eq 2 ] && grep -q -- "$text" "$tmp/refuse.log"'
+  cat "$tmp/refuse.log"
+}
+refuse "more memory than is free is refused" \
+  "train.gpu-memory-fraction = 0.5 asks for 40960 MB of cuda:0, but only 20480 MB" \
+  TROUPE_EMULATED_CUDA_BUSY_MB=61440 --train.gpu-memory-fraction=0.5
+refuse "a device index that is not there is refused" \
+  "worker:1: device cuda:1 requested, but 1 CUDA device(s) are visible" \
+  TROUPE_EMULATED_CUDA_DEVICES=1 --train.worker-devices='["cpu", "cuda:1"]'
+
 echo "$fails failed"
 [ $fails -eq 0 ]

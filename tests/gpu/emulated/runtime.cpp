@@ -42,12 +42,15 @@ struct emulator {
   std::vector<std::unique_ptr<stream>> streams;
   std::map<const char*, size_t> device_blocks, pinned_blocks;  // start -> bytes
   size_t device_used = 0;
+  size_t busy = 0;  // held by other processes, as far as cudaMemGetInfo tells
   int devices = 1;
   bool newest_first = false;
 
   emulator() {
     if (const char* n = std::getenv("TROUPE_EMULATED_CUDA_DEVICES"))
       devices = std::atoi(n);
+    if (const char* mb = std::getenv("TROUPE_EMULATED_CUDA_BUSY_MB"))
+      busy = std::min(device_bytes, static_cast<size_t>(std::atoll(mb)) << 20);
     if (const char* s = std::getenv("TROUPE_EMULATED_SCHEDULE")) {
       std::string schedule = s;
       if (schedule == "newest-first")
@@ -194,13 +197,13 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* props, int device) {
 
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   *total = troupe_emulation::device_bytes;
-  *free = *total - emu().device_used;
+  *free = *total - emu().device_used - emu().busy;
   return cudaSuccess;
 }
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   auto& e = emu();
-  if (e.device_used + bytes > troupe_emulation::device_bytes)
+  if (e.device_used + e.busy + bytes > troupe_emulation::device_bytes)
     return cudaErrorMemoryAllocation;
   void* p = troupe_emulation::allocate_filled(bytes);
   if (!p)
