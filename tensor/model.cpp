@@ -10,6 +10,10 @@
 
 namespace troupe {
 
+batch_stats model::train_step_staged(const batch&) {
+  throw troupe_error(name() + " has no staging buffers; call train_step with tensors");
+}
+
 namespace {
 
 // FNV-1a: a stable name hash, so initial values never depend on std::hash.

@@ -64,6 +64,16 @@ struct layer_desc {
   size_t first_variable = 0, num_variables = 0;  ///< into model::variables()
 };
 
+/// Host buffers a model reads parameters from and writes gradients to (a GPU
+/// model: its page-locked staging), one per variable of num_elements(shape)
+/// floats. A caller that writes parameters there and reads gradients there
+/// saves the model a host copy of each per step. train_step and evaluate
+/// with tensors stage through the same buffers, overwriting them.
+struct host_staging {
+  std::vector<float*> params;
+  std::vector<float*> grads;  ///< written by train_step_staged; valid until the next step
+};
+
 class model {
 public:
   virtual ~model() = default;
@@ -80,6 +90,13 @@ public:
 
   /// Forward pass only.
   virtual batch_stats evaluate(const std::vector<tensor>& params, const batch& b) = 0;
+
+  /// The model's staging buffers, or null when it has none (CPU models).
+  virtual host_staging* staging() noexcept { return nullptr; }
+
+  /// train_step on the parameters in staging()->params, with the gradients
+  /// left in staging()->grads. Throws troupe_error where staging() is null.
+  virtual batch_stats train_step_staged(const batch& b);
 
   /// One line per layer and variable (name, shape, size), for --dump-config.
   virtual std::string describe() const = 0;

@@ -330,6 +330,12 @@ public:
     for (size_t c = 0; c < chunk_events_; ++c)
       grad_copied_.add();
     total_floats_ = offset;
+    float* params_host = param_host_.reserve(total_floats_);
+    float* grads_host = grad_host_.reserve(total_floats_);
+    for (size_t v = 0; v < vars.size(); ++v) {
+      staging_.params.push_back(params_host + offsets_[v]);
+      staging_.grads.push_back(grads_host + offsets_[v]);
+    }
   }
 
   ~cuda_model() override {
@@ -346,17 +352,75 @@ public:
 
   batch_stats train_step(const std::vector<tensor>& params, const batch& b,
                          std::vector<tensor>& grads) override {
+    check_params(params);
+    return step(&params, b, &grads);
+  }
+
+  host_staging* staging() noexcept override { return &staging_; }
+
+  batch_stats train_step_staged(const batch& b) override { return step(nullptr, b, nullptr); }
+
+  batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
+    check_params(params);
+    check_batch(b);
     TROUPE_CUDA_CHECK(cudaSetDevice(cx_.device));
-    upload(params, b);
-    forward(b.size(), true);
-    auto rows = static_cast<int64_t>(b.size());
-    grad_logits_.resize(static_cast<size_t>(rows * classes()));
-    loss_and_correct(rows, grad_logits_.data());
-    backward(rows);
-    gradient_norm();
-    // Each piece of a gradient is copied out of the pinned buffer as soon as
-    // it has landed there, in the order the backward pass produced them,
-    // while the rest are still computed or copied.
+    try {
+      upload(&params, b);
+      forward(b.size(), false);
+      loss_and_correct(static_cast<int64_t>(b.size()), nullptr);
+      TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies));
+      TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));
+    } catch (...) {
+      quiesce();
+      throw;
+    }
+    return stats(b.size());
+  }
+
+private:
+  int64_t classes() const { return num_elements(descs_.back().output); }
+
+  // Parameters from `params`, or from staging_ when null; gradients into
+  // `grads`, or left in staging_ when null.
+  batch_stats step(const std::vector<tensor>* params, const batch& b, std::vector<tensor>* grads) {
+    check_batch(b);
+    TROUPE_CUDA_CHECK(cudaSetDevice(cx_.device));
+    try {
+      upload(params, b);
+      forward(b.size(), true);
+      auto rows = static_cast<int64_t>(b.size());
+      grad_logits_.resize(static_cast<size_t>(rows * classes()));
+      loss_and_correct(rows, grad_logits_.data());
+      backward(rows);
+      gradient_norm();
+      if (grads)
+        copy_out(*grads);
+      else
+        TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies));  // every gradient landed
+      TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));  // loss, accuracy, norm
+    } catch (...) {
+      quiesce();
+      throw;
+    }
+    auto out = stats(b.size());
+    double squares = 0;
+    for (size_t v = 0; v < reference_->variables().size(); ++v)
+      squares += norm_host_[v];
+    out.gradient_norm = std::sqrt(squares);
+    return out;
+  }
+
+  // After a failure: when a step returns or throws, no copy or kernel may
+  // still read or write the staging buffers the caller owns between steps.
+  void quiesce() noexcept {
+    cudaStreamSynchronize(cx_.copies);
+    cudaStreamSynchronize(cx_.compute);
+  }
+
+  // Each piece of a gradient is copied out of the pinned buffer as soon as it
+  // has landed there, in the order the backward pass produced them, while the
+  // rest are still computed or copied.
+  void copy_out(std::vector<tensor>& grads) {
     auto& vars = reference_->variables();
     grads.resize(vars.size());
     for (auto v : download_order_) {
@@ -364,33 +428,13 @@ public:
       size_t n = grads[v].size();
       for (size_t c = 0, done = 0; done < n; ++c, done += staging_chunk) {
         TROUPE_CUDA_CHECK(cudaEventSynchronize(grad_copied_[first_chunk_[v] + c]));
-        std::memcpy(grads[v].data() + done, grad_host_.data() + offsets_[v] + done,
+        std::memcpy(grads[v].data() + done, staging_.grads[v] + done,
                     std::min(staging_chunk, n - done) * sizeof(float));
       }
     }
-    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));  // loss, accuracy, norm
-    auto out = stats(b.size());
-    double squares = 0;
-    for (size_t v = 0; v < vars.size(); ++v)
-      squares += norm_host_[v];
-    out.gradient_norm = std::sqrt(squares);
-    return out;
   }
 
-  batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
-    TROUPE_CUDA_CHECK(cudaSetDevice(cx_.device));
-    upload(params, b);
-    forward(b.size(), false);
-    loss_and_correct(static_cast<int64_t>(b.size()), nullptr);
-    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies));
-    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));
-    return stats(b.size());
-  }
-
-private:
-  int64_t classes() const { return num_elements(descs_.back().output); }
-
-  void check(const std::vector<tensor>& params, const batch& b) const {
+  void check_params(const std::vector<tensor>& params) const {
     auto& vars = reference_->variables();
     if (params.size() != vars.size())
       throw shape_error(name() + ": expected " + std::to_string(vars.size())
@@ -400,6 +444,9 @@ private:
         throw shape_error(name() + ": " + vars[v].name + " has shape "
                           + to_string(params[v].shape()) + ", expected "
                           + to_string(vars[v].shape));
+  }
+
+  void check_batch(const batch& b) const {
     auto per_example = static_cast<size_t>(num_elements(reference_->input_shape()));
     if (b.images.size() != b.size() * per_example)
       throw shape_error(name() + ": a batch of " + std::to_string(b.size()) + " labels has "
@@ -412,24 +459,27 @@ private:
                           + std::to_string(classes() - 1));
   }
 
-  // Parameters up through one pinned buffer on the copy stream, each with an
-  // event the layer using it waits for; images and labels on the compute
+  // Parameters up on the copy stream, each with an event the layer using it
+  // waits for: from the caller's tensors through the pinned buffer in pieces
+  // (the DMA of one overlapping the host copy of the next), or straight from
+  // the pinned buffer the caller filled. Images and labels go on the compute
   // stream, which needs them first.
-  void upload(const std::vector<tensor>& params, const batch& b) {
-    check(params, b);
-    // A step that failed half-way may have left copies reading the staging
-    // buffers and kernels running; nothing below may touch them before.
-    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies));
-    TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));
-    float* staged = param_host_.reserve(total_floats_);
-    for (size_t v = 0; v < params.size(); ++v) {
-      size_t n = params[v].size();
-      for (size_t done = 0; done < n; done += staging_chunk) {
-        size_t count = std::min(staging_chunk, n - done);
-        float* host = staged + offsets_[v] + done;
-        std::memcpy(host, params[v].data() + done, count * sizeof(float));
-        TROUPE_CUDA_CHECK(cudaMemcpyAsync(params_[v].data() + done, host, count * sizeof(float),
+  void upload(const std::vector<tensor>* params, const batch& b) {
+    auto& vars = reference_->variables();
+    for (size_t v = 0; v < vars.size(); ++v) {
+      size_t n = params_[v].size();
+      float* staged = staging_.params[v];
+      if (!params) {
+        TROUPE_CUDA_CHECK(cudaMemcpyAsync(params_[v].data(), staged, n * sizeof(float),
                                           cudaMemcpyHostToDevice, cx_.copies));
+      } else {
+        for (size_t done = 0; done < n; done += staging_chunk) {
+          size_t count = std::min(staging_chunk, n - done);
+          std::memcpy(staged + done, (*params)[v].data() + done, count * sizeof(float));
+          TROUPE_CUDA_CHECK(cudaMemcpyAsync(params_[v].data() + done, staged + done,
+                                            count * sizeof(float), cudaMemcpyHostToDevice,
+                                            cx_.copies));
+        }
       }
       TROUPE_CUDA_CHECK(cudaEventRecord(param_ready_[v], cx_.copies));
     }
@@ -528,7 +578,7 @@ private:
   // Layers from the last to the first; each layer's gradients go down on the
   // copy stream as soon as they are computed.
   void backward(int64_t batch) {
-    float* host = grad_host_.reserve(total_floats_);
+    float* host = grad_host_.data();
     download_order_.clear();
     const float* upstream = grad_logits_.data();
     size_t first_compute = 0;
@@ -588,6 +638,7 @@ private:
   device_array<float> grad_logits_;
   const float* logits_ = nullptr;
   pinned_buffer param_host_, grad_host_, input_host_, scalar_host_, norm_pinned_;
+  host_staging staging_;  // per variable, into param_host_ and grad_host_
   double* norm_host_ = nullptr;  // per-variable sums of squares, in norm_pinned_
   std::vector<const float*> param_ptrs_;
   std::vector<float*> grad_ptrs_;

@@ -96,6 +96,8 @@ BOOST_AUTO_TEST_CASE(a_cpu_device_computes_with_the_cpu_model) {
   auto same = gpu::make_device_model(std::move(cpu), gpu::parse_device("cpu"));
   BOOST_TEST(same.get() == raw);
   BOOST_TEST(gpu::describe_device(gpu::parse_device("cpu")) == "cpu");
+  BOOST_TEST(same->staging() == nullptr);
+  BOOST_CHECK_THROW(same->train_step_staged(batch{}), troupe_error);
   BOOST_CHECK_THROW(gpu::check_device(gpu::parse_device("cpu"), {1.5}), troupe_error);
 }
 
@@ -237,6 +239,41 @@ BOOST_AUTO_TEST_CASE(a_training_step_of_each_model) {
     }
     auto ce = cpu->evaluate(params, b), ge = gpu_model->evaluate(params, b);
     BOOST_TEST(std::fabs(ge.loss - ce.loss) <= 1e-5 * std::fabs(ce.loss), name << " evaluate");
+  }
+}
+
+// A caller that writes parameters into the model's pinned staging and reads
+// gradients from it gets the step the tensor interface computes.
+BOOST_AUTO_TEST_CASE(the_staged_step_matches_the_tensor_step) {
+  auto by_tensors = gpu::make_device_model(make_model("cnn"), cuda0, {0.2});
+  auto staged = gpu::make_device_model(make_model("cnn"), cuda0, {0.2});
+  auto* buffers = staged->staging();
+  BOOST_REQUIRE(buffers != nullptr);
+  auto& vars = staged->variables();
+  BOOST_REQUIRE(buffers->params.size() == vars.size());
+  BOOST_REQUIRE(buffers->grads.size() == vars.size());
+  std::vector<tensor> params;
+  for (auto& v : vars)
+    params.push_back(initial_value(v, 42));
+  batch b;
+  b.images = random_tensor({16, 784}, 9, 0.0f, 1.0f);
+  for (int i = 0; i < 16; ++i)
+    b.labels.push_back(i % 10);
+  for (int step = 0; step < 2; ++step) {  // the buffers are reused; dropout draws anew
+    for (size_t v = 0; v < vars.size(); ++v)
+      std::copy(params[v].values().begin(), params[v].values().end(), buffers->params[v]);
+    std::vector<tensor> grads;
+    auto t = by_tensors->train_step(params, b, grads);
+    auto s = staged->train_step_staged(b);
+    BOOST_TEST(std::fabs(s.loss - t.loss) <= 1e-6 * std::fabs(t.loss));
+    BOOST_TEST(s.correct == t.correct);
+    BOOST_TEST(std::fabs(s.gradient_norm - t.gradient_norm) <= 1e-6 * t.gradient_norm);
+    for (size_t v = 0; v < vars.size(); ++v)
+      BOOST_TEST(relative_error(buffers->grads[v], grads[v]) <= 1e-6,
+                 vars[v].name << " step " << step);
+    for (auto& p : params)  // a different point for the next step
+      for (auto& x : p.values())
+        x *= 0.9f;
   }
 }
 
