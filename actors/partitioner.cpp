@@ -173,16 +173,24 @@ slice_layout layout_of(const variable_slice& s) {
 } // namespace
 
 tensor extract_slice(const variable_slice& slice, const tensor& full) {
+  return extract_slice(slice, full.data());
+}
+
+tensor extract_slice(const variable_slice& slice, const float* full) {
   auto l = layout_of(slice);
   tensor out(slice.shape);
   auto block = l.rows * l.inner;
   for (size_t o = 0; o < l.outer; ++o)
-    std::copy_n(full.data() + (o * l.full_rows + static_cast<size_t>(slice.offset)) * l.inner,
-                block, out.data() + o * block);
+    std::copy_n(full + (o * l.full_rows + static_cast<size_t>(slice.offset)) * l.inner, block,
+                out.data() + o * block);
   return out;
 }
 
 void insert_slice(const variable_slice& slice, const tensor& value, tensor& full) {
+  insert_slice(slice, value, full.data());
+}
+
+void insert_slice(const variable_slice& slice, const tensor& value, float* full) {
   if (value.shape() != slice.shape)
     throw shape_error(slice.name + ": value of shape " + to_string(value.shape())
                       + " for a slice of shape " + to_string(slice.shape));
@@ -190,7 +198,7 @@ void insert_slice(const variable_slice& slice, const tensor& value, tensor& full
   auto block = l.rows * l.inner;
   for (size_t o = 0; o < l.outer; ++o)
     std::copy_n(value.data() + o * block, block,
-                full.data() + (o * l.full_rows + static_cast<size_t>(slice.offset)) * l.inner);
+                full + (o * l.full_rows + static_cast<size_t>(slice.offset)) * l.inner);
 }
 
 void gather_slice(const variable_slice& slice, tensor&& value, tensor& full) {

@@ -58,8 +58,14 @@ std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t co
 /// (any axis: along axis 0 one contiguous copy, else one per outer index).
 tensor extract_slice(const variable_slice& slice, const tensor& full);
 
+/// The same from a variable's values at `full` (a model's staging buffer).
+tensor extract_slice(const variable_slice& slice, const float* full);
+
 /// Writes a slice's value into its part of `full`.
 void insert_slice(const variable_slice& slice, const tensor& value, tensor& full);
+
+/// The same into a variable's values at `full` (a model's staging buffer).
+void insert_slice(const variable_slice& slice, const tensor& value, float* full);
 
 /// Puts a pulled slice value into its variable: moved when the slice is the
 /// whole variable (no copy), its rows copied otherwise.

@@ -49,7 +49,8 @@ void compute(self_ptr self) {
                          st.current);
   batch_stats stats;
   try {
-    stats = st.links.net->train_step(st.params, st.current, st.grads);
+    stats = st.staging ? st.links.net->train_step_staged(st.current)
+                       : st.links.net->train_step(st.params, st.current, st.grads);
   } catch (const std::exception& e) {
     fail(self, "compute failed at step " + std::to_string(st.report.step),
          caf::make_error(caf::sec::runtime_error, e.what()));
@@ -63,8 +64,14 @@ void compute(self_ptr self) {
   // A finite norm computed on the device already proves every value finite.
   bool proven_finite = stats.gradient_norm >= 0 && std::isfinite(stats.gradient_norm);
   auto& vars = st.links.net->variables();
-  for (size_t i = 0; i < st.grads.size() && !proven_finite; ++i)
-    if (!st.grads[i].all_finite()) {
+  auto finite = [&](size_t i) {
+    if (!st.staging)
+      return st.grads[i].all_finite();
+    auto n = static_cast<size_t>(num_elements(vars[i].shape));
+    return first_non_finite(st.staging->grads[i], n) == n;
+  };
+  for (size_t i = 0; i < vars.size() && !proven_finite; ++i)
+    if (!finite(i)) {
       spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed",
                    st.label, st.report.step, vars[i].name, st.report.loss);
       st.report.applied = false;
@@ -74,7 +81,14 @@ void compute(self_ptr self) {
       self->send(self, run_atom::value);
       return;
     }
-  if (st.config.clip_norm > 0)
+  st.gradient_norm = stats.gradient_norm;
+  if (st.staging && st.config.clip_norm > 0 && st.gradient_norm < 0) {
+    fail(self, "clipping staged gradients",
+         make_error({errc::invalid_request, st.links.net->name()
+                                              + " stages gradients but reports no norm"}));
+    return;
+  }
+  if (st.config.clip_norm > 0 && !st.staging)
     clip_by_global_norm(st.grads, st.config.clip_norm, stats.gradient_norm);
   push_all(self);
 }
@@ -106,10 +120,19 @@ void push_all(self_ptr self) {
     grads.reserve(slice.indices.size());
     for (auto i : slice.indices) {
       auto& part = st.plan_slices[i];
-      auto& full = st.grads[static_cast<size_t>(st.plan.variable_of[i])];
+      auto v = static_cast<size_t>(st.plan.variable_of[i]);
+      if (st.staging) {
+        grads.push_back(extract_slice(part, st.staging->grads[v]));
+        continue;
+      }
       // A whole variable's gradient moves; a slice's rows are copied.
+      auto& full = st.grads[v];
       grads.push_back(part.shape == part.full_shape ? std::move(full) : extract_slice(part, full));
     }
+    // Staged gradients are clipped as they are cut: the same scale, from the
+    // global norm of the whole step.
+    if (st.staging && st.config.clip_norm > 0)
+      clip_by_global_norm(grads, st.config.clip_norm, st.gradient_norm);
     self->request(st.links.shards[s], st.config.request_timeout, push_atom::value,
                   st.config.index, st.report.step, slice.names, std::move(grads))
       .then([self](int64_t) { on_push_done(self, true); },
@@ -150,8 +173,11 @@ void pull_all(self_ptr self) {
             // plan_slices were derived once from the plan: no per-step work.
             for (size_t k = 0; k < indices.size(); ++k) {
               auto i = indices[k];
-              gather_slice(st.plan_slices[i], std::move(reply.values[k]),
-                           st.params[static_cast<size_t>(st.plan.variable_of[i])]);
+              auto v = static_cast<size_t>(st.plan.variable_of[i]);
+              if (st.staging)
+                insert_slice(st.plan_slices[i], reply.values[k], st.staging->params[v]);
+              else
+                gather_slice(st.plan_slices[i], std::move(reply.values[k]), st.params[v]);
             }
           } catch (const std::exception& e) {
             fail(self, "pull from ps:" + std::to_string(s),
@@ -211,6 +237,7 @@ void on_plan(self_ptr self, const training_plan& plan) {
     }
   st.links.shards = std::move(shards);
   st.slices = std::move(slices);
+  st.staging = st.links.net->staging();
   st.params.resize(vars.size());
   st.grads.resize(vars.size());
   st.coordinator = plan.coordinator;

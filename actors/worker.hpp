@@ -53,8 +53,13 @@ struct worker_state {
   std::vector<variable_slice> plan_slices;  // plan.variables as slices of the model
   step_coordinator_actor coordinator; // chief (async) or token queue (sync)
   bool report_to_chief = false;       // the next report is a non-finite gradient
+  // Parameters and gradients: the model's own pinned buffers when it offers
+  // them (a GPU model), so pulled slices land there and pushed ones are cut
+  // from there without another host copy; these tensors otherwise.
+  host_staging* staging = nullptr;
   std::vector<tensor> params;
   std::vector<tensor> grads;
+  double gradient_norm = -1;  // of the step in flight, for clipping staged gradients
   batch current;
   step_report report;               // of the step in flight / last finished
   size_t pending = 0;               // replies still expected in this phase

@@ -95,7 +95,8 @@ public:
   virtual host_staging* staging() noexcept { return nullptr; }
 
   /// train_step on the parameters in staging()->params, with the gradients
-  /// left in staging()->grads. Throws troupe_error where staging() is null.
+  /// left in staging()->grads; reports gradient_norm (a worker clips staged
+  /// gradients by it). Throws troupe_error where staging() is null.
   virtual batch_stats train_step_staged(const batch& b);
 
   /// One line per layer and variable (name, shape, size), for --dump-config.

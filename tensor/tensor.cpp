@@ -58,10 +58,14 @@ bool tensor::all_finite() const noexcept {
 }
 
 size_t tensor::first_non_finite() const noexcept {
-  for (size_t i = 0; i < data_.size(); ++i)
-    if (!std::isfinite(data_[i]))
+  return troupe::first_non_finite(data_.data(), data_.size());
+}
+
+size_t first_non_finite(const float* values, size_t count) noexcept {
+  for (size_t i = 0; i < count; ++i)
+    if (!std::isfinite(values[i]))
       return i;
-  return data_.size();
+  return count;
 }
 
 bool tensor::bit_equal(const tensor& other) const noexcept {

@@ -18,6 +18,9 @@ int64_t num_elements(const shape_t& shape);
 /// "[784, 10]".
 std::string to_string(const shape_t& shape);
 
+/// Index of the first NaN or infinite value among `count`, or count.
+size_t first_non_finite(const float* values, size_t count) noexcept;
+
 class tensor {
 public:
   tensor() = default;

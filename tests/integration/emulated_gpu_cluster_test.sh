@@ -5,11 +5,12 @@
 # steps, and the same run with both workers on the CPU is its reference. In
 # sync mode every step averages both workers' gradients for the same
 # parameters and batches, and the GPU model draws the CPU's dropout masks, so
-# the two runs differ only by float rounding, which Adam's first steps
-# amplify a little. Calibration (10 steps): rounding moved the test loss by
-# 0.07% and the accuracy by 0; planted bugs in the GPU worker moved them by
-# 1.4% / 0.009 (dropout's backward ignoring the mask) and 8% / 0.049 (a
-# staging chunk of fc1's gradient from the wrong offset).
+# the two runs differ only by float rounding. Gradients are clipped to norm 1,
+# which the GPU worker applies as it cuts its staged gradients into slices.
+# Calibration (10 steps): the runs agreed to the 4 printed decimals (0.6871,
+# loss 0.9424); planted bugs moved them by 43% / 0.147 (staged gradients not
+# clipped) and 7% / 0.002 (dropout's backward ignoring the mask). Without
+# clipping, rounding alone moved the loss by 0.07%.
 # Then a worker refused its device: more memory than is free, no such index.
 #   emulated_gpu_cluster_test.sh TROUPE_NODE_EMULATED ROOT [DATA_DIR]
 set -u
@@ -19,7 +20,7 @@ steps=10
 run() { # name, worker-devices
   timeout 380 "$root/scripts/local-cluster" "$root/config/local-mixed-cnn.conf" --timeout 360 \
     --bin "$bin" -- --train.data-dir="$data" --train.mode=sync --train.last-step=$steps \
-    --train.log-interval=5 --train.worker-devices="$2" >"$tmp/$1.log" 2>&1
+    --train.log-interval=5 --train.clip-norm=1 --train.worker-devices="$2" >"$tmp/$1.log" 2>&1
 }
 field() { grep -o "\"$2\":[0-9.]*" "$tmp/$1.log" | cut -d: -f2; }
 run mixed '["cpu", "cuda:0"]'; mixed_rc=$?
