@@ -1,5 +1,7 @@
 #include "actors/worker.hpp"
 
+#include <algorithm>
+
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
@@ -198,7 +200,10 @@ void on_plan(self_ptr self, const training_plan& plan) {
   st.plan_slices.clear();
   st.slices.assign(st.links.shards.size(), {});
   try {
-    std::vector<int64_t> rows_covered(vars.size(), 0);
+    // Each variable's slices as (offset, rows): they must tile it exactly,
+    // or rows would go untrained (never written when pulls land in a GPU
+    // model's buffers) and others be pushed twice.
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> pieces(vars.size());
     std::vector<int32_t> axis_of(vars.size(), -1);
     for (size_t i = 0; i < plan.variables.size(); ++i) {
       st.plan_slices.push_back(plan_slice(plan, i, vars));
@@ -212,15 +217,21 @@ void on_plan(self_ptr self, const training_plan& plan) {
       if (axis_of[var] >= 0 && axis_of[var] != slice.axis)
         throw troupe_error(vars[var].name + " is split along two axes");
       axis_of[var] = slice.axis;
-      rows_covered[var] += plan.rows_of[i];
+      pieces[var].emplace_back(slice.offset, plan.rows_of[i]);
       st.slices[shard].names.push_back(plan.variables[i]);
       st.slices[shard].indices.push_back(i);
     }
-    for (size_t v = 0; v < vars.size(); ++v)
-      if (rows_covered[v] != (vars[v].shape.empty()
-                                ? 1
-                                : vars[v].shape[static_cast<size_t>(std::max(axis_of[v], 0))]))
+    for (size_t v = 0; v < vars.size(); ++v) {
+      auto dim = vars[v].shape.empty()
+                   ? 1
+                   : vars[v].shape[static_cast<size_t>(std::max(axis_of[v], 0))];
+      std::sort(pieces[v].begin(), pieces[v].end());
+      int64_t next = 0;  // the first row not yet covered; -1 once a piece overlaps or skips
+      for (auto [offset, rows] : pieces[v])
+        next = offset == next ? next + rows : -1;
+      if (next != dim)
         throw troupe_error("the plan's slices do not cover " + vars[v].name + " exactly once");
+    }
   } catch (const std::exception& e) {
     fail(self, "the chief's plan does not match this worker's model (" + st.links.net->name()
                  + ")",

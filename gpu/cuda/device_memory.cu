@@ -41,7 +41,19 @@ void* device_pool::acquire(size_t bytes) {
                        + " in use, " + megabytes(bytes)
                        + " more asked); raise train.gpu-memory-fraction or lower the batch size");
   void* p = nullptr;
-  TROUPE_CUDA_CHECK(cudaMalloc(&p, bytes));
+  auto status = cudaMalloc(&p, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky; clear it for the calls after
+    // The share was free when the worker started (check_memory_share), but
+    // the pool grows lazily: other workers or processes took it since.
+    throw troupe_error("GPU memory: the device has no " + megabytes(bytes)
+                       + " free for this worker (" + megabytes(reserved_) + " of its "
+                       + megabytes(limit_)
+                       + " share in use): other workers or processes on the device hold the rest;"
+                         " make the train.gpu-memory-fraction of everything on it add up to less"
+                         " than 1, or lower the batch size");
+  }
+  TROUPE_CUDA_CHECK(status);
   size_of_[p] = bytes;
   reserved_ += bytes;
   return p;

@@ -5,6 +5,7 @@
 // a CUDA device (CI, development machines) the parity tests are skipped with
 // a message saying so; the rest runs everywhere.
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <random>
 
@@ -314,3 +315,37 @@ BOOST_AUTO_TEST_CASE(memory_fraction_is_enforced) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+#if defined(TROUPE_CUDA_EMULATION)
+// Only on the emulated device (gpu_emulated_tests), whose free memory a test
+// can change while a model lives.
+BOOST_AUTO_TEST_SUITE(emulated_device)
+
+// Two workers whose shares add up to more than the device pass the check at
+// start (the pool grows lazily); the one that finds the device full says so,
+// naming the setting, and trains again once there is room.
+BOOST_AUTO_TEST_CASE(a_device_others_filled_since_the_start_is_a_clear_error) {
+  auto net = gpu::make_device_model(make_model("cnn"), cuda0, {0.5});
+  std::vector<tensor> params, grads;
+  for (auto& v : net->variables())
+    params.push_back(initial_value(v, 42));
+  batch b;
+  b.images = random_tensor({8, 784}, 3, 0.0f, 1.0f);
+  for (int i = 0; i < 8; ++i)
+    b.labels.push_back(i % 10);
+  ::setenv("TROUPE_EMULATED_CUDA_BUSY_MB", "81900", 1);  // 20 MB of 80 GiB left
+  try {
+    net->train_step(params, b, grads);
+    BOOST_FAIL("expected an out-of-memory error");
+  } catch (const troupe_error& e) {
+    std::string msg = e.what();
+    BOOST_TEST(msg.find("other workers or processes on the device") != std::string::npos, msg);
+    BOOST_TEST(msg.find("train.gpu-memory-fraction") != std::string::npos, msg);
+  }
+  ::unsetenv("TROUPE_EMULATED_CUDA_BUSY_MB");
+  auto stats = net->train_step(params, b, grads);
+  BOOST_TEST(std::isfinite(stats.loss));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+#endif

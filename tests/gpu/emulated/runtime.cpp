@@ -42,15 +42,12 @@ struct emulator {
   std::vector<std::unique_ptr<stream>> streams;
   std::map<const char*, size_t> device_blocks, pinned_blocks;  // start -> bytes
   size_t device_used = 0;
-  size_t busy = 0;  // held by other processes, as far as cudaMemGetInfo tells
   int devices = 1;
   bool newest_first = false;
 
   emulator() {
     if (const char* n = std::getenv("TROUPE_EMULATED_CUDA_DEVICES"))
       devices = std::atoi(n);
-    if (const char* mb = std::getenv("TROUPE_EMULATED_CUDA_BUSY_MB"))
-      busy = std::min(device_bytes, static_cast<size_t>(std::atoll(mb)) << 20);
     if (const char* s = std::getenv("TROUPE_EMULATED_SCHEDULE")) {
       std::string schedule = s;
       if (schedule == "newest-first")
@@ -58,6 +55,15 @@ struct emulator {
       else if (schedule != "oldest-first")
         misuse("TROUPE_EMULATED_SCHEDULE must be oldest-first or newest-first");
     }
+  }
+
+  // Held by others, as far as cudaMemGetInfo tells: by default a CUDA
+  // context's share, so that, as on a real device, not all of it is free.
+  // Read at every call: a test may fill the device while a model lives.
+  static size_t busy() {
+    const char* mb = std::getenv("TROUPE_EMULATED_CUDA_BUSY_MB");
+    size_t bytes = mb ? static_cast<size_t>(std::atoll(mb)) << 20 : size_t{512} << 20;
+    return std::min(device_bytes, bytes);
   }
 
   static bool inside(const std::map<const char*, size_t>& blocks, const void* p, size_t bytes) {
@@ -197,13 +203,14 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* props, int device) {
 
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   *total = troupe_emulation::device_bytes;
-  *free = *total - emu().device_used - emu().busy;
+  *free = *total - std::min(*total, emu().device_used + troupe_emulation::emulator::busy());
   return cudaSuccess;
 }
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   auto& e = emu();
-  if (e.device_used + e.busy + bytes > troupe_emulation::device_bytes)
+  auto taken = e.device_used + troupe_emulation::emulator::busy();
+  if (taken + bytes > troupe_emulation::device_bytes)
     return cudaErrorMemoryAllocation;
   void* p = troupe_emulation::allocate_filled(bytes);
   if (!p)
@@ -272,18 +279,31 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
   if (auto status = check_direction(dst, src, bytes, kind); status != cudaSuccess)
     return status;
   auto& e = emu();
-  bool pageable_src = kind == cudaMemcpyHostToDevice
-                      && !troupe_emulation::emulator::inside(e.pinned_blocks, src, bytes);
-  bool pageable_dst = kind == cudaMemcpyDeviceToHost
-                      && !troupe_emulation::emulator::inside(e.pinned_blocks, dst, bytes);
+  auto pinned = [&](const void* p) {
+    if (troupe_emulation::emulator::inside(e.pinned_blocks, p, bytes))
+      return true;
+    if (bytes > 0 && troupe_emulation::emulator::inside(e.pinned_blocks, p, 1))
+      misuse("cudaMemcpyAsync: a host range runs past the end of its pinned allocation");
+    return false;
+  };
+  bool pageable_src = kind == cudaMemcpyHostToDevice && !pinned(src);
+  bool pageable_dst = kind == cudaMemcpyDeviceToHost && !pinned(dst);
+  // The host data as it was at the call: from pageable memory the driver
+  // stages it before returning; from pinned memory the DMA reads it later,
+  // so a host write in between is a race a real device may lose.
+  std::shared_ptr<std::vector<char>> at_call;
+  if (kind == cudaMemcpyHostToDevice)
+    at_call = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                  static_cast<const char*>(src) + bytes);
   if (pageable_src) {
-    // From pageable memory the driver stages the data before returning.
-    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
-                                                      static_cast<const char*>(src) + bytes);
-    troupe_emulation::enqueue(stream, [=] { std::memcpy(dst, staged->data(), bytes); });
+    troupe_emulation::enqueue(stream, [=] { std::memcpy(dst, at_call->data(), bytes); });
     return cudaSuccess;
   }
-  troupe_emulation::enqueue(stream, [=] { std::memcpy(dst, src, bytes); });
+  troupe_emulation::enqueue(stream, [=] {
+    if (at_call && std::memcmp(src, at_call->data(), bytes) != 0)
+      misuse("cudaMemcpyAsync: the host wrote pinned memory that a queued copy still reads");
+    std::memcpy(dst, src, bytes);
+  });
   if (pageable_dst && stream) {
     // Into pageable memory the call returns once the copy has happened.
     auto position = stream->issued;
