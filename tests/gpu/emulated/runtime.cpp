@@ -1,5 +1,6 @@
 // The emulated CUDA runtime, cuBLAS and scheduler (see tests/gpu/emulated/README.md).
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,9 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <Eigen/Core>
 
@@ -41,6 +45,8 @@ struct emulator {
   // Streams live as long as the process: events may still name a destroyed one.
   std::vector<std::unique_ptr<stream>> streams;
   std::map<const char*, size_t> device_blocks, pinned_blocks;  // start -> bytes
+  std::map<char*, size_t> device_pages;  // device block -> its mapping (whole pages)
+  int device_open = 0;  // > 0 while device work runs: only then is device memory accessible
   size_t device_used = 0;
   int devices = 1;
   bool newest_first = false;
@@ -85,6 +91,7 @@ struct emulator {
   // work the code did not make wait for it runs before it.
   template <class Predicate>
   void run_until(Predicate finished) {
+    bool opened = false;  // device memory, for the operations this call runs
     while (!finished()) {
       stream* pick = nullptr;
       auto consider = [&](stream* s) {
@@ -101,10 +108,32 @@ struct emulator {
         misuse("no stream can progress: every queued operation waits for another");
       operation op = std::move(pick->queue.front());
       pick->queue.pop_front();
-      if (op.work)
+      if (op.work) {
+        if (!opened)
+          open_device();
+        opened = true;
         op.work();
+      }
       ++pick->done;
     }
+    if (opened)
+      close_device();
+  }
+
+  // Device memory is mapped without access while host code runs, so a host
+  // read or write of a device pointer faults (as it would on a GPU) instead
+  // of passing here.
+  void set_device_access(bool open) {
+    for (auto& [start, bytes] : device_pages)
+      mprotect(start, bytes, open ? PROT_READ | PROT_WRITE : PROT_NONE);
+  }
+  void open_device() {
+    if (device_open++ == 0)
+      set_device_access(true);
+  }
+  void close_device() {
+    if (--device_open == 0)
+      set_device_access(false);
   }
 
   void run_all() {
@@ -120,8 +149,34 @@ struct emulator {
   }
 };
 
+emulator& emu();
+const std::map<char*, size_t>& emu_pages() {
+  return emu().device_pages;
+}
+
+// Names a fault on device memory before the process dies of it.
+void on_fault(int signal, siginfo_t* info, void*) {
+  static const char message[] = "emulated CUDA: the host touched device memory\n";
+  auto* address = static_cast<char*>(info->si_addr);
+  for (auto& [start, bytes] : emu_pages())
+    if (address >= start && address < start + bytes) {
+      (void)!write(2, message, sizeof message - 1);
+      break;
+    }
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
 emulator& emu() {
   static emulator instance;
+  static bool handler = [] {
+    struct sigaction action {};
+    action.sa_sigaction = on_fault;
+    action.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &action, nullptr);
+    return true;
+  }();
+  (void)handler;
   return instance;
 }
 
@@ -139,11 +194,29 @@ void* allocate_filled(size_t bytes) {
   return p;
 }
 
+// Device memory: whole pages of its own, filled like the rest, and closed to
+// the host unless device work is running.
+void* map_device(size_t bytes) {
+  auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t mapped = std::max(page, (bytes + page - 1) / page * page);
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return nullptr;
+  std::memset(p, 0xFF, mapped);
+  auto& e = emu();
+  e.device_pages[static_cast<char*>(p)] = mapped;
+  if (e.device_open == 0)
+    mprotect(p, mapped, PROT_NONE);
+  return p;
+}
+
 } // namespace
 
 void enqueue(cudaStream_t s, std::function<void()> work) {
   if (!checked(s)) {  // the default stream: at once
+    emu().open_device();
     work();
+    emu().close_device();
     return;
   }
   emu().push(s, {std::move(work), nullptr, 0});
@@ -212,7 +285,7 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   auto taken = e.device_used + troupe_emulation::emulator::busy();
   if (taken + bytes > troupe_emulation::device_bytes)
     return cudaErrorMemoryAllocation;
-  void* p = troupe_emulation::allocate_filled(bytes);
+  void* p = troupe_emulation::map_device(bytes);
   if (!p)
     return cudaErrorMemoryAllocation;
   e.device_blocks[static_cast<const char*>(p)] = bytes;
@@ -229,7 +302,9 @@ cudaError_t cudaFree(void* pointer) {
     return cudaErrorInvalidValue;
   e.device_used -= it->second;
   e.device_blocks.erase(it);
-  std::free(pointer);
+  auto pages = e.device_pages.find(static_cast<char*>(pointer));
+  munmap(pages->first, pages->second);
+  e.device_pages.erase(pages);
   return cudaSuccess;
 }
 
@@ -270,7 +345,9 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   // is not waited for, so a read after a kernel needs a synchronisation first.
   if (auto status = check_direction(dst, src, bytes, kind); status != cudaSuccess)
     return status;
+  emu().open_device();
   std::memcpy(dst, src, bytes);
+  emu().close_device();
   return cudaSuccess;
 }
 

@@ -6,8 +6,8 @@
 // order, cudaStreamWaitEvent), so a missing wait or a host read before a
 // synchronisation reads stale data instead of passing by luck. New device
 // and pinned memory is filled with 0xFF bytes (NaN floats), so a read of
-// memory nothing wrote shows. Not emulated: concurrency, timing, memory
-// spaces (a host dereference of a device pointer works here).
+// memory nothing wrote shows; device memory faults when host code touches
+// it. Not emulated: concurrency, timing, a kernel touching host memory.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
