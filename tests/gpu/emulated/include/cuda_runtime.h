@@ -7,10 +7,12 @@
 // synchronisation reads stale data instead of passing by luck. New device
 // and pinned memory is filled with 0xFF bytes (NaN floats), so a read of
 // memory nothing wrote shows; device memory faults when host code touches
-// it. Not emulated: concurrency, timing, a kernel touching host memory.
+// it, and a kernel's pointer arguments must be device memory. Not emulated:
+// concurrency, timing.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 
 #define __global__
 #define __host__
@@ -98,8 +100,17 @@ bool on_device(const void* p, size_t bytes);
 
 /// A kernel launch: every thread of every block, one after the other, when
 /// the stream runs; arguments are taken by value at the launch, as CUDA does.
+/// A pointer argument must be null or point into device memory.
 template <class Kernel, class... Args>
 void launch(cudaStream_t s, unsigned blocks, unsigned threads, Kernel kernel, Args... args) {
+  auto on_device_or_not_a_pointer = [](const auto& arg) {
+    if constexpr (std::is_pointer_v<std::decay_t<decltype(arg)>>)
+      return !arg || on_device(arg, 1);  // null: an output the kernel skips
+    else
+      return true;
+  };
+  if (!(on_device_or_not_a_pointer(args) && ...))
+    misuse("a kernel argument points outside device memory");
   enqueue(s, [=] {
     gridDim.x = blocks;
     blockDim.x = threads;
