@@ -69,7 +69,7 @@ void compute(self_ptr self) {
   auto finite = [&](size_t i) {
     if (!st.staging)
       return st.grads[i].all_finite();
-    auto n = static_cast<size_t>(num_elements(vars[i].shape));
+    auto n = st.staging->sizes[i];
     return first_non_finite(st.staging->grads[i], n) == n;
   };
   for (size_t i = 0; i < vars.size() && !proven_finite; ++i)
@@ -83,15 +83,13 @@ void compute(self_ptr self) {
       self->send(self, run_atom::value);
       return;
     }
-  st.gradient_norm = stats.gradient_norm;
-  if (st.staging && st.config.clip_norm > 0 && st.gradient_norm < 0) {
-    fail(self, "clipping staged gradients",
-         make_error({errc::invalid_request, st.links.net->name()
-                                              + " stages gradients but reports no norm"}));
-    return;
+  if (st.config.clip_norm > 0) {
+    if (st.staging)
+      clip_by_global_norm(st.staging->grads, st.staging->sizes, st.config.clip_norm,
+                          stats.gradient_norm);
+    else
+      clip_by_global_norm(st.grads, st.config.clip_norm, stats.gradient_norm);
   }
-  if (st.config.clip_norm > 0 && !st.staging)
-    clip_by_global_norm(st.grads, st.config.clip_norm, stats.gradient_norm);
   push_all(self);
 }
 
@@ -131,10 +129,6 @@ void push_all(self_ptr self) {
       auto& full = st.grads[v];
       grads.push_back(part.shape == part.full_shape ? std::move(full) : extract_slice(part, full));
     }
-    // Staged gradients are clipped as they are cut: the same scale, from the
-    // global norm of the whole step.
-    if (st.staging && st.config.clip_norm > 0)
-      clip_by_global_norm(grads, st.config.clip_norm, st.gradient_norm);
     self->request(st.links.shards[s], st.config.request_timeout, push_atom::value,
                   st.config.index, st.report.step, slice.names, std::move(grads))
       .then([self](int64_t) { on_push_done(self, true); },

@@ -59,7 +59,6 @@ struct worker_state {
   host_staging* staging = nullptr;
   std::vector<tensor> params;
   std::vector<tensor> grads;
-  double gradient_norm = -1;  // of the step in flight, for clipping staged gradients
   batch current;
   step_report report;               // of the step in flight / last finished
   size_t pending = 0;               // replies still expected in this phase

@@ -72,6 +72,7 @@ struct layer_desc {
 struct host_staging {
   std::vector<float*> params;
   std::vector<float*> grads;  ///< written by train_step_staged; valid until the next step
+  std::vector<size_t> sizes;  ///< floats per variable
 };
 
 class model {
@@ -95,8 +96,7 @@ public:
   virtual host_staging* staging() noexcept { return nullptr; }
 
   /// train_step on the parameters in staging()->params, with the gradients
-  /// left in staging()->grads; reports gradient_norm (a worker clips staged
-  /// gradients by it). Throws troupe_error where staging() is null.
+  /// left in staging()->grads. Throws troupe_error where staging() is null.
   virtual batch_stats train_step_staged(const batch& b);
 
   /// One line per layer and variable (name, shape, size), for --dump-config.

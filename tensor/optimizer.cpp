@@ -1,6 +1,7 @@
 #include "tensor/optimizer.hpp"
 
 #include <cmath>
+#include <utility>
 
 #include "tensor/error.hpp"
 
@@ -219,23 +220,57 @@ std::unique_ptr<optimizer> make_optimizer(const optimizer_config& c) {
   return out;
 }
 
-double global_norm(const std::vector<tensor>& tensors) {
+namespace {
+
+// buffer(i) -> {data, size} for i < count: one body for tensors and raw buffers.
+template <class Buffer>
+double sum_of_squares(size_t count, Buffer buffer) {
   double sum = 0;
-  for (auto& t : tensors)
-    for (size_t i = 0; i < t.size(); ++i)
-      sum += double(t[i]) * double(t[i]);
-  return std::sqrt(sum);
+  for (size_t b = 0; b < count; ++b) {
+    auto [data, size] = buffer(b);
+    for (size_t i = 0; i < size; ++i)
+      sum += double(data[i]) * double(data[i]);
+  }
+  return sum;
+}
+
+template <class Buffer>
+double clip_buffers(size_t count, Buffer buffer, double clip, double known_norm) {
+  auto norm = known_norm >= 0 ? known_norm : std::sqrt(sum_of_squares(count, buffer));
+  if (clip > 0 && norm > clip) {
+    auto scale = static_cast<float>(clip / norm);
+    for (size_t b = 0; b < count; ++b) {
+      auto [data, size] = buffer(b);
+      for (size_t i = 0; i < size; ++i)
+        data[i] *= scale;
+    }
+  }
+  return norm;
+}
+
+} // namespace
+
+double global_norm(const std::vector<tensor>& tensors) {
+  return std::sqrt(sum_of_squares(tensors.size(), [&](size_t b) {
+    return std::pair<const float*, size_t>(tensors[b].data(), tensors[b].size());
+  }));
 }
 
 double clip_by_global_norm(std::vector<tensor>& tensors, double clip, double known_norm) {
-  auto norm = known_norm >= 0 ? known_norm : global_norm(tensors);
-  if (clip > 0 && norm > clip) {
-    auto scale = static_cast<float>(clip / norm);
-    for (auto& t : tensors)
-      for (size_t i = 0; i < t.size(); ++i)
-        t[i] *= scale;
-  }
-  return norm;
+  return clip_buffers(
+    tensors.size(),
+    [&](size_t b) { return std::pair<float*, size_t>(tensors[b].data(), tensors[b].size()); },
+    clip, known_norm);
+}
+
+double clip_by_global_norm(const std::vector<float*>& buffers, const std::vector<size_t>& sizes,
+                           double clip, double known_norm) {
+  if (buffers.size() != sizes.size())
+    throw troupe_error("clip_by_global_norm: " + std::to_string(buffers.size())
+                       + " buffers but " + std::to_string(sizes.size()) + " sizes");
+  return clip_buffers(
+    buffers.size(), [&](size_t b) { return std::pair<float*, size_t>(buffers[b], sizes[b]); },
+    clip, known_norm);
 }
 
 } // namespace troupe

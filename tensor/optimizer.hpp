@@ -96,4 +96,8 @@ double global_norm(const std::vector<tensor>& tensors);
 /// (computed where the gradients were) is used instead of a pass over them.
 double clip_by_global_norm(std::vector<tensor>& tensors, double clip, double known_norm = -1);
 
+/// The same over buffers of sizes[i] floats (a model's staging buffers).
+double clip_by_global_norm(const std::vector<float*>& buffers, const std::vector<size_t>& sizes,
+                           double clip, double known_norm = -1);
+
 } // namespace troupe

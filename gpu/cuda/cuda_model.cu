@@ -335,6 +335,7 @@ public:
     for (size_t v = 0; v < vars.size(); ++v) {
       staging_.params.push_back(params_host + offsets_[v]);
       staging_.grads.push_back(grads_host + offsets_[v]);
+      staging_.sizes.push_back(params_[v].size());
     }
   }
 

@@ -78,6 +78,23 @@ void check_parity(layer& l, const shape_t& input, int64_t batch, double bound,
     BOOST_TEST(relative_error(gpu.grads[i], grads[i]) <= bound, what << " gradient " << i);
 }
 
+// n random images (the same for the same seed), labels 0..9 in turn.
+batch image_batch(int64_t n, uint32_t seed) {
+  batch b;
+  b.images = random_tensor({n, 784}, seed, 0.0f, 1.0f);
+  for (int64_t i = 0; i < n; ++i)
+    b.labels.push_back(static_cast<int32_t>(i % 10));
+  return b;
+}
+
+// Every variable's initial value, seed 42.
+std::vector<tensor> initial_params(const model& m) {
+  std::vector<tensor> params;
+  for (auto& v : m.variables())
+    params.push_back(initial_value(v, 42));
+  return params;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(device_interface)
@@ -214,13 +231,8 @@ BOOST_AUTO_TEST_CASE(a_training_step_of_each_model) {
   for (std::string name : {"softmax", "mlp", "cnn", "vgg11"}) {
     auto cpu = make_model(name);
     auto gpu_model = gpu::make_device_model(make_model(name), cuda0, {0.5});
-    std::vector<tensor> params;
-    for (auto& v : cpu->variables())
-      params.push_back(initial_value(v, 42));
-    batch b;
-    b.images = random_tensor({32, 784}, 5, 0.0f, 1.0f);
-    for (int i = 0; i < 32; ++i)
-      b.labels.push_back(i % 10);
+    auto params = initial_params(*cpu);
+    auto b = image_batch(32, 5);
     for (int step = 0; step < 2; ++step) {  // the second step draws new masks on both
       std::vector<tensor> cpu_grads, gpu_grads;
       auto c = cpu->train_step(params, b, cpu_grads);
@@ -253,13 +265,8 @@ BOOST_AUTO_TEST_CASE(the_staged_step_matches_the_tensor_step) {
   auto& vars = staged->variables();
   BOOST_REQUIRE(buffers->params.size() == vars.size());
   BOOST_REQUIRE(buffers->grads.size() == vars.size());
-  std::vector<tensor> params;
-  for (auto& v : vars)
-    params.push_back(initial_value(v, 42));
-  batch b;
-  b.images = random_tensor({16, 784}, 9, 0.0f, 1.0f);
-  for (int i = 0; i < 16; ++i)
-    b.labels.push_back(i % 10);
+  auto params = initial_params(*staged);
+  auto b = image_batch(16, 9);
   for (int step = 0; step < 2; ++step) {  // the buffers are reused; dropout draws anew
     for (size_t v = 0; v < vars.size(); ++v)
       std::copy(params[v].values().begin(), params[v].values().end(), buffers->params[v]);
@@ -291,24 +298,15 @@ BOOST_AUTO_TEST_CASE(memory_fraction_is_enforced) {
   // (conv1's output alone is 411 MB): that step fails with an error naming
   // the setting, and the model still trains a small batch afterwards.
   auto net = gpu::make_device_model(make_model("cnn"), cuda0, {0.001});
-  std::vector<tensor> params;
-  for (auto& v : net->variables())
-    params.push_back(initial_value(v, 42));
-  auto make_batch = [](int64_t n) {
-    batch b;
-    b.images = random_tensor({n, 784}, 3, 0.0f, 1.0f);
-    for (int64_t i = 0; i < n; ++i)
-      b.labels.push_back(static_cast<int32_t>(i % 10));
-    return b;
-  };
+  auto params = initial_params(*net);
   std::vector<tensor> grads;
   try {
-    net->train_step(params, make_batch(4096), grads);
+    net->train_step(params, image_batch(4096, 3), grads);
     BOOST_FAIL("expected an out-of-share error");
   } catch (const troupe_error& e) {
     BOOST_TEST(std::string(e.what()).find("gpu-memory-fraction") != std::string::npos, e.what());
   }
-  auto stats = net->train_step(params, make_batch(8), grads);
+  auto stats = net->train_step(params, image_batch(8, 3), grads);
   BOOST_TEST(std::isfinite(stats.loss));
   BOOST_TEST(stats.examples == 8u);
   BOOST_TEST(std::isfinite(stats.gradient_norm));
@@ -326,13 +324,9 @@ BOOST_AUTO_TEST_SUITE(emulated_device)
 // naming the setting, and trains again once there is room.
 BOOST_AUTO_TEST_CASE(a_device_others_filled_since_the_start_is_a_clear_error) {
   auto net = gpu::make_device_model(make_model("cnn"), cuda0, {0.5});
-  std::vector<tensor> params, grads;
-  for (auto& v : net->variables())
-    params.push_back(initial_value(v, 42));
-  batch b;
-  b.images = random_tensor({8, 784}, 3, 0.0f, 1.0f);
-  for (int i = 0; i < 8; ++i)
-    b.labels.push_back(i % 10);
+  auto params = initial_params(*net);
+  auto b = image_batch(8, 3);
+  std::vector<tensor> grads;
   ::setenv("TROUPE_EMULATED_CUDA_BUSY_MB", "81900", 1);  // 20 MB of 80 GiB left
   try {
     net->train_step(params, b, grads);

@@ -6,7 +6,7 @@
 # sync mode every step averages both workers' gradients for the same
 # parameters and batches, and the GPU model draws the CPU's dropout masks, so
 # the two runs differ only by float rounding. Gradients are clipped to norm 1,
-# which the GPU worker applies as it cuts its staged gradients into slices.
+# which the GPU worker applies in place to its staged gradients.
 # Calibration (10 steps): the runs agreed to the 4 printed decimals (0.6871,
 # loss 0.9424); planted bugs moved them by 43% / 0.147 (staged gradients not
 # clipped) and 7% / 0.002 (dropout's backward ignoring the mask). Without

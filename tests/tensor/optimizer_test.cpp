@@ -161,6 +161,13 @@ BOOST_AUTO_TEST_CASE(clipping_by_global_norm) {
   std::vector<tensor> known{tensor({1}, 3.0f), tensor({1}, 4.0f)};
   BOOST_TEST(clip_by_global_norm(known, 2.5, 10.0) == 10.0);
   BOOST_TEST(known[1][0] == 1.0f, boost::test_tools::tolerance(1e-6f));  // 4 x 2.5 / 10
+  // Raw buffers (a model's staging) clip the same way.
+  std::vector<float> a{3.0f, 0.0f}, b{4.0f};
+  std::vector<float*> buffers{a.data(), b.data()};
+  BOOST_TEST(clip_by_global_norm(buffers, {2, 1}, 1.0) == 5.0);
+  BOOST_TEST(a[0] == 0.6f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(b[0] == 0.8f, boost::test_tools::tolerance(1e-6f));
+  BOOST_CHECK_THROW(clip_by_global_norm(buffers, {2}, 1.0), troupe_error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

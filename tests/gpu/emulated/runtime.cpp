@@ -150,15 +150,12 @@ struct emulator {
 };
 
 emulator& emu();
-const std::map<char*, size_t>& emu_pages() {
-  return emu().device_pages;
-}
 
 // Names a fault on device memory before the process dies of it.
 void on_fault(int signal, siginfo_t* info, void*) {
   static const char message[] = "emulated CUDA: the host touched device memory\n";
   auto* address = static_cast<char*>(info->si_addr);
-  for (auto& [start, bytes] : emu_pages())
+  for (auto& [start, bytes] : emu().device_pages)
     if (address >= start && address < start + bytes) {
       (void)!write(2, message, sizeof message - 1);
       break;
