@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpu/backend.hpp"
-#include "tensor/error.hpp"
+#include "tensor/core/error.hpp"
 
 namespace troupe {
 

@@ -14,11 +14,11 @@
 #include <memory>
 #include <vector>
 
-#include "actors/chief.hpp"
-#include "actors/protocol.hpp"
-#include "actors/ps_shard.hpp"
-#include "actors/worker.hpp"
-#include "config/settings.hpp"
+#include "actors/chief/chief.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "actors/ps/ps_shard.hpp"
+#include "actors/worker/worker.hpp"
+#include "config/settings/settings.hpp"
 
 namespace troupe {
 

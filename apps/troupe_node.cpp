@@ -12,10 +12,10 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/cluster.hpp"
-#include "actors/protocol.hpp"
-#include "config/node_config.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "config/node/node_config.hpp"
 #include "gpu/backend.hpp"
-#include "tensor/error.hpp"
+#include "tensor/core/error.hpp"
 
 using namespace troupe;
 

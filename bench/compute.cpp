@@ -15,7 +15,7 @@
 
 #include <Eigen/Core>
 
-#include "tensor/model.hpp"
+#include "tensor/nn/model.hpp"
 
 using namespace troupe;
 using clock_type = std::chrono::steady_clock;

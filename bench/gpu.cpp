@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "gpu/backend.hpp"
-#include "tensor/error.hpp"
+#include "tensor/core/error.hpp"
 
 using namespace troupe;
 using clock_type = std::chrono::steady_clock;

@@ -18,8 +18,8 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include "actors/protocol.hpp"
-#include "actors/ps_shard.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "actors/ps/ps_shard.hpp"
 
 using namespace troupe;
 using clock_type = std::chrono::steady_clock;

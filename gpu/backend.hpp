@@ -1,28 +1,21 @@
 #pragma once
 // Where a worker computes. One interface, troupe::model (train_step and
 // evaluate on host tensors), with two implementations: the CPU layers of
-// tensor/ (Eigen, always built) and gpu/cuda (cuBLAS and own kernels, built
+// tensor/nn (Eigen, always built) and gpu/cuda (cuBLAS and own kernels, built
 // whenever nvcc is found). The CUDA model is built from the CPU model's own
 // description of its layers, so both compute exactly the same network.
+//
+// The functions here are written once (gpu/backend.cpp) over the entry
+// points of gpu/cuda_backend.hpp, which an executable gets from exactly one
+// library: troupe_gpu (CUDA where nvcc was found, else a stub that refuses
+// every device) or, in tests, troupe_gpu_emulated.
 #include <memory>
 #include <string>
-#include <vector>
 
-#include "tensor/model.hpp"
-#include "tensor/tensor.hpp"
+#include "gpu/device_spec.hpp"
+#include "tensor/nn/model.hpp"
 
 namespace troupe::gpu {
-
-/// Where a worker computes: "cpu" or "cuda:N".
-struct device_spec {
-  enum class kind { cpu, cuda };
-  kind type = kind::cpu;
-  int index = 0;
-  std::string to_string() const;
-};
-
-/// Parses "cpu" or "cuda:N"; throws troupe_error on anything else.
-device_spec parse_device(const std::string& text);
 
 struct device_options {
   /// The share of the device's memory one worker may hold (TF's
@@ -50,20 +43,5 @@ void check_device(const device_spec& device, const device_options& options = {})
 std::unique_ptr<model> make_device_model(std::unique_ptr<model> cpu_model,
                                          const device_spec& device,
                                          const device_options& options = {});
-
-/// One layer on a CUDA device, for parity tests: forward on x, then backward
-/// with dy (host tensors in and out).
-struct layer_run {
-  tensor y, dx;
-  std::vector<tensor> grads;
-};
-layer_run run_layer_on_device(const layer_desc& desc, const tensor& x,
-                              const std::vector<tensor>& params, const tensor& dy, bool training,
-                              const device_spec& device);
-
-/// Softmax cross-entropy on a CUDA device: mean loss; writes the gradient
-/// and the number of correct predictions.
-double softmax_cross_entropy_on_device(const tensor& logits, const std::vector<int32_t>& labels,
-                                       tensor& grad, size_t& correct, const device_spec& device);
 
 } // namespace troupe::gpu

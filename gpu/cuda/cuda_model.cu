@@ -1,4 +1,4 @@
-#include "gpu/cuda/cuda_model.hpp"
+#include "gpu/cuda_backend.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "gpu/cuda/device_memory.cuh"
 #include "gpu/cuda/element_math.hpp"
 #include "gpu/cuda/kernels.cuh"
-#include "tensor/layers.hpp"
+#include "tensor/nn/layers.hpp"
 
 namespace troupe::gpu::cuda {
 
@@ -28,8 +28,8 @@ struct device_context {
     TROUPE_CUDA_CHECK(cudaSetDevice(device));
     TROUPE_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
     TROUPE_CUDA_CHECK(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking));
-    TROUPE_CUBLAS_CHECK(cublasCreate(&blas));
-    TROUPE_CUBLAS_CHECK(cublasSetStream(blas, compute));
+    TROUPE_CUDA_CHECK(cublasCreate(&blas));
+    TROUPE_CUDA_CHECK(cublasSetStream(blas, compute));
   }
   ~device_context() {
     cudaSetDevice(device);
@@ -58,7 +58,7 @@ void gemm(device_context& cx, bool transpose_a, bool transpose_b, int64_t m, int
           const float* a, const float* b, float* c, float beta = 0.0f) {
   const float alpha = 1.0f;
   auto g = element::row_major_gemm(transpose_a, transpose_b, m, n, k, a, b);
-  TROUPE_CUBLAS_CHECK(cublasSgemm(cx.blas, g.transpose_first ? CUBLAS_OP_T : CUBLAS_OP_N,
+  TROUPE_CUDA_CHECK(cublasSgemm(cx.blas, g.transpose_first ? CUBLAS_OP_T : CUBLAS_OP_N,
                                   g.transpose_second ? CUBLAS_OP_T : CUBLAS_OP_N, g.rows, g.cols,
                                   g.inner, &alpha, g.first, g.first_ld, g.second, g.second_ld,
                                   &beta, c, g.c_ld));
@@ -67,7 +67,7 @@ void gemm(device_context& cx, bool transpose_a, bool transpose_b, int64_t m, int
 /// db[cols] = column sums of dy[rows x cols].
 void column_sums(device_context& cx, const float* dy, int64_t rows, int64_t cols, float* db) {
   const float alpha = 1.0f, beta = 0.0f;
-  TROUPE_CUBLAS_CHECK(cublasSgemv(cx.blas, CUBLAS_OP_N, static_cast<int>(cols),
+  TROUPE_CUDA_CHECK(cublasSgemv(cx.blas, CUBLAS_OP_N, static_cast<int>(cols),
                                   static_cast<int>(rows), &alpha, dy, static_cast<int>(cols),
                                   cx.ones_of(static_cast<size_t>(rows)), 1, &beta, db, 1));
 }

@@ -1,8 +1,12 @@
 #include "gpu/cuda/check.cuh"
-#include "gpu/cuda/cuda_model.hpp"
+#include "gpu/cuda_backend.hpp"
 #include "gpu/cuda/device_memory.cuh"
 
 namespace troupe::gpu::cuda {
+
+bool available() noexcept {
+  return true;
+}
 
 // No driver (CI, development machines) is a normal answer: zero devices.
 int device_count() noexcept {

@@ -12,10 +12,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include "gpu/backend.hpp"
-#include "tensor/error.hpp"
-#include "tensor/layers.hpp"
-#include "tensor/ops.hpp"
-#include "tensor/optimizer.hpp"
+#include "gpu/parity.hpp"
+#include "tensor/core/error.hpp"
+#include "tensor/nn/layers.hpp"
+#include "tensor/core/ops.hpp"
+#include "tensor/optim/optimizer.hpp"
 #include "tests/support/tensors.hpp"
 
 using namespace troupe;

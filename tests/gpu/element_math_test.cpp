@@ -9,8 +9,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include "gpu/cuda/element_math.hpp"
-#include "tensor/layers.hpp"
-#include "tensor/ops.hpp"
+#include "tensor/nn/layers.hpp"
+#include "tensor/core/ops.hpp"
 #include "tests/support/tensors.hpp"
 
 using namespace troupe;

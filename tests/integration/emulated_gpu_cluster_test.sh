@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A cuda:0 worker beside a CPU worker, through real processes, on every
 # machine: troupe-node built against the emulated CUDA device
-# (tests/gpu/emulated) runs config/local-mixed-cnn.conf for a few synchronous
+# (tests/gpu/emulated) runs config/examples/local-mixed-cnn.conf for a few synchronous
 # steps, and the same run with both workers on the CPU is its reference. In
 # sync mode every step averages both workers' gradients for the same
 # parameters and batches, and the GPU model draws the CPU's dropout masks, so
@@ -18,7 +18,7 @@ bin=$1; root=$2; data=${3:-/usr/share/datasets/fashion-mnist}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 steps=10
 run() { # name, worker-devices
-  timeout 380 "$root/scripts/local-cluster" "$root/config/local-mixed-cnn.conf" --timeout 360 \
+  timeout 380 "$root/scripts/local-cluster" "$root/config/examples/local-mixed-cnn.conf" --timeout 360 \
     --bin "$bin" -- --train.data-dir="$data" --train.mode=sync --train.last-step=$steps \
     --train.log-interval=5 --train.clip-norm=1 --train.worker-devices="$2" >"$tmp/$1.log" 2>&1
 }
@@ -49,7 +49,7 @@ check "CPU+GPU matches CPU+CPU (accuracy within 0.005, loss within 0.5%)" \
 # device and the key named, nothing waiting for a chief.
 refuse() { # description, expected text, environment, extra flags...
   local what=$1 text=$2 env=$3; shift 3
-  env $env timeout 30 "$bin" --config-file="$root/config/local-mixed-cnn.conf" --job_name=worker \
+  env $env timeout 30 "$bin" --config-file="$root/config/examples/local-mixed-cnn.conf" --job_name=worker \
     --task_index=1 "$@" >"$tmp/refuse.log" 2>&1
   local rc=$?
   check "$what (exit $rc)" '[ $rc -eq 2 ] && grep -q -- "$text" "$tmp/refuse.log"'

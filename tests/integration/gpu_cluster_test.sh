@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with a CUDA device: the CNN trained through real processes by
-# one GPU worker (config/local-gpu-cnn.conf) and by a CPU and a GPU worker
-# together (config/local-mixed-cnn.conf), each to >= 0.90 test accuracy with
+# one GPU worker (config/examples/local-gpu-cnn.conf) and by a CPU and a GPU worker
+# together (config/examples/local-mixed-cnn.conf), each to >= 0.90 test accuracy with
 # every process exiting 0. Elsewhere: skipped (exit 77), saying so.
 #   gpu_cluster_test.sh TROUPE_NODE ROOT [DATA_DIR]
 set -u
@@ -13,7 +13,7 @@ fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fails=0; passes=0
 for conf in local-gpu-cnn local-mixed-cnn; do
-  timeout 580 "$root/scripts/local-cluster" "$root/config/$conf.conf" --timeout 560 --bin "$bin" \
+  timeout 580 "$root/scripts/local-cluster" "$root/config/examples/$conf.conf" --timeout 560 --bin "$bin" \
     -- --train.data-dir="$data" >"$tmp/$conf.log" 2>&1; rc=$?
   acc=$(grep -o '"test_accuracy":[0-9.]*' "$tmp/$conf.log" | cut -d: -f2)
   grep -E '"event":"final"|exited|stop after' "$tmp/$conf.log"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Real processes on 127.0.0.1 from config/local-2ps-3workers.conf: softmax
+# Real processes on 127.0.0.1 from config/examples/local-2ps-3workers.conf: softmax
 # reaches >= 0.80 test accuracy and every process exits 0 within the bound.
 set -u
 bin=$1; root=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-timeout 280 "$root/scripts/local-cluster" "$root/config/local-2ps-3workers.conf" \
+timeout 280 "$root/scripts/local-cluster" "$root/config/examples/local-2ps-3workers.conf" \
   --timeout 240 --bin "$bin" >"$tmp/log" 2>&1; rc=$?
 grep -E 'final|exited|error|lost' "$tmp/log"
 [ $rc -eq 0 ] || { echo "FAIL: local-cluster exit code $rc"; tail -30 "$tmp/log"; echo "0 passed, 1 failed"; exit 1; }

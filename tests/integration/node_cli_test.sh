@@ -15,7 +15,7 @@ check() { # description, expected exit code, expected text, command...
     echo "ok: $what"; passes=$((passes + 1))
   fi
 }
-conf="$root/config/local-1ps-2workers.conf"
+conf="$root/config/examples/local-1ps-2workers.conf"
 check "help lists keys with defaults" 0 "train.batch-size" "$bin" --help
 check "dump-config prints the cluster" 0 'ps = ["127.0.0.1:7201"]' \
   "$bin" --config-file="$conf" --job_name=ps --task_index=0 --dump-config

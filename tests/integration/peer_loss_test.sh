@@ -10,7 +10,7 @@ cleanup() { for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 
 trap cleanup EXIT
 sed -e 's/7200/7600/; s/7201/7601/; s/7301/7701/; s/7302/7702/' \
     -e 's/^last-step = .*/last-step = 1000000/' -e 's/^log-interval = .*/log-interval = 0/' \
-    "$root/config/local-1ps-2workers.conf" >"$tmp/c.conf"
+    "$root/config/examples/local-1ps-2workers.conf" >"$tmp/c.conf"
 start() { # name job index
   "$bin" --config-file="$tmp/c.conf" --job_name="$2" --task_index="$3" >"$tmp/$1.log" 2>&1 &
   pids+=($!); eval "pid_$1=$!"

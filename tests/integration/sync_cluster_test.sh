@@ -23,7 +23,7 @@ accuracy_at_least() { local a; a=$(grep -o '"test_accuracy":[0-9.]*' "$1" | cut 
   [ -n "$a" ] && awk -v a="$a" -v m="$2" 'BEGIN { exit !(a >= m) }'; }
 
 # 1. the plain sync example, through the launcher
-timeout 200 "$root/scripts/local-cluster" "$root/config/local-sync-1ps-2workers.conf" \
+timeout 200 "$root/scripts/local-cluster" "$root/config/examples/local-sync-1ps-2workers.conf" \
   --timeout 180 --bin "$bin" >"$tmp/plain.log" 2>&1
 expect "sync, 2 workers: every process exits 0" grep -q "all 4 tasks exited 0" "$tmp/plain.log"
 expect "sync, 2 workers: test accuracy >= 0.80 ($(grep -o '"test_accuracy":[0-9.]*' "$tmp/plain.log"))" \
@@ -35,7 +35,7 @@ start() { "$bin" --config-file="$1" --job_name="$3" --task_index="$4" >"$tmp/$2.
   pids+=($!); eval "pid_$2=$!"; }
 
 # 2. backups: lose one of three workers
-conf="$root/config/local-sync-backup-1ps-3workers.conf"
+conf="$root/config/examples/local-sync-backup-1ps-3workers.conf"
 start "$conf" b_ps ps 0; start "$conf" b_chief chief 0
 start "$conf" b_w0 worker 0; start "$conf" b_w1 worker 1; start "$conf" b_w2 worker 2
 expect "backup: training runs" wait_for_line "$tmp/b_chief.log" "global_step=500/" 60
@@ -51,7 +51,7 @@ for t in b_ps b_w0 b_w1; do eval "p=\$pid_$t"; wait_exit "$p" 60
 # 3. no backups, policy wait: lose a worker, bring it back
 # Ports of their own: peer_loss_test uses 76xx/77xx and may run alongside.
 sed -e 's/78\([0-9][0-9]\)/86\1/g; s/79\([0-9][0-9]\)/87\1/g' \
-  "$root/config/local-sync-1ps-2workers.conf" >"$tmp/wait.conf"
+  "$root/config/examples/local-sync-1ps-2workers.conf" >"$tmp/wait.conf"
 start "$tmp/wait.conf" w_ps ps 0; start "$tmp/wait.conf" w_chief chief 0
 start "$tmp/wait.conf" w_w0 worker 0; start "$tmp/wait.conf" w_w1 worker 1
 expect "wait: training runs" wait_for_line "$tmp/w_chief.log" "global_step=500/" 60

@@ -6,7 +6,7 @@
 #include <caf/scheduler/test_coordinator.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "actors/protocol.hpp"
+#include "actors/protocol/protocol.hpp"
 
 namespace troupe::testing {
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <random>
 
-#include "tensor/tensor.hpp"
+#include "tensor/core/tensor.hpp"
 
 namespace troupe::testing {
 

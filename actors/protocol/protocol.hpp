@@ -1,0 +1,243 @@
+#pragma once
+// The Troupe wire protocol, written down once: every atom, message type and
+// typed actor interface. docs/protocol.md mirrors this file; change both.
+//
+// Roles: ps_shard (holds variables), chief (initialises, owns global_step,
+// grants steps in async mode, stops), worker (pull -> compute -> push ->
+// report), token_queue (sync mode: releases workers after each update).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "tensor/core/error.hpp"
+#include "tensor/plan/partitioner.hpp"
+#include "actors/protocol/wire.hpp"
+#include "tensor/core/tensor.hpp"
+
+namespace troupe {
+
+/// Bumped on every incompatible change; peers of another version are refused.
+constexpr uint32_t protocol_version = 4;
+
+// -- atoms (at most 10 characters) -------------------------------------------
+
+using hello_atom = caf::atom_constant<caf::atom("hello")>;   ///< version handshake
+using init_atom = caf::atom_constant<caf::atom("init")>;     ///< chief -> shard: first values
+using pull_atom = caf::atom_constant<caf::atom("pull")>;     ///< read variables
+using push_atom = caf::atom_constant<caf::atom("push")>;     ///< apply gradients
+using ready_atom = caf::atom_constant<caf::atom("ready")>;   ///< worker -> chief: wait for init
+using report_atom = caf::atom_constant<caf::atom("report")>; ///< worker -> chief: step done
+using stop_atom = caf::atom_constant<caf::atom("stop")>;     ///< chief -> all: shut down
+using run_atom = caf::atom_constant<caf::atom("run")>;       ///< worker -> itself: next step
+using tick_atom = caf::atom_constant<caf::atom("tick")>;     ///< internal timers
+using applied_atom = caf::atom_constant<caf::atom("applied")>;     ///< shard -> token queue
+using step_done_atom = caf::atom_constant<caf::atom("step_done")>; ///< token queue -> chief
+using replicas_atom = caf::atom_constant<caf::atom("replicas")>;   ///< chief -> shard: R
+using stats_atom = caf::atom_constant<caf::atom("stats")>;         ///< chief -> shard: traffic
+
+// -- message types -----------------------------------------------------------
+
+/// A shard's answer to a pull: the values in the order asked, and the number
+/// of updates the shard has applied so far (its version; in sync mode, the
+/// global step).
+struct pull_reply {
+  int64_t version = 0;
+  std::vector<tensor> values;
+};
+
+/// A worker's account of one step. step < 0 means "no step yet" (the first
+/// report of a worker only asks for a step). applied = false means the
+/// update was not applied: the worker found a non-finite gradient and pushed
+/// nothing, a shard refused its part, or (sync) a shard dropped it as stale.
+struct step_report {
+  int32_t worker = 0;
+  int64_t step = -1;
+  bool applied = false;
+  double loss = 0;
+  uint64_t correct = 0;
+  uint64_t examples = 0;
+};
+
+/// The answer to a report: compute at global step `step` next, or stop.
+struct step_grant {
+  int64_t step = 0;
+  bool stop = false;
+};
+
+/// Sync mode: what the token queue tells the chief after each update.
+struct step_summary {
+  int64_t step = 0;            ///< the global step reached
+  double loss = 0;             ///< mean loss of the applied gradients
+  uint64_t correct = 0;
+  uint64_t examples = 0;       ///< examples behind the applied gradients
+  double straggler_ms = 0;     ///< first to R-th gradient, slowest shard
+  uint64_t dropped = 0;        ///< gradients of this step not applied (stale, refused)
+  uint64_t tokens = 0;         ///< tokens released by this update
+};
+
+/// A shard's traffic since it started: what the chief's final report shows.
+struct shard_traffic {
+  int32_t shard = 0;
+  uint64_t bytes_held = 0;   ///< variables' bytes (slots not counted)
+  uint64_t bytes_in = 0;     ///< gradient payload received by pushes
+  uint64_t bytes_out = 0;    ///< value payload sent in pull replies
+  uint64_t pulls = 0;
+  uint64_t pushes = 0;
+  std::vector<std::string> variables;  ///< per variable held:
+  std::vector<uint64_t> variable_in;   ///< bytes in
+  std::vector<uint64_t> variable_out;  ///< bytes out
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_traffic& x) {
+  return f(caf::meta::type_name("shard_traffic"), x.shard, x.bytes_held, x.bytes_in, x.bytes_out,
+           x.pulls, x.pushes, x.variables, x.variable_in, x.variable_out);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pull_reply& x) {
+  return f(caf::meta::type_name("pull_reply"), x.version, x.values);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_report& x) {
+  return f(caf::meta::type_name("step_report"), x.worker, x.step, x.applied, x.loss,
+           x.correct, x.examples);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_grant& x) {
+  return f(caf::meta::type_name("step_grant"), x.step, x.stop);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
+  return f(caf::meta::type_name("step_summary"), x.step, x.loss, x.correct, x.examples,
+           x.straggler_ms, x.dropped, x.tokens);
+}
+
+// -- typed actor interfaces --------------------------------------------------
+
+/// Handshake, shared by every published actor: (version, job, task) -> own
+/// version; another version is answered with errc::protocol_mismatch. Only
+/// built-in types, so that it decodes whatever the peer's version.
+using hello_handler = caf::replies_to<hello_atom, uint32_t, std::string, int32_t>::with<
+  uint32_t>;
+
+/// A step's outcome -> the next step or stop. Async: the chief answers at
+/// once from its step budget. Sync: the token queue answers once the update
+/// of the reported step is applied (the token).
+using report_handler = caf::replies_to<report_atom, step_report>::with<step_grant>;
+
+/// Whoever hands workers their steps (the chief or the token queue).
+using step_coordinator_actor = caf::typed_actor<report_handler>;
+
+/// Sync mode's token queue (lives beside the chief).
+using token_queue_actor = caf::typed_actor<
+  report_handler,
+  // shard -> queue: shard `index` applied the update and is now at `step`
+  caf::reacts_to<applied_atom, int32_t, int64_t, double>,
+  // chief -> queue: release every waiting worker with stop
+  caf::reacts_to<stop_atom>>;
+
+/// What the chief tells a ready worker: every slice of the model's variables
+/// (a whole variable is one slice), the shard each lives on, the model
+/// variable it belongs to and its first row and row count (slices split
+/// variables along axis 0), and whom to report steps to.
+struct training_plan {
+  std::vector<std::string> variables;   ///< slice names
+  std::vector<int32_t> shard_of;
+  std::vector<int32_t> variable_of;     ///< index into the model's variables
+  std::vector<int32_t> axis_of;         ///< axis the variable is split along
+  std::vector<int64_t> offset_of;       ///< first index along that axis
+  std::vector<int64_t> rows_of;         ///< extent of the slice along that axis
+  step_coordinator_actor coordinator;
+};
+
+/// How a shard applies pushes, sent with its first values.
+struct shard_options {
+  bool sync = false;
+  int32_t replicas_to_aggregate = 1;  ///< sync: gradients averaged per update (R)
+  int64_t last_step = 0;              ///< sync: no update past this step
+  token_queue_actor token_queue;      ///< sync: told after every update
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
+  return f(caf::meta::type_name("training_plan"), x.variables, x.shard_of, x.variable_of,
+           x.axis_of, x.offset_of, x.rows_of, x.coordinator);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_options& x) {
+  return f(caf::meta::type_name("shard_options"), x.sync, x.replicas_to_aggregate,
+           x.last_step, x.token_queue);
+}
+
+/// A parameter-server shard.
+using ps_shard_actor = caf::typed_actor<
+  hello_handler,
+  // first values and update mode, exactly once: (names, values, options) -> ok
+  caf::replies_to<init_atom, std::vector<std::string>, std::vector<tensor>,
+                  shard_options>::with<caf::ok_atom>,
+  // read: names -> values + version
+  caf::replies_to<pull_atom, std::vector<std::string>>::with<pull_reply>,
+  // update: (worker, global step, names, gradients) -> version after it;
+  // sync mode answers stale_gradient for a step already applied
+  caf::replies_to<push_atom, int32_t, int64_t, std::vector<std::string>,
+                  std::vector<tensor>>::with<int64_t>,
+  // chief -> shard, sync: gradients needed per update from now on (shrink/grow)
+  caf::reacts_to<replicas_atom, int32_t>,
+  // chief -> shard: bytes and requests so far, in total and per variable
+  caf::replies_to<stats_atom>::with<shard_traffic>,
+  // chief: training is over, quit
+  caf::reacts_to<stop_atom>,
+  // internal: the deadline for the chief's init (a chief that never comes)
+  caf::reacts_to<tick_atom>>;
+
+/// The chief (supervisor).
+using chief_actor = caf::typed_actor<
+  hello_handler,
+  // worker index -> plan, answered once the variables are initialised
+  caf::replies_to<ready_atom, int32_t>::with<training_plan>,
+  // async: a step's outcome -> the next grant or stop
+  report_handler,
+  // sync: the token queue reports each update
+  caf::reacts_to<step_done_atom, step_summary>,
+  // internal: periodic watchdog (fails the run when workers stay missing)
+  caf::reacts_to<tick_atom>>;
+
+/// A worker.
+using worker_actor = caf::typed_actor<hello_handler, caf::reacts_to<run_atom>,
+                                      caf::reacts_to<stop_atom>>;
+
+/// Slice i of a plan as a variable_slice of the model variable it belongs to;
+/// throws troupe_error when the plan does not fit the model.
+variable_slice plan_slice(const training_plan& plan, size_t i,
+                          const std::vector<variable_spec>& variables);
+
+/// Registers every message type and error category; call on every node's
+/// config before creating the actor system.
+void register_protocol(caf::actor_system_config& cfg);
+
+/// A caf::error from a failure (category "troupe").
+caf::error make_error(const failure& f);
+
+/// One line for logs: "unknown_variable: no variable 'x' on ps:0" for our
+/// errors, CAF's rendering for the rest.
+std::string describe(const caf::error& err);
+
+/// The reply to a hello: the own version, or protocol_mismatch.
+caf::result<uint32_t> answer_hello(uint32_t peer_version, const std::string& peer_job,
+                                   int32_t peer_task, const std::string& self_name);
+
+} // namespace troupe
+
+CAF_ERROR_CODE_ENUM_2(troupe::errc, "troupe")

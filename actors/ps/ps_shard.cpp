@@ -1,0 +1,174 @@
+#include "actors/ps/ps_shard.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+namespace troupe {
+
+namespace {
+
+using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
+
+// Sync mode: once R gradients of the step are in, apply their mean and tell
+// the token queue that this shard reached the next step.
+void apply_if_ready(self_ptr self) {
+  auto& st = self->state;
+  if (!st.pending || !st.pending->ready())
+    return;
+  auto mean = st.pending->take_average();
+  if (auto err = st.store->apply_gradients(st.pending->names(), mean)) {
+    // Every gradient was checked on arrival; a mean cannot fail the checks.
+    spdlog::error("{}: could not apply the mean gradient: {}", st.label, err->message);
+    self->quit(make_error(*err));
+    return;
+  }
+  self->send(st.options.token_queue, applied_atom::value, st.index, st.pending->step(),
+             st.pending->last_straggler_ms());
+}
+
+caf::result<int64_t> sync_push(self_ptr self, int32_t worker, int64_t step,
+                               const std::vector<std::string>& names,
+                               const std::vector<tensor>& gradients) {
+  auto& st = self->state;
+  if (auto err = st.store->check_gradients(names, gradients))
+    return make_error(*err);
+  auto& acc = *st.pending;
+  if (names != acc.names())
+    return make_error({errc::invalid_request,
+                       "a sync push to " + st.label
+                         + " must carry every variable it holds, in the plan's order"});
+  if (step >= st.options.last_step)
+    return make_error({errc::training_stopped, "step " + std::to_string(step)
+                                                 + " is past last_step on " + st.label});
+  switch (acc.add(worker, step, gradients)) {
+    case sync_accumulator::verdict::stale:
+      return make_error({errc::stale_gradient,
+                         "gradient of worker:" + std::to_string(worker) + " for step "
+                           + std::to_string(step) + " is stale: " + st.label
+                           + " is at step " + std::to_string(acc.step()) + "; dropped"});
+    case sync_accumulator::verdict::ahead:
+      return make_error({errc::invalid_request,
+                         "step " + std::to_string(step) + " of worker:" + std::to_string(worker)
+                           + " is ahead of " + st.label + " (at step "
+                           + std::to_string(acc.step()) + ")"});
+    case sync_accumulator::verdict::duplicate:
+      // A restarted worker pushing a step again: its first gradient counts.
+      return st.store->version();
+    case sync_accumulator::verdict::accepted:
+      apply_if_ready(self);
+      return st.store->version();
+  }
+  return st.store->version();
+}
+
+} // namespace
+
+ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard_state> self,
+                                       ps_shard_config config) {
+  auto& st = self->state;
+  st.index = config.index;
+  st.label = "ps:" + std::to_string(config.index);
+  st.store.emplace(st.label, config.optimizer);
+  self->set_down_handler([self](const caf::down_msg& msg) {
+    spdlog::error("{}: lost the chief ({}); shutting down: the run cannot go on without it",
+                  self->state.label, self->system().render(msg.reason));
+    self->quit(msg.reason);
+  });
+  if (config.init_timeout.count() > 0)
+    self->delayed_send(self, config.init_timeout, tick_atom::value);
+  return {
+    [self](hello_atom, uint32_t version, const std::string& job,
+           int32_t task) -> caf::result<uint32_t> {
+      return answer_hello(version, job, task, self->state.label);
+    },
+    [self](init_atom, const std::vector<std::string>& names, std::vector<tensor>& values,
+           const shard_options& options) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (auto err = st.store->initialize(names, std::move(values)))
+        return make_error(*err);
+      st.options = options;
+      if (options.sync)
+        st.pending.emplace(names, options.replicas_to_aggregate);
+      // The chief that initialised us owns the run: follow it down.
+      if (auto chief = caf::actor_cast<caf::actor>(self->current_sender()))
+        self->monitor(chief);
+      spdlog::info("{}: initialised {} variable(s), {} bytes{}", st.label, st.store->size(),
+                   st.store->bytes(),
+                   options.sync ? ", sync: averaging "
+                                    + std::to_string(options.replicas_to_aggregate)
+                                    + " gradient(s) per step"
+                                : std::string());
+      return caf::ok_atom::value;
+    },
+    [self](pull_atom, const std::vector<std::string>& names) -> caf::result<pull_reply> {
+      auto& st = self->state;
+      pull_reply reply;
+      if (auto err = st.store->read(names, reply.values))
+        return make_error(*err);
+      reply.version = st.store->version();
+      ++st.traffic.pulls;
+      for (size_t i = 0; i < names.size(); ++i) {
+        st.traffic.bytes_out += reply.values[i].bytes();
+        st.variable_traffic[names[i]].second += reply.values[i].bytes();
+      }
+      return reply;
+    },
+    [self](push_atom, int32_t worker, int64_t step, const std::vector<std::string>& names,
+           const std::vector<tensor>& gradients) -> caf::result<int64_t> {
+      auto& st = self->state;
+      ++st.traffic.pushes;
+      for (size_t i = 0; i < names.size() && i < gradients.size(); ++i) {
+        st.traffic.bytes_in += gradients[i].bytes();
+        st.variable_traffic[names[i]].first += gradients[i].bytes();
+      }
+      if (st.pending)
+        return sync_push(self, worker, step, names, gradients);
+      if (auto err = st.store->apply_gradients(names, gradients)) {
+        spdlog::warn("{}: refused push for step {}: {}", st.label, step, err->message);
+        return make_error(*err);
+      }
+      return st.store->version();
+    },
+    [self](stats_atom) -> shard_traffic {
+      auto& st = self->state;
+      auto out = st.traffic;
+      out.shard = st.index;
+      out.bytes_held = st.store->bytes();
+      for (auto& [name, io] : st.variable_traffic) {
+        out.variables.push_back(name);
+        out.variable_in.push_back(io.first);
+        out.variable_out.push_back(io.second);
+      }
+      return out;
+    },
+    [self](replicas_atom, int32_t required) {
+      auto& st = self->state;
+      if (!st.pending || required < 1)
+        return;
+      spdlog::info("{}: now averaging {} gradient(s) per step", st.label, required);
+      st.pending->set_required(required);
+      apply_if_ready(self);
+    },
+    [self](stop_atom) {
+      auto& st = self->state;
+      spdlog::info("{}: stop after {} update(s){}", st.label, st.store->version(),
+                   st.pending ? ", " + std::to_string(st.pending->dropped())
+                                  + " stale gradient(s) dropped"
+                              : std::string());
+      self->quit(caf::exit_reason::normal);
+    },
+    [self](tick_atom) {
+      if (self->state.store->initialized())
+        return;
+      spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout); "
+                    "is the chief running and does it list this address?",
+                    self->state.label);
+      self->quit(make_error({errc::not_initialized, "no chief came"}));
+    },
+  };
+}
+
+} // namespace troupe

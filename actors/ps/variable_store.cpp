@@ -1,0 +1,112 @@
+#include "actors/ps/variable_store.hpp"
+
+#include <unordered_set>
+
+#include "tensor/core/ops.hpp"
+
+namespace troupe {
+
+variable_store::variable_store(std::string owner, const optimizer_config& optimizer)
+  : owner_(std::move(owner)), optimizer_(make_optimizer(optimizer)) {
+}
+
+maybe_failure variable_store::initialize(const std::vector<std::string>& names,
+                                         std::vector<tensor> values) {
+  if (initialized_)
+    return failure{errc::already_initialized,
+                   owner_ + " is already initialised; the chief initialises exactly once"};
+  if (names.size() != values.size())
+    return failure{errc::invalid_request, owner_ + ": init with " + std::to_string(names.size())
+                                            + " names but " + std::to_string(values.size())
+                                            + " values"};
+  std::unordered_set<std::string> seen;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!seen.insert(names[i]).second)
+      return failure{errc::invalid_request,
+                     owner_ + ": variable '" + names[i] + "' initialised twice"};
+    if (!values[i].all_finite())
+      return failure{errc::invalid_request,
+                     owner_ + ": initial value of '" + names[i] + "' is not finite"};
+  }
+  for (size_t i = 0; i < names.size(); ++i)
+    variables_.emplace(names[i], std::move(values[i]));
+  initialized_ = true;
+  return std::nullopt;
+}
+
+maybe_failure variable_store::lookup(const std::vector<std::string>& names,
+                                     std::vector<const tensor*>& found) const {
+  if (!initialized_)
+    return failure{errc::not_initialized,
+                   owner_ + " is not initialised yet; wait for the chief's ready answer"};
+  found.clear();
+  for (auto& name : names) {
+    auto i = variables_.find(name);
+    if (i == variables_.end())
+      return failure{errc::unknown_variable, "no variable '" + name + "' on " + owner_};
+    found.push_back(&i->second);
+  }
+  return std::nullopt;
+}
+
+maybe_failure variable_store::read(const std::vector<std::string>& names,
+                                   std::vector<tensor>& out) const {
+  std::vector<const tensor*> found;
+  if (auto err = lookup(names, found))
+    return err;
+  out.clear();
+  out.reserve(found.size());
+  for (auto* t : found)
+    out.push_back(*t);
+  return std::nullopt;
+}
+
+maybe_failure variable_store::check_gradients(const std::vector<std::string>& names,
+                                              const std::vector<tensor>& gradients) const {
+  std::vector<const tensor*> found;
+  return check(names, gradients, found);
+}
+
+maybe_failure variable_store::check(const std::vector<std::string>& names,
+                                    const std::vector<tensor>& gradients,
+                                    std::vector<const tensor*>& found) const {
+  if (names.size() != gradients.size())
+    return failure{errc::invalid_request, owner_ + ": push with " + std::to_string(names.size())
+                                            + " names but " + std::to_string(gradients.size())
+                                            + " gradients"};
+  if (auto err = lookup(names, found))
+    return err;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (gradients[i].shape() != found[i]->shape())
+      return failure{errc::shape_mismatch, "gradient for '" + names[i] + "' has shape "
+                                             + to_string(gradients[i].shape()) + " but "
+                                             + owner_ + " holds it as "
+                                             + to_string(found[i]->shape())};
+    auto bad = gradients[i].first_non_finite();
+    if (bad != gradients[i].size())
+      return failure{errc::non_finite_gradient,
+                     "gradient for '" + names[i] + "' has a non-finite value at element "
+                       + std::to_string(bad) + "; the update was not applied"};
+  }
+  return std::nullopt;
+}
+
+maybe_failure variable_store::apply_gradients(const std::vector<std::string>& names,
+                                              const std::vector<tensor>& gradients) {
+  std::vector<const tensor*> found;
+  if (auto err = check(names, gradients, found))
+    return err;
+  for (size_t i = 0; i < names.size(); ++i)
+    optimizer_->apply(names[i], const_cast<tensor&>(*found[i]), gradients[i], version_);
+  ++version_;
+  return std::nullopt;
+}
+
+size_t variable_store::bytes() const noexcept {
+  size_t n = 0;
+  for (auto& kv : variables_)
+    n += kv.second.bytes();
+  return n;
+}
+
+} // namespace troupe

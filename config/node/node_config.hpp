@@ -1,0 +1,72 @@
+#pragma once
+// The node's configuration: caf-application.conf (INI syntax, as CAF 0.17
+// parses it) plus command-line overrides, checked before anything starts.
+// CAF silently drops unknown keys and wrongly typed values; load_node_config
+// finds both and names the key and the fix.
+#include <string>
+#include <vector>
+
+#include <caf/actor_system_config.hpp>
+
+#include "config/settings/settings.hpp"
+
+namespace troupe {
+
+class node_config : public caf::actor_system_config {
+public:
+  node_config();
+
+  // -- bound options: the single place that knows option names --------------
+  std::string job_name;      // global: ps | worker | chief (empty: whole cluster here)
+  int32_t task_index = 0;    // global
+  std::vector<std::string> chief_hosts, ps_hosts, worker_hosts;
+  caf::timespan connect_timeout;
+  caf::timespan request_timeout;
+  caf::timespan worker_wait_timeout;
+  training_settings train;
+  int64_t seed = 42;         // bound separately: CAF has no uint64 option type
+  int64_t max_refused_steps = 100;
+  int64_t replicas_to_aggregate = 0;  // bound to train.replicas-to-aggregate
+  int64_t total_num_replicas = 0;
+  std::string lr_schedule = "constant";  // bound to train.lr-schedule
+
+  const caf::config_option_set& options() const noexcept { return custom_options_; }
+};
+
+/// What the node will do, once the configuration checked out.
+struct node_setup {
+  bool whole_cluster = false;  // every task in this process (embedded default)
+  bool embedded_defaults = false;
+  std::string config_file;     // empty when none was read
+  std::string job;
+  int32_t task = 0;
+  cluster_spec cluster;
+  training_settings train;
+  runtime_settings runtime;
+};
+
+struct load_outcome {
+  enum class action { run, help, dump_config, fail } what = action::fail;
+  std::vector<std::string> errors;  // each names the key and the fix
+  node_setup setup;
+};
+
+/// Parses argv and the config file (--config-file=F, else caf-application.conf
+/// in the working directory if present, else the embedded defaults) into cfg,
+/// then validates everything.
+load_outcome load_node_config(node_config& cfg, int argc, char** argv);
+
+/// --help: every option with its type, default and meaning.
+std::string help_text(const node_config& cfg);
+
+/// --dump-config: the effective configuration as a valid config file, then
+/// the network: every layer and variable with its shape and size.
+std::string dump_config(const node_config& cfg, const node_setup& setup);
+
+/// "host:port" -> host_port; an empty error string on success.
+std::string parse_host_port(const std::string& text, host_port& out);
+
+/// The closest of `candidates` to `word`, or "" if none is close.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+} // namespace troupe

@@ -1,0 +1,77 @@
+#include "tensor/core/tensor.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "tensor/core/error.hpp"
+
+namespace troupe {
+
+int64_t num_elements(const shape_t& shape) {
+  int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0)
+      throw shape_error("negative dimension in shape " + to_string(shape));
+    n *= d;
+  }
+  return n;
+}
+
+std::string to_string(const shape_t& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0)
+      out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+tensor::tensor(shape_t shape, float fill)
+  : shape_(std::move(shape)), data_(static_cast<size_t>(num_elements(shape_)), fill) {
+}
+
+tensor::tensor(shape_t shape, std::vector<float> values) {
+  assign(std::move(shape), std::move(values));
+}
+
+void tensor::assign(shape_t shape, std::vector<float> values) {
+  auto n = num_elements(shape);
+  if (static_cast<size_t>(n) != values.size())
+    throw shape_error("shape " + to_string(shape) + " needs " + std::to_string(n)
+                      + " elements, got " + std::to_string(values.size()));
+  shape_ = std::move(shape);
+  data_ = std::move(values);
+}
+
+void tensor::resize(shape_t shape) {
+  data_.resize(static_cast<size_t>(num_elements(shape)));
+  shape_ = std::move(shape);
+}
+
+void tensor::fill(float value) {
+  std::fill(data_.begin(), data_.end(), value);
+}
+
+bool tensor::all_finite() const noexcept {
+  return first_non_finite() == data_.size();
+}
+
+size_t tensor::first_non_finite() const noexcept {
+  return troupe::first_non_finite(data_.data(), data_.size());
+}
+
+size_t first_non_finite(const float* values, size_t count) noexcept {
+  for (size_t i = 0; i < count; ++i)
+    if (!std::isfinite(values[i]))
+      return i;
+  return count;
+}
+
+bool tensor::bit_equal(const tensor& other) const noexcept {
+  return shape_ == other.shape_ && data_.size() == other.data_.size()
+         && (data_.empty()
+             || std::memcmp(data_.data(), other.data_.data(), bytes()) == 0);
+}
+
+} // namespace troupe

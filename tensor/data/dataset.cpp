@@ -1,0 +1,183 @@
+#include "tensor/data/dataset.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include <zlib.h>
+
+#include "tensor/core/error.hpp"
+
+namespace troupe {
+
+namespace {
+
+constexpr uint32_t images_magic = 2051;
+constexpr uint32_t labels_magic = 2049;
+
+// zlib reads plain files transparently, so .gz and raw IDX both work.
+class gz_file {
+public:
+  explicit gz_file(const std::string& path) : path_(path) {
+    std::ifstream probe(path);
+    if (!probe)
+      throw data_error(path + ": cannot open (missing or unreadable); install "
+                       "Debian's dataset-fashion-mnist or set train.data-dir");
+    handle_ = gzopen(path.c_str(), "rb");
+    if (!handle_)
+      throw data_error(path + ": cannot open with zlib");
+  }
+  ~gz_file() {
+    if (handle_)
+      gzclose(handle_);
+  }
+  gz_file(const gz_file&) = delete;
+  gz_file& operator=(const gz_file&) = delete;
+
+  // Reads exactly n bytes or throws a data_error saying what is wrong.
+  void read(void* out, size_t n, const char* what) {
+    auto* dst = static_cast<unsigned char*>(out);
+    size_t done = 0;
+    while (done < n) {
+      auto chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
+      int got = gzread(handle_, dst + done, chunk);
+      if (got < 0) {
+        int code = 0;
+        const char* msg = gzerror(handle_, &code);
+        throw data_error(path_ + ": corrupt file while reading " + what + " ("
+                         + (msg ? msg : "zlib error") + ")");
+      }
+      if (got == 0)
+        throw data_error(path_ + ": truncated: expected " + std::to_string(n)
+                         + " bytes of " + what + ", got " + std::to_string(done));
+      done += static_cast<size_t>(got);
+    }
+  }
+
+  uint32_t read_u32(const char* what) {
+    unsigned char b[4];
+    read(b, 4, what);
+    return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+  }
+
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+  gzFile handle_ = nullptr;
+};
+
+void expect_magic(gz_file& f, uint32_t want) {
+  auto magic = f.read_u32("the magic number");
+  if (magic != want)
+    throw data_error(f.path() + ": wrong magic number " + std::to_string(magic)
+                     + " (expected " + std::to_string(want) + " for an IDX "
+                     + (want == images_magic ? "image" : "label")
+                     + " file); is this the right file?");
+}
+
+} // namespace
+
+dataset load_idx(const std::string& images_path, const std::string& labels_path) {
+  dataset out;
+  gz_file images(images_path);
+  expect_magic(images, images_magic);
+  auto count = images.read_u32("the image count");
+  auto rows = images.read_u32("the row count");
+  auto cols = images.read_u32("the column count");
+  if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096)
+    throw data_error(images_path + ": implausible image size " + std::to_string(rows)
+                     + "x" + std::to_string(cols));
+  size_t pixels = size_t{count} * rows * cols;
+  std::vector<unsigned char> raw(pixels);
+  images.read(raw.data(), pixels, "pixels");
+  out.images = tensor({static_cast<int64_t>(count), static_cast<int64_t>(rows) * cols});
+  constexpr float inv255 = 1.0f / 255.0f;
+  for (size_t i = 0; i < pixels; ++i)
+    out.images[i] = static_cast<float>(raw[i]) * inv255;
+
+  gz_file labels(labels_path);
+  expect_magic(labels, labels_magic);
+  auto label_count = labels.read_u32("the label count");
+  if (label_count != count)
+    throw data_error(labels_path + ": holds " + std::to_string(label_count)
+                     + " labels but " + images_path + " holds " + std::to_string(count)
+                     + " images");
+  std::vector<unsigned char> raw_labels(count);
+  labels.read(raw_labels.data(), count, "labels");
+  out.labels.assign(raw_labels.begin(), raw_labels.end());
+  return out;
+}
+
+dataset load_mnist_split(const std::string& dir, const std::string& split) {
+  return load_idx(dir + "/" + split + "-images-idx3-ubyte.gz",
+                  dir + "/" + split + "-labels-idx1-ubyte.gz");
+}
+
+uint32_t idx_item_count(const std::string& path) {
+  gz_file f(path);
+  auto magic = f.read_u32("the magic number");
+  if (magic != images_magic && magic != labels_magic)
+    throw data_error(path + ": wrong magic number " + std::to_string(magic)
+                     + " (not an IDX image or label file)");
+  return f.read_u32("the item count");
+}
+
+std::string check_mnist_dir(const std::string& dir) {
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+    std::ifstream probe(dir + "/" + name);
+    if (!probe)
+      return dir + "/" + name + " is missing";
+  }
+  return {};
+}
+
+shard_sampler::shard_sampler(size_t examples, size_t index, size_t count, uint64_t seed,
+                             bool shuffle)
+  : seed_(seed), index_(index), shuffle_(shuffle) {
+  if (count == 0 || index >= count)
+    throw troupe_error("shard_sampler: worker index " + std::to_string(index)
+                       + " out of range for " + std::to_string(count) + " workers");
+  for (size_t i = index; i < examples; i += count)
+    order_.push_back(i);
+  if (order_.empty())
+    throw data_error("worker " + std::to_string(index) + " of " + std::to_string(count)
+                     + " gets no examples from a dataset of " + std::to_string(examples));
+  reshuffle();
+}
+
+void shard_sampler::reshuffle() {
+  position_ = 0;
+  if (!shuffle_)
+    return;
+  std::mt19937_64 rng(seed_ * 1000003u + index_ * 7919u + epoch_);
+  std::shuffle(order_.begin(), order_.end(), rng);
+}
+
+void shard_sampler::next_batch(const dataset& data, size_t batch_size, batch& out) {
+  auto features = data.features();
+  out.images.resize({static_cast<int64_t>(batch_size), features});
+  out.labels.resize(batch_size);
+  for (size_t i = 0; i < batch_size; ++i) {
+    if (position_ == order_.size()) {
+      ++epoch_;
+      reshuffle();
+    }
+    auto example = order_[position_++];
+    std::memcpy(out.images.data() + i * features, data.images.data() + example * features,
+                features * sizeof(float));
+    out.labels[i] = data.labels[example];
+  }
+}
+
+void slice_batch(const dataset& data, size_t first, size_t count, batch& out) {
+  count = std::min(count, data.size() - std::min(first, data.size()));
+  auto features = data.features();
+  out.images.resize({static_cast<int64_t>(count), features});
+  std::memcpy(out.images.data(), data.images.data() + first * features,
+              count * features * sizeof(float));
+  out.labels.assign(data.labels.begin() + first, data.labels.begin() + first + count);
+}
+
+} // namespace troupe

@@ -1,0 +1,72 @@
+#pragma once
+// MNIST-format data (IDX files, gzipped or not) and per-worker sharding.
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tensor/core/tensor.hpp"
+
+namespace troupe {
+
+/// Images as rows of floats in [0, 1] and their integer labels.
+struct dataset {
+  tensor images;                // [examples, height * width]
+  std::vector<int32_t> labels;  // [examples]
+  size_t size() const noexcept { return labels.size(); }
+  int64_t features() const { return images.dim(1); }
+};
+
+/// A minibatch copied out of a dataset.
+struct batch {
+  tensor images;
+  std::vector<int32_t> labels;
+  size_t size() const noexcept { return labels.size(); }
+};
+
+/// Reads an IDX image file (magic 2051) and label file (magic 2049). Throws
+/// data_error naming the file on a missing, truncated or corrupt file, a wrong
+/// magic number, or image and label counts that differ.
+dataset load_idx(const std::string& images_path, const std::string& labels_path);
+
+/// Loads `<dir>/<split>-images-idx3-ubyte.gz` and its labels; split is
+/// "train" or "t10k" (the Fashion-MNIST / MNIST names).
+dataset load_mnist_split(const std::string& dir, const std::string& split);
+
+/// The item count in an IDX file's header (reads only the header).
+uint32_t idx_item_count(const std::string& path);
+
+/// Checks that a directory holds the four Fashion-MNIST files; returns an
+/// empty string when it does, else a message naming the first missing file.
+std::string check_mnist_dir(const std::string& dir);
+
+/// Worker `index` of `count` sees the examples i with i % count == index, in
+/// an order reshuffled each epoch from (seed, index, epoch), or in index order
+/// when shuffle is off (fixed data order, for equivalence checks).
+class shard_sampler {
+public:
+  shard_sampler(size_t examples, size_t index, size_t count, uint64_t seed,
+                bool shuffle = true);
+
+  /// Copies the next `batch_size` examples of this shard into `out`, starting
+  /// a new, reshuffled epoch when the shard is exhausted.
+  void next_batch(const dataset& data, size_t batch_size, batch& out);
+
+  size_t epoch() const noexcept { return epoch_; }
+  size_t shard_size() const noexcept { return order_.size(); }
+
+private:
+  void reshuffle();
+
+  std::vector<size_t> order_;
+  size_t position_ = 0;
+  size_t epoch_ = 0;
+  uint64_t seed_;
+  size_t index_;
+  bool shuffle_;
+};
+
+/// Copies rows [first, first + count) of `data` into `out` (evaluation).
+void slice_batch(const dataset& data, size_t first, size_t count, batch& out);
+
+} // namespace troupe

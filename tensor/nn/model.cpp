@@ -1,0 +1,354 @@
+#include "tensor/nn/model.hpp"
+
+#include <cmath>
+#include <random>
+
+#include "tensor/core/error.hpp"
+#include "tensor/nn/layer_spec.hpp"
+#include "tensor/nn/layers.hpp"
+#include "tensor/core/ops.hpp"
+
+namespace troupe {
+
+batch_stats model::train_step_staged(const batch&) {
+  throw troupe_error(name() + " has no staging buffers; call train_step with tensors");
+}
+
+namespace {
+
+// FNV-1a: a stable name hash, so initial values never depend on std::hash.
+uint64_t stable_hash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+class sequential_model final : public model {
+public:
+  sequential_model(std::string name, shape_t input, int64_t classes,
+                   std::vector<std::unique_ptr<layer>> layers)
+    : name_(std::move(name)), layers_(std::move(layers)) {
+    if (layers_.empty())
+      throw shape_error(name_ + ": a model needs at least one layer");
+    auto shape = input;
+    input_ = input;
+    for (auto& l : layers_) {
+      offsets_.push_back(vars_.size());
+      shapes_.push_back(shape);
+      shape = l->configure(shape);
+      for (auto& v : l->variables())
+        vars_.push_back(v);
+    }
+    offsets_.push_back(vars_.size());
+    shapes_.push_back(shape);
+    auto* last = layers_.back().get();
+    if (last->variables().empty() || shape != shape_t{classes})
+      throw shape_error(name_ + ": the last layer ('" + last->name() + "') must be a dense layer "
+                        "with " + std::to_string(classes) + " units (one logit per class); it "
+                        "outputs " + to_string(shape));
+    outputs_.resize(layers_.size());
+    input_grads_.resize(layers_.size());
+    // Layers that move no data: views, and ReLUs the next layer applies.
+    for (size_t i = 0; i < layers_.size(); ++i)
+      skipped_.push_back(layers_[i]->is_view()
+                         || (layers_[i]->is_relu() && i + 1 < layers_.size()
+                             && layers_[i + 1]->fuse_input_relu()));
+  }
+
+  const std::string& name() const override { return name_; }
+  const std::vector<variable_spec>& variables() const override { return vars_; }
+
+  std::string describe() const override {
+    std::string out;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      out += "  " + layers_[i]->name() + ": " + layers_[i]->describe() + "\n";
+      for (size_t v = offsets_[i]; v < offsets_[i + 1]; ++v)
+        out += "    " + vars_[v].name + " " + to_string(vars_[v].shape) + " ("
+               + std::to_string(num_elements(vars_[v].shape)) + " values)\n";
+    }
+    return out;
+  }
+
+  std::vector<layer_desc> layers() const override {
+    std::vector<layer_desc> out;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      auto d = layers_[i]->desc();
+      d.name = layers_[i]->name();
+      d.input = shapes_[i];
+      d.output = shapes_[i + 1];
+      d.skipped = skipped_[i];
+      d.first_variable = offsets_[i];
+      d.num_variables = offsets_[i + 1] - offsets_[i];
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
+
+  shape_t input_shape() const override { return input_; }
+
+  batch_stats train_step(const std::vector<tensor>& params, const batch& b,
+                         std::vector<tensor>& grads) override {
+    check_params(params);
+    const tensor& logits = forward(params, b, true);
+    batch_stats out{ops::softmax_cross_entropy(logits, b.labels, grad_logits_),
+                    ops::count_correct(logits, b.labels), b.size()};
+    grads.resize(vars_.size());
+    const tensor* upstream = &grad_logits_;
+    for (size_t i = layers_.size(); i-- > 0;) {
+      auto& l = *layers_[i];
+      if (skipped_[i])
+        continue;
+      // The first layer's input is the data: no gradient needed there.
+      tensor* dx = i == first_compute_layer() ? nullptr : &input_grads_[i];
+      l.backward(*inputs_[i], outputs_[i], *upstream, dx, params.data() + offsets_[i],
+                 grads.data() + offsets_[i]);
+      if (dx)
+        upstream = dx;
+    }
+    return out;
+  }
+
+  batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
+    check_params(params);
+    const tensor& logits = forward(params, b, false);
+    return {ops::softmax_cross_entropy(logits, b.labels), ops::count_correct(logits, b.labels),
+            b.size()};
+  }
+
+private:
+  size_t first_compute_layer() const {
+    for (size_t i = 0; i < layers_.size(); ++i)
+      if (!skipped_[i])
+        return i;
+    return 0;
+  }
+
+  void check_params(const std::vector<tensor>& params) const {
+    if (params.size() != vars_.size())
+      throw shape_error(name_ + ": expected " + std::to_string(vars_.size())
+                        + " parameters, got " + std::to_string(params.size()));
+    for (size_t i = 0; i < vars_.size(); ++i)
+      if (params[i].shape() != vars_[i].shape)
+        throw shape_error(name_ + ": " + vars_[i].name + " has shape "
+                          + to_string(params[i].shape()) + ", expected "
+                          + to_string(vars_[i].shape));
+  }
+
+  const tensor& forward(const std::vector<tensor>& params, const batch& b, bool training) {
+    inputs_.assign(layers_.size(), nullptr);
+    const tensor* current = &b.images;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      inputs_[i] = current;
+      if (skipped_[i])
+        continue;
+      layers_[i]->forward(*current, outputs_[i], params.data() + offsets_[i], training);
+      current = &outputs_[i];
+    }
+    return *current;
+  }
+
+  std::string name_;
+  std::vector<std::unique_ptr<layer>> layers_;
+  std::vector<variable_spec> vars_;
+  std::vector<size_t> offsets_;            // first variable of each layer
+  std::vector<shape_t> shapes_;            // per-example shape before each layer, then the output
+  shape_t input_;
+  std::vector<const tensor*> inputs_;      // of each layer, last forward pass
+  std::vector<tensor> outputs_;            // of each layer
+  std::vector<tensor> input_grads_;        // dL/d(input) of each layer
+  std::vector<bool> skipped_;              // views and fused ReLUs
+  tensor grad_logits_;
+};
+
+initializer zeros() {
+  return {initializer::kind::zeros, 0.0f};
+}
+
+initializer truncated(float stddev) {
+  return {initializer::kind::truncated_normal, stddev};
+}
+
+initializer constant(float value) {
+  return {initializer::kind::constant, value};
+}
+
+} // namespace
+
+tensor initial_value(const variable_spec& spec, uint64_t seed) {
+  tensor out(spec.shape);
+  std::mt19937_64 rng(seed ^ stable_hash(spec.name));
+  switch (spec.init.type) {
+    case initializer::kind::zeros:
+      break;
+    case initializer::kind::constant:
+      out.fill(spec.init.value);
+      break;
+    case initializer::kind::random_normal: {
+      std::normal_distribution<float> dist(0.0f, spec.init.value);
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = dist(rng);
+      break;
+    }
+    case initializer::kind::truncated_normal: {
+      // TF: redraw values more than two standard deviations from the mean.
+      std::normal_distribution<float> dist(0.0f, spec.init.value);
+      for (size_t i = 0; i < out.size(); ++i) {
+        float v;
+        do
+          v = dist(rng);
+        while (std::fabs(v) > 2.0f * spec.init.value);
+        out[i] = v;
+      }
+      break;
+    }
+    case initializer::kind::glorot_uniform: {
+      if (spec.shape.size() < 2)
+        throw shape_error("glorot_uniform needs rank >= 2: " + spec.name);
+      int64_t receptive = 1;
+      for (size_t i = 0; i + 2 < spec.shape.size(); ++i)
+        receptive *= spec.shape[i];
+      double fan_in = static_cast<double>(spec.shape[spec.shape.size() - 2] * receptive);
+      double fan_out = static_cast<double>(spec.shape.back() * receptive);
+      auto limit = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
+      std::uniform_real_distribution<float> dist(-limit, limit);
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = dist(rng);
+      break;
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<model> make_sequential(std::string name, shape_t input, int64_t classes,
+                                       std::vector<std::unique_ptr<layer>> layers) {
+  return std::make_unique<sequential_model>(std::move(name), std::move(input), classes,
+                                            std::move(layers));
+}
+
+std::unique_ptr<model> make_softmax_model(int64_t features, int64_t classes) {
+  std::vector<std::unique_ptr<layer>> layers;
+  layers.push_back(make_dense("softmax", classes, zeros(), zeros()));
+  return make_sequential("softmax", {features}, classes, std::move(layers));
+}
+
+namespace {
+
+// TF's mnist.py: two ReLU hidden layers, weights ~ truncated normal with
+// stddev 1/sqrt(fan_in), zero biases.
+std::unique_ptr<model> make_mlp() {
+  std::vector<std::unique_ptr<layer>> layers;
+  layers.push_back(make_dense("hidden1", 256, truncated(1.0f / 28.0f), zeros()));
+  layers.push_back(make_relu("hidden1/relu"));
+  layers.push_back(make_dense("hidden2", 256, truncated(1.0f / 16.0f), zeros()));
+  layers.push_back(make_relu("hidden2/relu"));
+  layers.push_back(make_dense("softmax_linear", 10, truncated(1.0f / 16.0f), zeros()));
+  return make_sequential("mlp", {784}, 10, std::move(layers));
+}
+
+// The seeds' "deepnn": weights ~ truncated normal(0.1), biases 0.1.
+std::unique_ptr<model> make_cnn(uint64_t seed) {
+  std::vector<std::unique_ptr<layer>> layers;
+  layers.push_back(make_conv2d("conv1", 32, 5, 5, 1, padding::same, truncated(0.1f),
+                               constant(0.1f)));
+  layers.push_back(make_relu("conv1/relu"));
+  layers.push_back(make_max_pool("pool1", 2, 2, padding::same));
+  layers.push_back(make_conv2d("conv2", 64, 5, 5, 1, padding::same, truncated(0.1f),
+                               constant(0.1f)));
+  layers.push_back(make_relu("conv2/relu"));
+  layers.push_back(make_max_pool("pool2", 2, 2, padding::same));
+  layers.push_back(make_flatten("flatten"));
+  layers.push_back(make_dense("fc1", 1024, truncated(0.1f), constant(0.1f)));
+  layers.push_back(make_relu("fc1/relu"));
+  layers.push_back(make_dropout("dropout", 0.5f, seed));
+  layers.push_back(make_dense("fc2", 10, truncated(0.1f), constant(0.1f)));
+  return make_sequential("cnn", {28, 28, 1}, 10, std::move(layers));
+}
+
+// VGG-11/16/19 for 28x28 inputs: 3x3 SAME convolutions in five blocks with
+// max-pooling after each (28 -> 14 -> 7 -> 4 -> 2 -> 1), two hidden fully
+// connected layers; every width multiplied by `width` (VGG's 64..512, 4096).
+std::unique_ptr<model> make_vgg(const std::string& name, const std::vector<int>& block_convs,
+                                double width, uint64_t seed) {
+  auto scaled = [&](int channels) {
+    return std::max<int64_t>(1, static_cast<int64_t>(channels * width + 0.5));
+  };
+  const int block_channels[] = {64, 128, 256, 512, 512};
+  std::vector<std::unique_ptr<layer>> layers;
+  for (size_t blk = 0; blk < block_convs.size(); ++blk) {
+    for (int c = 0; c < block_convs[blk]; ++c) {
+      auto id = "conv" + std::to_string(blk + 1) + "_" + std::to_string(c + 1);
+      layers.push_back(make_conv2d(id, scaled(block_channels[blk]), 3, 3, 1, padding::same,
+                                   {initializer::kind::glorot_uniform, 0}, zeros()));
+      layers.push_back(make_relu(id + "/relu"));
+    }
+    layers.push_back(make_max_pool("pool" + std::to_string(blk + 1), 2, 2, padding::same));
+  }
+  layers.push_back(make_flatten("flatten"));
+  for (int fc = 1; fc <= 2; ++fc) {
+    auto id = "fc" + std::to_string(fc);
+    layers.push_back(make_dense(id, scaled(4096), {initializer::kind::glorot_uniform, 0},
+                                zeros()));
+    layers.push_back(make_relu(id + "/relu"));
+    layers.push_back(make_dropout(id + "/dropout", 0.5f, seed + fc));
+  }
+  layers.push_back(make_dense("fc3", 10, {initializer::kind::glorot_uniform, 0}, zeros()));
+  return make_sequential(name, {28, 28, 1}, 10, std::move(layers));
+}
+
+} // namespace
+
+const std::vector<std::string>& model_names() {
+  static const std::vector<std::string> names{"softmax", "mlp", "cnn",   "vgg11",
+                                              "vgg16",   "vgg19", "custom"};
+  return names;
+}
+
+std::unique_ptr<model> make_model(const std::string& name, const model_options& options) {
+  if (name == "softmax")
+    return make_softmax_model();
+  if (name == "mlp")
+    return make_mlp();
+  if (name == "cnn")
+    return make_cnn(options.seed);
+  if (name == "vgg11")
+    return make_vgg(name, {1, 1, 2, 2, 2}, options.vgg_width, options.seed);
+  if (name == "vgg16")
+    return make_vgg(name, {2, 2, 3, 3, 3}, options.vgg_width, options.seed);
+  if (name == "vgg19")
+    return make_vgg(name, {2, 2, 4, 4, 4}, options.vgg_width, options.seed);
+  if (name == "custom") {
+    if (options.layers.empty())
+      throw troupe_error("model custom: list its layers in model.layers");
+    try {
+      return make_sequential("custom", options.input, options.classes,
+                             parse_layers(options.layers, options.seed));
+    } catch (const shape_error& e) {
+      throw troupe_error(std::string("model.layers: ") + e.what());
+    }
+  }
+  std::string known;
+  for (auto& n : model_names())
+    known += (known.empty() ? "" : ", ") + n;
+  throw troupe_error("unknown model '" + name + "' (known: " + known + ")");
+}
+
+batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params,
+                             const dataset& data, size_t batch_size) {
+  batch_stats total;
+  batch b;
+  double loss_sum = 0;
+  for (size_t first = 0; first < data.size(); first += batch_size) {
+    slice_batch(data, first, batch_size, b);
+    auto s = m.evaluate(params, b);
+    loss_sum += s.loss * static_cast<double>(s.examples);
+    total.correct += s.correct;
+    total.examples += s.examples;
+  }
+  total.loss = total.examples > 0 ? loss_sum / static_cast<double>(total.examples) : 0.0;
+  return total;
+}
+
+} // namespace troupe

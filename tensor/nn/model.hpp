@@ -1,0 +1,142 @@
+#pragma once
+// Models as the worker sees them: a list of named variables (placed on PS
+// shards) and a training step that turns their values and a batch into a
+// loss and one gradient per variable. Models hold scratch buffers only, no
+// parameters, so a worker can reuse one across steps without allocating.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/data/dataset.hpp"
+#include "tensor/core/tensor.hpp"
+
+namespace troupe {
+
+/// How a variable gets its first value (TF's initializer names).
+struct initializer {
+  enum class kind { zeros, constant, random_normal, truncated_normal, glorot_uniform };
+  kind type = kind::zeros;
+  float value = 0.0f;   // constant value, or stddev for the normal kinds
+};
+
+struct variable_spec {
+  std::string name;     // TF-style, e.g. "softmax/weights"
+  shape_t shape;
+  initializer init;
+};
+
+/// The first value of a variable. Deterministic in (seed, name): the same on
+/// every node and independent of which shard holds it.
+tensor initial_value(const variable_spec& spec, uint64_t seed);
+
+/// Loss and accuracy counts of one batch.
+struct batch_stats {
+  double loss = 0;       // mean over the batch
+  size_t correct = 0;
+  size_t examples = 0;
+  /// The gradients' global L2 norm where the model computed it on its own
+  /// device (the GPU model does, with a reduction), else -1. Finite exactly
+  /// when every gradient value is.
+  double gradient_norm = -1;
+};
+
+enum class padding { same, valid };
+
+/// What one configured layer of a sequential model computes, so that another
+/// backend (gpu/) can build its own implementation of the same network.
+struct layer_desc {
+  enum class kind { dense, conv2d, max_pool, relu, dropout, flatten };
+  kind type = kind::dense;
+  std::string name;
+  shape_t input, output;          ///< per example
+  int64_t units = 0;              ///< dense
+  int64_t filters = 0;            ///< conv2d
+  int64_t kernel_h = 0, kernel_w = 0;  ///< conv2d; max_pool: the window (square)
+  int64_t stride = 1;             ///< conv2d, max_pool
+  padding pad = padding::same;    ///< conv2d, max_pool
+  float rate = 0;                 ///< dropout
+  uint64_t seed = 0;              ///< dropout
+  /// Moves no data: a view (flatten), or a ReLU the next layer applies.
+  bool skipped = false;
+  /// max_pool: applies the ReLU before it (relu(max(x)) = max(relu(x))).
+  bool applies_input_relu = false;
+  size_t first_variable = 0, num_variables = 0;  ///< into model::variables()
+};
+
+/// Host buffers a model reads parameters from and writes gradients to (a GPU
+/// model: its page-locked staging), one per variable of num_elements(shape)
+/// floats. A caller that writes parameters there and reads gradients there
+/// saves the model a host copy of each per step. train_step and evaluate
+/// with tensors stage through the same buffers, overwriting them.
+struct host_staging {
+  std::vector<float*> params;
+  std::vector<float*> grads;  ///< written by train_step_staged; valid until the next step
+  std::vector<size_t> sizes;  ///< floats per variable
+};
+
+class model {
+public:
+  virtual ~model() = default;
+
+  virtual const std::string& name() const = 0;
+
+  /// The variables, in creation order (the order placement sees).
+  virtual const std::vector<variable_spec>& variables() const = 0;
+
+  /// Forward and backward pass. `params` and `grads` follow variables();
+  /// grads are resized as needed.
+  virtual batch_stats train_step(const std::vector<tensor>& params, const batch& b,
+                                 std::vector<tensor>& grads) = 0;
+
+  /// Forward pass only.
+  virtual batch_stats evaluate(const std::vector<tensor>& params, const batch& b) = 0;
+
+  /// The model's staging buffers, or null when it has none (CPU models).
+  virtual host_staging* staging() noexcept { return nullptr; }
+
+  /// train_step on the parameters in staging()->params, with the gradients
+  /// left in staging()->grads. Throws troupe_error where staging() is null.
+  virtual batch_stats train_step_staged(const batch& b);
+
+  /// One line per layer and variable (name, shape, size), for --dump-config.
+  virtual std::string describe() const = 0;
+
+  /// The network layer by layer, with per-example shapes.
+  virtual std::vector<layer_desc> layers() const = 0;
+
+  /// The input shape of one example.
+  virtual shape_t input_shape() const = 0;
+};
+
+class layer;
+
+/// A stack of layers ending in a dense layer with one unit per class, trained
+/// with softmax cross-entropy. input: the shape of one example.
+std::unique_ptr<model> make_sequential(std::string name, shape_t input, int64_t classes,
+                                       std::vector<std::unique_ptr<layer>> layers);
+
+/// Knobs of the built-in models, and the layer list of model "custom".
+struct model_options {
+  uint64_t seed = 42;                  // dropout masks
+  double vgg_width = 0.25;             // multiplies VGG's channel and fc widths
+  std::vector<std::string> layers;     // custom: see tensor/layer_spec.hpp
+  shape_t input{28, 28, 1};            // custom: one example's shape
+  int64_t classes = 10;                // custom
+};
+
+/// Softmax regression: logits = x W + b, W [features, classes].
+std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classes = 10);
+
+/// A built-in model by name (softmax, mlp, cnn, vgg11, vgg16, vgg19), or
+/// "custom" built from options.layers; throws troupe_error naming the problem.
+std::unique_ptr<model> make_model(const std::string& name, const model_options& options = {});
+
+/// The names make_model accepts.
+const std::vector<std::string>& model_names();
+
+/// Loss and accuracy of a model over a whole dataset, in batches.
+batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params,
+                             const dataset& data, size_t batch_size = 1000);
+
+} // namespace troupe

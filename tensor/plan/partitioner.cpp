@@ -1,0 +1,217 @@
+#include "tensor/plan/partitioner.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tensor/core/error.hpp"
+
+namespace troupe {
+
+namespace {
+
+void check_axis(const shape_t& shape, int32_t axis, const std::string& who) {
+  if (axis < 0 || static_cast<size_t>(axis) >= shape.size())
+    throw troupe_error(who + ": axis " + std::to_string(axis) + " is beyond the rank of shape "
+                       + to_string(shape));
+}
+
+int64_t bytes_of(const shape_t& shape) {
+  return num_elements(shape) * static_cast<int64_t>(sizeof(float));
+}
+
+class fixed_size final : public partitioner {
+public:
+  fixed_size(int64_t n, int32_t axis) : n_(n), axis_(axis) {
+    if (n < 1)
+      throw troupe_error("fixed_size partitioner needs num_shards >= 1 (got " + std::to_string(n)
+                         + ")");
+  }
+  std::string describe() const override {
+    return "fixed_size(" + std::to_string(n_) + ", axis " + std::to_string(axis_) + ")";
+  }
+  int32_t axis() const override { return axis_; }
+  int64_t partitions(const shape_t& shape) const override {
+    check_axis(shape, axis_, describe());
+    return std::max<int64_t>(1, std::min(n_, shape[axis_]));
+  }
+
+private:
+  int64_t n_;
+  int32_t axis_;
+};
+
+class min_max final : public partitioner {
+public:
+  min_max(int64_t max_partitions, int32_t axis, int64_t min_slice_bytes)
+    : max_(max_partitions), axis_(axis), min_bytes_(min_slice_bytes) {
+    if (max_partitions < 1)
+      throw troupe_error("min_max partitioner needs max_partitions >= 1");
+    if (min_slice_bytes < 1)
+      throw troupe_error("min_max partitioner needs min_slice_bytes >= 1");
+  }
+  std::string describe() const override {
+    return "min_max(" + std::to_string(max_) + ", axis " + std::to_string(axis_) + ", "
+           + std::to_string(min_bytes_) + " bytes)";
+  }
+  int32_t axis() const override { return axis_; }
+  int64_t partitions(const shape_t& shape) const override {
+    check_axis(shape, axis_, describe());
+    auto by_bytes = (bytes_of(shape) + min_bytes_ - 1) / min_bytes_;
+    return std::max<int64_t>(1, std::min({shape[axis_], max_, by_bytes}));
+  }
+
+private:
+  int64_t max_;
+  int32_t axis_;
+  int64_t min_bytes_;
+};
+
+class axis_size final : public partitioner {
+public:
+  axis_size(int64_t max_shard_bytes, int32_t axis, int64_t max_shards)
+    : max_bytes_(max_shard_bytes), axis_(axis), max_shards_(max_shards) {
+    if (max_shard_bytes < 1)
+      throw troupe_error("axis_size partitioner needs max_shard_bytes >= 1");
+    if (max_shards < 0)
+      throw troupe_error("axis_size partitioner needs max_shards >= 0 (0: no cap)");
+  }
+  std::string describe() const override {
+    return "axis_size(" + std::to_string(max_bytes_) + " bytes, axis " + std::to_string(axis_)
+           + (max_shards_ ? ", at most " + std::to_string(max_shards_) : std::string()) + ")";
+  }
+  int32_t axis() const override { return axis_; }
+  int64_t partitions(const shape_t& shape) const override {
+    check_axis(shape, axis_, describe());
+    if (shape[axis_] == 0)
+      return 1;
+    auto bytes_per_row = bytes_of(shape) / shape[axis_];
+    auto rows_per_shard = std::max<int64_t>(1, bytes_per_row ? max_bytes_ / bytes_per_row : 1);
+    auto shards = (shape[axis_] + rows_per_shard - 1) / rows_per_shard;
+    if (max_shards_ > 0)
+      shards = std::min(shards, max_shards_);
+    return std::max<int64_t>(1, shards);
+  }
+
+private:
+  int64_t max_bytes_;
+  int32_t axis_;
+  int64_t max_shards_;
+};
+
+} // namespace
+
+std::unique_ptr<partitioner> make_fixed_size(int64_t num_shards, int32_t axis) {
+  return std::make_unique<fixed_size>(num_shards, axis);
+}
+
+std::unique_ptr<partitioner> make_min_max(int64_t max_partitions, int32_t axis,
+                                          int64_t min_slice_bytes) {
+  return std::make_unique<min_max>(max_partitions, axis, min_slice_bytes);
+}
+
+std::unique_ptr<partitioner> make_axis_size(int64_t max_shard_bytes, int32_t axis,
+                                            int64_t max_shards) {
+  return std::make_unique<axis_size>(max_shard_bytes, axis, max_shards);
+}
+
+std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t count,
+                                           int32_t axis) {
+  if (spec.shape.empty() && count == 1) // a scalar stays whole
+    return {variable_slice{spec.name, spec.name, 0, 0, 0, spec.shape, spec.shape}};
+  check_axis(spec.shape, axis, "split of " + spec.name);
+  auto dim = spec.shape[axis];
+  if (count < 1 || count > std::max<int64_t>(1, dim))
+    throw troupe_error("cannot create " + std::to_string(count) + " slices of " + spec.name
+                       + " along axis " + std::to_string(axis) + " of size "
+                       + std::to_string(dim));
+  std::vector<variable_slice> out;
+  auto base = dim / count;
+  auto extra = dim % count;
+  int64_t offset = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    variable_slice s;
+    s.variable = spec.name;
+    s.name = count == 1 ? spec.name : spec.name + "/part_" + std::to_string(i);
+    s.index = static_cast<int32_t>(i);
+    s.axis = axis;
+    s.offset = offset;
+    s.full_shape = spec.shape;
+    s.shape = spec.shape;
+    s.shape[axis] = base + (i < extra ? 1 : 0);  // TF: the first dim % n get one more
+    offset += s.shape[axis];
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+namespace {
+
+// A slice along axis a of shape [d0 .. dn] is `outer` = d0 * .. * d(a-1)
+// blocks, each of (its extent along a) x `inner` = d(a+1) * .. * dn
+// contiguous floats; along axis 0 that is one block.
+struct slice_layout {
+  size_t outer = 1, inner = 1, full_rows = 1, rows = 1;
+};
+
+slice_layout layout_of(const variable_slice& s) {
+  slice_layout l;
+  if (s.full_shape.empty())
+    return l;
+  auto axis = static_cast<size_t>(s.axis);
+  if (axis >= s.full_shape.size() || s.shape.size() != s.full_shape.size())
+    throw troupe_error(s.name + ": axis " + std::to_string(s.axis) + " does not fit shape "
+                       + to_string(s.full_shape));
+  for (size_t d = 0; d < axis; ++d)
+    l.outer *= static_cast<size_t>(s.full_shape[d]);
+  for (size_t d = axis + 1; d < s.full_shape.size(); ++d)
+    l.inner *= static_cast<size_t>(s.full_shape[d]);
+  l.full_rows = static_cast<size_t>(s.full_shape[axis]);
+  l.rows = static_cast<size_t>(s.shape[axis]);
+  return l;
+}
+
+} // namespace
+
+tensor extract_slice(const variable_slice& slice, const tensor& full) {
+  return extract_slice(slice, full.data());
+}
+
+tensor extract_slice(const variable_slice& slice, const float* full) {
+  auto l = layout_of(slice);
+  tensor out(slice.shape);
+  auto block = l.rows * l.inner;
+  for (size_t o = 0; o < l.outer; ++o)
+    std::copy_n(full + (o * l.full_rows + static_cast<size_t>(slice.offset)) * l.inner, block,
+                out.data() + o * block);
+  return out;
+}
+
+void insert_slice(const variable_slice& slice, const tensor& value, tensor& full) {
+  insert_slice(slice, value, full.data());
+}
+
+void insert_slice(const variable_slice& slice, const tensor& value, float* full) {
+  if (value.shape() != slice.shape)
+    throw shape_error(slice.name + ": value of shape " + to_string(value.shape())
+                      + " for a slice of shape " + to_string(slice.shape));
+  auto l = layout_of(slice);
+  auto block = l.rows * l.inner;
+  for (size_t o = 0; o < l.outer; ++o)
+    std::copy_n(value.data() + o * block, block,
+                full + (o * l.full_rows + static_cast<size_t>(slice.offset)) * l.inner);
+}
+
+void gather_slice(const variable_slice& slice, tensor&& value, tensor& full) {
+  if (slice.shape == slice.full_shape && value.shape() == slice.shape) {
+    full = std::move(value);
+    return;
+  }
+  full.resize(slice.full_shape);
+  insert_slice(slice, value, full);
+}
+
+std::vector<variable_slice> partition(const variable_spec& spec, const partitioner& p) {
+  return split_variable(spec, p.partitions(spec.shape), p.axis());
+}
+
+} // namespace troupe

@@ -1,0 +1,291 @@
+#include "tensor/plan/placement.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include <fnmatch.h>
+
+#include "tensor/core/error.hpp"
+
+namespace troupe {
+
+std::vector<size_t> shard_bytes(const std::vector<placed_slice>& placement, int32_t num_shards) {
+  std::vector<size_t> out(static_cast<size_t>(std::max(num_shards, 0)), 0);
+  for (auto& p : placement)
+    out.at(static_cast<size_t>(p.shard)) += p.slice.bytes();
+  return out;
+}
+
+double imbalance(const std::vector<placed_slice>& placement, int32_t num_shards) {
+  auto bytes = shard_bytes(placement, num_shards);
+  double total = 0, most = 0;
+  for (auto b : bytes) {
+    total += static_cast<double>(b);
+    most = std::max(most, static_cast<double>(b));
+  }
+  return total > 0 ? most / (total / num_shards) : 1.0;
+}
+
+std::vector<placed_slice> place_round_robin(const std::vector<variable_slice>& slices,
+                                            int32_t num_shards) {
+  if (num_shards <= 0)
+    throw troupe_error("placement needs at least one PS shard");
+  std::vector<placed_slice> out;
+  for (size_t i = 0; i < slices.size(); ++i)
+    out.push_back({slices[i], static_cast<int32_t>(i % static_cast<size_t>(num_shards))});
+  return out;
+}
+
+namespace {
+
+int32_t least_loaded(const std::vector<size_t>& load) {
+  return static_cast<int32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+}
+
+std::vector<placed_slice> largest_first(std::vector<variable_slice> slices, int32_t num_shards) {
+  // Stable: equal sizes keep creation order, so the result is deterministic.
+  std::stable_sort(slices.begin(), slices.end(),
+                   [](const variable_slice& a, const variable_slice& b) {
+                     return a.bytes() > b.bytes();
+                   });
+  std::vector<size_t> load(static_cast<size_t>(num_shards), 0);
+  std::vector<placed_slice> out;
+  for (auto& s : slices) {
+    auto shard = least_loaded(load);
+    load[static_cast<size_t>(shard)] += s.bytes();
+    out.push_back({std::move(s), shard});
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<placed_slice> place_greedy_bytes(const std::vector<variable_slice>& slices,
+                                             int32_t num_shards) {
+  if (num_shards <= 0)
+    throw troupe_error("placement needs at least one PS shard");
+  std::vector<size_t> load(static_cast<size_t>(num_shards), 0);
+  std::vector<placed_slice> out;
+  for (auto& s : slices) {
+    auto shard = least_loaded(load);
+    load[static_cast<size_t>(shard)] += s.bytes();
+    out.push_back({s, shard});
+  }
+  return out;
+}
+
+partition_rule parse_partition_rule(const std::string& text) {
+  std::istringstream in(text);
+  std::string pattern, kind, word;
+  in >> pattern >> kind;
+  auto fail = [&](const std::string& why) -> partition_rule {
+    throw troupe_error("partitioner rule \"" + text + "\": " + why
+                       + " (write \"PATTERN fixed_size shards=N [axis=A]\", \"PATTERN min_max "
+                         "max_partitions=N [axis=A] [min_slice_bytes=B]\" or \"PATTERN "
+                         "axis_size max_shard_bytes=B [axis=A] [max_shards=N]\")");
+  };
+  if (pattern.empty() || kind.empty())
+    return fail("needs a variable-name pattern and a partitioner");
+  std::map<std::string, int64_t> args;
+  while (in >> word) {
+    auto eq = word.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return fail("'" + word + "' is not key=value");
+    auto key = word.substr(0, eq), value = word.substr(eq + 1);
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || errno != 0)
+      return fail(key + " = '" + value + "' is not an integer");
+    if (!args.emplace(key, v).second)
+      return fail(key + " is given twice");
+  }
+  std::map<std::string, std::pair<bool, int64_t>> known;  // key -> (required, default)
+  if (kind == "fixed_size")
+    known = {{"shards", {true, 0}}, {"axis", {false, 0}}};
+  else if (kind == "min_max")
+    known = {{"max_partitions", {true, 0}}, {"axis", {false, 0}},
+             {"min_slice_bytes", {false, 256 << 10}}};
+  else if (kind == "axis_size")
+    known = {{"max_shard_bytes", {true, 0}}, {"axis", {false, 0}}, {"max_shards", {false, 0}}};
+  else
+    return fail("unknown partitioner '" + kind + "' (known: fixed_size, min_max, axis_size)");
+  for (auto& [key, value] : args)
+    if (!known.count(key)) {
+      std::string keys;
+      for (auto& k : known)
+        keys += (keys.empty() ? "" : ", ") + k.first;
+      return fail(kind + " has no parameter '" + key + "' (it takes " + keys + ")");
+    }
+  auto get = [&](const std::string& key) {
+    auto it = args.find(key);
+    if (it != args.end())
+      return it->second;
+    if (known[key].first)
+      fail(kind + " needs " + key + "=...");
+    return known[key].second;
+  };
+  auto axis = get("axis");
+  if (axis < 0 || axis > 7)
+    return fail("axis = " + std::to_string(axis) + " is not a tensor axis");
+  partition_rule rule{pattern, nullptr, text};
+  try {
+    if (kind == "fixed_size")
+      rule.split = make_fixed_size(get("shards"), static_cast<int32_t>(axis));
+    else if (kind == "min_max")
+      rule.split = make_min_max(get("max_partitions"), static_cast<int32_t>(axis),
+                                get("min_slice_bytes"));
+    else
+      rule.split = make_axis_size(get("max_shard_bytes"), static_cast<int32_t>(axis),
+                                  get("max_shards"));
+  } catch (const troupe_error& e) {
+    return fail(e.what());
+  }
+  return rule;
+}
+
+std::vector<partition_rule> parse_partition_rules(const std::vector<std::string>& texts) {
+  std::vector<partition_rule> out;
+  for (auto& t : texts)
+    out.push_back(parse_partition_rule(t));
+  return out;
+}
+
+const partition_rule* rule_for(const std::vector<partition_rule>& rules, const std::string& name) {
+  for (auto& r : rules)
+    if (fnmatch(r.pattern.c_str(), name.c_str(), 0) == 0)
+      return &r;
+  return nullptr;
+}
+
+void check_partition_rules(const std::vector<partition_rule>& rules,
+                           const std::vector<variable_spec>& variables) {
+  for (auto& r : rules) {
+    bool matched = false;
+    for (auto& v : variables) {
+      if (fnmatch(r.pattern.c_str(), v.name.c_str(), 0) != 0)
+        continue;
+      matched = true;
+      if (rule_for(rules, v.name) == &r && static_cast<size_t>(r.split->axis()) >= v.shape.size())
+        throw troupe_error("partitioner rule \"" + r.text + "\": " + v.name + " has shape "
+                           + to_string(v.shape) + ", no axis " + std::to_string(r.split->axis()));
+    }
+    if (!matched) {
+      std::string names;
+      for (auto& v : variables)
+        names += (names.empty() ? "" : ", ") + v.name;
+      throw troupe_error("partitioner rule \"" + r.text + "\": the pattern '" + r.pattern
+                         + "' matches no variable (the model has " + names + ")");
+    }
+  }
+}
+
+namespace {
+
+// Each variable split by its rule, or whole (unsplit: one slice, the name
+// unchanged); `ruled` tells which had a rule.
+std::vector<variable_slice> apply_rules(const std::vector<variable_spec>& variables,
+                                        const std::vector<partition_rule>& rules,
+                                        std::vector<bool>* ruled = nullptr) {
+  std::vector<variable_slice> out;
+  for (auto& v : variables) {
+    auto* rule = rule_for(rules, v.name);
+    if (ruled)
+      ruled->push_back(rule != nullptr);
+    for (auto& s : rule ? partition(v, *rule->split) : split_variable(v, 1))
+      out.push_back(std::move(s));
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& variables,
+                                         int32_t num_shards, double epsilon,
+                                         const std::vector<partition_rule>& rules) {
+  if (num_shards <= 0)
+    throw troupe_error("placement needs at least one PS shard");
+  if (!(epsilon > 0))
+    throw troupe_error("balanced placement needs epsilon > 0");
+  std::vector<bool> ruled;
+  auto whole = apply_rules(variables, rules, &ruled);
+  auto placed = largest_first(whole, num_shards);
+  if (imbalance(placed, num_shards) <= 1.0 + epsilon || num_shards == 1)
+    return placed;
+  // As few slices as will do: split the variable of the largest piece into
+  // the next multiple of the shard count (every slice a message entry and a
+  // gather on every step), and place again. The CNN needs only fc1/weights
+  // in two.
+  auto rows_of = [](const variable_spec& v) { return v.shape.empty() ? int64_t{1} : v.shape[0]; };
+  std::vector<int64_t> counts(variables.size(), 1);
+  auto slices_for = [&] {
+    std::vector<variable_slice> out;
+    for (size_t i = 0; i < variables.size(); ++i) {
+      auto& v = variables[i];
+      auto parts = ruled[i] ? partition(v, *rule_for(rules, v.name)->split)
+                            : split_variable(v, counts[i]);
+      for (auto& s : parts)
+        out.push_back(std::move(s));
+    }
+    return out;
+  };
+  for (int round = 0; round < 8; ++round) {
+    auto largest = std::max_element(placed.begin(), placed.end(),
+                                    [](const placed_slice& a, const placed_slice& b) {
+                                      return a.slice.bytes() < b.slice.bytes();
+                                    });
+    auto var = static_cast<size_t>(
+      std::find_if(variables.begin(), variables.end(),
+                   [&](const variable_spec& v) { return v.name == largest->slice.variable; })
+      - variables.begin());
+    if (ruled[var] || counts[var] >= rows_of(variables[var]))
+      break;  // the largest piece cannot be split further here
+    auto next = counts[var] == 1 ? int64_t{num_shards} : counts[var] + num_shards;
+    counts[var] = std::min(rows_of(variables[var]), next);
+    placed = largest_first(slices_for(), num_shards);
+    if (imbalance(placed, num_shards) <= 1.0 + epsilon)
+      return placed;
+  }
+  // Otherwise pieces of at most epsilon x mean: adding one to the
+  // least-loaded shard keeps every shard within mean + epsilon x mean, which
+  // bounds the result whenever single rows are small enough.
+  double total = 0;
+  for (auto& s : whole)
+    total += static_cast<double>(s.bytes());
+  double piece = epsilon * total / num_shards;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    if (ruled[i])
+      continue;
+    auto bytes = static_cast<double>(num_elements(variables[i].shape)) * sizeof(float);
+    counts[i] = 1;
+    if (bytes > piece && !variables[i].shape.empty())
+      counts[i] = std::max<int64_t>(
+        1, std::min<int64_t>(rows_of(variables[i]), static_cast<int64_t>(std::ceil(bytes / piece))));
+  }
+  return largest_first(slices_for(), num_shards);
+}
+
+std::vector<placed_slice> plan_placement(const std::string& name,
+                                         const std::vector<variable_spec>& variables,
+                                         int32_t num_shards, double epsilon,
+                                         const std::vector<partition_rule>& rules) {
+  if (name == "balanced")
+    return place_balanced(variables, num_shards, epsilon, rules);
+  auto slices = apply_rules(variables, rules);
+  if (name == "greedy_bytes")
+    return place_greedy_bytes(slices, num_shards);
+  if (name == "round_robin")
+    return place_round_robin(slices, num_shards);
+  throw troupe_error("unknown placement '" + name + "' (known: round_robin, greedy_bytes, balanced)");
+}
+
+const std::vector<std::string>& placement_names() {
+  static const std::vector<std::string> names{"round_robin", "greedy_bytes", "balanced"};
+  return names;
+}
+
+} // namespace troupe

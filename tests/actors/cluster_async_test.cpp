@@ -1,0 +1,151 @@
+// Whole clusters in async mode through the library API, message by message
+// on CAF's test_coordinator.
+#include <map>
+
+#include <boost/test/unit_test.hpp>
+#include <caf/all.hpp>
+
+#include "actors/cluster.hpp"
+#include "tests/support/actors.hpp"
+#include "tests/support/synthetic_data.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+
+BOOST_FIXTURE_TEST_SUITE(cluster_async, deterministic_fixture)
+
+// Two workers ask "ready?" before the shards have even seen the chief's init:
+// both wait on a promise, each shard is initialised exactly once, and both
+// get the plan only after the last init was acknowledged.
+BOOST_AUTO_TEST_CASE(chief_initialises_once_while_workers_race) {
+  training_result result;
+  auto run = spawn_local_cluster(sys, small_settings(6), runtime_settings{}, 2, 2,
+                                 synthetic_data(), [&](const training_result& r) { result = r; },
+                                 spawn_mode::cooperative);
+  auto* chief = raw(run.chief);
+  std::map<caf::abstract_actor*, int> inits;
+  std::vector<std::string> chief_events;
+  int plans_before_init_done = 0, plans = 0, acks = 0;
+  run_observed(sched, [&](caf::abstract_actor* who, const caf::type_erased_tuple& msg) {
+    if (msg.match_element<init_atom>(0))
+      ++inits[who];
+    if (who == chief && msg.match_element<ready_atom>(0))
+      chief_events.push_back("ready");
+    if (who == chief && msg.size() == 1 && msg.match_element<caf::ok_atom>(0)) {
+      chief_events.push_back("init_ack");
+      ++acks;
+    }
+    if (msg.size() == 1 && msg.match_element<training_plan>(0)) {
+      ++plans;
+      if (acks < 2)
+        ++plans_before_init_done;
+    }
+  });
+  BOOST_TEST(inits.size() == 2u);
+  for (auto& kv : inits)
+    BOOST_TEST(kv.second == 1);
+  BOOST_REQUIRE(chief_events.size() == 4u);
+  BOOST_TEST(chief_events[0] == "ready"); // both asked before any init finished
+  BOOST_TEST(chief_events[1] == "ready");
+  BOOST_TEST(plans == 2);
+  BOOST_TEST(plans_before_init_done == 0);
+  BOOST_TEST(result.ok);
+  BOOST_TEST(result.global_step == 6);
+}
+
+// Exactly last_step updates happen; stop reaches every shard and worker,
+// and no pull or push reaches a shard after its stop.
+BOOST_AUTO_TEST_CASE(stop_at_last_step_reaches_every_actor) {
+  training_result result;
+  bool finished = false;
+  auto baseline = sys.registry().running();
+  // Round robin (not the balanced default), so that each variable's bytes
+  // land whole on a known shard and the traffic report can be checked exactly.
+  auto settings = small_settings(10);
+  settings.placement = "round_robin";
+  auto run = spawn_local_cluster(sys, settings, runtime_settings{}, 2, 3,
+                                 synthetic_data(),
+                                 [&](const training_result& r) {
+                                   result = r;
+                                   finished = true;
+                                 },
+                                 spawn_mode::cooperative);
+  std::map<caf::abstract_actor*, int> pushes;
+  std::map<caf::abstract_actor*, bool> stopped;
+  int after_stop = 0;
+  std::vector<caf::abstract_actor*> shards{raw(run.shards[0]), raw(run.shards[1])};
+  run_observed(sched, [&](caf::abstract_actor* who, const caf::type_erased_tuple& msg) {
+    if (msg.match_element<push_atom>(0) || msg.match_element<pull_atom>(0)) {
+      if (stopped[who])
+        ++after_stop;
+      if (msg.match_element<push_atom>(0))
+        ++pushes[who];
+    }
+    if (msg.match_element<stop_atom>(0))
+      stopped[who] = true;
+  });
+  BOOST_REQUIRE(finished);
+  BOOST_TEST(result.ok);
+  BOOST_TEST(result.global_step == 10);
+  BOOST_TEST(result.examples == 40u);
+  // softmax/weights on ps:0, softmax/biases on ps:1: one push each per step.
+  BOOST_TEST(pushes[shards[0]] == 10);
+  BOOST_TEST(pushes[shards[1]] == 10);
+  BOOST_TEST(after_stop == 0);
+  BOOST_TEST(stopped[shards[0]]);
+  BOOST_TEST(stopped[shards[1]]);
+  BOOST_TEST(sys.registry().running() == baseline); // every actor has quit
+  // The traffic report: every push counted, with its bytes, per shard and
+  // variable; round robin puts almost all bytes on ps:0.
+  BOOST_REQUIRE(result.traffic.size() == 2u);
+  auto& ps0 = result.traffic[0];
+  BOOST_TEST(ps0.shard == 0);
+  BOOST_TEST(ps0.pushes == 10u);
+  BOOST_TEST(ps0.bytes_in == 10u * 784u * 10u * 4u);
+  BOOST_TEST(ps0.bytes_held == 784u * 10u * 4u);
+  BOOST_REQUIRE(ps0.variables.size() == 1u);
+  BOOST_TEST(ps0.variables[0] == "softmax/weights");
+  BOOST_TEST(ps0.variable_in[0] == ps0.bytes_in);
+  BOOST_TEST(result.traffic[1].bytes_in == 10u * 10u * 4u);
+  BOOST_TEST(result.ps_imbalance > 1.99);
+  BOOST_TEST(result.traffic_json().find("\"softmax/biases\":{\"in\":400,") != std::string::npos,
+             result.traffic_json());
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_worker_does_not_stop_training) {
+  training_result result;
+  auto run = spawn_local_cluster(sys, small_settings(20), runtime_settings{}, 1, 2,
+                                 synthetic_data(), [&](const training_result& r) { result = r; },
+                                 spawn_mode::cooperative);
+  int reports = 0;
+  auto* w1 = raw(run.workers[1]);
+  bool killed = false;
+  run_observed(sched, [&](caf::abstract_actor*, const caf::type_erased_tuple& msg) {
+    // Kill worker 1 while it holds a grant (after a few reports).
+    if (msg.match_element<report_atom>(0) && ++reports == 5 && !killed) {
+      killed = true;
+      caf::anon_send_exit(caf::actor_cast<caf::actor>(w1), caf::exit_reason::kill);
+    }
+  });
+  BOOST_TEST(killed);
+  BOOST_TEST(result.ok);
+  BOOST_TEST(result.global_step == 20);
+}
+
+BOOST_AUTO_TEST_CASE(non_finite_gradients_are_refused_then_the_run_fails) {
+  training_result result;
+  runtime_settings runtime;
+  runtime.max_refused_steps = 3;
+  auto baseline = sys.registry().running();
+  auto run = spawn_local_cluster(sys, small_settings(10), runtime, 1, 1, synthetic_data(true),
+                                 [&](const training_result& r) { result = r; },
+                                 spawn_mode::cooperative);
+  sched.run();
+  BOOST_TEST(!result.ok);
+  BOOST_TEST(result.refused_steps == 4);
+  BOOST_TEST(result.global_step == 0);
+  BOOST_TEST(result.error.find("diverged") != std::string::npos);
+  BOOST_TEST(sys.registry().running() == baseline);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

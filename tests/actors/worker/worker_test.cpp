@@ -1,0 +1,55 @@
+// The worker actor, on CAF's test_coordinator.
+#include <boost/test/unit_test.hpp>
+#include <caf/all.hpp>
+
+#include "actors/cluster.hpp"
+#include "tests/support/actors.hpp"
+#include "tests/support/synthetic_data.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+
+BOOST_FIXTURE_TEST_SUITE(worker_tests, deterministic_fixture)
+
+// A plan whose slices of a variable overlap and leave a gap, though their row
+// counts add up, is refused by the worker: it stops with an error instead of
+// training rows it never pulls (which a GPU worker's buffers would not hold).
+BOOST_AUTO_TEST_CASE(a_plan_that_does_not_tile_a_variable_is_refused) {
+  auto settings = small_settings(4);  // softmax: weights [784, 10], biases [10]
+  training_plan plan;
+  plan.variables = {"softmax/weights/part_0", "softmax/weights/part_1", "softmax/biases"};
+  plan.shard_of = {0, 0, 0};
+  plan.variable_of = {0, 0, 1};
+  plan.axis_of = {0, 0, 0};
+  plan.offset_of = {0, 0, 0};  // rows 0..391 twice, 392..783 never
+  plan.rows_of = {392, 392, 10};
+  auto chief = sys.spawn([plan](chief_actor::pointer) -> chief_actor::behavior_type {
+    return {
+      [](hello_atom, uint32_t v, const std::string&, int32_t) -> caf::result<uint32_t> {
+        return v;
+      },
+      [plan](ready_atom, int32_t) -> caf::result<training_plan> { return plan; },
+      [](report_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
+      [](step_done_atom, const step_summary&) {},
+      [](tick_atom) {},
+    };
+  });
+  auto shard = spawn_ps_shard(sys, 0, settings);
+  auto worker = spawn_worker(sys, 0, 1, settings, runtime_settings{}, chief, {shard},
+                             synthetic_data().train, spawn_mode::cooperative);
+  self->monitor(worker);
+  sched.run();
+  caf::error reason;
+  bool down = false;
+  self->receive([&](caf::down_msg& msg) {
+    down = true;
+    reason = msg.reason;
+  }, caf::after(std::chrono::seconds(0)) >> [] {});
+  BOOST_REQUIRE(down);
+  BOOST_TEST(is(reason, errc::invalid_request), caf::to_string(reason));
+  BOOST_TEST(caf::to_string(reason).find("do not cover softmax/weights exactly once")
+               != std::string::npos,
+             caf::to_string(reason));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

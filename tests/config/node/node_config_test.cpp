@@ -1,0 +1,295 @@
+// Every configuration error is one clear message naming the key and the fix,
+// found before anything starts; the shipped examples load cleanly.
+#define BOOST_TEST_MODULE config
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <boost/test/unit_test.hpp>
+
+#include "actors/protocol/protocol.hpp"
+#include "config/node/node_config.hpp"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A data directory with the four file names (contents are not read here).
+struct fixture {
+  fs::path dir = fs::temp_directory_path() / ("troupe-config-" + std::to_string(::getpid()));
+  fixture() {
+    fs::create_directories(dir / "data");
+    for (auto name : {"train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                      "t10k-labels-idx1-ubyte.gz"})
+      std::ofstream(dir / "data" / name) << "x";
+    // An IDX label header claiming 1000 examples (zlib reads plain files too).
+    const unsigned char header[] = {0, 0, 8, 1, 0, 0, 3, 232};
+    std::ofstream(dir / "data" / "train-labels-idx1-ubyte.gz", std::ios::binary)
+      .write(reinterpret_cast<const char*>(header), sizeof(header));
+  }
+  ~fixture() { fs::remove_all(dir); }
+
+  std::string base() const {
+    return "[cluster]\nchief = [\"127.0.0.1:7000\"]\nps = [\"127.0.0.1:7001\"]\n"
+           "worker = [\"127.0.0.1:7101\", \"127.0.0.1:7102\"]\n[train]\ndata-dir = \""
+           + (dir / "data").string() + "\"\n";
+  }
+
+  load_outcome load(const std::string& text, std::vector<std::string> args = {}) {
+    auto path = (dir / "test.conf").string();
+    std::ofstream(path) << text;
+    std::vector<std::string> argv_s{"troupe-node", "--config-file=" + path};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s)
+      argv.push_back(a.data());
+    last_cfg = std::make_unique<node_config>();
+    return load_node_config(*last_cfg, static_cast<int>(argv.size()), argv.data());
+  }
+
+  std::unique_ptr<node_config> last_cfg; // of the last load()
+
+  // Exactly one error, containing every part.
+  void expect_error(const load_outcome& out, std::initializer_list<std::string> parts) {
+    BOOST_TEST((out.what == load_outcome::action::fail));
+    BOOST_REQUIRE_EQUAL(out.errors.size(), 1u);
+    for (auto& p : parts)
+      BOOST_TEST(out.errors[0].find(p) != std::string::npos,
+                 "'" << p << "' in: " << out.errors[0]);
+  }
+};
+
+const std::vector<std::string> worker0{"--job_name=worker", "--task_index=0"};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(node_config_tests, fixture)
+
+BOOST_AUTO_TEST_CASE(a_good_file_loads) {
+  auto out = load(base() + "batch-size = 64\nlearning-rate = 1\nlast-step = 7\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST((out.what == load_outcome::action::run));
+  BOOST_TEST(out.setup.cluster.worker.size() == 2u);
+  BOOST_TEST(out.setup.cluster.ps[0].port == 7001);
+  BOOST_TEST(out.setup.train.batch_size == 64);
+  BOOST_TEST(out.setup.train.optimizer.learning_rate.base == 1.0); // integer for a real
+  BOOST_TEST(out.setup.train.last_step == 7);
+  BOOST_TEST(out.setup.job == "worker");
+}
+
+BOOST_AUTO_TEST_CASE(sync_settings_load_with_defaults) {
+  auto out = load(base() + "mode = \"sync\"\non-worker-loss = \"wait\"\nshuffle = false\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.mode == "sync");
+  BOOST_TEST(out.setup.train.replicas_to_aggregate == 2); // R defaults to N
+  BOOST_TEST(out.setup.train.total_num_replicas == 2);
+  BOOST_TEST(out.setup.train.on_worker_loss == "wait");
+  BOOST_TEST(!out.setup.train.shuffle);
+  out = load(base() + "mode = \"sync\"\nreplicas-to-aggregate = 1\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.replicas_to_aggregate == 1);
+}
+
+BOOST_AUTO_TEST_CASE(epochs_set_last_step) {
+  auto out = load(base() + "epochs = 2\nbatch-size = 100\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.last_step == 20); // 2 x 1000 examples / 100
+  out = load(base() + "epochs = 2\nbatch-size = 100\nmode = \"sync\"\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.last_step == 10); // each update uses 2 workers' batches
+  expect_error(load(base() + "epochs = -1\n", worker0), {"train.epochs"});
+}
+
+BOOST_AUTO_TEST_CASE(placement_defaults_to_balanced_and_partitioner_rules_are_checked) {
+  auto good = load(base() + "model = \"mlp\"\npartitioners = [\"hidden1/weights fixed_size "
+                            "shards=2\", \"hidden* min_max max_partitions=2 "
+                            "min_slice_bytes=512\"]\n",
+                   worker0);
+  BOOST_REQUIRE(good.errors.empty());
+  BOOST_TEST(good.setup.train.placement == "balanced");
+  BOOST_TEST(good.setup.train.partitioners.size() == 2u);
+  expect_error(load(base() + "model = \"mlp\"\npartitioners = [\"hidden3/* fixed_size "
+                             "shards=2\"]\n",
+                    worker0),
+               {"train.partitioners", "'hidden3/*' matches no variable", "hidden1/weights"});
+  expect_error(load(base() + "partitioners = [\"softmax/* fixed_size shards=2 axis=1\"]\n",
+                    worker0),
+               {"train.partitioners", "softmax/biases has shape [10], no axis 1"});
+  expect_error(load(base() + "partitioners = [\"softmax/weights fixed_size shards=0\"]\n",
+                    worker0),
+               {"train.partitioners", "num_shards >= 1"});
+  expect_error(load(base() + "partitioners = [\"softmax/weights min_maxx max_partitions=2\"]\n",
+                    worker0),
+               {"unknown partitioner 'min_maxx'"});
+}
+
+BOOST_AUTO_TEST_CASE(models_and_optimizers_are_checked_before_start) {
+  auto good = load(base() + "model = \"custom\"\noptimizer = \"adam\"\n"
+                   "lr-schedule = \"piecewise\"\nlr-boundaries = [100]\nlr-values = [0.1, 0.01]\n"
+                   "[model]\nlayers = [\"conv2d filters=2 kernel=3\", \"relu\", \"flatten\", "
+                   "\"dense units=10\"]\n",
+                   worker0);
+  BOOST_REQUIRE(good.errors.empty());
+  BOOST_TEST(good.setup.train.optimizer.name == "adam");
+  BOOST_TEST(good.setup.train.optimizer.learning_rate.values.size() == 2u);
+  expect_error(load(base() + "model = \"custom\"\n[model]\nlayers = [\"dense units=10\", "
+                             "\"conv2d filters=2 kernel=3\"]\n",
+                    worker0),
+               {"model.layers", "conv2d"});
+  expect_error(load(base() + "model = \"custom\"\n[model]\nlayers = [\"dense unit=10\"]\n",
+                    worker0),
+               {"model.layers[0]", "unknown parameter 'unit'"});
+  expect_error(load(base() + "model = \"custom\"\n[model]\ninput = [28, 27]\n"
+                             "layers = [\"dense units=10\"]\n",
+                    worker0),
+               {"model.input", "784"});
+  expect_error(load(base() + "optimizer = \"adamw\"\n", worker0), {"unknown optimizer 'adamw'"});
+  expect_error(load(base() + "lr-schedule = \"piecewise\"\nlr-boundaries = [100]\n"
+                             "lr-values = [0.1]\n",
+                    worker0),
+               {"one more value than boundaries"});
+  expect_error(load(base() + "lr-schedule = \"cosine\"\n", worker0), {"train.lr-schedule"});
+  expect_error(load(base() + "lr-values = \"0.1\"\n", worker0), {"train.lr-values", "a list"});
+  expect_error(load(base() + "[model]\nvgg-width = 0.0\n", worker0), {"model.vgg-width"});
+}
+
+BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
+  auto args = worker0;
+  args.push_back("--train.batch-size=32");
+  auto out = load(base() + "batch-size = 64\n", args);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.batch_size == 32);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_key_suggests_the_right_one) {
+  expect_error(load(base() + "batchsize = 64\n", worker0),
+               {"unknown key 'train.batchsize'", "did you mean 'train.batch-size'"});
+  expect_error(load(base() + "[trian]\nmodel = \"softmax\"\n", worker0),
+               {"unknown key 'trian.model'", "train.model"});
+  expect_error(load(base() + "[middleman]\nheartbeat-intervall = 1s\n", worker0),
+               {"middleman.heartbeat-interval"});
+}
+
+BOOST_AUTO_TEST_CASE(wrong_types_are_named) {
+  expect_error(load(base() + "batch-size = \"64\"\n", worker0),
+               {"train.batch-size", "wrong type", "an integer"});
+  expect_error(load(base() + "[cluster]\nrequest-timeout = 5\n", worker0), {"a duration"});
+  auto bad_list = "[cluster]\nchief = [\"127.0.0.1:7000\"]\nps = \"127.0.0.1:7001\"\n"
+                  "worker = [\"127.0.0.1:7101\"]\n";
+  auto out = load(bad_list, worker0);
+  BOOST_TEST((out.what == load_outcome::action::fail));
+  BOOST_TEST(out.errors[0].find("cluster.ps") != std::string::npos);
+  BOOST_TEST(out.errors[0].find("list") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(cluster_errors) {
+  const std::vector<std::string> chief0{"--job_name=chief", "--task_index=0"};
+  expect_error(load(base() + "[cluster]\nworker = []\n", chief0), {"cluster.worker is empty"});
+  expect_error(load(base() + "[cluster]\nps = [\"127.0.0.1:7101\"]\n", worker0),
+               {"127.0.0.1:7101", "two tasks"});
+  expect_error(load(base() + "[cluster]\nps = [\"localhost\"]\n", worker0),
+               {"cluster.ps", "not host:port"});
+  expect_error(load(base() + "[cluster]\nps = [\"h:99999\"]\n", worker0), {"outside 1..65535"});
+  expect_error(load(base() + "[cluster]\nchief = []\n", worker0),
+               {"cluster.chief must list exactly one"});
+}
+
+BOOST_AUTO_TEST_CASE(job_and_task_errors) {
+  expect_error(load(base(), {"--job_name=worker", "--task_index=2"}),
+               {"--task_index=2 is out of range", "valid: 0..1"});
+  expect_error(load(base(), {"--job_name=master", "--task_index=0"}),
+               {"--job_name=master", "ps, worker or chief"});
+  auto out = load(base(), {"--job_nme=ps"});
+  BOOST_TEST((out.what == load_outcome::action::fail));
+  BOOST_TEST(out.errors[0].find("job_name") != std::string::npos, out.errors[0]);
+}
+
+BOOST_AUTO_TEST_CASE(training_value_errors) {
+  expect_error(load(base() + "model = \"softmx\"\n", worker0), {"did you mean \"softmax\""});
+  expect_error(load(base() + "learning-rate = -0.1\n", worker0), {"train.learning-rate"});
+  expect_error(load(base() + "last-step = 0\n", worker0), {"train.last-step"});
+  expect_error(load(base() + "batch-size = 0\n", worker0), {"train.batch-size"});
+  expect_error(load(base() + "mode = \"lockstep\"\n", worker0), {"train.mode", "\"sync\""});
+  expect_error(load(base() + "replicas-to-aggregate = 3\n", worker0),
+               {"train.replicas-to-aggregate = 3", "2 worker(s)"});
+  expect_error(load(base() + "total-num-replicas = 3\n", worker0),
+               {"train.total-num-replicas = 3", "cluster.worker lists 2"});
+  expect_error(load(base() + "on-worker-loss = \"ignore\"\n", worker0),
+               {"train.on-worker-loss", "shrink"});
+  expect_error(load(base() + "device = \"gpu0\"\n", worker0), {"train.device", "cuda:N"});
+  // The syntax is checked everywhere; whether the device exists only by the
+  // worker that uses it (tests/integration/node_cli_test.sh).
+  BOOST_TEST(load(base() + "device = \"cuda:0\"\n", worker0).errors.empty());
+  expect_error(load(base() + "worker-devices = [\"cpu\", \"cuda\"]\n", worker0),
+               {"train.worker-devices[1]", "cuda:N"});
+  expect_error(load(base() + "worker-devices = [\"cpu\", \"cpu\", \"cpu\"]\n", worker0),
+               {"train.worker-devices lists 3 devices"});
+  expect_error(load(base() + "worker-batch-sizes = [100, 0]\n", worker0),
+               {"train.worker-batch-sizes[1] must be at least 1"});
+  expect_error(load(base() + "gpu-memory-fraction = 0\n", worker0),
+               {"train.gpu-memory-fraction must be in (0, 1]"});
+}
+
+BOOST_AUTO_TEST_CASE(missing_data_directory_is_named) {
+  expect_error(load(base() + "data-dir = \"/nonexistent/fmnist\"\n", worker0),
+               {"train.data-dir", "/nonexistent/fmnist", "dataset-fashion-mnist"});
+  // A PS reads no data, so it does not need the directory.
+  auto out = load(base() + "data-dir = \"/nonexistent/fmnist\"\n",
+                  {"--job_name=ps", "--task_index=0"});
+  BOOST_TEST(out.errors.empty());
+}
+
+BOOST_AUTO_TEST_CASE(syntax_errors_and_missing_files) {
+  auto out = load(base() + "# not a comment in INI\n", worker0);
+  BOOST_TEST((out.what == load_outcome::action::fail));
+  BOOST_TEST(out.errors[0].find("syntax error") != std::string::npos);
+  std::string missing = "--config-file=/nonexistent/troupe.conf";
+  std::vector<char*> argv{const_cast<char*>("troupe-node"), missing.data()};
+  node_config cfg;
+  auto r = load_node_config(cfg, 2, argv.data());
+  BOOST_TEST((r.what == load_outcome::action::fail));
+  BOOST_TEST(r.errors[0].find("/nonexistent/troupe.conf") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(help_and_dump_config) {
+  node_config cfg;
+  auto help = help_text(cfg);
+  for (auto key : {"train.batch-size", "cluster.connect-timeout", "job_name", "default"})
+    BOOST_TEST(help.find(key) != std::string::npos, key);
+  auto out = load(base(), {"--job_name=chief", "--task_index=0", "--dump-config"});
+  BOOST_REQUIRE((out.what == load_outcome::action::dump_config));
+  auto dumped = dump_config(*last_cfg, out.setup);
+  BOOST_TEST(dumped.find("worker = [\"127.0.0.1:7101\", \"127.0.0.1:7102\"]") != std::string::npos);
+  // The dump is itself a valid config file, small reals and lists included.
+  BOOST_TEST(load(dumped, worker0).errors.empty());
+  out = load(base() + "learning-rate = 1e-7\nlr-boundaries = [10]\nlr-values = [1.0, 0.5]\n",
+             {"--job_name=chief", "--task_index=0", "--dump-config"});
+  BOOST_REQUIRE(out.errors.empty());
+  dumped = dump_config(*last_cfg, out.setup);
+  auto again = load(dumped, worker0);
+  BOOST_REQUIRE(again.errors.empty());
+  BOOST_TEST(again.setup.train.optimizer.learning_rate.base == 1e-7);
+  BOOST_TEST(again.setup.train.optimizer.learning_rate.values.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(shipped_examples_load) {
+  const char* root = TROUPE_SOURCE_DIR;
+  int seen = 0;
+  for (auto& entry : fs::directory_iterator(fs::path(root) / "config" / "examples")) {
+    if (entry.path().extension() != ".conf")
+      continue;
+    ++seen;
+    std::ifstream in(entry.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Point the example at the stand-in data directory.
+    auto pos = text.find("data-dir");
+    if (pos != std::string::npos)
+      text.replace(pos, text.find('\n', pos) - pos, "data-dir = \"" + (dir / "data").string() + "\"");
+    auto out = load(text, {"--job_name=chief", "--task_index=0"});
+    BOOST_TEST(out.errors.empty(), entry.path() << ": " << (out.errors.empty() ? "" : out.errors[0]));
+  }
+  BOOST_TEST(seen >= 2);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

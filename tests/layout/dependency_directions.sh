@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Dependencies point one way:
+#   tensor <- {gpu, plan} <- settings <- {actors, config/node} <- apps
+# Each folder may include only from the folders below it (and itself);
+# tensor/, gpu/, tensor/plan and config/settings stay free of CAF. CMake's
+# targets follow the same graph; this check keeps the #includes honest, so a
+# header pulled in across the line fails the test suite.
+#   tests/layout/dependency_directions.sh [SOURCE_DIR]
+set -uo pipefail
+root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$root" || exit 2
+
+tensor_base="tensor/core tensor/data tensor/nn tensor/optim"
+# folder: the folders it may include from
+declare -A allowed=(
+  [tensor/core]="tensor/core"
+  [tensor/data]="tensor/core tensor/data"
+  [tensor/nn]="tensor/core tensor/data tensor/nn"
+  [tensor/optim]="tensor/core tensor/optim"
+  [tensor/plan]="$tensor_base tensor/plan"
+  [gpu]="$tensor_base gpu"
+  [config/settings]="$tensor_base tensor/plan gpu config/settings"
+  [actors]="$tensor_base tensor/plan gpu config/settings actors"
+  [config/node]="$tensor_base tensor/plan gpu config/settings config/node"
+)
+caf_free="tensor gpu config/settings"
+
+failures=0
+for folder in "${!allowed[@]}"; do
+  while IFS= read -r file; do
+    while IFS= read -r included; do
+      ok=0
+      for prefix in ${allowed[$folder]}; do
+        [[ "$included" == "$prefix/"* ]] && ok=1
+      done
+      if [ $ok -eq 0 ]; then
+        echo "$file includes \"$included\": $folder may include only from: ${allowed[$folder]}"
+        failures=$((failures + 1))
+      fi
+    done < <(grep -hoE '^#include "[^"]+"' "$file" | sed -E 's/#include "([^"]+)"/\1/' \
+               | grep -E '^(tensor|gpu|config|actors|apps)/')
+  done < <(git ls-files "$folder" | grep -E '\.(hpp|cpp|cu|cuh|h)$')
+done
+for folder in $caf_free; do
+  while IFS= read -r hit; do
+    echo "$hit: $folder stays free of CAF"
+    failures=$((failures + 1))
+  done < <(git ls-files "$folder" | grep -E '\.(hpp|cpp|cu|cuh|h)$' | xargs -r grep -lE '#include <caf/')
+done
+if [ $failures -gt 0 ]; then
+  echo "dependency_directions: $failures include(s) point the wrong way (see docs/architecture.md)"
+  exit 1
+fi
+echo "dependency_directions: every include points down the graph"

@@ -1,0 +1,177 @@
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include <boost/test/unit_test.hpp>
+#include <zlib.h>
+
+#include "tensor/data/dataset.hpp"
+#include "tensor/core/error.hpp"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    path = fs::temp_directory_path() / ("troupe-idx-" + std::to_string(::getpid()) + "-"
+                                        + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~temp_dir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  static inline int counter = 0;
+};
+
+void put_u32(std::vector<unsigned char>& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<unsigned char>(v >> shift));
+}
+
+void write_gz(const std::string& path, const std::vector<unsigned char>& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  BOOST_REQUIRE(f);
+  if (!bytes.empty())
+    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(f);
+}
+
+// n images of 2x3 pixels: pixel value = image index * 10 + pixel index.
+std::vector<unsigned char> images_file(uint32_t n, uint32_t magic = 2051) {
+  std::vector<unsigned char> out;
+  put_u32(out, magic);
+  put_u32(out, n);
+  put_u32(out, 2);
+  put_u32(out, 3);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t p = 0; p < 6; ++p)
+      out.push_back(static_cast<unsigned char>(i * 10 + p));
+  return out;
+}
+
+std::vector<unsigned char> labels_file(uint32_t n, uint32_t magic = 2049) {
+  std::vector<unsigned char> out;
+  put_u32(out, magic);
+  put_u32(out, n);
+  for (uint32_t i = 0; i < n; ++i)
+    out.push_back(static_cast<unsigned char>(i % 10));
+  return out;
+}
+
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const data_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(idx)
+
+BOOST_AUTO_TEST_CASE(reads_a_good_file) {
+  temp_dir d;
+  write_gz(d.file("img.gz"), images_file(5));
+  write_gz(d.file("lbl.gz"), labels_file(5));
+  auto data = load_idx(d.file("img.gz"), d.file("lbl.gz"));
+  BOOST_TEST(data.size() == 5u);
+  BOOST_TEST(data.features() == 6);
+  BOOST_TEST(data.images[2 * 6 + 1] == 21.0f / 255.0f);
+  BOOST_TEST(data.labels[3] == 3);
+}
+
+BOOST_AUTO_TEST_CASE(truncated_file_is_named) {
+  temp_dir d;
+  auto bytes = images_file(5);
+  bytes.resize(bytes.size() - 7);
+  write_gz(d.file("img.gz"), bytes);
+  write_gz(d.file("lbl.gz"), labels_file(5));
+  auto msg = error_of([&] { load_idx(d.file("img.gz"), d.file("lbl.gz")); });
+  BOOST_TEST(contains(msg, "img.gz"));
+  BOOST_TEST(contains(msg, "truncated"));
+}
+
+BOOST_AUTO_TEST_CASE(wrong_magic_is_named) {
+  temp_dir d;
+  write_gz(d.file("img.gz"), images_file(5, 2049));
+  write_gz(d.file("lbl.gz"), labels_file(5));
+  auto msg = error_of([&] { load_idx(d.file("img.gz"), d.file("lbl.gz")); });
+  BOOST_TEST(contains(msg, "img.gz"));
+  BOOST_TEST(contains(msg, "wrong magic number 2049"));
+  write_gz(d.file("img.gz"), images_file(5));
+  write_gz(d.file("lbl.gz"), labels_file(5, 7));
+  msg = error_of([&] { load_idx(d.file("img.gz"), d.file("lbl.gz")); });
+  BOOST_TEST(contains(msg, "lbl.gz"));
+}
+
+BOOST_AUTO_TEST_CASE(missing_corrupt_and_mismatched_files) {
+  temp_dir d;
+  auto msg = error_of([&] { load_idx(d.file("nope.gz"), d.file("lbl.gz")); });
+  BOOST_TEST(contains(msg, "nope.gz"));
+  BOOST_TEST(contains(msg, "cannot open"));
+  // A gzip header followed by garbage.
+  {
+    std::FILE* f = std::fopen(d.file("bad.gz").c_str(), "wb");
+    const unsigned char junk[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xde, 0xad, 0xbe, 0xef, 1, 2};
+    std::fwrite(junk, 1, sizeof(junk), f);
+    std::fclose(f);
+  }
+  write_gz(d.file("lbl.gz"), labels_file(5));
+  msg = error_of([&] { load_idx(d.file("bad.gz"), d.file("lbl.gz")); });
+  BOOST_TEST(contains(msg, "bad.gz"));
+  write_gz(d.file("img.gz"), images_file(5));
+  write_gz(d.file("lbl4.gz"), labels_file(4));
+  msg = error_of([&] { load_idx(d.file("img.gz"), d.file("lbl4.gz")); });
+  BOOST_TEST(contains(msg, "4 labels"));
+  BOOST_TEST(contains(check_mnist_dir(d.path.string()), "train-images-idx3-ubyte.gz is missing"));
+}
+
+BOOST_AUTO_TEST_CASE(worker_shards_are_disjoint_and_reshuffled) {
+  dataset data;
+  data.images = tensor({10, 1});
+  for (int i = 0; i < 10; ++i) {
+    data.images[i] = float(i);
+    data.labels.push_back(i);
+  }
+  std::set<int32_t> seen;
+  for (size_t w = 0; w < 3; ++w) {
+    shard_sampler sampler(10, w, 3, 42);
+    batch b;
+    sampler.next_batch(data, sampler.shard_size(), b);
+    for (size_t k = 0; k < b.size(); ++k) {
+      auto l = b.labels[k];
+      BOOST_TEST(size_t(l) % 3 == w);        // only this worker's examples
+      BOOST_TEST(seen.insert(l).second);     // no example on two workers
+      BOOST_TEST(b.images[k] == float(l));   // the image travels with its label
+    }
+    BOOST_TEST(sampler.epoch() == 0u);
+    sampler.next_batch(data, 1, b);
+    BOOST_TEST(sampler.epoch() == 1u);
+  }
+  BOOST_TEST(seen.size() == 10u);
+  // Same seed, same order; another epoch, another order (over a larger shard).
+  shard_sampler a(1000, 0, 1, 5), b(1000, 0, 1, 5);
+  dataset big;
+  big.images = tensor({1000, 1});
+  big.labels.resize(1000);
+  for (int i = 0; i < 1000; ++i)
+    big.labels[i] = i;
+  batch ba, bb;
+  a.next_batch(big, 1000, ba);
+  b.next_batch(big, 1000, bb);
+  BOOST_TEST(ba.labels == bb.labels);
+  a.next_batch(big, 1000, bb);
+  BOOST_TEST(ba.labels != bb.labels);
+  BOOST_CHECK_THROW(shard_sampler(10, 3, 3, 1), troupe_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

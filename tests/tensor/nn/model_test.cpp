@@ -1,0 +1,86 @@
+#include <cmath>
+#include <random>
+
+#include <boost/test/unit_test.hpp>
+
+#include "tensor/core/error.hpp"
+#include "tensor/nn/model.hpp"
+
+using namespace troupe;
+
+BOOST_AUTO_TEST_SUITE(models)
+
+BOOST_AUTO_TEST_CASE(softmax_gradients_match_finite_differences) {
+  auto net = make_softmax_model(6, 4);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 0.5f);
+  std::vector<tensor> params;
+  for (auto& v : net->variables()) {
+    tensor t(v.shape);
+    for (size_t i = 0; i < t.size(); ++i)
+      t[i] = dist(rng);
+    params.push_back(t);
+  }
+  batch b;
+  b.images = tensor({5, 6});
+  for (size_t i = 0; i < b.images.size(); ++i)
+    b.images[i] = dist(rng);
+  b.labels = {0, 1, 2, 3, 1};
+  std::vector<tensor> grads;
+  net->train_step(params, b, grads);
+  BOOST_REQUIRE(grads.size() == 2u);
+  for (size_t v = 0; v < params.size(); ++v)
+    for (size_t i = 0; i < params[v].size(); ++i) {
+      const float h = 1e-2f;
+      auto plus = params, minus = params;
+      plus[v][i] += h;
+      minus[v][i] -= h;
+      double numeric = (net->evaluate(plus, b).loss - net->evaluate(minus, b).loss) / (2.0 * h);
+      double denom = std::max(1e-3, std::fabs(numeric) + std::fabs(double(grads[v][i])));
+      BOOST_TEST(std::fabs(numeric - grads[v][i]) / denom < 1e-3,
+                 net->variables()[v].name << "[" << i << "]");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(wrong_parameter_shapes_are_refused) {
+  auto net = make_model("softmax");
+  batch b;
+  b.images = tensor({1, 784});
+  b.labels = {0};
+  std::vector<tensor> grads;
+  std::vector<tensor> params{tensor({784, 9}), tensor({10})};
+  BOOST_CHECK_THROW(net->train_step(params, b, grads), shape_error);
+  BOOST_CHECK_THROW(make_model("resnet"), troupe_error);
+}
+
+BOOST_AUTO_TEST_CASE(initial_values_are_deterministic_per_name) {
+  variable_spec a{"fc/weights", {30, 20}, {initializer::kind::truncated_normal, 0.1f}};
+  variable_spec b{"fc2/weights", {30, 20}, {initializer::kind::truncated_normal, 0.1f}};
+  auto a1 = initial_value(a, 1), a2 = initial_value(a, 1), a3 = initial_value(a, 2);
+  BOOST_TEST(a1.bit_equal(a2));
+  BOOST_TEST(!a1.bit_equal(a3));
+  BOOST_TEST(!a1.bit_equal(initial_value(b, 1)));
+  for (size_t i = 0; i < a1.size(); ++i)
+    BOOST_TEST(std::fabs(a1[i]) <= 0.2f); // truncated at two standard deviations
+  variable_spec g{"g", {50, 50}, {initializer::kind::glorot_uniform, 0}};
+  auto gv = initial_value(g, 1);
+  float limit = std::sqrt(6.0f / 100.0f);
+  for (size_t i = 0; i < gv.size(); ++i)
+    BOOST_TEST(std::fabs(gv[i]) <= limit);
+  variable_spec c{"c", {3}, {initializer::kind::constant, 0.1f}};
+  BOOST_TEST(initial_value(c, 9)[2] == 0.1f);
+}
+
+BOOST_AUTO_TEST_CASE(evaluation_covers_the_whole_dataset) {
+  auto net = make_softmax_model(2, 2);
+  dataset data;
+  data.images = tensor({5, 2}, std::vector<float>{1, 0, 0, 1, 1, 0, 0, 1, 1, 0});
+  data.labels = {0, 1, 0, 1, 1};
+  // weights map feature i to class i: 4 of 5 are right.
+  std::vector<tensor> params{tensor({2, 2}, std::vector<float>{5, 0, 0, 5}), tensor({2})};
+  auto stats = evaluate_dataset(*net, params, data, 2);
+  BOOST_TEST(stats.examples == 5u);
+  BOOST_TEST(stats.correct == 4u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

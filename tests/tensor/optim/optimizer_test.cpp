@@ -1,0 +1,172 @@
+// Every optimizer and schedule against references worked out by hand with
+// TF 1.x's formulas, over several steps.
+#include <cmath>
+
+#include <boost/test/unit_test.hpp>
+
+#include "tensor/core/error.hpp"
+#include "tensor/optim/optimizer.hpp"
+
+using namespace troupe;
+
+namespace {
+
+// Runs three steps on one scalar variable starting at 1 with these gradients.
+std::vector<double> run(optimizer_config c) {
+  auto opt = make_optimizer(c);
+  tensor var({1}, 1.0f);
+  std::vector<double> out;
+  int64_t step = 0;
+  for (float g : {0.5f, -0.3f, 0.2f}) {
+    opt->apply("v", var, tensor({1}, g), step++);
+    out.push_back(var[0]);
+  }
+  return out;
+}
+
+void expect(const std::vector<double>& got, const std::vector<double>& want) {
+  BOOST_REQUIRE_EQUAL(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    BOOST_TEST(got[i] == want[i], boost::test_tools::tolerance(1e-6));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(optimizers)
+
+BOOST_AUTO_TEST_CASE(sgd) {
+  // 1 - 0.1*0.5 = 0.95; + 0.03 = 0.98; - 0.02 = 0.96
+  expect(run(plain_sgd(0.1)), {0.95, 0.98, 0.96});
+}
+
+BOOST_AUTO_TEST_CASE(momentum_and_nesterov) {
+  auto c = plain_sgd(0.1);
+  c.name = "momentum";
+  c.momentum = 0.9;
+  // accum: 0.5, 0.45 - 0.3 = 0.15, 0.135 + 0.2 = 0.335
+  expect(run(c), {0.95, 0.935, 0.9015});
+  c.nesterov = true;
+  // var -= lr*g + lr*m*accum: 0.05 + 0.045 = 0.095 -> 0.905;
+  // -0.03 + 0.0135 = -0.0165 -> 0.9215; 0.02 + 0.03015 = 0.05015 -> 0.87135
+  expect(run(c), {0.905, 0.9215, 0.87135});
+}
+
+BOOST_AUTO_TEST_CASE(adagrad) {
+  auto c = plain_sgd(0.1);
+  c.name = "adagrad";
+  c.initial_accumulator = 0.1;
+  double acc = 0.1, v = 1.0;
+  std::vector<double> want;
+  for (double g : {0.5, -0.3, 0.2}) {
+    acc += g * g;
+    v -= 0.1 * g / std::sqrt(acc);
+    want.push_back(v);
+  }
+  BOOST_TEST(want[0] == 1.0 - 0.05 / std::sqrt(0.35), boost::test_tools::tolerance(1e-12));
+  expect(run(c), want);
+}
+
+BOOST_AUTO_TEST_CASE(rmsprop_starts_its_mean_square_at_one) {
+  auto c = plain_sgd(0.01);
+  c.name = "rmsprop";
+  c.rms_decay = 0.9;
+  c.rms_momentum = 0.5;
+  double ms = 1.0, mom = 0.0, v = 1.0;
+  std::vector<double> want;
+  for (double g : {0.5, -0.3, 0.2}) {
+    ms = 0.9 * ms + 0.1 * g * g;
+    mom = 0.5 * mom + 0.01 * g / std::sqrt(ms + 1e-10);
+    v -= mom;
+    want.push_back(v);
+  }
+  // First step by hand: ms = 0.925, mom = 0.005 / 0.961769 = 0.0051987.
+  BOOST_TEST(want[0] == 1.0 - 0.005 / std::sqrt(0.925), boost::test_tools::tolerance(1e-9));
+  expect(run(c), want);
+}
+
+BOOST_AUTO_TEST_CASE(adam_with_bias_correction) {
+  auto c = plain_sgd(0.001);
+  c.name = "adam";
+  double m = 0, s = 0, v = 1.0;
+  std::vector<double> want;
+  int t = 0;
+  for (double g : {0.5, -0.3, 0.2}) {
+    ++t;
+    double lr_t = 0.001 * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+    m = 0.9 * m + 0.1 * g;
+    s = 0.999 * s + 0.001 * g * g;
+    v -= lr_t * m / (std::sqrt(s) + 1e-8);
+    want.push_back(v);
+  }
+  // Adam's first step moves by almost exactly lr, whatever the gradient's size.
+  BOOST_TEST(want[0] == 0.999, boost::test_tools::tolerance(1e-6));
+  expect(run(c), want);
+}
+
+BOOST_AUTO_TEST_CASE(slots_live_with_their_variable) {
+  auto c = plain_sgd(0.001);
+  c.name = "adam";
+  auto opt = make_optimizer(c);
+  tensor w({3}, 1.0f), b({2}, 1.0f);
+  opt->apply("fc/weights", w, tensor({3}, 0.1f), 0);
+  opt->apply("fc/biases", b, tensor({2}, 0.1f), 0);
+  auto slots = opt->slots();
+  BOOST_TEST(slots.size() == 4u);
+  BOOST_TEST(slots.count("fc/weights/Adam") == 1u);
+  BOOST_TEST(slots.at("fc/biases/Adam_1")->size() == 2u);
+  BOOST_CHECK_THROW(opt->apply("fc/weights", w, tensor({2}), 1), shape_error);
+}
+
+BOOST_AUTO_TEST_CASE(schedules) {
+  lr_schedule exp{lr_schedule::kind::exponential_decay, 0.001, 1000, 0.5, false, {}, {}};
+  BOOST_TEST(exp.at(0) == 0.001, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(exp.at(500) == 0.001 * std::sqrt(0.5), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(exp.at(2000) == 0.00025, boost::test_tools::tolerance(1e-12));
+  exp.staircase = true;
+  BOOST_TEST(exp.at(1500) == 0.0005, boost::test_tools::tolerance(1e-12));
+  lr_schedule pw{lr_schedule::kind::piecewise_constant, 0, 0, 0, false, {100, 200}, {1.0, 0.5, 0.1}};
+  BOOST_TEST(pw.check().empty());
+  BOOST_TEST(pw.at(100) == 1.0);
+  BOOST_TEST(pw.at(101) == 0.5);
+  BOOST_TEST(pw.at(201) == 0.1);
+  pw.values.pop_back();
+  BOOST_TEST(pw.check().find("one more value") != std::string::npos);
+  // The optimizer reads the schedule at the step it is given.
+  auto c = plain_sgd(0.1);
+  c.learning_rate = exp;
+  auto opt = make_optimizer(c);
+  BOOST_TEST(opt->learning_rate_at(1000) == 0.0005, boost::test_tools::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(bad_configurations_are_refused) {
+  auto c = plain_sgd(0.1);
+  c.name = "lamb";
+  BOOST_CHECK_THROW(make_optimizer(c), troupe_error);
+  BOOST_CHECK_THROW(make_optimizer(plain_sgd(-1)), troupe_error);
+  c = plain_sgd(0.1);
+  c.name = "momentum";
+  c.momentum = 1.5;
+  BOOST_TEST(!c.check().empty());
+}
+
+BOOST_AUTO_TEST_CASE(clipping_by_global_norm) {
+  std::vector<tensor> grads{tensor({1}, 3.0f), tensor({1}, 4.0f)};
+  BOOST_TEST(clip_by_global_norm(grads, 1.0) == 5.0);
+  BOOST_TEST(grads[0][0] == 0.6f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(grads[1][0] == 0.8f, boost::test_tools::tolerance(1e-6f));
+  clip_by_global_norm(grads, 10.0); // under the clip: unchanged
+  BOOST_TEST(grads[1][0] == 0.8f, boost::test_tools::tolerance(1e-6f));
+  // A norm computed where the gradients were (a GPU) is used as given.
+  std::vector<tensor> known{tensor({1}, 3.0f), tensor({1}, 4.0f)};
+  BOOST_TEST(clip_by_global_norm(known, 2.5, 10.0) == 10.0);
+  BOOST_TEST(known[1][0] == 1.0f, boost::test_tools::tolerance(1e-6f));  // 4 x 2.5 / 10
+  // Raw buffers (a model's staging) clip the same way.
+  std::vector<float> a{3.0f, 0.0f}, b{4.0f};
+  std::vector<float*> buffers{a.data(), b.data()};
+  BOOST_TEST(clip_by_global_norm(buffers, {2, 1}, 1.0) == 5.0);
+  BOOST_TEST(a[0] == 0.6f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(b[0] == 0.8f, boost::test_tools::tolerance(1e-6f));
+  BOOST_CHECK_THROW(clip_by_global_norm(buffers, {2}, 1.0), troupe_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
