@@ -49,21 +49,16 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
   config.mode = settings.mode;
   config.placement = settings.placement;
   config.placement_epsilon = settings.placement_epsilon;
-  config.partitioners = parse_partition_rules(settings.partitioners);
+  config.partitioners = settings.partitioners;
   config.num_workers = num_workers;
-  config.replicas_to_aggregate = static_cast<int32_t>(
-    settings.replicas_to_aggregate > 0 ? settings.replicas_to_aggregate : num_workers);
+  cluster_shape shape{static_cast<int32_t>(shards.size()), num_workers};
+  require_valid_settings(settings, runtime, shape);
+  config.replicas_to_aggregate = replicas_of(settings, shape);
   config.on_worker_loss = settings.on_worker_loss;
-  if (config.replicas_to_aggregate < 1 || config.replicas_to_aggregate > num_workers)
-    throw troupe_error("replicas_to_aggregate = " + std::to_string(config.replicas_to_aggregate)
-                       + " must be between 1 and the " + std::to_string(num_workers)
-                       + " worker(s)");
   config.runtime = runtime;
   chief_links links{std::move(shards), make_model(settings.model, model_options_of(settings)),
                     std::move(test),
                     std::move(on_finish)};
-  // A rule that does not fit the model fails here, before anything starts.
-  check_partition_rules(config.partitioners, links.net->variables());
   return spawn_as<chief_actor>(sys, mode, chief, config, std::move(links));
 }
 
@@ -85,7 +80,11 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   // Each worker draws its own dropout masks.
   auto options = model_options_of(settings);
   options.seed += 7919u * static_cast<uint64_t>(index + 1);
-  auto device = gpu::parse_device(device_of(settings, index));
+  require_valid_settings(settings, runtime, {static_cast<int32_t>(shards.size()), num_workers});
+  if (index < 0 || index >= num_workers)
+    throw troupe_error("worker index " + std::to_string(index) + " outside 0.."
+                       + std::to_string(num_workers - 1));
+  auto device = device_of(settings, index);
   auto net = gpu::make_device_model(make_model(settings.model, options), device,
                                     {settings.gpu_memory_fraction});
   if (device.type == gpu::device_spec::kind::cuda)
@@ -103,8 +102,7 @@ local_cluster spawn_local_cluster(caf::actor_system& sys, const training_setting
                                   std::function<void(const training_result&)> on_finish,
                                   spawn_mode mode) {
   // Settings the chief would refuse are refused before any shard exists.
-  check_partition_rules(parse_partition_rules(settings.partitioners),
-                        make_model(settings.model, model_options_of(settings))->variables());
+  require_valid_settings(settings, runtime, {num_shards, num_workers});
   local_cluster out;
   // Shards only react to messages: they never block, so they stay cooperative.
   // (So does the chief's token queue in sync mode.)

@@ -68,7 +68,7 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
       caf::scoped_actor self{sys};
       caf::expected<Handle> result{caf::sec::request_timeout};
       self->request(*handle, setup.runtime.request_timeout, hello_atom::value,
-                    protocol_version, setup.job, setup.task)
+                    protocol_version, std::string(name_of(setup.job)), setup.task)
         .receive([&](uint32_t) { result = *handle; },
                  [&](caf::error& err) { result = std::move(err); });
       return result;
@@ -221,27 +221,30 @@ int main(int argc, char** argv) {
   }
   // A worker that cannot use its device stops here, before it joins.
   for (int32_t w = 0; w < static_cast<int32_t>(setup.cluster.worker.size()); ++w) {
-    if (!setup.whole_cluster && !(setup.job == "worker" && setup.task == w))
+    if (!setup.whole_cluster && !(setup.job == job_kind::worker && setup.task == w))
       continue;
     try {
-      gpu::check_device(gpu::parse_device(device_of(setup.train, w)),
-                        {setup.train.gpu_memory_fraction});
+      gpu::check_device(device_of(setup.train, w), {setup.train.gpu_memory_fraction});
     } catch (const std::exception& e) {
       std::cerr << "troupe-node: device error: worker:" << w << ": " << e.what() << "\n"
                 << "troupe-node: nothing was started (exit code 2)\n";
       return exit_config;
     }
   }
-  setup_logging(setup.whole_cluster ? "local" : setup.job + ":" + std::to_string(setup.task));
+  setup_logging(setup.name());
   default_heartbeats(cfg);
   try {
     caf::actor_system sys{cfg};
     if (setup.whole_cluster)
       return run_whole_cluster(sys, setup);
-    if (setup.job == "ps")
-      return run_ps(sys, setup);
-    if (setup.job == "chief")
-      return run_chief(sys, setup);
+    switch (setup.job) {
+      case job_kind::ps:
+        return run_ps(sys, setup);
+      case job_kind::chief:
+        return run_chief(sys, setup);
+      case job_kind::worker:
+        break;
+    }
     return run_worker(sys, setup);
   } catch (const data_error& e) {
     spdlog::error("data: {}", e.what());

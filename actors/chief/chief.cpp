@@ -21,7 +21,7 @@ std::string training_result::to_json() const {
                 "\"test_accuracy\":%.4f,\"test_loss\":%.4f,\"examples_per_sec\":%.1f,"
                 "\"wall_seconds\":%.2f,\"examples\":%llu,\"refused_steps\":%lld,"
                 "\"dropped_gradients\":%llu,\"ps_imbalance\":%.3f",
-                ok ? "true" : "false", mode.c_str(), static_cast<long long>(global_step),
+                ok ? "true" : "false", name_of(mode), static_cast<long long>(global_step),
                 test_accuracy, test_loss, examples_per_sec, wall_seconds,
                 static_cast<unsigned long long>(examples), static_cast<long long>(refused_steps),
                 static_cast<unsigned long long>(dropped_gradients), ps_imbalance);
@@ -67,7 +67,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 bool is_sync(self_ptr self) {
-  return self->state.config.mode == "sync";
+  return self->state.config.mode == update_mode::sync;
 }
 
 int64_t global_step(self_ptr self) {
@@ -308,7 +308,7 @@ void apply_loss_policy(self_ptr self) {
   auto configured = st.config.replicas_to_aggregate;
   auto available = st.config.num_workers - static_cast<int32_t>(st.lost.size());
   auto short_of_workers = available < configured;
-  if (st.config.on_worker_loss == "wait") {
+  if (st.config.on_worker_loss == worker_loss_policy::wait) {
     if (short_of_workers && !st.short_since) {
       st.short_since = std::chrono::steady_clock::now();
       spdlog::warn("chief: {} of {} needed workers available; holding step {} until a lost "
@@ -375,7 +375,7 @@ void initialize_shards(self_ptr self) {
                                                                : extract_slice(p.slice, full[var]));
     spdlog::info("chief: {} {} -> ps:{}", p.slice.name, to_string(p.slice.shape), p.shard);
   }
-  spdlog::info("chief: placement {}: imbalance of bytes held {:.3f}", st.config.placement,
+  spdlog::info("chief: placement {}: imbalance of bytes held {:.3f}", name_of(st.config.placement),
                imbalance(placement, num_shards));
   auto pending = std::make_shared<size_t>(st.links.shards.size());
   for (int32_t s = 0; s < num_shards; ++s)

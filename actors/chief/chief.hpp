@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "tensor/plan/placement.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/chief/step_budget.hpp"
 #include "config/settings/settings.hpp"
@@ -34,7 +33,7 @@ struct training_result {
   std::vector<shard_traffic> traffic;
   double ps_imbalance = 0;
   std::string traffic_json() const;  // {"event":"traffic",...}, one line
-  std::string mode;
+  update_mode mode = update_mode::async;
   /// The trained model: every variable, in model order (empty on failure).
   std::vector<std::string> variables;
   std::vector<tensor> values;
@@ -45,13 +44,13 @@ struct chief_config {
   int64_t last_step = training_settings{}.last_step;
   uint64_t seed = training_settings{}.seed;
   int64_t log_interval = training_settings{}.log_interval;
-  std::string mode = "async";
-  std::string placement = "balanced";
+  update_mode mode = update_mode::async;
+  placement_strategy placement = placement_strategy::balanced;
   double placement_epsilon = 0.05;    // balanced: most loaded shard <= (1 + eps) x mean
   std::vector<partition_rule> partitioners;  // per variable-name pattern; first match wins
   int32_t num_workers = 1;            // N
   int32_t replicas_to_aggregate = 1;  // sync: R
-  std::string on_worker_loss = "shrink";
+  worker_loss_policy on_worker_loss = worker_loss_policy::shrink;
   runtime_settings runtime;
 };
 

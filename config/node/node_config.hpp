@@ -1,13 +1,19 @@
 #pragma once
 // The node's configuration: caf-application.conf (INI syntax, as CAF 0.17
-// parses it) plus command-line overrides, checked before anything starts.
-// CAF silently drops unknown keys and wrongly typed values; load_node_config
-// finds both and names the key and the fix.
+// parses it) plus command-line overrides, turned into the typed settings of
+// config/settings and checked before anything starts. CAF silently drops
+// unknown keys and wrongly typed values; load_node_config finds both and
+// names the key and the fix.
+//   schema.cpp     every key: its type, default and meaning
+//   ini_checks.cpp what CAF's INI parser lets through (unknown keys, types)
+//   load.cpp       argv + file -> node_setup, and the checks only a node can do
+//   describe.cpp   --help and --dump-config
 #include <string>
 #include <vector>
 
 #include <caf/actor_system_config.hpp>
 
+#include "config/node/cluster_spec.hpp"
 #include "config/settings/settings.hpp"
 
 namespace troupe {
@@ -17,6 +23,8 @@ public:
   node_config();
 
   // -- bound options: the single place that knows option names --------------
+  // Values the file writes as text (enums, devices, rules) are bound as text
+  // here and parsed once by load_node_config.
   std::string job_name;      // global: ps | worker | chief (empty: whole cluster here)
   int32_t task_index = 0;    // global
   std::vector<std::string> chief_hosts, ps_hosts, worker_hosts;
@@ -24,11 +32,18 @@ public:
   caf::timespan request_timeout;
   caf::timespan worker_wait_timeout;
   training_settings train;
+  std::string mode = "async";
+  std::string optimizer = "sgd";
+  std::string lr_schedule = "constant";
+  std::string placement = "balanced";
+  std::vector<std::string> partitioners;
+  std::string device = "cpu";
+  std::vector<std::string> worker_devices;
+  std::string on_worker_loss = "shrink";
   int64_t seed = 42;         // bound separately: CAF has no uint64 option type
   int64_t max_refused_steps = 100;
-  int64_t replicas_to_aggregate = 0;  // bound to train.replicas-to-aggregate
+  int64_t replicas_to_aggregate = 0;
   int64_t total_num_replicas = 0;
-  std::string lr_schedule = "constant";  // bound to train.lr-schedule
 
   const caf::config_option_set& options() const noexcept { return custom_options_; }
 };
@@ -38,11 +53,13 @@ struct node_setup {
   bool whole_cluster = false;  // every task in this process (embedded default)
   bool embedded_defaults = false;
   std::string config_file;     // empty when none was read
-  std::string job;
+  job_kind job = job_kind::chief;  // when !whole_cluster
   int32_t task = 0;
   cluster_spec cluster;
   training_settings train;
   runtime_settings runtime;
+  /// "ps:0", or "local" for the whole cluster: the node's name in logs.
+  std::string name() const;
 };
 
 struct load_outcome {
@@ -62,11 +79,5 @@ std::string help_text(const node_config& cfg);
 /// --dump-config: the effective configuration as a valid config file, then
 /// the network: every layer and variable with its shape and size.
 std::string dump_config(const node_config& cfg, const node_setup& setup);
-
-/// "host:port" -> host_port; an empty error string on success.
-std::string parse_host_port(const std::string& text, host_port& out);
-
-/// The closest of `candidates` to `word`, or "" if none is close.
-std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
 } // namespace troupe

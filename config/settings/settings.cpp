@@ -1,8 +1,165 @@
 #include "config/settings/settings.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace troupe {
 
-std::string device_of(const training_settings& s, int32_t worker) {
+namespace {
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string out;
+  for (auto& x : xs)
+    out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The model: a known name, a network that builds (a custom layer list, the
+// shapes chain) and partitioner rules that fit its variables.
+void check_model(const training_settings& t, std::vector<failure>& out) {
+  auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
+  auto& models = model_names();
+  if (std::find(models.begin(), models.end(), t.model) == models.end()) {
+    auto suggestion = closest_match(t.model, models);
+    fail("train.model = \"" + t.model + "\" is not a known model"
+         + (suggestion.empty() ? std::string() : "; did you mean \"" + suggestion + "\"?")
+         + " (known: " + join(models) + ")");
+    return;
+  }
+  if (!(t.network.vgg_width > 0 && t.network.vgg_width <= 4)) {
+    fail("model.vgg-width must be in (0, 4] (1 = the paper's widths)");
+    return;
+  }
+  if (t.model == "custom" && num_elements(t.network.input) != 784) {
+    fail("model.input = " + to_string(t.network.input) + " holds "
+         + std::to_string(num_elements(t.network.input))
+         + " values per example, but Fashion-MNIST examples hold 784 (e.g. [28, 28, 1] or "
+           "[784])");
+    return;
+  }
+  try {
+    auto net = make_model(t.model, model_options_of(t));
+    try {
+      check_partition_rules(t.partitioners, net->variables());
+    } catch (const std::exception& e) {
+      fail(std::string("train.partitioners: ") + e.what());
+    }
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+void check_workers(const training_settings& t, const cluster_shape& shape,
+                   std::vector<failure>& out) {
+  auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
+  auto workers = std::to_string(shape.workers);
+  if (shape.ps < 1)
+    fail("cluster.ps is empty: list at least one PS task, e.g. ps = [\"127.0.0.1:7001\"]");
+  if (shape.workers < 1)
+    fail("cluster.worker is empty: list at least one worker task, e.g. "
+         "worker = [\"127.0.0.1:7101\"]");
+  if (t.total_num_replicas != 0 && t.total_num_replicas != shape.workers)
+    fail("train.total-num-replicas = " + std::to_string(t.total_num_replicas) + " but cluster.worker lists "
+         + workers + " worker(s); N is the number of worker tasks (leave it 0)");
+  if (t.replicas_to_aggregate < 0 || t.replicas_to_aggregate > shape.workers)
+    fail("train.replicas-to-aggregate = " + std::to_string(t.replicas_to_aggregate)
+         + " must be between 1 and the " + workers
+         + " worker(s) (0: all of them); more gradients than workers per update is not "
+           "supported");
+  if (t.batch_size < 1)
+    fail("train.batch-size must be at least 1 (it is " + std::to_string(t.batch_size) + ")");
+  for (size_t i = 0; i < t.worker_batch_sizes.size(); ++i)
+    if (t.worker_batch_sizes[i] < 1)
+      fail("train.worker-batch-sizes[" + std::to_string(i) + "] must be at least 1");
+  if (t.worker_batch_sizes.size() > static_cast<size_t>(std::max(shape.workers, 0)))
+    fail("train.worker-batch-sizes lists " + std::to_string(t.worker_batch_sizes.size())
+         + " sizes for " + workers + " worker(s)");
+  if (t.worker_devices.size() > static_cast<size_t>(std::max(shape.workers, 0)))
+    fail("train.worker-devices lists " + std::to_string(t.worker_devices.size())
+         + " devices for " + workers + " worker(s)");
+  if (!(t.gpu_memory_fraction > 0 && t.gpu_memory_fraction <= 1))
+    fail("train.gpu-memory-fraction must be in (0, 1]");
+}
+
+} // namespace
+
+std::vector<failure> check_settings(const training_settings& t, const runtime_settings& runtime,
+                                    const cluster_shape& shape) {
+  std::vector<failure> out;
+  auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
+  check_model(t, out);
+  check_workers(t, shape, out);
+  if (auto err = t.optimizer.check())
+    fail("train.optimizer / train.learning-rate / train.lr-*: " + err->message);
+  if (!(t.placement_epsilon > 0 && t.placement_epsilon <= 1))
+    fail("train.placement-epsilon must be in (0, 1]");
+  if (!(t.clip_norm >= 0) || !std::isfinite(t.clip_norm))
+    fail("train.clip-norm must be 0 (off) or a positive number");
+  if (t.last_step < 1)
+    fail("train.last-step must be at least 1 (it is " + std::to_string(t.last_step) + ")");
+  if (t.epochs < 0 || !std::isfinite(t.epochs))
+    fail("train.epochs must be 0 (use last-step) or a positive number of passes");
+  if (t.log_interval < 0)
+    fail("train.log-interval must be 0 (off) or more");
+  if (runtime.max_refused_steps < 0)
+    fail("train.max-refused-steps must not be negative");
+  for (auto [name, value] : {std::pair{"cluster.connect-timeout", runtime.connect_timeout},
+                             std::pair{"cluster.request-timeout", runtime.request_timeout},
+                             std::pair{"cluster.worker-wait-timeout",
+                                       runtime.worker_wait_timeout}})
+    if (value.count() <= 0)
+      fail(std::string(name) + " must be a positive duration, e.g. 30s");
+  return out;
+}
+
+void require_valid_settings(const training_settings& train, const runtime_settings& runtime,
+                            const cluster_shape& shape) {
+  auto problems = check_settings(train, runtime, shape);
+  if (problems.empty())
+    return;
+  std::string text = "invalid settings:";
+  for (auto& p : problems)
+    text += "\n  " + p.message;
+  throw troupe_error(text);
+}
+
+int32_t replicas_of(const training_settings& train, const cluster_shape& shape) {
+  return static_cast<int32_t>(train.replicas_to_aggregate > 0 ? train.replicas_to_aggregate
+                                                              : shape.workers);
+}
+
+int64_t last_step_for_epochs(const training_settings& train, const cluster_shape& shape,
+                             uint64_t examples) {
+  // With per-worker batch sizes, an update averages over the workers' sizes.
+  double mean_batch = 0;
+  for (int32_t w = 0; w < shape.workers; ++w)
+    mean_batch += static_cast<double>(batch_size_of(train, w));
+  mean_batch = shape.workers > 0 ? mean_batch / shape.workers
+                                 : static_cast<double>(train.batch_size);
+  auto per_update = mean_batch * (train.mode == update_mode::sync
+                                    ? static_cast<double>(replicas_of(train, shape))
+                                    : 1.0);
+  return std::max<int64_t>(
+    1, static_cast<int64_t>(std::ceil(train.epochs * static_cast<double>(examples) / per_update)));
+}
+
+gpu::device_spec device_of(const training_settings& s, int32_t worker) {
   auto i = static_cast<size_t>(worker);
   return i < s.worker_devices.size() ? s.worker_devices[i] : s.device;
 }
@@ -16,6 +173,19 @@ model_options model_options_of(const training_settings& s) {
   auto options = s.network;
   options.seed = s.seed;
   return options;
+}
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(3, word.size() / 3) + 1;
+  for (auto& c : candidates) {
+    auto d = edit_distance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
 }
 
 } // namespace troupe

@@ -1,33 +1,60 @@
 #pragma once
-// The settings a Troupe cluster runs with, as plain values. config/node_config
-// fills them from caf-application.conf and the command line; the library API
-// (actors/cluster.hpp) takes them directly.
+// The settings of a Troupe run, typed, and their one validation.
+// config/node fills them from caf-application.conf and the command line; the
+// library API (actors/cluster.hpp) takes them directly. Both call
+// check_settings before anything starts, so a value out of range is refused
+// the same way whichever door it came through. Messages name the settings by
+// their config-file keys (train.batch-size), for users of either door.
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "gpu/device_spec.hpp"
+#include "tensor/core/enum_names.hpp"
+#include "tensor/core/error.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/optim/optimizer.hpp"
+#include "tensor/plan/placement.hpp"
 
 namespace troupe {
 
-struct host_port {
-  std::string host;
-  uint16_t port = 0;
-  std::string to_string() const { return host + ":" + std::to_string(port); }
+/// How gradients become updates (train.mode).
+enum class update_mode {
+  async,  ///< every worker's gradient is applied the moment it arrives
+  sync,   ///< SyncReplicasOptimizer: each update is the mean of R workers' gradients
 };
 
-/// The jobs of a cluster and the address of each task (TF's ClusterSpec).
-struct cluster_spec {
-  std::vector<host_port> chief;
-  std::vector<host_port> ps;
-  std::vector<host_port> worker;
+template <>
+struct enum_names<update_mode> {
+  static constexpr std::pair<update_mode, const char*> table[] = {{update_mode::async, "async"},
+                                                                  {update_mode::sync, "sync"}};
+};
+
+/// What the chief does in sync mode when fewer than R workers are alive
+/// (train.on-worker-loss).
+enum class worker_loss_policy {
+  shrink,  ///< average over the workers alive
+  wait,    ///< hold the step until a worker comes back (cluster.worker-wait-timeout)
+};
+
+template <>
+struct enum_names<worker_loss_policy> {
+  static constexpr std::pair<worker_loss_policy, const char*> table[] = {
+    {worker_loss_policy::shrink, "shrink"}, {worker_loss_policy::wait, "wait"}};
+};
+
+/// How many tasks of each job a run has: all that validation needs to know
+/// of the cluster.
+struct cluster_shape {
+  int32_t ps = 1;
+  int32_t workers = 1;
 };
 
 struct training_settings {
+  /// softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom (model_names()).
   std::string model = "softmax";
-  std::string mode = "async";
+  update_mode mode = update_mode::async;
   int64_t batch_size = 100;
   /// The update rule the shards apply, with its learning-rate schedule.
   optimizer_config optimizer = plain_sgd(0.05);
@@ -42,17 +69,16 @@ struct training_settings {
   uint64_t seed = 42;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int64_t log_interval = 200;
-  /// round_robin (TF's default), greedy_bytes, or balanced (splits variables).
-  std::string placement = "balanced";
-  /// Partitioner rules, "PATTERN KIND key=value ..." (actors/placement.hpp):
-  /// the first rule whose pattern matches a variable's name splits it.
-  std::vector<std::string> partitioners;
+  placement_strategy placement = placement_strategy::balanced;
+  /// Partitioner rules (parse_partition_rules): the first rule whose pattern
+  /// matches a variable's name splits it.
+  std::vector<partition_rule> partitioners;
   /// balanced: the most loaded shard holds at most (1 + epsilon) x the mean.
   double placement_epsilon = 0.05;
-  /// Where workers compute: "cpu" or "cuda:N"; worker_devices[i], where
-  /// given, overrides it for worker i (CPU and GPU workers may be mixed).
-  std::string device = "cpu";
-  std::vector<std::string> worker_devices;
+  /// Where workers compute; worker_devices[i], where given, overrides it for
+  /// worker i (CPU and GPU workers may be mixed).
+  gpu::device_spec device;
+  std::vector<gpu::device_spec> worker_devices;
   /// The share of a GPU's memory each GPU worker may hold.
   double gpu_memory_fraction = 0.9;
   /// worker_batch_sizes[i], where given, overrides batch_size for worker i
@@ -63,13 +89,11 @@ struct training_settings {
   // -- sync mode (SyncReplicasOptimizer's semantics) --
   /// Gradients averaged per update (R); 0 means every worker (R = N).
   int64_t replicas_to_aggregate = 0;
-  /// Workers taking part (N); 0 means the number of worker tasks. N > R
-  /// makes N - R of them backups whose late gradients are dropped.
+  /// Workers taking part (N); 0 means the number of worker tasks, which is
+  /// the only other value allowed. N > R makes N - R of them backups whose
+  /// late gradients are dropped.
   int64_t total_num_replicas = 0;
-  /// What the chief does when fewer than R workers are alive:
-  /// "shrink" aggregates over the workers alive; "wait" holds the step until
-  /// a worker comes back (at most cluster.worker-wait-timeout).
-  std::string on_worker_loss = "shrink";
+  worker_loss_policy on_worker_loss = worker_loss_policy::shrink;
 };
 
 struct runtime_settings {
@@ -83,11 +107,35 @@ struct runtime_settings {
   std::chrono::milliseconds worker_wait_timeout{120000};
 };
 
+/// Every problem with these settings on a cluster of this shape, each
+/// naming the key and the fix (errc::invalid_setting); empty when the run can
+/// start. Pure: reads no file (the data directory is the node's to check).
+std::vector<failure> check_settings(const training_settings& train,
+                                    const runtime_settings& runtime, const cluster_shape& shape);
+
+/// check_settings for the library API: throws troupe_error listing every
+/// problem when there is one.
+void require_valid_settings(const training_settings& train, const runtime_settings& runtime,
+                            const cluster_shape& shape);
+
+/// R: replicas_to_aggregate, or every worker when it is 0.
+int32_t replicas_of(const training_settings& train, const cluster_shape& shape);
+
+/// train.epochs as global steps over `examples` training examples:
+/// ceil(epochs * examples / examples per update), at least 1. An update
+/// takes one batch (the workers' mean batch) in async mode and R in sync.
+int64_t last_step_for_epochs(const training_settings& train, const cluster_shape& shape,
+                             uint64_t examples);
+
 /// Worker i's device and batch size.
-std::string device_of(const training_settings& s, int32_t worker);
-int64_t batch_size_of(const training_settings& s, int32_t worker);
+gpu::device_spec device_of(const training_settings& train, int32_t worker);
+int64_t batch_size_of(const training_settings& train, int32_t worker);
 
 /// The model options with the run's seed.
-model_options model_options_of(const training_settings& s);
+model_options model_options_of(const training_settings& train);
+
+/// The closest of `candidates` to `word` (edit distance), or "" if none is
+/// close: the "did you mean" of every settings message.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
 } // namespace troupe

@@ -123,14 +123,14 @@ uint32_t idx_item_count(const std::string& path) {
   return f.read_u32("the item count");
 }
 
-std::string check_mnist_dir(const std::string& dir) {
+maybe_failure check_mnist_dir(const std::string& dir) {
   for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                            "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
     std::ifstream probe(dir + "/" + name);
     if (!probe)
-      return dir + "/" + name + " is missing";
+      return failure{errc::invalid_setting, dir + "/" + name + " is missing"};
   }
-  return {};
+  return std::nullopt;
 }
 
 shard_sampler::shard_sampler(size_t examples, size_t index, size_t count, uint64_t seed,

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
 
 namespace troupe {
@@ -36,9 +37,9 @@ dataset load_mnist_split(const std::string& dir, const std::string& split);
 /// The item count in an IDX file's header (reads only the header).
 uint32_t idx_item_count(const std::string& path);
 
-/// Checks that a directory holds the four Fashion-MNIST files; returns an
-/// empty string when it does, else a message naming the first missing file.
-std::string check_mnist_dir(const std::string& dir);
+/// Checks that a directory holds the four Fashion-MNIST files; the failure
+/// names the first missing file.
+maybe_failure check_mnist_dir(const std::string& dir);
 
 /// Worker `index` of `count` sees the examples i with i % count == index, in
 /// an order reshuffled each epoch from (seed, index, epoch), or in index order

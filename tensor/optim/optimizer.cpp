@@ -26,55 +26,58 @@ double lr_schedule::at(int64_t step) const {
   return base;
 }
 
-std::string lr_schedule::check() const {
+maybe_failure lr_schedule::check() const {
+  auto fail = [](std::string why) { return failure{errc::invalid_setting, std::move(why)}; };
   if (type != kind::piecewise_constant && !(base > 0 && std::isfinite(base)))
-    return "the learning rate must be a positive number";
+    return fail("the learning rate must be a positive number");
   if (type == kind::exponential_decay) {
     if (decay_steps < 1)
-      return "exponential decay needs decay steps >= 1";
+      return fail("exponential decay needs decay steps >= 1");
     if (!(decay_rate > 0 && decay_rate <= 1))
-      return "exponential decay needs a decay rate in (0, 1]";
+      return fail("exponential decay needs a decay rate in (0, 1]");
   }
   if (type == kind::piecewise_constant) {
     if (values.size() != boundaries.size() + 1)
-      return "piecewise constant needs one more value than boundaries (values hold "
-             + std::to_string(values.size()) + ", boundaries " + std::to_string(boundaries.size())
-             + ")";
+      return fail("piecewise constant needs one more value than boundaries (values hold "
+                  + std::to_string(values.size()) + ", boundaries "
+                  + std::to_string(boundaries.size()) + ")");
     for (size_t i = 1; i < boundaries.size(); ++i)
       if (boundaries[i] <= boundaries[i - 1])
-        return "piecewise constant boundaries must increase";
+        return fail("piecewise constant boundaries must increase");
     for (auto v : values)
       if (!(v > 0 && std::isfinite(v)))
-        return "piecewise constant values must be positive numbers";
+        return fail("piecewise constant values must be positive numbers");
   }
-  return {};
+  return std::nullopt;
 }
 
-const std::vector<std::string>& optimizer_names() {
-  static const std::vector<std::string> names{"sgd", "momentum", "adagrad", "rmsprop", "adam"};
-  return names;
-}
-
-std::string optimizer_config::check() const {
-  bool known = false;
-  for (auto& n : optimizer_names())
-    known = known || n == name;
-  if (!known)
-    return "unknown optimizer '" + name + "' (known: sgd, momentum, adagrad, rmsprop, adam)";
-  if (auto err = learning_rate.check(); !err.empty())
+maybe_failure optimizer_config::check() const {
+  auto fail = [](std::string why) { return failure{errc::invalid_setting, std::move(why)}; };
+  if (auto err = learning_rate.check())
     return err;
-  if (name == "momentum" && !(momentum >= 0 && momentum < 1))
-    return "momentum must be in [0, 1)";
-  if (name == "adagrad" && !(initial_accumulator > 0))
-    return "adagrad's initial accumulator must be positive";
-  if (name == "rmsprop" && !(rms_decay >= 0 && rms_decay < 1 && rms_momentum >= 0
-                             && rms_momentum < 1))
-    return "rmsprop's decay and momentum must be in [0, 1)";
-  if (name == "adam" && !(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
-    return "adam's beta1 and beta2 must be in [0, 1)";
+  switch (kind) {
+    case optimizer_kind::sgd:
+      break;
+    case optimizer_kind::momentum:
+      if (!(momentum >= 0 && momentum < 1))
+        return fail("momentum must be in [0, 1)");
+      break;
+    case optimizer_kind::adagrad:
+      if (!(initial_accumulator > 0))
+        return fail("adagrad's initial accumulator must be positive");
+      break;
+    case optimizer_kind::rmsprop:
+      if (!(rms_decay >= 0 && rms_decay < 1 && rms_momentum >= 0 && rms_momentum < 1))
+        return fail("rmsprop's decay and momentum must be in [0, 1)");
+      break;
+    case optimizer_kind::adam:
+      if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
+        return fail("adam's beta1 and beta2 must be in [0, 1)");
+      break;
+  }
   if (epsilon < 0)
-    return "epsilon must not be negative";
-  return {};
+    return fail("epsilon must not be negative");
+  return std::nullopt;
 }
 
 void optimizer::apply(const std::string& name, tensor& var, const tensor& grad, int64_t step) {
@@ -203,19 +206,27 @@ private:
 } // namespace
 
 std::unique_ptr<optimizer> make_optimizer(const optimizer_config& c) {
-  if (auto err = c.check(); !err.empty())
-    throw troupe_error("optimizer: " + err);
+  if (auto err = c.check())
+    throw troupe_error("optimizer: " + err->message);
   std::unique_ptr<optimizer> out;
-  if (c.name == "sgd")
-    out = std::make_unique<sgd>();
-  else if (c.name == "momentum")
-    out = std::make_unique<momentum_opt>(c.momentum, c.nesterov);
-  else if (c.name == "adagrad")
-    out = std::make_unique<adagrad>(c.initial_accumulator);
-  else if (c.name == "rmsprop")
-    out = std::make_unique<rmsprop>(c.rms_decay, c.rms_momentum, c.epsilon > 0 ? c.epsilon : 1e-10);
-  else
-    out = std::make_unique<adam>(c.beta1, c.beta2, c.epsilon > 0 ? c.epsilon : 1e-8);
+  switch (c.kind) {
+    case optimizer_kind::sgd:
+      out = std::make_unique<sgd>();
+      break;
+    case optimizer_kind::momentum:
+      out = std::make_unique<momentum_opt>(c.momentum, c.nesterov);
+      break;
+    case optimizer_kind::adagrad:
+      out = std::make_unique<adagrad>(c.initial_accumulator);
+      break;
+    case optimizer_kind::rmsprop:
+      out = std::make_unique<rmsprop>(c.rms_decay, c.rms_momentum,
+                                      c.epsilon > 0 ? c.epsilon : 1e-10);
+      break;
+    case optimizer_kind::adam:
+      out = std::make_unique<adam>(c.beta1, c.beta2, c.epsilon > 0 ? c.epsilon : 1e-8);
+      break;
+  }
   out->schedule_ = c.learning_rate;
   return out;
 }

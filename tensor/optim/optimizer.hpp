@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/core/enum_names.hpp"
+#include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
 
 namespace troupe {
@@ -29,13 +31,33 @@ struct lr_schedule {
   std::vector<double> values;
 
   double at(int64_t step) const;
-  /// An empty string when valid, else what is wrong.
-  std::string check() const;
+  /// What is wrong with the schedule, if anything.
+  maybe_failure check() const;
+};
+
+template <>
+struct enum_names<lr_schedule::kind> {
+  static constexpr std::pair<lr_schedule::kind, const char*> table[] = {
+    {lr_schedule::kind::constant, "constant"},
+    {lr_schedule::kind::exponential_decay, "exponential"},
+    {lr_schedule::kind::piecewise_constant, "piecewise"}};
+};
+
+/// The update rules (TF 1.x's formulas).
+enum class optimizer_kind { sgd, momentum, adagrad, rmsprop, adam };
+
+template <>
+struct enum_names<optimizer_kind> {
+  static constexpr std::pair<optimizer_kind, const char*> table[] = {
+    {optimizer_kind::sgd, "sgd"},
+    {optimizer_kind::momentum, "momentum"},
+    {optimizer_kind::adagrad, "adagrad"},
+    {optimizer_kind::rmsprop, "rmsprop"},
+    {optimizer_kind::adam, "adam"}};
 };
 
 struct optimizer_config {
-  /// sgd, momentum, adagrad, rmsprop or adam.
-  std::string name = "sgd";
+  optimizer_kind kind = optimizer_kind::sgd;
   lr_schedule learning_rate;
   double momentum = 0.9;             ///< momentum; rmsprop's momentum is rms_momentum
   bool nesterov = false;             ///< momentum only
@@ -46,7 +68,8 @@ struct optimizer_config {
   double beta2 = 0.999;              ///< adam
   double epsilon = 0;                ///< 0: the optimizer's TF default (rmsprop 1e-10, adam 1e-8)
 
-  std::string check() const;
+  /// What is wrong with the configuration, if anything (errc::invalid_setting).
+  maybe_failure check() const;
 };
 
 /// Plain SGD at a constant rate.
@@ -55,9 +78,6 @@ inline optimizer_config plain_sgd(double learning_rate) {
   c.learning_rate.base = learning_rate;
   return c;
 }
-
-/// The names make_optimizer accepts.
-const std::vector<std::string>& optimizer_names();
 
 class optimizer {
 public:

@@ -269,23 +269,19 @@ std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& varia
   return largest_first(slices_for(), num_shards);
 }
 
-std::vector<placed_slice> plan_placement(const std::string& name,
+std::vector<placed_slice> plan_placement(placement_strategy strategy,
                                          const std::vector<variable_spec>& variables,
                                          int32_t num_shards, double epsilon,
                                          const std::vector<partition_rule>& rules) {
-  if (name == "balanced")
-    return place_balanced(variables, num_shards, epsilon, rules);
-  auto slices = apply_rules(variables, rules);
-  if (name == "greedy_bytes")
-    return place_greedy_bytes(slices, num_shards);
-  if (name == "round_robin")
-    return place_round_robin(slices, num_shards);
-  throw troupe_error("unknown placement '" + name + "' (known: round_robin, greedy_bytes, balanced)");
-}
-
-const std::vector<std::string>& placement_names() {
-  static const std::vector<std::string> names{"round_robin", "greedy_bytes", "balanced"};
-  return names;
+  switch (strategy) {
+    case placement_strategy::balanced:
+      return place_balanced(variables, num_shards, epsilon, rules);
+    case placement_strategy::greedy_bytes:
+      return place_greedy_bytes(apply_rules(variables, rules), num_shards);
+    case placement_strategy::round_robin:
+      break;
+  }
+  return place_round_robin(apply_rules(variables, rules), num_shards);
 }
 
 } // namespace troupe

@@ -6,10 +6,26 @@
 #include <string>
 #include <vector>
 
+#include "tensor/core/enum_names.hpp"
 #include "tensor/plan/partitioner.hpp"
 #include "tensor/nn/model.hpp"
 
 namespace troupe {
+
+/// How variables are spread over the ps shards (train.placement).
+enum class placement_strategy {
+  round_robin,   ///< TF's default: slice i to shard i % n, whatever its size
+  greedy_bytes,  ///< TF's GreedyLoadBalancingStrategy: each to the least-loaded shard
+  balanced,      ///< largest first, splitting variables until within (1 + epsilon) x the mean
+};
+
+template <>
+struct enum_names<placement_strategy> {
+  static constexpr std::pair<placement_strategy, const char*> table[] = {
+    {placement_strategy::round_robin, "round_robin"},
+    {placement_strategy::greedy_bytes, "greedy_bytes"},
+    {placement_strategy::balanced, "balanced"}};
+};
 
 /// A slice and the shard it goes to.
 struct placed_slice {
@@ -72,15 +88,12 @@ std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& varia
                                          int32_t num_shards, double epsilon = 0.05,
                                          const std::vector<partition_rule>& rules = {});
 
-/// The slices and shards for `variables` under strategy `name`: variables a
-/// rule matches are split by it; round_robin and greedy_bytes place the
-/// other variables whole, balanced may split them.
-std::vector<placed_slice> plan_placement(const std::string& name,
+/// The slices and shards for `variables` under `strategy`: variables a rule
+/// matches are split by it; round_robin and greedy_bytes place the other
+/// variables whole, balanced may split them.
+std::vector<placed_slice> plan_placement(placement_strategy strategy,
                                          const std::vector<variable_spec>& variables,
                                          int32_t num_shards, double epsilon = 0.05,
                                          const std::vector<partition_rule>& rules = {});
-
-/// The names plan_placement accepts.
-const std::vector<std::string>& placement_names();
 
 } // namespace troupe

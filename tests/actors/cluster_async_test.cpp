@@ -62,7 +62,7 @@ BOOST_AUTO_TEST_CASE(stop_at_last_step_reaches_every_actor) {
   // Round robin (not the balanced default), so that each variable's bytes
   // land whole on a known shard and the traffic report can be checked exactly.
   auto settings = small_settings(10);
-  settings.placement = "round_robin";
+  settings.placement = placement_strategy::round_robin;
   auto run = spawn_local_cluster(sys, settings, runtime_settings{}, 2, 3,
                                  synthetic_data(),
                                  [&](const training_result& r) {

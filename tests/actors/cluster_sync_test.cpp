@@ -43,7 +43,7 @@ BOOST_AUTO_TEST_CASE(cluster_tokens_follow_updates) {
     sched.run_once();
   }
   BOOST_TEST(result.ok);
-  BOOST_TEST(result.mode == "sync");
+  BOOST_TEST((result.mode == update_mode::sync));
   BOOST_TEST(result.global_step == 8);
   BOOST_TEST(tokens == 7 * 3); // steps 1..7, one token per worker
   BOOST_TEST(early_tokens == 0);
@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(cluster_tokens_follow_updates) {
 BOOST_AUTO_TEST_CASE(shrink_lets_training_finish_without_a_lost_worker) {
   training_result result;
   auto settings = sync_settings(12, 4);
-  settings.on_worker_loss = "shrink";
+  settings.on_worker_loss = worker_loss_policy::shrink;
   auto run = spawn_local_cluster(sys, settings, runtime_settings{}, 1, 2, synthetic_data(),
                                  [&](const training_result& r) { result = r; },
                                  spawn_mode::cooperative);
@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(two_workers_equal_one_worker_with_twice_the_batch) {
                         [&](const training_result& r) { two = r; }, spawn_mode::cooperative);
     sched.run();
     auto single = sync_settings(steps, 8);
-    single.mode = "async";
+    single.mode = update_mode::async;
     spawn_local_cluster(sys, single, runtime_settings{}, 1, 1, data,
                         [&](const training_result& r) { one = r; }, spawn_mode::cooperative);
     sched.run();
@@ -135,19 +135,19 @@ BOOST_AUTO_TEST_CASE(a_non_finite_gradient_ends_a_sync_run) {
 BOOST_AUTO_TEST_CASE(partitioned_training_equals_unpartitioned) {
   training_result whole, split, by_rule;
   auto settings = sync_settings(20, 4);
-  settings.placement = "round_robin";
+  settings.placement = placement_strategy::round_robin;
   spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
                       [&](const training_result& r) { whole = r; }, spawn_mode::cooperative);
   sched.run();
-  settings.placement = "balanced";
+  settings.placement = placement_strategy::balanced;
   spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
                       [&](const training_result& r) { split = r; }, spawn_mode::cooperative);
   sched.run();
   // Partitioner rules from the config: the weights split by columns (axis 1,
   // one strided block per row), the biases by rows, placed round robin.
-  settings.placement = "round_robin";
-  settings.partitioners = {"softmax/weights fixed_size shards=2 axis=1",
-                           "softmax/b* fixed_size shards=3"};
+  settings.placement = placement_strategy::round_robin;
+  settings.partitioners = parse_partition_rules(
+    {"softmax/weights fixed_size shards=2 axis=1", "softmax/b* fixed_size shards=3"});
   spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
                       [&](const training_result& r) { by_rule = r; }, spawn_mode::cooperative);
   sched.run();
@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(partitioned_training_equals_unpartitioned) {
   };
   // Through the library API a rule that does not fit the model is refused
   // before anything is spawned.
-  settings.partitioners = {"softmax/biases fixed_size shards=2 axis=1"};
+  settings.partitioners = parse_partition_rules({"softmax/biases fixed_size shards=2 axis=1"});
   auto spawn_with_bad_rule = [&] {
     spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
                         [](const training_result&) {}, spawn_mode::cooperative);

@@ -28,7 +28,7 @@ inline training_settings small_settings(int64_t last_step) {
 /// Sync, fixed data order, SGD 0.1; replicas 0 means R = N.
 inline training_settings sync_settings(int64_t last_step, int64_t batch, int64_t replicas = 0) {
   auto s = small_settings(last_step);
-  s.mode = "sync";
+  s.mode = update_mode::sync;
   s.batch_size = batch;
   s.shuffle = false;
   s.replicas_to_aggregate = replicas;

@@ -77,8 +77,8 @@ BOOST_AUTO_TEST_CASE(bad_rules_name_the_rule_and_the_problem) {
 BOOST_AUTO_TEST_CASE(rules_apply_under_every_strategy) {
   std::vector<variable_spec> vars{var("a", {10, 4}), var("b", {6}), var("c", {100, 4})};
   auto rules = parse_partition_rules({"a fixed_size shards=2"});
-  for (auto& name : placement_names()) {
-    auto plan = plan_placement(name, vars, 2, 0.05, rules);
+  for (auto& [strategy, name] : enum_names<placement_strategy>::table) {
+    auto plan = plan_placement(strategy, vars, 2, 0.05, rules);
     std::vector<std::string> names;
     for (auto& p : plan)
       names.push_back(p.slice.name);
@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(rules_apply_under_every_strategy) {
     BOOST_TEST(std::count(names.begin(), names.end(), "a/part_1") == 1, name);
     BOOST_TEST(std::count(names.begin(), names.end(), "a") == 0, name);
   }
-  auto rr = plan_placement("round_robin", vars, 2, 0.05, rules);  // a/0, a/1, b, c
+  auto rr = plan_placement(placement_strategy::round_robin, vars, 2, 0.05, rules);  // a/0, a/1, b, c
   BOOST_REQUIRE(rr.size() == 4u);
   BOOST_TEST(rr[1].shard == 1);
   BOOST_TEST(rr[3].slice.name == "c");
@@ -104,15 +104,14 @@ BOOST_AUTO_TEST_CASE(round_robin_follows_creation_order) {
     vars.push_back({"v" + std::to_string(i), {int64_t(1) << (10 - i)}, {}});
   auto shards = [&](int32_t n) {
     std::vector<int32_t> out;
-    for (auto& p : plan_placement("round_robin", vars, n))
+    for (auto& p : plan_placement(placement_strategy::round_robin, vars, n))
       out.push_back(p.shard);
     return out;
   };
   BOOST_TEST(shards(2) == (std::vector<int32_t>{0, 1, 0, 1, 0}), boost::test_tools::per_element());
   BOOST_TEST(shards(3) == (std::vector<int32_t>{0, 1, 2, 0, 1}), boost::test_tools::per_element());
   BOOST_TEST(shards(1) == (std::vector<int32_t>(5, 0)), boost::test_tools::per_element());
-  BOOST_CHECK_THROW(plan_placement("round_robin", vars, 0), std::exception);
-  BOOST_CHECK_THROW(plan_placement("by_size", vars, 2), std::exception);
+  BOOST_CHECK_THROW(plan_placement(placement_strategy::round_robin, vars, 0), std::exception);
 }
 
 BOOST_AUTO_TEST_CASE(round_robin_leaves_the_cnn_lopsided_and_balanced_fixes_it) {

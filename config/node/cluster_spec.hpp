@@ -1,0 +1,42 @@
+#pragma once
+// A cluster as the config file writes it: the jobs of a run and the address
+// of each task (TF's ClusterSpec), and which task this node is.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/settings/settings.hpp"
+
+namespace troupe {
+
+enum class job_kind { chief, ps, worker };
+
+template <>
+struct enum_names<job_kind> {
+  static constexpr std::pair<job_kind, const char*> table[] = {
+    {job_kind::chief, "chief"}, {job_kind::ps, "ps"}, {job_kind::worker, "worker"}};
+};
+
+struct host_port {
+  std::string host;
+  uint16_t port = 0;
+  std::string to_string() const { return host + ":" + std::to_string(port); }
+};
+
+/// "host:port" into `out`; a failure names the text and the fix.
+maybe_failure parse_host_port(const std::string& text, host_port& out);
+
+struct cluster_spec {
+  std::vector<host_port> chief;
+  std::vector<host_port> ps;
+  std::vector<host_port> worker;
+
+  cluster_shape shape() const {
+    return {static_cast<int32_t>(ps.size()), static_cast<int32_t>(worker.size())};
+  }
+  const std::vector<host_port>& tasks(job_kind job) const {
+    return job == job_kind::chief ? chief : job == job_kind::ps ? ps : worker;
+  }
+};
+
+} // namespace troupe

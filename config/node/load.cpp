@@ -1,0 +1,262 @@
+// argv and the config file -> node_setup: the file's text values parsed into
+// the typed settings, the settings checked once (check_settings), then what
+// only a node can check: its addresses, its job and task, its data.
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "config/node/ini_checks.hpp"
+#include "config/node/node_config.hpp"
+#include "tensor/data/dataset.hpp"
+
+namespace troupe {
+
+namespace {
+
+constexpr const char* default_config_file = "caf-application.conf";
+
+std::chrono::milliseconds to_ms(caf::timespan t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t);
+}
+
+// A text value that names an enumerator, or an error naming the key, the
+// value and the choices.
+template <class E>
+E parse_choice(const char* key, const std::string& text, E fallback,
+               std::vector<std::string>& errors) {
+  if (auto value = enum_from_name<E>(text))
+    return *value;
+  std::vector<std::string> names;
+  for (auto& entry : enum_names<E>::table)
+    names.emplace_back(entry.second);
+  auto suggestion = closest_match(text, names);
+  errors.push_back(std::string(key) + " = \"" + text + "\" is not known"
+                   + (suggestion.empty() ? std::string() : "; did you mean \"" + suggestion + "\"?")
+                   + " (use one of: " + name_list<E>() + ")");
+  return fallback;
+}
+
+template <class F>
+void parse_or_report(const std::string& key, std::vector<std::string>& errors, F parse) {
+  try {
+    parse();
+  } catch (const std::exception& e) {
+    errors.push_back(key + ": " + e.what());
+  }
+}
+
+// The values the file writes as text, parsed into the typed settings.
+training_settings typed_settings(const node_config& cfg, std::vector<std::string>& errors) {
+  auto t = cfg.train;
+  t.seed = static_cast<uint64_t>(cfg.seed);
+  if (cfg.seed < 0)
+    errors.push_back("train.seed must not be negative");
+  t.replicas_to_aggregate = cfg.replicas_to_aggregate;
+  t.total_num_replicas = cfg.total_num_replicas;
+  t.mode = parse_choice("train.mode", cfg.mode, t.mode, errors);
+  t.on_worker_loss = parse_choice("train.on-worker-loss", cfg.on_worker_loss, t.on_worker_loss,
+                                  errors);
+  t.placement = parse_choice("train.placement", cfg.placement, t.placement, errors);
+  t.optimizer.kind = parse_choice("train.optimizer", cfg.optimizer, t.optimizer.kind, errors);
+  t.optimizer.learning_rate.type = parse_choice("train.lr-schedule", cfg.lr_schedule,
+                                                t.optimizer.learning_rate.type, errors);
+  parse_or_report("train.partitioners", errors,
+                  [&] { t.partitioners = parse_partition_rules(cfg.partitioners); });
+  parse_or_report("train.device", errors, [&] { t.device = gpu::parse_device(cfg.device); });
+  t.worker_devices.clear();
+  for (size_t i = 0; i < cfg.worker_devices.size(); ++i)
+    parse_or_report("train.worker-devices[" + std::to_string(i) + "]", errors, [&] {
+      t.worker_devices.push_back(gpu::parse_device(cfg.worker_devices[i]));
+    });
+  return t;
+}
+
+void check_hosts(const char* job, const std::vector<std::string>& entries,
+                 std::vector<host_port>& out, std::set<std::string>& seen,
+                 std::vector<std::string>& errors) {
+  for (auto& entry : entries) {
+    host_port hp;
+    if (auto err = parse_host_port(entry, hp)) {
+      errors.push_back(std::string("cluster.") + job + ": " + err->message);
+      continue;
+    }
+    if (!seen.insert(hp.to_string()).second)
+      errors.push_back(std::string("cluster.") + job + ": address " + hp.to_string()
+                       + " is used by two tasks; give every task its own host:port");
+    out.push_back(hp);
+  }
+}
+
+// This node's addresses, job and task.
+void check_cluster(const node_config& cfg, node_setup& setup, std::vector<std::string>& errors) {
+  std::set<std::string> seen;
+  check_hosts("chief", cfg.chief_hosts, setup.cluster.chief, seen, errors);
+  check_hosts("ps", cfg.ps_hosts, setup.cluster.ps, seen, errors);
+  check_hosts("worker", cfg.worker_hosts, setup.cluster.worker, seen, errors);
+  if (cfg.chief_hosts.size() != 1)
+    errors.push_back("cluster.chief must list exactly one task (it has "
+                     + std::to_string(cfg.chief_hosts.size())
+                     + "), e.g. chief = [\"127.0.0.1:7000\"]");
+  setup.task = cfg.task_index;
+  if (setup.whole_cluster)
+    return;
+  auto job = enum_from_name<job_kind>(cfg.job_name);
+  if (!job) {
+    errors.push_back("--job_name=" + cfg.job_name + " is not a job; use ps, worker or chief");
+    return;
+  }
+  setup.job = *job;
+  auto tasks = cfg.job_name == "chief" ? cfg.chief_hosts.size()
+               : cfg.job_name == "ps"  ? cfg.ps_hosts.size()
+                                       : cfg.worker_hosts.size();
+  if (cfg.task_index < 0 || static_cast<size_t>(cfg.task_index) >= tasks)
+    errors.push_back("--task_index=" + std::to_string(cfg.task_index) + " is out of range: job "
+                     + cfg.job_name + " has " + std::to_string(tasks) + " task(s) in cluster."
+                     + cfg.job_name + " (valid: 0.."
+                     + std::to_string(static_cast<int64_t>(tasks) - 1) + ")");
+}
+
+// Only tasks that read data need the data directory; they also turn
+// train.epochs into last_step from the training set's size, the same on
+// every task.
+void check_data(node_setup& setup, std::vector<std::string>& errors) {
+  bool reads_data = setup.whole_cluster || setup.job != job_kind::ps;
+  auto& t = setup.train;
+  if (!reads_data)
+    return;
+  if (auto missing = check_mnist_dir(t.data_dir)) {
+    errors.push_back("train.data-dir: " + missing->message
+                     + "; install Debian's dataset-fashion-mnist package or point "
+                       "train.data-dir at a directory with the four MNIST-format .gz files");
+    return;
+  }
+  if (t.epochs > 0 && errors.empty())
+    parse_or_report("train.epochs", errors, [&] {
+      auto examples = idx_item_count(t.data_dir + "/train-labels-idx1-ubyte.gz");
+      t.last_step = last_step_for_epochs(t, setup.cluster.shape(), examples);
+    });
+}
+
+// The embedded default: chief, 2 PS shards and 2 workers in one process.
+void apply_embedded_defaults(node_config& cfg) {
+  cfg.chief_hosts = {"127.0.0.1:7000"};
+  cfg.ps_hosts = {"127.0.0.1:7001", "127.0.0.1:7002"};
+  cfg.worker_hosts = {"127.0.0.1:7101", "127.0.0.1:7102"};
+}
+
+// CAF names the offending argument; suggest the option it was meant to be.
+std::string command_line_error(const node_config& cfg, const caf::error& err,
+                               const std::vector<std::string>& args) {
+  std::string bad;
+  for (auto& a : args)
+    if (caf::to_string(err).find(a) != std::string::npos)
+      bad = a;
+  std::vector<std::string> flags;
+  for (auto& opt : cfg.options())
+    flags.push_back(opt.category() == "global" ? ini::str(opt.long_name())
+                                               : ini::str(opt.full_name()));
+  auto name = bad.substr(0, bad.find('='));
+  name.erase(0, name.find_first_not_of('-'));
+  auto suggestion = closest_match(name, flags);
+  std::string hint = suggestion.empty() ? "; see troupe-node --help"
+                                        : "; did you mean --" + suggestion + "?";
+  if (!suggestion.empty() && suggestion == name) {
+    auto opt = cfg.options().cli_long_name_lookup(name);
+    hint = opt ? "; expected " + ini::type_hint(*opt) : "";
+  }
+  return "command line: " + (bad.empty() ? caf::to_string(err) : "cannot use '" + bad + "'")
+         + hint;
+}
+
+} // namespace
+
+std::string node_setup::name() const {
+  return whole_cluster ? "local" : std::string(name_of(job)) + ":" + std::to_string(task);
+}
+
+load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
+  load_outcome out;
+  std::vector<std::string> args;
+  std::string config_file;
+  bool explicit_file = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h")
+      out.what = load_outcome::action::help;
+    else if (arg == "--dump-config")
+      out.what = load_outcome::action::dump_config;
+    else if (arg.rfind("--config-file=", 0) == 0) {
+      config_file = arg.substr(14);
+      explicit_file = true;
+    } else if (arg == "--config-file" && i + 1 < argc) {
+      config_file = argv[++i];
+      explicit_file = true;
+    } else
+      args.push_back(arg);
+  }
+  if (out.what == load_outcome::action::help)
+    return out;
+  if (!explicit_file && std::ifstream(default_config_file))
+    config_file = default_config_file;
+
+  std::stringstream text;
+  if (!config_file.empty()) {
+    std::ifstream in(config_file);
+    if (!in) {
+      out.what = load_outcome::action::fail;
+      out.errors.push_back("cannot read the config file '" + config_file
+                           + "'; check the path given with --config-file=");
+      return out;
+    }
+    text << in.rdbuf();
+    ini::check_file_keys(cfg, config_file, text, out.errors);
+    text.clear();
+    text.seekg(0);
+  }
+  if (config_file.empty())
+    apply_embedded_defaults(cfg); // before parsing, so --cluster.* overrides them
+  if (auto err = cfg.parse(args, text))
+    out.errors.push_back(command_line_error(cfg, err, args));
+  if (!config_file.empty())
+    ini::coerce_reals(cfg, config_file, args);
+
+  auto& setup = out.setup;
+  setup.config_file = config_file;
+  setup.whole_cluster = cfg.job_name.empty();
+  if (config_file.empty()) {
+    if (!setup.whole_cluster)
+      out.errors.push_back("--job_name=" + cfg.job_name + " needs a cluster: no "
+                           + default_config_file + " in the working directory; pass "
+                             "--config-file=FILE (examples in config/examples/)");
+    else
+      setup.embedded_defaults = true;
+  }
+  if (setup.whole_cluster && std::any_of(args.begin(), args.end(), [](const std::string& a) {
+        return a.rfind("--task_index", 0) == 0;
+      }))
+    out.errors.push_back("--task_index needs --job_name (ps, worker or chief); without a job "
+                         "every task runs in this process");
+  check_cluster(cfg, setup, out.errors);
+  setup.train = typed_settings(cfg, out.errors);
+  setup.runtime.connect_timeout = to_ms(cfg.connect_timeout);
+  setup.runtime.request_timeout = to_ms(cfg.request_timeout);
+  setup.runtime.worker_wait_timeout = to_ms(cfg.worker_wait_timeout);
+  setup.runtime.max_refused_steps = cfg.max_refused_steps;
+  // The tasks listed, whether or not each address parsed.
+  cluster_shape shape{static_cast<int32_t>(cfg.ps_hosts.size()),
+                      static_cast<int32_t>(cfg.worker_hosts.size())};
+  for (auto& problem : check_settings(setup.train, setup.runtime, shape))
+    out.errors.push_back(problem.message);
+  // What the run derives, the same on every task: R, N and (from the data) last_step.
+  setup.train.replicas_to_aggregate = replicas_of(setup.train, shape);
+  setup.train.total_num_replicas = shape.workers;
+  check_data(setup, out.errors);
+  if (!out.errors.empty())
+    out.what = load_outcome::action::fail;
+  else if (out.what != load_outcome::action::dump_config)
+    out.what = load_outcome::action::run;
+  return out;
+}
+
+} // namespace troupe

@@ -1,0 +1,98 @@
+// Every key of the node's configuration: its section, name, type (from the
+// member it binds), default and meaning. --help prints this table.
+#include <caf/config_option_adder.hpp>
+#include <caf/io/middleman.hpp>
+
+#include "config/node/node_config.hpp"
+
+namespace troupe {
+
+node_config::node_config()
+  : connect_timeout(std::chrono::seconds(60)),
+    request_timeout(std::chrono::seconds(30)),
+    worker_wait_timeout(std::chrono::seconds(120)) {
+  load<caf::io::middleman>();
+  opt_group{custom_options_, "global"}
+    .add(job_name, "job_name", "this task's job: ps, worker or chief (omit to run every task "
+                               "of the cluster in this process)")
+    .add(task_index, "task_index", "this task's index within its job");
+  opt_group{custom_options_, "cluster"}
+    .add(chief_hosts, "chief", "the chief task's host:port (exactly one)")
+    .add(ps_hosts, "ps", "PS tasks' host:port list")
+    .add(worker_hosts, "worker", "worker tasks' host:port list")
+    .add(connect_timeout, "connect-timeout", "how long a node retries to reach its peers")
+    .add(request_timeout, "request-timeout", "how long any request waits for its reply")
+    .add(worker_wait_timeout, "worker-wait-timeout",
+         "the chief fails when no worker has been connected this long");
+  opt_group{custom_options_, "train"}
+    .add(train.model, "model", "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom")
+    .add(mode, "mode", "update mode: async, or sync (SyncReplicasOptimizer's semantics)")
+    .add(train.batch_size, "batch-size", "examples per worker step")
+    .add(train.optimizer.learning_rate.base, "learning-rate",
+         "the (initial) learning rate of the optimizer")
+    .add(optimizer, "optimizer",
+         "update rule applied on the PS shards: sgd, momentum, adagrad, rmsprop, adam")
+    .add(train.optimizer.momentum, "momentum", "momentum: the momentum coefficient")
+    .add(train.optimizer.nesterov, "nesterov", "momentum: use Nesterov momentum")
+    .add(train.optimizer.initial_accumulator, "initial-accumulator",
+         "adagrad: starting value of the squared-gradient accumulator")
+    .add(train.optimizer.rms_decay, "rms-decay", "rmsprop: decay of the mean square")
+    .add(train.optimizer.rms_momentum, "rms-momentum", "rmsprop: momentum")
+    .add(train.optimizer.beta1, "beta1", "adam: decay of the first moment")
+    .add(train.optimizer.beta2, "beta2", "adam: decay of the second moment")
+    .add(train.optimizer.epsilon, "epsilon",
+         "rmsprop/adam: epsilon (0: TF's default, 1e-10 / 1e-8)")
+    .add(lr_schedule, "lr-schedule", "constant, exponential (decay) or piecewise (constant)")
+    .add(train.optimizer.learning_rate.decay_steps, "lr-decay-steps",
+         "exponential: steps per decay by lr-decay-rate")
+    .add(train.optimizer.learning_rate.decay_rate, "lr-decay-rate", "exponential: decay rate")
+    .add(train.optimizer.learning_rate.staircase, "lr-staircase",
+         "exponential: decay in whole steps of lr-decay-steps")
+    .add(train.optimizer.learning_rate.boundaries, "lr-boundaries",
+         "piecewise: the steps where the rate changes, e.g. [1000, 2000]")
+    .add(train.optimizer.learning_rate.values, "lr-values",
+         "piecewise: the rates, one more than boundaries, e.g. [0.1, 0.01, 0.001]")
+    .add(train.clip_norm, "clip-norm",
+         "if > 0: workers clip their gradients to this global norm")
+    .add(train.last_step, "last-step", "global steps to train; then the cluster stops")
+    .add(train.epochs, "epochs",
+         "if > 0: passes over the training set instead of last-step (sets last-step)")
+    .add(seed, "seed", "seed of initial values and data order")
+    .add(train.data_dir, "data-dir", "directory with the Fashion-MNIST .gz files")
+    .add(train.log_interval, "log-interval", "progress line every N steps (0: off)")
+    .add(placement, "placement",
+         "variables over PS shards: round_robin (TF), greedy_bytes, or balanced (splits "
+         "variables so that no shard holds more than (1 + placement-epsilon) x the mean)")
+    .add(train.placement_epsilon, "placement-epsilon", "balanced: allowed excess over the mean")
+    .add(partitioners, "partitioners",
+         "rules splitting variables, first match wins, e.g. [\"fc1/weights fixed_size "
+         "shards=2\", \"conv* min_max max_partitions=4 min_slice_bytes=262144\", \"* "
+         "axis_size max_shard_bytes=1048576\"]; each takes axis=A (0)")
+    .add(device, "device", "where workers compute: cpu or cuda:N")
+    .add(worker_devices, "worker-devices",
+         "per worker index, overrides device, e.g. [\"cpu\", \"cuda:0\"] (CPU and GPU workers mix)")
+    .add(train.gpu_memory_fraction, "gpu-memory-fraction",
+         "share of a GPU's memory one GPU worker may hold; more than is free is an error")
+    .add(train.worker_batch_sizes, "worker-batch-sizes",
+         "per worker index, overrides batch-size, e.g. [100, 1024]")
+    .add(max_refused_steps, "max-refused-steps",
+         "the chief aborts after this many refused updates (non-finite gradients)")
+    .add(train.shuffle, "shuffle", "reshuffle each worker's data every epoch (false: fixed order)")
+    .add(replicas_to_aggregate, "replicas-to-aggregate",
+         "sync: gradients averaged per update, R (0: every worker)")
+    .add(total_num_replicas, "total-num-replicas",
+         "sync: workers taking part, N; must equal the number of worker tasks (0: that "
+         "number). Backups come from replicas-to-aggregate < N")
+    .add(on_worker_loss, "on-worker-loss",
+         "sync, when fewer than R workers are left: shrink (average over those alive) or "
+         "wait (hold the step until one restarts, at most cluster.worker-wait-timeout)");
+  opt_group{custom_options_, "model"}
+    .add(train.network.layers, "layers",
+         "model custom: one string per layer, e.g. [\"conv2d filters=32 kernel=5\", \"relu\", "
+         "\"max_pool size=2\", \"flatten\", \"dense units=10\"]")
+    .add(train.network.input, "input", "model custom: one example's shape, e.g. [28, 28, 1]")
+    .add(train.network.vgg_width, "vgg-width",
+         "vgg11/16/19: multiplies the channel and fc widths (1 = the paper's)");
+}
+
+} // namespace troupe

@@ -1,0 +1,122 @@
+// The one validation of the settings, as the library API meets it: every
+// problem named by its key, all of them at once; what the settings derive.
+#include <boost/test/unit_test.hpp>
+
+#include "config/settings/settings.hpp"
+
+using namespace troupe;
+
+namespace {
+
+std::vector<std::string> problems(const training_settings& t, cluster_shape shape = {2, 2},
+                                  const runtime_settings& r = {}) {
+  std::vector<std::string> out;
+  for (auto& f : check_settings(t, r, shape)) {
+    BOOST_TEST((f.code == errc::invalid_setting));
+    out.push_back(f.message);
+  }
+  return out;
+}
+
+bool names(const std::vector<std::string>& found, const std::string& part) {
+  for (auto& f : found)
+    if (f.find(part) != std::string::npos)
+      return true;
+  return false;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(settings_tests)
+
+BOOST_AUTO_TEST_CASE(defaults_are_valid) {
+  BOOST_TEST(problems(training_settings{}).empty());
+  BOOST_CHECK_NO_THROW(require_valid_settings({}, {}, {1, 1}));
+}
+
+BOOST_AUTO_TEST_CASE(every_problem_is_named_by_its_key) {
+  training_settings t;
+  t.batch_size = 0;
+  t.last_step = 0;
+  t.clip_norm = -1;
+  t.placement_epsilon = 2;
+  t.replicas_to_aggregate = 3;
+  t.optimizer.learning_rate.base = -0.1;
+  t.model = "cnm";
+  runtime_settings r;
+  r.request_timeout = std::chrono::milliseconds(0);
+  auto found = problems(t, {2, 2}, r);
+  BOOST_TEST(found.size() == 8u);
+  for (auto key : {"train.batch-size", "train.last-step", "train.clip-norm",
+                   "train.placement-epsilon", "train.replicas-to-aggregate = 3",
+                   "train.learning-rate", "did you mean \"cnn\"", "cluster.request-timeout"})
+    BOOST_TEST(names(found, key), key);
+}
+
+BOOST_AUTO_TEST_CASE(the_cluster_shape_is_checked_with_the_settings) {
+  training_settings t;
+  BOOST_TEST(names(problems(t, {0, 2}), "cluster.ps is empty"));
+  BOOST_TEST(names(problems(t, {1, 0}), "cluster.worker is empty"));
+  t.worker_batch_sizes = {100, 200, 300};
+  t.worker_devices = {gpu::device_spec{}, gpu::device_spec{}, gpu::device_spec{}};
+  auto found = problems(t, {1, 2});
+  BOOST_TEST(names(found, "train.worker-batch-sizes lists 3 sizes for 2 worker(s)"));
+  BOOST_TEST(names(found, "train.worker-devices lists 3 devices"));
+  t = {};
+  t.total_num_replicas = 3;
+  BOOST_TEST(names(problems(t, {1, 2}), "train.total-num-replicas = 3"));
+}
+
+BOOST_AUTO_TEST_CASE(models_and_partitioner_rules_must_fit) {
+  training_settings t;
+  t.partitioners = parse_partition_rules({"softmax/* fixed_size shards=2 axis=1"});
+  BOOST_TEST(names(problems(t), "softmax/biases has shape [10], no axis 1"));
+  t = {};
+  t.model = "custom";
+  t.network.layers = {"dense units=7"};
+  BOOST_TEST(names(problems(t), "10 units"));
+  // The library API refuses the same settings, naming every problem.
+  t.batch_size = 0;
+  try {
+    require_valid_settings(t, {}, {1, 1});
+    BOOST_FAIL("expected an error");
+  } catch (const troupe_error& e) {
+    std::string what = e.what();
+    BOOST_TEST(what.find("10 units") != std::string::npos, what);
+    BOOST_TEST(what.find("train.batch-size") != std::string::npos, what);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(derived_values) {
+  training_settings t;
+  BOOST_TEST(replicas_of(t, {1, 3}) == 3);  // R = N by default
+  t.replicas_to_aggregate = 2;
+  BOOST_TEST(replicas_of(t, {1, 3}) == 2);
+  t.epochs = 2;
+  t.batch_size = 100;
+  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 20);  // async: one batch per update
+  t.mode = update_mode::sync;
+  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 10);  // sync: R batches per update
+  t.worker_batch_sizes = {100, 300, 200};
+  t.mode = update_mode::async;
+  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 10);  // the mean batch: 200
+  t.epochs = 0.0001;
+  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 1);   // at least one step
+  BOOST_TEST(batch_size_of(t, 1) == 300);
+  t.worker_devices = {gpu::parse_device("cuda:1")};
+  BOOST_TEST(device_of(t, 0).to_string() == "cuda:1");
+  BOOST_TEST(device_of(t, 1).to_string() == "cpu");
+}
+
+BOOST_AUTO_TEST_CASE(enum_names_round_trip) {
+  BOOST_TEST(name_list<update_mode>() == "async, sync");
+  BOOST_TEST(name_list<worker_loss_policy>() == "shrink, wait");
+  BOOST_TEST(name_list<placement_strategy>() == "round_robin, greedy_bytes, balanced");
+  BOOST_TEST((enum_from_name<update_mode>("sync") == update_mode::sync));
+  BOOST_TEST(!enum_from_name<update_mode>("Sync"));
+  BOOST_TEST(std::string(name_of(worker_loss_policy::wait)) == "wait");
+  BOOST_TEST(closest_match("softmx", {"softmax", "mlp"}) == "softmax");
+  BOOST_TEST(closest_match("zzzzzz", {"softmax", "mlp"}).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
