@@ -42,24 +42,13 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         std::shared_ptr<const dataset> test,
                         std::function<void(const training_result&)> on_finish,
                         spawn_mode mode) {
-  chief_config config;
-  config.last_step = settings.last_step;
-  config.seed = settings.seed;
-  config.log_interval = settings.log_interval;
-  config.mode = settings.mode;
-  config.placement = settings.placement;
-  config.placement_epsilon = settings.placement_epsilon;
-  config.partitioners = settings.partitioners;
-  config.num_workers = num_workers;
   cluster_shape shape{static_cast<int32_t>(shards.size()), num_workers};
   require_valid_settings(settings, runtime, shape);
-  config.replicas_to_aggregate = replicas_of(settings, shape);
-  config.on_worker_loss = settings.on_worker_loss;
-  config.runtime = runtime;
+  chief_config config{settings, runtime, num_workers, replicas_of(settings, shape),
+                      mode == spawn_mode::detached};
   chief_links links{std::move(shards), make_model(settings.model, model_options_of(settings)),
-                    std::move(test),
-                    std::move(on_finish)};
-  return spawn_as<chief_actor>(sys, mode, chief, config, std::move(links));
+                    std::move(test), std::move(on_finish)};
+  return spawn_as<chief_actor>(sys, mode, chief, std::move(config), std::move(links));
 }
 
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,

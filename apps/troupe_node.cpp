@@ -133,7 +133,7 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
 int run_ps(caf::actor_system& sys, const node_setup& setup) {
   ps_shard_config config{setup.task, setup.train.optimizer,
                          setup.runtime.connect_timeout};
-  auto shard = sys.spawn(ps_shard, config);
+  ps_shard_actor shard = sys.spawn(ps_shard, config); // published without its timer
   if (!publish(sys, shard, setup.cluster.ps[setup.task])) {
     caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
     return exit_failure;
@@ -188,12 +188,10 @@ int run_worker(caf::actor_system& sys, const node_setup& setup) {
   if (!connect_shards(sys, setup, shards))
     return exit_failure;
   auto train = std::make_shared<const dataset>(load_mnist_split(setup.train.data_dir, "train"));
+  // Not published: nobody connects to a worker; the chief reaches it over the
+  // connection the worker opened (its ready request).
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
                         setup.train, setup.runtime, *chief_handle, shards, train);
-  if (!publish(sys, w, setup.cluster.worker[setup.task])) {
-    caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
-    return exit_failure;
-  }
   return exit_code_of(wait_for(sys, w));
 }
 

@@ -97,7 +97,7 @@ int listen_loopback(uint16_t& port) {
     caf::actor_system sys{cfg};
     // A negligible learning rate keeps the values (nearly) fixed while every
     // push is still applied.
-    auto shard = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(1e-20)});
+    ps_shard_actor shard = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(1e-20)});
     auto port = sys.middleman().publish(shard, 0, "127.0.0.1", true);
     uint16_t ports[2] = {port ? *port : uint16_t(0), raw_port};
     if (::write(pipe_fd, ports, sizeof(ports)) != sizeof(ports))

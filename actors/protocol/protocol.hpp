@@ -1,10 +1,15 @@
 #pragma once
 // The Troupe wire protocol, written down once: every atom, message type and
-// typed actor interface. docs/protocol.md mirrors this file; change both.
+// typed actor interface, with who may send what. docs/protocol.md mirrors
+// this file (a test compares the version); change both.
 //
 // Roles: ps_shard (holds variables), chief (initialises, owns global_step,
 // grants steps in async mode, stops), worker (pull -> compute -> push ->
 // report), token_queue (sync mode: releases workers after each update).
+// Each actor's interface has two parts: the published one (`*_actor`), the
+// messages other actors may send it, and the one it is implemented with
+// (`*_impl`), which adds the messages it sends only to itself (timers). Peers
+// only ever hold the published handle.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,31 +21,34 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "tensor/core/error.hpp"
-#include "tensor/plan/partitioner.hpp"
 #include "actors/protocol/wire.hpp"
+#include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
+#include "tensor/plan/training_plan.hpp"
 
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 4;
+constexpr uint32_t protocol_version = 5;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
-using hello_atom = caf::atom_constant<caf::atom("hello")>;   ///< version handshake
-using init_atom = caf::atom_constant<caf::atom("init")>;     ///< chief -> shard: first values
-using pull_atom = caf::atom_constant<caf::atom("pull")>;     ///< read variables
-using push_atom = caf::atom_constant<caf::atom("push")>;     ///< apply gradients
-using ready_atom = caf::atom_constant<caf::atom("ready")>;   ///< worker -> chief: wait for init
-using report_atom = caf::atom_constant<caf::atom("report")>; ///< worker -> chief: step done
-using stop_atom = caf::atom_constant<caf::atom("stop")>;     ///< chief -> all: shut down
-using run_atom = caf::atom_constant<caf::atom("run")>;       ///< worker -> itself: next step
-using tick_atom = caf::atom_constant<caf::atom("tick")>;     ///< internal timers
+using hello_atom = caf::atom_constant<caf::atom("hello")>;         ///< version handshake
+using init_atom = caf::atom_constant<caf::atom("init")>;           ///< chief -> shard: first values
+using pull_atom = caf::atom_constant<caf::atom("pull")>;           ///< read variables
+using push_atom = caf::atom_constant<caf::atom("push")>;           ///< apply gradients
+using ready_atom = caf::atom_constant<caf::atom("ready")>;         ///< worker -> chief: the plan
+using report_atom = caf::atom_constant<caf::atom("report")>;       ///< worker -> coordinator
+using nonfinite_atom = caf::atom_constant<caf::atom("nonfinite")>; ///< worker -> chief
+using stop_atom = caf::atom_constant<caf::atom("stop")>;           ///< chief -> all: shut down
 using applied_atom = caf::atom_constant<caf::atom("applied")>;     ///< shard -> token queue
 using step_done_atom = caf::atom_constant<caf::atom("step_done")>; ///< token queue -> chief
 using replicas_atom = caf::atom_constant<caf::atom("replicas")>;   ///< chief -> shard: R
 using stats_atom = caf::atom_constant<caf::atom("stats")>;         ///< chief -> shard: traffic
+// Internal: sent by an actor to itself only, never part of a published interface.
+using run_atom = caf::atom_constant<caf::atom("run")>;             ///< worker: next step
+using tick_atom = caf::atom_constant<caf::atom("tick")>;           ///< chief, shard: timers
+using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>;   ///< chief -> its evaluator
 
 // -- message types -----------------------------------------------------------
 
@@ -53,9 +61,8 @@ struct pull_reply {
 };
 
 /// A worker's account of one step. step < 0 means "no step yet" (the first
-/// report of a worker only asks for a step). applied = false means the
-/// update was not applied: the worker found a non-finite gradient and pushed
-/// nothing, a shard refused its part, or (sync) a shard dropped it as stale.
+/// report of a worker only asks for a step). applied = false means at least
+/// one shard refused its part (in sync mode also stale or past the end).
 struct step_report {
   int32_t worker = 0;
   int64_t step = -1;
@@ -82,46 +89,23 @@ struct step_summary {
   uint64_t tokens = 0;         ///< tokens released by this update
 };
 
+/// One variable's (or slice's) traffic on a shard.
+struct variable_traffic {
+  std::string name;
+  uint64_t bytes_in = 0;   ///< gradient payload received by pushes
+  uint64_t bytes_out = 0;  ///< value payload sent in pull replies
+};
+
 /// A shard's traffic since it started: what the chief's final report shows.
 struct shard_traffic {
   int32_t shard = 0;
   uint64_t bytes_held = 0;   ///< variables' bytes (slots not counted)
-  uint64_t bytes_in = 0;     ///< gradient payload received by pushes
-  uint64_t bytes_out = 0;    ///< value payload sent in pull replies
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
   uint64_t pulls = 0;
   uint64_t pushes = 0;
-  std::vector<std::string> variables;  ///< per variable held:
-  std::vector<uint64_t> variable_in;   ///< bytes in
-  std::vector<uint64_t> variable_out;  ///< bytes out
+  std::vector<variable_traffic> variables;  ///< by name
 };
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, shard_traffic& x) {
-  return f(caf::meta::type_name("shard_traffic"), x.shard, x.bytes_held, x.bytes_in, x.bytes_out,
-           x.pulls, x.pushes, x.variables, x.variable_in, x.variable_out);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, pull_reply& x) {
-  return f(caf::meta::type_name("pull_reply"), x.version, x.values);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_report& x) {
-  return f(caf::meta::type_name("step_report"), x.worker, x.step, x.applied, x.loss,
-           x.correct, x.examples);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_grant& x) {
-  return f(caf::meta::type_name("step_grant"), x.step, x.stop);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
-  return f(caf::meta::type_name("step_summary"), x.step, x.loss, x.correct, x.examples,
-           x.straggler_ms, x.dropped, x.tokens);
-}
 
 // -- typed actor interfaces --------------------------------------------------
 
@@ -139,25 +123,18 @@ using report_handler = caf::replies_to<report_atom, step_report>::with<step_gran
 /// Whoever hands workers their steps (the chief or the token queue).
 using step_coordinator_actor = caf::typed_actor<report_handler>;
 
-/// Sync mode's token queue (lives beside the chief).
+/// Sync mode's token queue (lives beside the chief, not published).
 using token_queue_actor = caf::typed_actor<
   report_handler,
-  // shard -> queue: shard `index` applied the update and is now at `step`
+  // shard -> queue: shard `index` applied an update and is now at `step`
   caf::reacts_to<applied_atom, int32_t, int64_t, double>,
   // chief -> queue: release every waiting worker with stop
   caf::reacts_to<stop_atom>>;
 
 /// What the chief tells a ready worker: every slice of the model's variables
-/// (a whole variable is one slice), the shard each lives on, the model
-/// variable it belongs to and its first row and row count (slices split
-/// variables along axis 0), and whom to report steps to.
+/// and the shard each lives on, and whom to report steps to.
 struct training_plan {
-  std::vector<std::string> variables;   ///< slice names
-  std::vector<int32_t> shard_of;
-  std::vector<int32_t> variable_of;     ///< index into the model's variables
-  std::vector<int32_t> axis_of;         ///< axis the variable is split along
-  std::vector<int64_t> offset_of;       ///< first index along that axis
-  std::vector<int64_t> rows_of;         ///< extent of the slice along that axis
+  std::vector<planned_slice> slices;
   step_coordinator_actor coordinator;
 };
 
@@ -169,62 +146,133 @@ struct shard_options {
   token_queue_actor token_queue;      ///< sync: told after every update
 };
 
+/// A parameter-server shard (published).
+using ps_shard_actor = caf::typed_actor<
+  hello_handler,
+  // chief, exactly once: first values and update mode (names, values, options) -> ok
+  caf::replies_to<init_atom, std::vector<std::string>, std::vector<tensor>,
+                  shard_options>::with<caf::ok_atom>,
+  // worker or chief: names -> values + version
+  caf::replies_to<pull_atom, std::vector<std::string>>::with<pull_reply>,
+  // worker: (worker, global step, names, gradients) -> version after it;
+  // sync mode answers stale_gradient for a step already applied
+  caf::replies_to<push_atom, int32_t, int64_t, std::vector<std::string>,
+                  std::vector<tensor>>::with<int64_t>,
+  // chief, sync: gradients needed per update from now on (shrink/grow)
+  caf::reacts_to<replicas_atom, int32_t>,
+  // chief: bytes and requests so far, in total and per variable
+  caf::replies_to<stats_atom>::with<shard_traffic>,
+  // chief: training is over, quit
+  caf::reacts_to<stop_atom>>;
+
+/// The shard as implemented: plus the deadline for the chief's init.
+using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>>;
+
+/// A worker found a non-finite gradient and pushed nothing: async, the chief
+/// revokes the step and grants the next; sync, the chief ends the run (no
+/// step can complete without it) and answers stop.
+using nonfinite_handler = caf::replies_to<nonfinite_atom, step_report>::with<step_grant>;
+
+/// The chief (published).
+using chief_actor = caf::typed_actor<
+  hello_handler,
+  // worker: its index -> the plan, answered once the variables are initialised
+  caf::replies_to<ready_atom, int32_t>::with<training_plan>,
+  // worker, async: a step's outcome -> the next grant or stop
+  report_handler,
+  // worker: a non-finite gradient
+  nonfinite_handler,
+  // token queue, sync: each update
+  caf::reacts_to<step_done_atom, step_summary>>;
+
+/// The chief as implemented: plus its watchdog.
+using chief_impl = chief_actor::extend<caf::reacts_to<tick_atom>>;
+
+/// A worker (not published: the chief reaches it through its ready request).
+using worker_actor = caf::typed_actor<caf::reacts_to<stop_atom>>;
+
+/// The worker as implemented: plus the message that starts its next step.
+using worker_impl = worker_actor::extend<caf::reacts_to<run_atom>>;
+
+// -- inspection: every field, in the order above ------------------------------
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pull_reply& x) {
+  return f(caf::meta::type_name("pull_reply"), x.version, x.values);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_report& x) {
+  return f(caf::meta::type_name("step_report"), x.worker, x.step, x.applied, x.loss, x.correct,
+           x.examples);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_grant& x) {
+  return f(caf::meta::type_name("step_grant"), x.step, x.stop);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
+  return f(caf::meta::type_name("step_summary"), x.step, x.loss, x.correct, x.examples,
+           x.straggler_ms, x.dropped, x.tokens);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, variable_traffic& x) {
+  return f(caf::meta::type_name("variable_traffic"), x.name, x.bytes_in, x.bytes_out);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_traffic& x) {
+  return f(caf::meta::type_name("shard_traffic"), x.shard, x.bytes_held, x.bytes_in, x.bytes_out,
+           x.pulls, x.pushes, x.variables);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, planned_slice& x) {
+  return f(caf::meta::type_name("planned_slice"), x.name, x.shard, x.variable, x.axis, x.offset,
+           x.extent);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
-  return f(caf::meta::type_name("training_plan"), x.variables, x.shard_of, x.variable_of,
-           x.axis_of, x.offset_of, x.rows_of, x.coordinator);
+  return f(caf::meta::type_name("training_plan"), x.slices, x.coordinator);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_options& x) {
-  return f(caf::meta::type_name("shard_options"), x.sync, x.replicas_to_aggregate,
-           x.last_step, x.token_queue);
+  return f(caf::meta::type_name("shard_options"), x.sync, x.replicas_to_aggregate, x.last_step,
+           x.token_queue);
 }
 
-/// A parameter-server shard.
-using ps_shard_actor = caf::typed_actor<
-  hello_handler,
-  // first values and update mode, exactly once: (names, values, options) -> ok
-  caf::replies_to<init_atom, std::vector<std::string>, std::vector<tensor>,
-                  shard_options>::with<caf::ok_atom>,
-  // read: names -> values + version
-  caf::replies_to<pull_atom, std::vector<std::string>>::with<pull_reply>,
-  // update: (worker, global step, names, gradients) -> version after it;
-  // sync mode answers stale_gradient for a step already applied
-  caf::replies_to<push_atom, int32_t, int64_t, std::vector<std::string>,
-                  std::vector<tensor>>::with<int64_t>,
-  // chief -> shard, sync: gradients needed per update from now on (shrink/grow)
-  caf::reacts_to<replicas_atom, int32_t>,
-  // chief -> shard: bytes and requests so far, in total and per variable
-  caf::replies_to<stats_atom>::with<shard_traffic>,
-  // chief: training is over, quit
-  caf::reacts_to<stop_atom>,
-  // internal: the deadline for the chief's init (a chief that never comes)
-  caf::reacts_to<tick_atom>>;
+// -- registration ---------------------------------------------------------------
 
-/// The chief (supervisor).
-using chief_actor = caf::typed_actor<
-  hello_handler,
-  // worker index -> plan, answered once the variables are initialised
-  caf::replies_to<ready_atom, int32_t>::with<training_plan>,
-  // async: a step's outcome -> the next grant or stop
-  report_handler,
-  // sync: the token queue reports each update
-  caf::reacts_to<step_done_atom, step_summary>,
-  // internal: periodic watchdog (fails the run when workers stay missing)
-  caf::reacts_to<tick_atom>>;
+/// Every type that crosses the wire and is not one of CAF's own, with the
+/// name it is registered under: the one list register_protocol reads (a test
+/// checks that every type in every published interface is registered).
+#define TROUPE_MESSAGE_TYPES(X)                                                                \
+  X(tensor)                                                                                    \
+  X(std::vector<tensor>)                                                                       \
+  X(pull_reply)                                                                                \
+  X(planned_slice)                                                                             \
+  X(std::vector<planned_slice>)                                                                \
+  X(training_plan)                                                                             \
+  X(step_report)                                                                               \
+  X(step_grant)                                                                                \
+  X(step_summary)                                                                              \
+  X(variable_traffic)                                                                          \
+  X(std::vector<variable_traffic>)                                                             \
+  X(shard_traffic)                                                                             \
+  X(shard_options)                                                                             \
+  X(step_coordinator_actor)                                                                    \
+  X(token_queue_actor)                                                                         \
+  X(ps_shard_actor)                                                                            \
+  X(chief_actor)                                                                               \
+  X(worker_actor)
 
-/// A worker.
-using worker_actor = caf::typed_actor<hello_handler, caf::reacts_to<run_atom>,
-                                      caf::reacts_to<stop_atom>>;
-
-/// Slice i of a plan as a variable_slice of the model variable it belongs to;
-/// throws troupe_error when the plan does not fit the model.
-variable_slice plan_slice(const training_plan& plan, size_t i,
-                          const std::vector<variable_spec>& variables);
-
-/// Registers every message type and error category; call on every node's
-/// config before creating the actor system.
+/// Registers every message type and the error category; call on every
+/// node's config before creating the actor system.
 void register_protocol(caf::actor_system_config& cfg);
 
 /// A caf::error from a failure (category "troupe").

@@ -10,7 +10,7 @@ namespace troupe {
 
 namespace {
 
-using self_ptr = ps_shard_actor::stateful_pointer<ps_shard_state>;
+using self_ptr = ps_shard_impl::stateful_pointer<ps_shard_state>;
 
 // Sync mode: once R gradients of the step are in, apply their mean and tell
 // the token queue that this shard reached the next step.
@@ -66,8 +66,8 @@ caf::result<int64_t> sync_push(self_ptr self, int32_t worker, int64_t step,
 
 } // namespace
 
-ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard_state> self,
-                                       ps_shard_config config) {
+ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_state> self,
+                                      ps_shard_config config) {
   auto& st = self->state;
   st.index = config.index;
   st.label = "ps:" + std::to_string(config.index);
@@ -109,21 +109,13 @@ ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard
       if (auto err = st.store->read(names, reply.values))
         return make_error(*err);
       reply.version = st.store->version();
-      ++st.traffic.pulls;
-      for (size_t i = 0; i < names.size(); ++i) {
-        st.traffic.bytes_out += reply.values[i].bytes();
-        st.variable_traffic[names[i]].second += reply.values[i].bytes();
-      }
+      st.traffic.pulled(names, reply.values);
       return reply;
     },
     [self](push_atom, int32_t worker, int64_t step, const std::vector<std::string>& names,
            const std::vector<tensor>& gradients) -> caf::result<int64_t> {
       auto& st = self->state;
-      ++st.traffic.pushes;
-      for (size_t i = 0; i < names.size() && i < gradients.size(); ++i) {
-        st.traffic.bytes_in += gradients[i].bytes();
-        st.variable_traffic[names[i]].first += gradients[i].bytes();
-      }
+      st.traffic.pushed(names, gradients);
       if (st.pending)
         return sync_push(self, worker, step, names, gradients);
       if (auto err = st.store->apply_gradients(names, gradients)) {
@@ -132,17 +124,9 @@ ps_shard_actor::behavior_type ps_shard(ps_shard_actor::stateful_pointer<ps_shard
       }
       return st.store->version();
     },
-    [self](stats_atom) -> shard_traffic {
+    [self](stats_atom) {
       auto& st = self->state;
-      auto out = st.traffic;
-      out.shard = st.index;
-      out.bytes_held = st.store->bytes();
-      for (auto& [name, io] : st.variable_traffic) {
-        out.variables.push_back(name);
-        out.variable_in.push_back(io.first);
-        out.variable_out.push_back(io.second);
-      }
-      return out;
+      return st.traffic.report(st.index, st.store->bytes());
     },
     [self](replicas_atom, int32_t required) {
       auto& st = self->state;

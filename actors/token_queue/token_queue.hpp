@@ -5,12 +5,13 @@
 // token carrying the new global step. A worker joining (step -1) or one whose
 // step is already past gets the current step at once. No initial tokens: the
 // first step is synchronised like every other. At last_step, or on stop,
-// every waiting worker is released with stop.
+// every waiting worker is released with stop. The bookkeeping is
+// token_ledger's; the actor keeps the waiting replies.
 #include <cstdint>
-#include <map>
 #include <vector>
 
 #include "actors/protocol/protocol.hpp"
+#include "actors/token_queue/token_ledger.hpp"
 
 namespace troupe {
 
@@ -21,19 +22,9 @@ struct token_queue_config {
 
 struct token_queue_state {
   static inline const char* name = "troupe.token_queue";
-  token_queue_config config;
+  token_ledger ledger{1, 1};
   chief_actor chief;
-  int64_t global_step = 0;
-  bool stopped = false;
-  std::map<int64_t, std::vector<double>> applied;  // step reached -> straggler ms per shard
   std::vector<caf::typed_response_promise<step_grant>> waiting;
-  // statistics of the step in progress
-  double loss_sum = 0;
-  uint64_t applied_reports = 0;
-  uint64_t correct = 0;
-  uint64_t examples = 0;
-  uint64_t dropped = 0;
-  uint64_t tokens = 0;     // released since the last update, at once or on it
 };
 
 token_queue_actor::behavior_type

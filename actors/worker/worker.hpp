@@ -1,13 +1,21 @@
 #pragma once
+// A worker: asks for a step (the chief in async mode, the token queue in
+// sync mode), pulls from every shard in parallel, computes gradients on its
+// share of the data, checks and clips them (gradient_guard), pushes them in
+// parallel, reports, and repeats until told to stop. The plan's slices are
+// moved by slice_router. Spawn it detached: compute blocks.
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "actors/common/progress_meter.hpp"
 #include "actors/protocol/protocol.hpp"
+#include "actors/worker/gradient_guard.hpp"
 #include "tensor/data/dataset.hpp"
 #include "tensor/nn/model.hpp"
+#include "tensor/plan/training_plan.hpp"
 
 namespace troupe {
 
@@ -35,24 +43,15 @@ struct worker_links {
   std::shared_ptr<const dataset> train;
 };
 
-/// What one shard holds for this worker: slice names, and indices into the
-/// plan's slices.
-struct shard_slice {
-  std::vector<std::string> names;
-  std::vector<size_t> indices;
-};
-
 struct worker_state {
   static inline const char* name = "troupe.worker";
   std::string label;  // "worker:0"
   worker_config config;
   worker_links links;
   std::optional<shard_sampler> sampler;
-  std::vector<shard_slice> slices;  // one per shard
-  training_plan plan;
-  std::vector<variable_slice> plan_slices;  // plan.variables as slices of the model
-  step_coordinator_actor coordinator; // chief (async) or token queue (sync)
-  bool report_to_chief = false;       // the next report is a non-finite gradient
+  std::optional<slice_router> router;  // the chief's plan, checked against the model
+  std::optional<gradient_guard> guard;
+  step_coordinator_actor coordinator;  // chief (async) or token queue (sync)
   // Parameters and gradients: the model's own pinned buffers when it offers
   // them (a GPU model), so pulled slices land there and pushed ones are cut
   // from there without another host copy; these tensors otherwise.
@@ -60,21 +59,12 @@ struct worker_state {
   std::vector<tensor> params;
   std::vector<tensor> grads;
   batch current;
-  step_report report;               // of the step in flight / last finished
-  size_t pending = 0;               // replies still expected in this phase
+  step_report report;  // of the step in flight / last finished
   int64_t local_step = 0;
-  // progress line bookkeeping
-  std::chrono::steady_clock::time_point interval_start;
-  uint64_t interval_examples = 0;
-  double interval_loss = 0;
-  uint64_t interval_correct = 0;
+  progress_meter progress{0};
 };
 
-/// A worker: asks for a step (the chief in async mode, the token queue in
-/// sync mode), pulls from every shard in parallel, computes gradients on its
-/// data shard, pushes them in parallel, reports, and repeats until told to
-/// stop. Spawn it detached: compute blocks.
-worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> self,
-                                   worker_config config, worker_links links);
+worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,
+                                  worker_config config, worker_links links);
 
 } // namespace troupe

@@ -75,8 +75,8 @@ inline chief_actor::behavior_type spy_chief(chief_actor::pointer,
     [](hello_atom, uint32_t v, const std::string&, int32_t) -> caf::result<uint32_t> { return v; },
     [](ready_atom, int32_t) -> caf::result<training_plan> { return training_plan{}; },
     [](report_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
+    [](nonfinite_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
     [log](step_done_atom, const step_summary& s) { log->push_back(s); },
-    [](tick_atom) {},
   };
 }
 

@@ -43,7 +43,7 @@ caf::behavior echo(caf::event_based_actor* self) {
     node_cfg cfg;
     caf::actor_system sys{cfg};
     auto e = sys.spawn(echo);
-    auto shard = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.1)});
+    ps_shard_actor shard = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.1)});
     auto p1 = sys.middleman().publish(e, 0, "127.0.0.1", true);
     auto p2 = sys.middleman().publish(shard, 0, "127.0.0.1", true);
     uint16_t ports[2] = {p1 ? *p1 : uint16_t(0), p2 ? *p2 : uint16_t(0)};

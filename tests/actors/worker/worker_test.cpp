@@ -17,12 +17,9 @@ BOOST_FIXTURE_TEST_SUITE(worker_tests, deterministic_fixture)
 BOOST_AUTO_TEST_CASE(a_plan_that_does_not_tile_a_variable_is_refused) {
   auto settings = small_settings(4);  // softmax: weights [784, 10], biases [10]
   training_plan plan;
-  plan.variables = {"softmax/weights/part_0", "softmax/weights/part_1", "softmax/biases"};
-  plan.shard_of = {0, 0, 0};
-  plan.variable_of = {0, 0, 1};
-  plan.axis_of = {0, 0, 0};
-  plan.offset_of = {0, 0, 0};  // rows 0..391 twice, 392..783 never
-  plan.rows_of = {392, 392, 10};
+  plan.slices = {{"softmax/weights/part_0", 0, 0, 0, 0, 392},  // rows 0..391 twice,
+                 {"softmax/weights/part_1", 0, 0, 0, 0, 392},  // 392..783 never
+                 {"softmax/biases", 0, 1, 0, 0, 10}};
   auto chief = sys.spawn([plan](chief_actor::pointer) -> chief_actor::behavior_type {
     return {
       [](hello_atom, uint32_t v, const std::string&, int32_t) -> caf::result<uint32_t> {
@@ -30,8 +27,8 @@ BOOST_AUTO_TEST_CASE(a_plan_that_does_not_tile_a_variable_is_refused) {
       },
       [plan](ready_atom, int32_t) -> caf::result<training_plan> { return plan; },
       [](report_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
+      [](nonfinite_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
       [](step_done_atom, const step_summary&) {},
-      [](tick_atom) {},
     };
   });
   auto shard = spawn_ps_shard(sys, 0, settings);

@@ -1,0 +1,199 @@
+// The end of a run: final values, evaluation off the chief's mailbox, the
+// shards' traffic, the result, and stopping every task.
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/chief/chief_run.hpp"
+#include "actors/common/fan_in.hpp"
+
+namespace troupe::chief_run {
+
+namespace {
+
+double seconds_since(chief_state::clock::time_point t) {
+  return std::chrono::duration<double>(chief_state::clock::now() - t).count();
+}
+
+training_result base_result(self_ptr self) {
+  auto& st = self->state;
+  training_result r;
+  r.wall_seconds = seconds_since(st.created);
+  r.mode = st.config.train.mode;
+  r.global_step = global_step(self);
+  r.examples = st.examples;
+  r.refused_steps = st.grants ? st.grants->refused() : 0;
+  r.dropped_gradients = st.dropped;
+  return r;
+}
+
+// A finished run stops every task with exit code 0; a failed one ends them
+// with user_shutdown so that their processes exit 1 as well. The chief quits
+// once every shard confirmed (went down) or at the next watchdog tick, so the
+// stop messages have left this process.
+void stop_everyone(self_ptr self, caf::error reason) {
+  auto& st = self->state;
+  st.now = chief_state::phase::done;
+  st.exit_reason = std::move(reason);
+  bool failed = static_cast<bool>(st.exit_reason);
+  if (st.grants) {
+    if (failed)
+      st.grants->drop_waiting(); // the exit message below ends them
+    else
+      st.grants->release_all();
+  }
+  auto stop = [&](const auto& handle) {
+    if (failed)
+      self->send_exit(handle, caf::exit_reason::user_shutdown);
+    else
+      self->send(handle, stop_atom::value);
+  };
+  if (st.token_queue && !failed)
+    self->send(st.token_queue, stop_atom::value); // releases workers waiting for a token
+  for (auto& shard : st.links.shards)
+    stop(shard);
+  for (auto& entry : st.workers)
+    if (auto w = caf::actor_cast<worker_actor>(entry.second))
+      stop(w);
+  if (st.shards_down >= st.links.shards.size())
+    quit(self);
+}
+
+void report_and_stop(self_ptr self, const training_result& r) {
+  if (self->state.links.on_finish)
+    self->state.links.on_finish(r);
+  stop_everyone(self, r.ok ? caf::error{caf::exit_reason::normal}
+                           : caf::make_error(caf::sec::runtime_error, r.error));
+}
+
+// Asks every shard for its traffic, logs the table, then reports. A shard
+// that does not answer leaves its row out.
+void collect_traffic_and_report(self_ptr self, training_result r) {
+  auto& st = self->state;
+  auto result = std::make_shared<training_result>(std::move(r));
+  auto join = make_fan_in(st.links.shards.size(), [self, result] {
+    summarize_traffic(*result);
+    for (auto& line : traffic_table(*result))
+      spdlog::info("chief: {}", line);
+    report_and_stop(self, *result);
+  });
+  for (auto& shard : st.links.shards)
+    self->request(shard, st.config.runtime.request_timeout, stats_atom::value)
+      .then(
+        [result, join](shard_traffic& t) {
+          result->traffic.push_back(std::move(t));
+          join->arrive();
+        },
+        [join](caf::error&) { join->arrive(); });
+}
+
+// The test-set evaluation runs on an actor of its own: the chief's mailbox
+// keeps being served while it computes.
+void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
+  auto& st = self->state;
+  auto r = std::make_shared<training_result>(base_result(self));
+  r->examples_per_sec = train_seconds > 0 ? static_cast<double>(st.examples) / train_seconds : 0;
+  for (auto& v : st.links.net->variables())
+    r->variables.push_back(v.name);
+  r->values = values;
+  auto judge = st.config.detached_evaluation
+                 ? self->spawn<caf::detached>(evaluator, st.links.net, st.links.test)
+                 : self->spawn(evaluator, st.links.net, st.links.test);
+  // Evaluating 10,000 examples takes longer than any single request.
+  auto timeout = st.config.runtime.request_timeout * 10;
+  self->request(judge, timeout, evaluate_atom::value, std::move(values))
+    .then(
+      [self, r](double loss, uint64_t correct, uint64_t examples) {
+        r->ok = true;
+        r->test_loss = loss;
+        r->test_accuracy = examples ? static_cast<double>(correct) / examples : 0.0;
+        r->wall_seconds = seconds_since(self->state.created);
+        spdlog::info("chief: done: global_step={} test_accuracy={:.4f} test_loss={:.4f} "
+                     "examples/s={:.0f}",
+                     r->global_step, r->test_accuracy, r->test_loss, r->examples_per_sec);
+        collect_traffic_and_report(self, std::move(*r));
+      },
+      [self, r](caf::error& err) {
+        r->values.clear();
+        r->variables.clear();
+        r->error = describe(err);
+        collect_traffic_and_report(self, std::move(*r));
+      });
+}
+
+} // namespace
+
+void finish(self_ptr self) {
+  auto& st = self->state;
+  st.now = chief_state::phase::finishing;
+  if (st.grants)
+    st.grants->release_all(); // nothing left to wait for
+  double train_seconds = st.started ? seconds_since(*st.started) : 0.0;
+  spdlog::info("chief: reached last_step {}; evaluating on {} test examples",
+               st.config.train.last_step, st.links.test->size());
+  auto& vars = st.links.net->variables();
+  auto params = std::make_shared<std::vector<tensor>>();
+  for (auto& v : vars)
+    params->emplace_back(v.shape);
+  auto join = make_fan_in(st.router->parts().size(), [self, params, train_seconds] {
+    evaluate(self, std::move(*params), train_seconds);
+  });
+  for (auto& part : st.router->parts())
+    self->request(st.links.shards[static_cast<size_t>(part.shard)],
+                  st.config.runtime.request_timeout, pull_atom::value, part.names)
+      .then(
+        [self, params, join, part](pull_reply& reply) {
+          try {
+            self->state.router->gather(part, std::move(reply.values), *params);
+          } catch (const std::exception& e) {
+            abort_run(self, std::string("reading the final values: ") + e.what());
+            return;
+          }
+          join->arrive();
+        },
+        [self, shard = part.shard](caf::error& err) {
+          abort_run(self, "reading the final values from ps:" + std::to_string(shard)
+                            + " failed: " + describe(err));
+        });
+}
+
+void abort_run(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  if (st.now == chief_state::phase::done)
+    return;
+  spdlog::error("chief: training failed: {}", why);
+  auto r = base_result(self);
+  r.error = why;
+  report_and_stop(self, r);
+}
+
+void on_shard_down(self_ptr self, size_t shard, const caf::error& reason) {
+  auto& st = self->state;
+  ++st.shards_down;
+  if (st.now == chief_state::phase::done) {
+    if (st.shards_down == st.links.shards.size())
+      quit(self);
+    return;
+  }
+  if (st.now == chief_state::phase::finishing) {
+    // The final values are being read or were: a failed read aborts the run.
+    spdlog::warn("chief: lost ps:{} ({}) while finishing", shard, self->system().render(reason));
+    return;
+  }
+  abort_run(self, "lost ps:" + std::to_string(shard) + " (" + self->system().render(reason)
+                    + "); its variables are gone");
+}
+
+// The token queue is linked, but a normal exit does not take linked actors
+// down: end it explicitly whenever the chief quits.
+void quit(self_ptr self) {
+  auto& st = self->state;
+  if (st.token_queue)
+    self->send_exit(st.token_queue, caf::exit_reason::user_shutdown);
+  self->quit(st.exit_reason);
+}
+
+} // namespace troupe::chief_run

@@ -1,0 +1,34 @@
+#pragma once
+// Internal to the chief: what its two files share. chief.cpp runs training
+// (initialisation, steps, workers, the watchdog); chief_end.cpp ends a run
+// (final values, evaluation, traffic, the result, stopping everyone).
+#include <string>
+
+#include "actors/chief/chief.hpp"
+
+namespace troupe::chief_run {
+
+using self_ptr = chief_impl::stateful_pointer<chief_state>;
+
+inline bool is_sync(self_ptr self) {
+  return self->state.config.train.mode == update_mode::sync;
+}
+
+inline int64_t global_step(self_ptr self) {
+  return is_sync(self) ? self->state.sync_step : self->state.grants->global_step();
+}
+
+/// last_step reached: reads the final values, has them evaluated, collects
+/// the shards' traffic, reports the result and stops every task.
+void finish(self_ptr self);
+
+/// Fails the run: reports the error and ends every task with user_shutdown.
+void abort_run(self_ptr self, const std::string& why);
+
+/// A shard went down (after the stop, or as a failure).
+void on_shard_down(self_ptr self, size_t shard, const caf::error& reason);
+
+/// Quits with the run's exit reason (once the stop is sent), ending the token queue.
+void quit(self_ptr self);
+
+} // namespace troupe::chief_run

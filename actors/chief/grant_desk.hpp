@@ -1,0 +1,106 @@
+#pragma once
+// Async mode: the chief's answer to each worker's report, without CAF. It
+// keeps the step budget (grants, completions, revocations), the workers that
+// wait because every remaining step is held by others, and the count of
+// updates that were not applied. Reply is what a waiting worker is answered
+// through: a CAF response promise in the chief, a recorder in tests; it
+// needs deliver(step_grant).
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "actors/chief/step_budget.hpp"
+#include "actors/protocol/protocol.hpp"
+
+namespace troupe {
+
+template <class Reply>
+class grant_desk {
+public:
+  enum class outcome {
+    granted,   ///< compute `step` next
+    waiting,   ///< park the worker's reply: a revoked step or the end will answer it
+    finished,  ///< every step is done: stop (the run ends now)
+    diverged,  ///< more updates than allowed were not applied: abort the run
+  };
+
+  struct answer {
+    outcome what = outcome::granted;
+    int64_t step = 0;
+    bool completed = false;  ///< the report completed the worker's grant (an update counted)
+  };
+
+  grant_desk(int64_t last_step, int64_t max_refused) : budget_(last_step), max_refused_(max_refused) {}
+
+  /// A worker's report (also a non-finite gradient's, with applied = false):
+  /// completes or revokes its grant, then hands it its next step.
+  answer report(const step_report& r) {
+    answer out;
+    if (r.step >= 0 && budget_.has_grant(r.worker)) {
+      if (r.applied) {
+        budget_.complete(r.worker);
+        out.completed = true;
+      } else {
+        revoke(r.worker);
+        if (++refused_ > max_refused_)
+          return {outcome::diverged, 0, false};
+      }
+    }
+    if (budget_.finished()) {
+      out.what = outcome::finished;
+      return out;
+    }
+    if (auto step = budget_.grant(r.worker)) {
+      out.step = *step;
+      return out;
+    }
+    out.what = outcome::waiting;
+    return out;
+  }
+
+  /// Keeps the reply of a worker told to wait.
+  void park(int32_t worker, Reply reply) { waiting_.insert_or_assign(worker, std::move(reply)); }
+
+  /// A worker is gone: its grant goes to a waiting worker or back to the pool.
+  void lose(int32_t worker) {
+    waiting_.erase(worker);
+    revoke(worker);
+  }
+
+  /// The end of the run: every waiting worker is answered stop.
+  void release_all() {
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& entry : waiting)
+      entry.second.deliver(step_grant{0, true});
+  }
+
+  /// Forgets the waiting workers without answering (an aborted run ends them).
+  void drop_waiting() { waiting_.clear(); }
+
+  int64_t global_step() const noexcept { return budget_.global_step(); }
+  int64_t refused() const noexcept { return refused_; }
+  size_t waiting() const noexcept { return waiting_.size(); }
+  bool finished() const noexcept { return budget_.finished(); }
+
+private:
+  // The step goes to the first waiting worker at once, else back to the pool.
+  void revoke(int32_t worker) {
+    budget_.revoke(worker);
+    if (waiting_.empty())
+      return;
+    auto next = waiting_.begin();
+    if (auto step = budget_.grant(next->first)) {
+      auto reply = std::move(next->second);
+      waiting_.erase(next);
+      reply.deliver(step_grant{*step, false});
+    }
+  }
+
+  step_budget budget_;
+  int64_t max_refused_;
+  int64_t refused_ = 0;
+  std::map<int32_t, Reply> waiting_;  // worker -> its reply, lowest index served first
+};
+
+} // namespace troupe

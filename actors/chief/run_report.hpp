@@ -1,0 +1,47 @@
+#pragma once
+// What a finished (or failed) run reports: the result the chief assembles,
+// the final JSON line the node prints, and the per-shard traffic table.
+// Plain values; no CAF.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/protocol/protocol.hpp"
+#include "config/settings/settings.hpp"
+
+namespace troupe {
+
+struct training_result {
+  bool ok = false;
+  std::string error;        ///< why training failed, if it did
+  update_mode mode = update_mode::async;
+  int64_t global_step = 0;
+  double test_accuracy = 0;
+  double test_loss = 0;
+  double examples_per_sec = 0;
+  double wall_seconds = 0;
+  uint64_t examples = 0;
+  int64_t refused_steps = 0;       ///< async: updates not applied (refused, non-finite)
+  uint64_t dropped_gradients = 0;  ///< sync: gradients not applied (stale, refused)
+  /// Per-shard traffic, in shard order, and max / mean of bytes in + out
+  /// (0 if unknown).
+  std::vector<shard_traffic> traffic;
+  double ps_imbalance = 0;
+  /// The trained model: every variable, in model order (empty on failure).
+  std::vector<std::string> variables;
+  std::vector<tensor> values;
+
+  /// The final line the node prints: {"event":"final","ok":...}.
+  std::string to_json() const;
+  /// {"event":"traffic",...}: per shard and variable, one line.
+  std::string traffic_json() const;
+};
+
+/// Sorts the shards' traffic by shard and sets ps_imbalance.
+void summarize_traffic(training_result& result);
+
+/// The traffic table for the chief's log: a header, one line per shard and
+/// the imbalance.
+std::vector<std::string> traffic_table(const training_result& result);
+
+} // namespace troupe

@@ -1,0 +1,46 @@
+#pragma once
+// A shard's traffic since it started, in total and per variable: what the
+// chief's final report and its imbalance figure are made of. No CAF.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "actors/protocol/protocol.hpp"
+
+namespace troupe {
+
+class traffic_counter {
+public:
+  /// A pull answered with these values.
+  void pulled(const std::vector<std::string>& names, const std::vector<tensor>& values) {
+    ++pulls_;
+    for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
+      out_ += values[i].bytes();
+      by_variable_[names[i]].bytes_out += values[i].bytes();
+    }
+  }
+
+  /// A push received with these gradients (applied or not).
+  void pushed(const std::vector<std::string>& names, const std::vector<tensor>& gradients) {
+    ++pushes_;
+    for (size_t i = 0; i < names.size() && i < gradients.size(); ++i) {
+      in_ += gradients[i].bytes();
+      by_variable_[names[i]].bytes_in += gradients[i].bytes();
+    }
+  }
+
+  /// The reply to the chief's stats request; variables by name.
+  shard_traffic report(int32_t shard, uint64_t bytes_held) const {
+    shard_traffic out{shard, bytes_held, in_, out_, pulls_, pushes_, {}};
+    for (auto& [name, counts] : by_variable_)
+      out.variables.push_back({name, counts.bytes_in, counts.bytes_out});
+    return out;
+  }
+
+private:
+  uint64_t pulls_ = 0, pushes_ = 0, in_ = 0, out_ = 0;
+  std::map<std::string, variable_traffic> by_variable_;
+};
+
+} // namespace troupe

@@ -1,0 +1,97 @@
+// Async mode's grants, waiting workers and refusals, without CAF.
+#include <map>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+#include "actors/chief/grant_desk.hpp"
+
+using namespace troupe;
+
+namespace {
+
+// Stands in for a response promise: records what the worker was answered.
+struct recorded_reply {
+  std::shared_ptr<std::vector<step_grant>> log = std::make_shared<std::vector<step_grant>>();
+  void deliver(step_grant g) { log->push_back(g); }
+};
+
+step_report done(int32_t worker, int64_t step, bool applied = true) {
+  step_report r;
+  r.worker = worker;
+  r.step = step;
+  r.applied = applied;
+  return r;
+}
+
+using desk = grant_desk<recorded_reply>;
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(grant_desk_tests)
+
+BOOST_AUTO_TEST_CASE(reports_complete_grants_and_hand_out_the_next) {
+  desk d(3, 10);
+  auto a = d.report(done(0, -1, false));  // joining
+  BOOST_TEST((a.what == desk::outcome::granted));
+  BOOST_TEST(a.step == 0);
+  BOOST_TEST(!a.completed);
+  a = d.report(done(0, 0));
+  BOOST_TEST(a.completed);
+  BOOST_TEST(a.step == 1);
+  BOOST_TEST(d.global_step() == 1);
+  // A report for a step the worker does not hold counts nothing.
+  a = d.report(done(1, 7));
+  BOOST_TEST(!a.completed);
+  BOOST_TEST(a.step == 2);
+  BOOST_TEST((d.report(done(0, 1)).what == desk::outcome::waiting));  // step 2 held by worker 1
+  a = d.report(done(1, 2));
+  BOOST_TEST((a.what == desk::outcome::finished));
+  BOOST_TEST(d.finished());
+}
+
+BOOST_AUTO_TEST_CASE(a_waiting_worker_gets_a_revoked_step_at_once) {
+  desk d(2, 10);
+  d.report(done(0, -1, false));  // step 0
+  d.report(done(1, -1, false));  // step 1
+  auto a = d.report(done(2, -1, false));
+  BOOST_REQUIRE((a.what == desk::outcome::waiting));
+  recorded_reply reply;
+  d.park(2, reply);
+  BOOST_TEST(d.waiting() == 1u);
+  d.lose(1);  // worker 1 gone with step 1
+  BOOST_REQUIRE(reply.log->size() == 1u);
+  BOOST_TEST(reply.log->at(0).step == 1);
+  BOOST_TEST(!reply.log->at(0).stop);
+  BOOST_TEST(d.waiting() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(refused_updates_are_granted_again_then_the_run_diverges) {
+  desk d(5, 2);
+  d.report(done(0, -1, false));
+  auto a = d.report(done(0, 0, false));  // refused: step 0 again
+  BOOST_TEST((a.what == desk::outcome::granted));
+  BOOST_TEST(a.step == 0);
+  BOOST_TEST(d.refused() == 1);
+  d.report(done(0, 0, false));
+  BOOST_TEST((d.report(done(0, 0, false)).what == desk::outcome::diverged));
+  BOOST_TEST(d.refused() == 3);
+  BOOST_TEST(d.global_step() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_end_releases_every_waiting_worker_with_stop) {
+  desk d(1, 10);
+  d.report(done(0, -1, false));
+  recorded_reply one, two;
+  BOOST_REQUIRE((d.report(done(1, -1, false)).what == desk::outcome::waiting));
+  d.park(1, one);
+  BOOST_REQUIRE((d.report(done(2, -1, false)).what == desk::outcome::waiting));
+  d.park(2, two);
+  d.release_all();
+  BOOST_REQUIRE(one.log->size() == 1u);
+  BOOST_TEST(one.log->at(0).stop);
+  BOOST_TEST(two.log->at(0).stop);
+  BOOST_TEST(d.waiting() == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
