@@ -244,10 +244,10 @@ public:
     }
     mask_.resize(n);
     // The CPU layer's rule, to the bit: same threshold, scale and stream.
-    auto keep_below = static_cast<uint64_t>((1.0 - d_.rate) * 4294967296.0);
+    auto keep_below = shared::dropout_keep_below(d_.rate);
     dropout_forward(x, y, mask_.data(), n, keep_below, 1.0f / (1.0f - d_.rate), counter_,
                     cx.compute);
-    counter_ += ((n + 1) / 2) * element::golden_gamma;  // the draws the CPU layer makes
+    counter_ = shared::dropout_advance(counter_, n);  // the draws the CPU layer makes
   }
   void backward(device_context& cx, int64_t batch, const float*, const float*, const float* dy,
                 float* dx, const float* const*, float* const*) override {

@@ -2,19 +2,17 @@
 // What each GPU thread computes, as plain functions of its index: the kernels
 // in kernels.cu call them, and tests/gpu/element_math_test.cpp runs them on
 // the CPU over every index against the CPU layers, so the index arithmetic
-// (NHWC, padding, stride, chunks), the pooling windows, the dropout stream
-// and the cuBLAS argument mapping are checked on machines without a GPU.
+// (NHWC, padding, stride, chunks), the pooling windows and the cuBLAS
+// argument mapping are checked on machines without a GPU. The arithmetic
+// the CPU layers share with the kernels (dropout masks, softmax
+// cross-entropy) is tensor/nn/shared_math.hpp, included here.
 // No CUDA headers: this compiles with the C++ compiler too.
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TROUPE_HD __host__ __device__
-#else
-#define TROUPE_HD
-#endif
+#include "tensor/nn/shared_math.hpp"
 
 namespace troupe::gpu::element {
 
@@ -115,48 +113,6 @@ TROUPE_HD inline void max_pool_backward(int i, const float* dy, const int32_t* a
         sum += dy[o];
     }
   dx[i] = sum;
-}
-
-/// The CPU dropout's generator (tensor/layers.cpp): SplitMix64 over a
-/// counter, each 64-bit draw deciding two values; counter-based, so each
-/// thread computes its own draw and CPU and GPU workers draw the same masks.
-TROUPE_HD inline uint64_t splitmix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-constexpr uint64_t golden_gamma = 0x9e3779b97f4a7c15ull;
-
-/// Value i's mask: draw i / 2 + 1 after `counter`, half i % 2.
-TROUPE_HD inline float dropout_mask(size_t i, uint64_t keep_below, float scale, uint64_t counter) {
-  uint64_t bits = splitmix64(counter + (i / 2 + 1) * golden_gamma) >> (32 * (i % 2));
-  return (bits & 0xffffffffu) < keep_below ? scale : 0.0f;
-}
-
-/// Row r of softmax cross-entropy over [rows, classes] logits.
-TROUPE_HD inline void softmax_xent_row(int64_t r, const float* logits, const int32_t* labels,
-                                       float* loss, int32_t* correct, float* grad, int64_t rows,
-                                       int64_t classes) {
-  const float* z = logits + r * classes;
-  float top = z[0];
-  int64_t best = 0;
-  for (int64_t j = 1; j < classes; ++j)
-    if (z[j] > top) {
-      top = z[j];
-      best = j;
-    }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < classes; ++j)
-    sum += expf(z[j] - top);
-  int32_t label = labels[r];
-  loss[r] = logf(sum) - (z[label] - top);
-  correct[r] = best == label ? 1 : 0;
-  if (grad) {
-    float inv_rows = 1.0f / static_cast<float>(rows);
-    for (int64_t j = 0; j < classes; ++j)
-      grad[r * classes + j] = (expf(z[j] - top) / sum - (j == label ? 1.0f : 0.0f)) * inv_rows;
-  }
 }
 
 /// The column-major GEMM call (cuBLAS's convention) that computes the

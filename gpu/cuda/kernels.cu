@@ -113,7 +113,8 @@ __global__ void dropout_kernel(const float* x, float* y, float* mask, size_t n,
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n)
     return;
-  float m = element::dropout_mask(i, keep_below, scale, counter);
+  float m = shared::dropout_mask(shared::dropout_draw(counter, i / 2), static_cast<unsigned>(i % 2),
+                                 keep_below, scale);
   mask[i] = m;
   y[i] = x[i] * m;
 }
@@ -128,8 +129,13 @@ __global__ void softmax_xent_kernel(const float* logits, const int32_t* labels, 
                                     int32_t* correct, float* grad, int64_t rows,
                                     int64_t classes) {
   int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (r < rows)
-    element::softmax_xent_row(r, logits, labels, loss, correct, grad, rows, classes);
+  if (r >= rows)
+    return;
+  bool hit = false;
+  loss[r] = shared::softmax_xent_row<float>(logits + r * classes, classes, labels[r],
+                                            1.0f / static_cast<float>(rows),
+                                            grad ? grad + r * classes : nullptr, &hit);
+  correct[r] = hit ? 1 : 0;
 }
 
 struct square {

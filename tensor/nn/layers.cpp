@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 
 #include "tensor/core/error.hpp"
+#include "tensor/nn/shared_math.hpp"
 
 namespace troupe {
 
@@ -676,17 +677,18 @@ public:
       return;
     }
     mask_.resize(x.shape());
-    // Keep a value when a uniform 32-bit draw falls below (1 - rate) * 2^32;
-    // each 64-bit draw decides two values.
-    auto keep_below = static_cast<uint64_t>((1.0 - rate_) * 4294967296.0);
+    // The masks a GPU worker draws too (shared_math.hpp): each 64-bit draw
+    // decides two values.
+    auto keep_below = shared::dropout_keep_below(rate_);
     float scale = 1.0f / (1.0f - rate_);
     for (size_t i = 0; i < x.size(); i += 2) {
-      uint64_t bits = next_bits();
-      for (size_t j = i; j < std::min(i + 2, x.size()); ++j, bits >>= 32) {
-        mask_[j] = (bits & 0xffffffffu) < keep_below ? scale : 0.0f;
+      uint64_t draw = shared::dropout_draw(counter_, i / 2);
+      for (size_t j = i; j < std::min(i + 2, x.size()); ++j) {
+        mask_[j] = shared::dropout_mask(draw, static_cast<unsigned>(j - i), keep_below, scale);
         y[j] = x[j] * mask_[j];
       }
     }
+    counter_ = shared::dropout_advance(counter_, x.size());
   }
   void backward(const tensor& x, const tensor&, const tensor& dy, tensor* dx, const tensor*,
                 tensor*) override {
@@ -700,15 +702,6 @@ public:
   }
 
 private:
-  // SplitMix64 over a counter: a seeded, reproducible stream, far cheaper
-  // per value than a Mersenne twister behind a bernoulli distribution.
-  uint64_t next_bits() {
-    uint64_t z = (counter_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-
   float rate_;
   uint64_t seed_;
   uint64_t counter_;

@@ -6,7 +6,7 @@
 #include "tensor/core/error.hpp"
 #include "tensor/nn/layer_spec.hpp"
 #include "tensor/nn/layers.hpp"
-#include "tensor/core/ops.hpp"
+#include "tensor/nn/loss.hpp"
 
 namespace troupe {
 
@@ -93,8 +93,8 @@ public:
                          std::vector<tensor>& grads) override {
     check_params(params);
     const tensor& logits = forward(params, b, true);
-    batch_stats out{ops::softmax_cross_entropy(logits, b.labels, grad_logits_),
-                    ops::count_correct(logits, b.labels), b.size()};
+    auto loss = softmax_cross_entropy(logits, b.labels, &grad_logits_);
+    batch_stats out{loss.loss, loss.correct, b.size()};
     grads.resize(vars_.size());
     const tensor* upstream = &grad_logits_;
     for (size_t i = layers_.size(); i-- > 0;) {
@@ -114,8 +114,8 @@ public:
   batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
     check_params(params);
     const tensor& logits = forward(params, b, false);
-    return {ops::softmax_cross_entropy(logits, b.labels), ops::count_correct(logits, b.labels),
-            b.size()};
+    auto loss = softmax_cross_entropy(logits, b.labels);
+    return {loss.loss, loss.correct, b.size()};
   }
 
 private:

@@ -1,15 +1,13 @@
 #include "tensor/plan/placement.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <map>
-#include <sstream>
 
 #include <fnmatch.h>
 
 #include "tensor/core/error.hpp"
+#include "tensor/core/spec_text.hpp"
 
 namespace troupe {
 
@@ -79,71 +77,42 @@ std::vector<placed_slice> place_greedy_bytes(const std::vector<variable_slice>& 
 }
 
 partition_rule parse_partition_rule(const std::string& text) {
-  std::istringstream in(text);
-  std::string pattern, kind, word;
-  in >> pattern >> kind;
-  auto fail = [&](const std::string& why) -> partition_rule {
-    throw troupe_error("partitioner rule \"" + text + "\": " + why
-                       + " (write \"PATTERN fixed_size shards=N [axis=A]\", \"PATTERN min_max "
-                         "max_partitions=N [axis=A] [min_slice_bytes=B]\" or \"PATTERN "
-                         "axis_size max_shard_bytes=B [axis=A] [max_shards=N]\")");
+  spec_text s("partitioner rule", text, 2,
+              "write \"PATTERN fixed_size shards=N [axis=A]\", \"PATTERN min_max "
+              "max_partitions=N [axis=A] [min_slice_bytes=B]\" or \"PATTERN axis_size "
+              "max_shard_bytes=B [axis=A] [max_shards=N]\"");
+  if (s.word_count() < 2)
+    s.fail("needs a variable-name pattern and a partitioner");
+  auto& kind = s.word(1);
+  partition_rule rule{s.word(0), nullptr, text};
+  auto axis = [&] {
+    auto a = s.integer("axis", 0);
+    if (a < 0 || a > 7)
+      s.fail("axis = " + std::to_string(a) + " is not a tensor axis");
+    return static_cast<int32_t>(a);
   };
-  if (pattern.empty() || kind.empty())
-    return fail("needs a variable-name pattern and a partitioner");
-  std::map<std::string, int64_t> args;
-  while (in >> word) {
-    auto eq = word.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return fail("'" + word + "' is not key=value");
-    auto key = word.substr(0, eq), value = word.substr(eq + 1);
-    char* end = nullptr;
-    errno = 0;
-    long long v = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || errno != 0)
-      return fail(key + " = '" + value + "' is not an integer");
-    if (!args.emplace(key, v).second)
-      return fail(key + " is given twice");
-  }
-  std::map<std::string, std::pair<bool, int64_t>> known;  // key -> (required, default)
-  if (kind == "fixed_size")
-    known = {{"shards", {true, 0}}, {"axis", {false, 0}}};
-  else if (kind == "min_max")
-    known = {{"max_partitions", {true, 0}}, {"axis", {false, 0}},
-             {"min_slice_bytes", {false, 256 << 10}}};
-  else if (kind == "axis_size")
-    known = {{"max_shard_bytes", {true, 0}}, {"axis", {false, 0}}, {"max_shards", {false, 0}}};
-  else
-    return fail("unknown partitioner '" + kind + "' (known: fixed_size, min_max, axis_size)");
-  for (auto& [key, value] : args)
-    if (!known.count(key)) {
-      std::string keys;
-      for (auto& k : known)
-        keys += (keys.empty() ? "" : ", ") + k.first;
-      return fail(kind + " has no parameter '" + key + "' (it takes " + keys + ")");
+  // The partitioners check their own ranges; their errors get the rule's name.
+  auto build = [&](auto make) {
+    try {
+      rule.split = make();
+    } catch (const troupe_error& e) {
+      s.fail(e.what());
     }
-  auto get = [&](const std::string& key) {
-    auto it = args.find(key);
-    if (it != args.end())
-      return it->second;
-    if (known[key].first)
-      fail(kind + " needs " + key + "=...");
-    return known[key].second;
   };
-  auto axis = get("axis");
-  if (axis < 0 || axis > 7)
-    return fail("axis = " + std::to_string(axis) + " is not a tensor axis");
-  partition_rule rule{pattern, nullptr, text};
-  try {
-    if (kind == "fixed_size")
-      rule.split = make_fixed_size(get("shards"), static_cast<int32_t>(axis));
-    else if (kind == "min_max")
-      rule.split = make_min_max(get("max_partitions"), static_cast<int32_t>(axis),
-                                get("min_slice_bytes"));
-    else
-      rule.split = make_axis_size(get("max_shard_bytes"), static_cast<int32_t>(axis),
-                                  get("max_shards"));
-  } catch (const troupe_error& e) {
-    return fail(e.what());
+  if (kind == "fixed_size") {
+    s.allow_only({"shards", "axis"}, kind);
+    auto shards = s.integer("shards");
+    build([&] { return make_fixed_size(shards, axis()); });
+  } else if (kind == "min_max") {
+    s.allow_only({"max_partitions", "axis", "min_slice_bytes"}, kind);
+    auto most = s.integer("max_partitions"), min_bytes = s.integer("min_slice_bytes", 256 << 10);
+    build([&] { return make_min_max(most, axis(), min_bytes); });
+  } else if (kind == "axis_size") {
+    s.allow_only({"max_shard_bytes", "axis", "max_shards"}, kind);
+    auto max_bytes = s.integer("max_shard_bytes"), max_shards = s.integer("max_shards", 0);
+    build([&] { return make_axis_size(max_bytes, axis(), max_shards); });
+  } else {
+    s.fail("unknown partitioner '" + kind + "' (known: fixed_size, min_max, axis_size)");
   }
   return rule;
 }

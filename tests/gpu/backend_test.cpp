@@ -15,7 +15,7 @@
 #include "gpu/parity.hpp"
 #include "tensor/core/error.hpp"
 #include "tensor/nn/layers.hpp"
-#include "tensor/core/ops.hpp"
+#include "tensor/nn/loss.hpp"
 #include "tensor/optim/optimizer.hpp"
 #include "tests/support/tensors.hpp"
 
@@ -216,13 +216,14 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_and_accuracy) {
     for (int i = 0; i < rows; ++i)
       labels.push_back(i % classes);
     tensor cpu_grad, gpu_grad;
-    double cpu_loss = ops::softmax_cross_entropy(logits, labels, cpu_grad);
+    auto cpu = softmax_cross_entropy(logits, labels, &cpu_grad);
+    double cpu_loss = cpu.loss;
     size_t gpu_correct = 0;
     double gpu_loss = gpu::softmax_cross_entropy_on_device(logits, labels, gpu_grad, gpu_correct,
                                                            cuda0);
     BOOST_TEST(std::fabs(gpu_loss - cpu_loss) <= 1e-5 * std::fabs(cpu_loss));
     BOOST_TEST(relative_error(gpu_grad, cpu_grad) <= 1e-5);
-    BOOST_TEST(gpu_correct == ops::count_correct(logits, labels));
+    BOOST_TEST(gpu_correct == cpu.correct);
   }
 }
 

@@ -10,7 +10,7 @@
 
 #include "gpu/cuda/element_math.hpp"
 #include "tensor/nn/layers.hpp"
-#include "tensor/core/ops.hpp"
+#include "tensor/nn/loss.hpp"
 #include "tests/support/tensors.hpp"
 
 using namespace troupe;
@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(dropout_draws_the_cpu_stream) {
     auto l = make_dropout("dropout", rate, seed);
     l->configure({1023});
     auto x = random_tensor({3, 1023}, 11, 0.5f, 1.0f);  // no zeros: the mask shows in y
-    auto keep_below = static_cast<uint64_t>((1.0 - rate) * 4294967296.0);
+    auto keep_below = shared::dropout_keep_below(rate);
     float scale = 1.0f / (1.0f - rate);
     uint64_t counter = seed;  // the GPU layer starts where the CPU layer does
     for (int step = 0; step < 2; ++step) {
@@ -184,10 +184,13 @@ BOOST_AUTO_TEST_CASE(dropout_draws_the_cpu_stream) {
       l->forward(x, y, nullptr, true);
       size_t mismatches = 0;
       for (size_t i = 0; i < x.size(); ++i)
-        if (x[i] * el::dropout_mask(i, keep_below, scale, counter) != y[i])
+        // What dropout_kernel computes for thread i.
+        if (x[i] * shared::dropout_mask(shared::dropout_draw(counter, i / 2),
+                                        static_cast<unsigned>(i % 2), keep_below, scale)
+            != y[i])
           ++mismatches;
       BOOST_TEST(mismatches == 0u, "rate " << rate << " step " << step);
-      counter += ((x.size() + 1) / 2) * el::golden_gamma;  // as cuda_model advances it
+      counter = shared::dropout_advance(counter, x.size());  // as cuda_model advances it
     }
   }
 }
@@ -197,20 +200,19 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_rows_and_relu) {
   auto logits = random_tensor({rows, classes}, 12, -4.0f, 4.0f);
   std::vector<int32_t> labels{0, 3, 9, 2, 2, 7};
   tensor cpu_grad;
-  double cpu_loss = ops::softmax_cross_entropy(logits, labels, cpu_grad);
-  std::vector<float> loss(rows), grad(rows * classes);
-  std::vector<int32_t> correct(rows);
-  for (int64_t r = 0; r < rows; ++r)
-    el::softmax_xent_row(r, logits.data(), labels.data(), loss.data(), correct.data(), grad.data(),
-                         rows, classes);
+  auto cpu = softmax_cross_entropy(logits, labels, &cpu_grad);
+  // What softmax_xent_kernel computes for thread r: the same row, in float.
+  std::vector<float> grad(rows * classes);
   double sum = 0;
   size_t hits = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    sum += loss[r];
-    hits += static_cast<size_t>(correct[r]);
+    bool hit = false;
+    sum += shared::softmax_xent_row<float>(logits.data() + r * classes, classes, labels[r],
+                                           1.0f / rows, grad.data() + r * classes, &hit);
+    hits += hit;
   }
-  BOOST_TEST(std::fabs(sum / rows - cpu_loss) < 1e-5 * std::fabs(cpu_loss));
-  BOOST_TEST(hits == ops::count_correct(logits, labels));
+  BOOST_TEST(std::fabs(sum / rows - cpu.loss) < 1e-5 * std::fabs(cpu.loss));
+  BOOST_TEST(hits == cpu.correct);
   BOOST_TEST(relative_error(grad.data(), cpu_grad) < 1e-5);
   BOOST_TEST(std::isnan(el::relu(std::nanf(""))));  // as the CPU's max keeps it
   BOOST_TEST(el::relu(-2.0f) == 0.0f);

@@ -52,10 +52,11 @@ BOOST_AUTO_TEST_CASE(bad_rules_name_the_rule_and_the_problem) {
   };
   has(error_of("fc1/weights"), "needs a variable-name pattern and a partitioner");
   has(error_of("fc1/weights fixed_sized shards=2"), "unknown partitioner 'fixed_sized'");
-  has(error_of("fc1/weights fixed_size"), "needs shards=");
+  has(error_of("fc1/weights fixed_size"), "missing parameter 'shards'");
   has(error_of("fc1/weights fixed_size shards=0"), "num_shards >= 1");
   has(error_of("fc1/weights fixed_size shards=two"), "'two' is not an integer");
-  has(error_of("fc1/weights fixed_size shards=2 shard=2"), "no parameter 'shard'");
+  has(error_of("fc1/weights fixed_size shards=2 shard=2"), "unknown parameter 'shard' for fixed_size");
+  has(error_of("fc1/weights fixed_size shards=2 shards=3"), "shards is given twice");
   has(error_of("fc1/weights fixed_size shards 2"), "'shards' is not key=value");
   has(error_of("x min_max max_partitions=2 min_slice_bytes=0"), "min_slice_bytes >= 1");
   has(error_of("x axis_size max_shard_bytes=0"), "max_shard_bytes >= 1");
