@@ -60,6 +60,11 @@ struct pull_reply {
   std::vector<tensor> values;
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pull_reply& x) {
+  return f(caf::meta::type_name("pull_reply"), x.version, x.values);
+}
+
 /// A worker's account of one step. step < 0 means "no step yet" (the first
 /// report of a worker only asks for a step). applied = false means at least
 /// one shard refused its part (in sync mode also stale or past the end).
@@ -72,11 +77,22 @@ struct step_report {
   uint64_t examples = 0;
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_report& x) {
+  return f(caf::meta::type_name("step_report"), x.worker, x.step, x.applied, x.loss, x.correct,
+           x.examples);
+}
+
 /// The answer to a report: compute at global step `step` next, or stop.
 struct step_grant {
   int64_t step = 0;
   bool stop = false;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_grant& x) {
+  return f(caf::meta::type_name("step_grant"), x.step, x.stop);
+}
 
 /// Sync mode: what the token queue tells the chief after each update.
 struct step_summary {
@@ -89,12 +105,23 @@ struct step_summary {
   uint64_t tokens = 0;         ///< tokens released by this update
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
+  return f(caf::meta::type_name("step_summary"), x.step, x.loss, x.correct, x.examples,
+           x.straggler_ms, x.dropped, x.tokens);
+}
+
 /// One variable's (or slice's) traffic on a shard.
 struct variable_traffic {
   std::string name;
   uint64_t bytes_in = 0;   ///< gradient payload received by pushes
   uint64_t bytes_out = 0;  ///< value payload sent in pull replies
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, variable_traffic& x) {
+  return f(caf::meta::type_name("variable_traffic"), x.name, x.bytes_in, x.bytes_out);
+}
 
 /// A shard's traffic since it started: what the chief's final report shows.
 struct shard_traffic {
@@ -106,6 +133,12 @@ struct shard_traffic {
   uint64_t pushes = 0;
   std::vector<variable_traffic> variables;  ///< by name
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_traffic& x) {
+  return f(caf::meta::type_name("shard_traffic"), x.shard, x.bytes_held, x.bytes_in, x.bytes_out,
+           x.pulls, x.pushes, x.variables);
+}
 
 // -- typed actor interfaces --------------------------------------------------
 
@@ -131,12 +164,24 @@ using token_queue_actor = caf::typed_actor<
   // chief -> queue: release every waiting worker with stop
   caf::reacts_to<stop_atom>>;
 
+/// planned_slice (tensor/plan/training_plan.hpp) on the wire.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, planned_slice& x) {
+  return f(caf::meta::type_name("planned_slice"), x.name, x.shard, x.variable, x.axis, x.offset,
+           x.extent);
+}
+
 /// What the chief tells a ready worker: every slice of the model's variables
 /// and the shard each lives on, and whom to report steps to.
 struct training_plan {
   std::vector<planned_slice> slices;
   step_coordinator_actor coordinator;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
+  return f(caf::meta::type_name("training_plan"), x.slices, x.coordinator);
+}
 
 /// How a shard applies pushes, sent with its first values.
 struct shard_options {
@@ -145,6 +190,12 @@ struct shard_options {
   int64_t last_step = 0;              ///< sync: no update past this step
   token_queue_actor token_queue;      ///< sync: told after every update
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_options& x) {
+  return f(caf::meta::type_name("shard_options"), x.sync, x.replicas_to_aggregate, x.last_step,
+           x.token_queue);
+}
 
 /// A parameter-server shard (published).
 using ps_shard_actor = caf::typed_actor<
@@ -193,58 +244,6 @@ using worker_actor = caf::typed_actor<caf::reacts_to<stop_atom>>;
 
 /// The worker as implemented: plus the message that starts its next step.
 using worker_impl = worker_actor::extend<caf::reacts_to<run_atom>>;
-
-// -- inspection: every field, in the order above ------------------------------
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, pull_reply& x) {
-  return f(caf::meta::type_name("pull_reply"), x.version, x.values);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_report& x) {
-  return f(caf::meta::type_name("step_report"), x.worker, x.step, x.applied, x.loss, x.correct,
-           x.examples);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_grant& x) {
-  return f(caf::meta::type_name("step_grant"), x.step, x.stop);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
-  return f(caf::meta::type_name("step_summary"), x.step, x.loss, x.correct, x.examples,
-           x.straggler_ms, x.dropped, x.tokens);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, variable_traffic& x) {
-  return f(caf::meta::type_name("variable_traffic"), x.name, x.bytes_in, x.bytes_out);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, shard_traffic& x) {
-  return f(caf::meta::type_name("shard_traffic"), x.shard, x.bytes_held, x.bytes_in, x.bytes_out,
-           x.pulls, x.pushes, x.variables);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, planned_slice& x) {
-  return f(caf::meta::type_name("planned_slice"), x.name, x.shard, x.variable, x.axis, x.offset,
-           x.extent);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
-  return f(caf::meta::type_name("training_plan"), x.slices, x.coordinator);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, shard_options& x) {
-  return f(caf::meta::type_name("shard_options"), x.sync, x.replicas_to_aggregate, x.last_step,
-           x.token_queue);
-}
 
 // -- registration ---------------------------------------------------------------
 

@@ -72,6 +72,13 @@ void check_tiling(const std::vector<planned_slice>& plan,
   }
 }
 
+void check_count(const slice_router::shard_part& part, size_t values) {
+  if (values != part.slices.size())
+    throw troupe_error("ps:" + std::to_string(part.shard) + " answered with "
+                       + std::to_string(values) + " values for "
+                       + std::to_string(part.slices.size()) + " slices");
+}
+
 } // namespace
 
 slice_router::slice_router(std::vector<planned_slice> plan,
@@ -98,10 +105,7 @@ slice_router::slice_router(std::vector<planned_slice> plan,
 
 void slice_router::gather(const shard_part& part, std::vector<tensor>&& values,
                           std::vector<tensor>& variables) const {
-  if (values.size() != part.slices.size())
-    throw troupe_error("ps:" + std::to_string(part.shard) + " answered with "
-                       + std::to_string(values.size()) + " values for "
-                       + std::to_string(part.slices.size()) + " slices");
+  check_count(part, values.size());
   for (size_t k = 0; k < values.size(); ++k) {
     auto i = part.slices[k];
     gather_slice(slices_[i], std::move(values[k]), variables.at(variable_of(i)));
@@ -110,10 +114,7 @@ void slice_router::gather(const shard_part& part, std::vector<tensor>&& values,
 
 void slice_router::gather(const shard_part& part, const std::vector<tensor>& values,
                           const std::vector<float*>& variables) const {
-  if (values.size() != part.slices.size())
-    throw troupe_error("ps:" + std::to_string(part.shard) + " answered with "
-                       + std::to_string(values.size()) + " values for "
-                       + std::to_string(part.slices.size()) + " slices");
+  check_count(part, values.size());
   for (size_t k = 0; k < values.size(); ++k) {
     auto i = part.slices[k];
     insert_slice(slices_[i], values[k], variables.at(variable_of(i)));
