@@ -173,7 +173,7 @@ void on_plan(self_ptr self, training_plan& plan) {
   st.params.resize(vars.size());
   st.grads.resize(vars.size());
   st.progress.restart();
-  spdlog::info("{}: ready; training on {} of {} examples", st.label, st.sampler->shard_size(),
+  spdlog::info("{}: ready; training on {} of {} examples", st.label, st.sampler->share_size(),
                st.links.train->size());
   self->send(self, run_atom::value);
 }

@@ -13,7 +13,7 @@
 #include "actors/common/progress_meter.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/worker/gradient_guard.hpp"
-#include "tensor/data/dataset.hpp"
+#include "tensor/data/sampler.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/plan/training_plan.hpp"
 
@@ -48,7 +48,7 @@ struct worker_state {
   std::string label;  // "worker:0"
   worker_config config;
   worker_links links;
-  std::optional<shard_sampler> sampler;
+  std::optional<example_sampler> sampler;  // this worker's share of the data
   std::optional<slice_router> router;  // the chief's plan, checked against the model
   std::optional<gradient_guard> guard;
   step_coordinator_actor coordinator;  // chief (async) or token queue (sync)

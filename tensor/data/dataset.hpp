@@ -1,7 +1,7 @@
 #pragma once
-// MNIST-format data (IDX files, gzipped or not) and per-worker sharding.
+// MNIST-format data (IDX files, gzipped or not) and batches of it. Which
+// examples each worker reads is sampler.hpp's.
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -41,33 +41,7 @@ uint32_t idx_item_count(const std::string& path);
 /// names the first missing file.
 maybe_failure check_mnist_dir(const std::string& dir);
 
-/// Worker `index` of `count` sees the examples i with i % count == index, in
-/// an order reshuffled each epoch from (seed, index, epoch), or in index order
-/// when shuffle is off (fixed data order, for equivalence checks).
-class shard_sampler {
-public:
-  shard_sampler(size_t examples, size_t index, size_t count, uint64_t seed,
-                bool shuffle = true);
-
-  /// Copies the next `batch_size` examples of this shard into `out`, starting
-  /// a new, reshuffled epoch when the shard is exhausted.
-  void next_batch(const dataset& data, size_t batch_size, batch& out);
-
-  size_t epoch() const noexcept { return epoch_; }
-  size_t shard_size() const noexcept { return order_.size(); }
-
-private:
-  void reshuffle();
-
-  std::vector<size_t> order_;
-  size_t position_ = 0;
-  size_t epoch_ = 0;
-  uint64_t seed_;
-  size_t index_;
-  bool shuffle_;
-};
-
 /// Copies rows [first, first + count) of `data` into `out` (evaluation).
-void slice_batch(const dataset& data, size_t first, size_t count, batch& out);
+void copy_batch(const dataset& data, size_t first, size_t count, batch& out);
 
 } // namespace troupe

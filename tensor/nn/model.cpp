@@ -341,7 +341,7 @@ batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params,
   batch b;
   double loss_sum = 0;
   for (size_t first = 0; first < data.size(); first += batch_size) {
-    slice_batch(data, first, batch_size, b);
+    copy_batch(data, first, batch_size, b);
     auto s = m.evaluate(params, b);
     loss_sum += s.loss * static_cast<double>(s.examples);
     total.correct += s.correct;

@@ -85,11 +85,11 @@ public:
     if (shape[axis_] == 0)
       return 1;
     auto bytes_per_row = bytes_of(shape) / shape[axis_];
-    auto rows_per_shard = std::max<int64_t>(1, bytes_per_row ? max_bytes_ / bytes_per_row : 1);
-    auto shards = (shape[axis_] + rows_per_shard - 1) / rows_per_shard;
+    auto rows_per_slice = std::max<int64_t>(1, bytes_per_row ? max_bytes_ / bytes_per_row : 1);
+    auto slices = (shape[axis_] + rows_per_slice - 1) / rows_per_slice;
     if (max_shards_ > 0)
-      shards = std::min(shards, max_shards_);
-    return std::max<int64_t>(1, shards);
+      slices = std::min(slices, max_shards_);
+    return std::max<int64_t>(1, slices);
   }
 
 private:

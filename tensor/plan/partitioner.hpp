@@ -2,7 +2,9 @@
 // TF's variable partitioners, as plain classes: how many slices a variable is
 // split into along one axis, and the slices themselves with TF's remainder
 // rule (the first dim % n slices get one extra row) and naming
-// (<variable>/part_<i>). Each slice keeps its offset in the full variable, so
+// (<variable>/part_<i>). TF calls a variable's slices shards; here a shard is
+// always a ps shard, and only the parameters keep TF's names (num_shards,
+// max_shard_bytes, max_shards). Each slice keeps its offset in the full variable, so
 // a checkpoint can store the logical variable and restore it into another
 // partitioning.
 #include <cstdint>

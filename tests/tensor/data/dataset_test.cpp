@@ -137,43 +137,4 @@ BOOST_AUTO_TEST_CASE(missing_corrupt_and_mismatched_files) {
   BOOST_TEST(contains(missing->message, "train-images-idx3-ubyte.gz is missing"));
 }
 
-BOOST_AUTO_TEST_CASE(worker_shards_are_disjoint_and_reshuffled) {
-  dataset data;
-  data.images = tensor({10, 1});
-  for (int i = 0; i < 10; ++i) {
-    data.images[i] = float(i);
-    data.labels.push_back(i);
-  }
-  std::set<int32_t> seen;
-  for (size_t w = 0; w < 3; ++w) {
-    shard_sampler sampler(10, w, 3, 42);
-    batch b;
-    sampler.next_batch(data, sampler.shard_size(), b);
-    for (size_t k = 0; k < b.size(); ++k) {
-      auto l = b.labels[k];
-      BOOST_TEST(size_t(l) % 3 == w);        // only this worker's examples
-      BOOST_TEST(seen.insert(l).second);     // no example on two workers
-      BOOST_TEST(b.images[k] == float(l));   // the image travels with its label
-    }
-    BOOST_TEST(sampler.epoch() == 0u);
-    sampler.next_batch(data, 1, b);
-    BOOST_TEST(sampler.epoch() == 1u);
-  }
-  BOOST_TEST(seen.size() == 10u);
-  // Same seed, same order; another epoch, another order (over a larger shard).
-  shard_sampler a(1000, 0, 1, 5), b(1000, 0, 1, 5);
-  dataset big;
-  big.images = tensor({1000, 1});
-  big.labels.resize(1000);
-  for (int i = 0; i < 1000; ++i)
-    big.labels[i] = i;
-  batch ba, bb;
-  a.next_batch(big, 1000, ba);
-  b.next_batch(big, 1000, bb);
-  BOOST_TEST(ba.labels == bb.labels);
-  a.next_batch(big, 1000, bb);
-  BOOST_TEST(ba.labels != bb.labels);
-  BOOST_CHECK_THROW(shard_sampler(10, 3, 3, 1), troupe_error);
-}
-
 BOOST_AUTO_TEST_SUITE_END()
