@@ -38,10 +38,8 @@ ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
 
 chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
                         const runtime_settings& runtime, int32_t num_workers,
-                        std::vector<ps_shard_actor> shards,
-                        std::shared_ptr<const dataset> test,
-                        std::function<void(const training_result&)> on_finish,
-                        spawn_mode mode) {
+                        std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
+                        std::function<void(const training_result&)> on_finish, spawn_mode mode) {
   cluster_shape shape{static_cast<int32_t>(shards.size()), num_workers};
   require_valid_settings(settings, runtime, shape);
   chief_config config{settings, runtime, num_workers, replicas_of(settings, shape),

@@ -43,8 +43,7 @@ ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
 /// of range, partitioner rules that are malformed or do not fit the model.
 chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
                         const runtime_settings& runtime, int32_t num_workers,
-                        std::vector<ps_shard_actor> shards,
-                        std::shared_ptr<const dataset> test,
+                        std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
                         std::function<void(const training_result&)> on_finish,
                         spawn_mode mode = spawn_mode::detached);
 

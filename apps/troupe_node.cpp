@@ -67,8 +67,9 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
     if (handle) {
       caf::scoped_actor self{sys};
       caf::expected<Handle> result{caf::sec::request_timeout};
-      self->request(*handle, setup.runtime.request_timeout, hello_atom::value,
-                    protocol_version, std::string(name_of(setup.job)), setup.task)
+      self
+        ->request(*handle, setup.runtime.request_timeout, hello_atom::value, protocol_version,
+                  std::string(name_of(setup.job)), setup.task)
         .receive([&](uint32_t) { result = *handle; },
                  [&](caf::error& err) { result = std::move(err); });
       return result;
@@ -76,8 +77,8 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
     last = handle.error();
     if (last == caf::sec::unexpected_actor_messaging_interface)
       return caf::make_error(caf::sec::unexpected_actor_messaging_interface,
-                             what + " at " + address.to_string()
-                               + " is not a Troupe " + what + " of this release");
+                             what + " at " + address.to_string() + " is not a Troupe " + what
+                               + " of this release");
     if (std::chrono::steady_clock::now() + backoff > deadline)
       break;
     spdlog::debug("waiting for {} at {}: {}", what, address.to_string(), sys.render(last));
@@ -121,18 +122,17 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
                setup.train.last_step, setup.embedded_defaults ? " (embedded defaults)" : "");
   auto data = load_training_data(setup.train);
   training_result result;
-  auto cluster = spawn_local_cluster(
-    sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.ps.size()),
-    static_cast<int32_t>(setup.cluster.worker.size()), data,
-    [&result](const training_result& r) { result = r; });
+  auto cluster = spawn_local_cluster(sys, setup.train, setup.runtime,
+                                     static_cast<int32_t>(setup.cluster.ps.size()),
+                                     static_cast<int32_t>(setup.cluster.worker.size()), data,
+                                     [&result](const training_result& r) { result = r; });
   wait_for(sys, cluster.chief);
   print_final(result);
   return result.ok ? exit_ok : exit_failure;
 }
 
 int run_ps(caf::actor_system& sys, const node_setup& setup) {
-  ps_shard_config config{setup.task, setup.train.optimizer,
-                         setup.runtime.connect_timeout};
+  ps_shard_config config{setup.task, setup.train.optimizer, setup.runtime.connect_timeout};
   ps_shard_actor shard = sys.spawn(ps_shard, config); // published without its timer
   if (!publish(sys, shard, setup.cluster.ps[setup.task])) {
     caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);

@@ -60,12 +60,15 @@ double concurrent_median(int threads, Make make, int reps) {
 // `reps` calls).
 double gemm_seconds(int threads, int reps) {
   const int n = 1024;
-  return concurrent_median(threads, [&](int) {
-    auto a = std::make_shared<Eigen::MatrixXf>(Eigen::MatrixXf::Random(n, n));
-    auto b = std::make_shared<Eigen::MatrixXf>(Eigen::MatrixXf::Random(n, n));
-    auto c = std::make_shared<Eigen::MatrixXf>(n, n);
-    return [a, b, c] { c->noalias() = (*a) * (*b); };
-  }, reps);
+  return concurrent_median(
+    threads,
+    [&](int) {
+      auto a = std::make_shared<Eigen::MatrixXf>(Eigen::MatrixXf::Random(n, n));
+      auto b = std::make_shared<Eigen::MatrixXf>(Eigen::MatrixXf::Random(n, n));
+      auto c = std::make_shared<Eigen::MatrixXf>(n, n);
+      return [a, b, c] { c->noalias() = (*a) * (*b); };
+    },
+    reps);
 }
 
 // Multiply-adds x2 of one CNN training step per example: forward of every
@@ -102,7 +105,7 @@ std::shared_ptr<step_setup> make_step(const std::string& name, int64_t batch_siz
 } // namespace
 
 int main(int argc, char** argv) {
-  int reps = 10;  // softmax and mlp steps per measurement
+  int reps = 10; // softmax and mlp steps per measurement
   if (argc == 3 && std::strcmp(argv[1], "--steps") == 0)
     reps = std::max(3, std::atoi(argv[2]));
   const int64_t batch_size = 100;
@@ -117,19 +120,24 @@ int main(int argc, char** argv) {
     std::printf("\n%d thread(s), each with its own model\n", threads);
     std::printf("  %-8s %12s %14s %12s\n", "model", "ms/step", "examples/s", "GFLOP/s");
     for (std::string name : {"softmax", "mlp"}) {
-      double secs = concurrent_median(threads, [&](int t) {
-        auto s = make_step(name, batch_size, 42 + t);
-        return [s] { s->net->train_step(s->params, s->b, s->grads); };
-      }, reps);
-      std::printf("  %-8s %12.2f %14.0f\n", name.c_str(), secs * 1e3,
-                  threads * batch_size / secs);
+      double secs = concurrent_median(
+        threads,
+        [&](int t) {
+          auto s = make_step(name, batch_size, 42 + t);
+          return [s] { s->net->train_step(s->params, s->b, s->grads); };
+        },
+        reps);
+      std::printf("  %-8s %12.2f %14.0f\n", name.c_str(), secs * 1e3, threads * batch_size / secs);
     }
     std::vector<double> cnn_secs, gemm_rates, ratios;
     for (int round = 0; round < rounds; ++round) {
-      double secs = concurrent_median(threads, [&](int t) {
-        auto s = make_step("cnn", batch_size, 42 + t);
-        return [s] { s->net->train_step(s->params, s->b, s->grads); };
-      }, 3);
+      double secs = concurrent_median(
+        threads,
+        [&](int t) {
+          auto s = make_step("cnn", batch_size, 42 + t);
+          return [s] { s->net->train_step(s->params, s->b, s->grads); };
+        },
+        3);
       double gemm = threads * 2.0 * 1024 * 1024 * 1024 / gemm_seconds(threads, 3) / 1e9;
       double cnn = threads * batch_size * cnn_flops_per_example() / secs / 1e9;
       cnn_secs.push_back(secs);

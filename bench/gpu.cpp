@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
       for (int64_t i = 0; i < batch_size; ++i)
         b.labels.push_back(static_cast<int32_t>(i % 10));
       auto time_steps = [&](auto&& step) {
-        for (int i = 0; i < 20; ++i)  // warm-up: buffers, cuBLAS heuristics, clocks
+        for (int i = 0; i < 20; ++i) // warm-up: buffers, cuBLAS heuristics, clocks
           step();
         std::vector<double> ms;
         for (int i = 0; i < steps; ++i) {

@@ -121,8 +121,9 @@ double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::
     bool ok = true;
     self->request(shard, timeout, pull_atom::value, names)
       .receive([](const pull_reply&) {}, [&](caf::error&) { ok = false; });
-    self->request(shard, timeout, push_atom::value, int32_t{0}, int64_t{0}, names,
-                  std::vector<tensor>{gradient})
+    self
+      ->request(shard, timeout, push_atom::value, int32_t{0}, int64_t{0}, names,
+                std::vector<tensor>{gradient})
       .receive([](int64_t) {}, [&](caf::error&) { ok = false; });
     return ok;
   };
@@ -202,8 +203,8 @@ int main(int argc, char** argv) {
     }
     caf::scoped_actor self{sys};
     bool initialised = false;
-    self->request(*shard, std::chrono::seconds(60), init_atom::value, names, values,
-                  shard_options{})
+    self
+      ->request(*shard, std::chrono::seconds(60), init_atom::value, names, values, shard_options{})
       .receive([&](caf::ok_atom) { initialised = true; },
                [&](caf::error& e) { std::fprintf(stderr, "init: %s\n", describe(e).c_str()); });
     if (!initialised)

@@ -14,8 +14,7 @@ void require_backend(const device_spec& device) {
                          "/usr/local/cuda and rebuild, or use device = cpu)");
   int count = cuda::device_count();
   if (device.index >= count)
-    throw troupe_error("device " + device.to_string() + " requested, but "
-                       + std::to_string(count)
+    throw troupe_error("device " + device.to_string() + " requested, but " + std::to_string(count)
                        + " CUDA device(s) are visible here; use device = cpu, or a valid index");
 }
 
@@ -46,8 +45,7 @@ std::string describe_device(const device_spec& device) {
 }
 
 std::unique_ptr<model> make_device_model(std::unique_ptr<model> cpu_model,
-                                         const device_spec& device,
-                                         const device_options& options) {
+                                         const device_spec& device, const device_options& options) {
   if (device.type == device_spec::kind::cpu)
     return cpu_model;
   check_device(device, options);

@@ -44,7 +44,7 @@ layer_run run_layer(const layer_desc& desc, const tensor& x, const std::vector<t
                     const tensor& dy, bool training, int device);
 
 /// Mean softmax cross-entropy, correct count and d(loss)/d(logits) on the device.
-double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
-                             tensor& grad, size_t& correct, int device);
+double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels, tensor& grad,
+                             size_t& correct, int device);
 
 } // namespace troupe::gpu::cuda

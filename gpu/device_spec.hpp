@@ -13,7 +13,9 @@ struct device_spec {
   enum class kind { cpu, cuda };
   kind type = kind::cpu;
   int index = 0;
-  std::string to_string() const { return type == kind::cpu ? "cpu" : "cuda:" + std::to_string(index); }
+  std::string to_string() const {
+    return type == kind::cpu ? "cpu" : "cuda:" + std::to_string(index);
+  }
   bool operator==(const device_spec& other) const {
     return type == other.type && index == other.index;
   }

@@ -106,7 +106,7 @@ void initialize_shards(self_ptr self) {
     spdlog::info("chief: sync mode: averaging {} of {} workers' gradients per step",
                  st.config.replicas, st.config.num_workers);
   }
-  std::vector<tensor> full;  // each variable's first value, computed once
+  std::vector<tensor> full; // each variable's first value, computed once
   for (auto& v : vars)
     full.push_back(initial_value(v, t.seed));
   std::vector<std::vector<std::string>> names(st.links.shards.size());
@@ -117,12 +117,12 @@ void initialize_shards(self_ptr self) {
   }
   auto join = make_fan_in(st.links.shards.size(), [self] { on_initialized(self); });
   for (size_t s = 0; s < st.links.shards.size(); ++s)
-    self->request(st.links.shards[s], st.config.runtime.request_timeout, init_atom::value,
-                  std::move(names[s]), std::move(values[s]), options)
+    self
+      ->request(st.links.shards[s], st.config.runtime.request_timeout, init_atom::value,
+                std::move(names[s]), std::move(values[s]), options)
       .then([join](caf::ok_atom) { join->arrive(); },
             [self, s](caf::error& err) {
-              abort_run(self, "initialising ps:" + std::to_string(s) + " failed: "
-                                + describe(err));
+              abort_run(self, "initialising ps:" + std::to_string(s) + " failed: " + describe(err));
             });
 }
 
@@ -179,8 +179,8 @@ caf::result<training_plan> on_ready(self_ptr self, int32_t index) {
 caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
   auto& st = self->state;
   if (is_sync(self))
-    return make_error({errc::invalid_request,
-                       "sync mode: workers report to the token queue, not the chief"});
+    return make_error(
+      {errc::invalid_request, "sync mode: workers report to the token queue, not the chief"});
   if (st.now == chief_state::phase::finishing || st.now == chief_state::phase::done)
     return step_grant{0, true};
   auto answer = st.grants->report(r);
@@ -218,9 +218,12 @@ caf::result<step_grant> on_nonfinite(self_ptr self, step_report r) {
     r.applied = false;
     return on_report(self, r);
   }
-  abort_run(self, "worker:" + std::to_string(r.worker) + " computed a non-finite gradient at "
-                    "step " + std::to_string(r.step) + "; a sync step cannot complete without "
-                    "it: training diverged; lower train.learning-rate");
+  abort_run(self, "worker:" + std::to_string(r.worker)
+                    + " computed a non-finite gradient at "
+                      "step "
+                    + std::to_string(r.step)
+                    + "; a sync step cannot complete without "
+                      "it: training diverged; lower train.learning-rate");
   return step_grant{0, true};
 }
 
@@ -267,15 +270,14 @@ void on_tick(self_ptr self) {
 
 } // namespace
 
-chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self,
-                                chief_config config, chief_links links) {
+chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, chief_config config,
+                                chief_links links) {
   auto& st = self->state;
   st.config = std::move(config);
   st.links = std::move(links);
   st.progress = progress_meter{st.config.train.log_interval};
   if (st.config.train.mode == update_mode::sync)
-    st.replicas.emplace(st.config.train.on_worker_loss, st.config.replicas,
-                        st.config.num_workers);
+    st.replicas.emplace(st.config.train.on_worker_loss, st.config.replicas, st.config.num_workers);
   else
     st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps);
   st.created = st.last_worker_seen = chief_state::clock::now();

@@ -30,15 +30,15 @@ namespace troupe {
 struct chief_config {
   training_settings train;
   runtime_settings runtime;
-  int32_t num_workers = 1;          ///< N
-  int32_t replicas = 1;             ///< sync: R as configured
-  bool detached_evaluation = true;  ///< evaluate on a thread of its own (false in tests)
+  int32_t num_workers = 1;         ///< N
+  int32_t replicas = 1;            ///< sync: R as configured
+  bool detached_evaluation = true; ///< evaluate on a thread of its own (false in tests)
 };
 
 struct chief_links {
   std::vector<ps_shard_actor> shards;
-  std::shared_ptr<model> net;                    ///< the placement's and evaluation's model
-  std::shared_ptr<const dataset> test;           ///< evaluated at the end
+  std::shared_ptr<model> net;          ///< the placement's and evaluation's model
+  std::shared_ptr<const dataset> test; ///< evaluated at the end
   std::function<void(const training_result&)> on_finish;
 };
 
@@ -50,10 +50,10 @@ struct chief_state {
   chief_config config;
   chief_links links;
   phase now = phase::initializing;
-  std::optional<slice_router> router;  // the plan, once placed
-  step_coordinator_actor coordinator;  // whom workers report to
+  std::optional<slice_router> router; // the plan, once placed
+  step_coordinator_actor coordinator; // whom workers report to
   std::vector<caf::typed_response_promise<training_plan>> waiting_ready;
-  std::map<int32_t, caf::actor_addr> workers;  // live workers by index
+  std::map<int32_t, caf::actor_addr> workers; // live workers by index
   // async
   std::optional<grant_desk<caf::typed_response_promise<step_grant>>> grants;
   // sync
@@ -64,15 +64,15 @@ struct chief_state {
   progress_meter progress{0};
   uint64_t examples = 0;
   uint64_t dropped = 0;
-  clock::time_point created;    // wall_seconds counts from here
-  std::optional<clock::time_point> started;  // examples/s counts from the first step
+  clock::time_point created;                // wall_seconds counts from here
+  std::optional<clock::time_point> started; // examples/s counts from the first step
   clock::time_point last_worker_seen;
   // shutdown: quit once every shard has gone down after the stop (or at the next tick)
   size_t shards_down = 0;
   caf::error exit_reason;
 };
 
-chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self,
-                                chief_config config, chief_links links);
+chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, chief_config config,
+                                chief_links links);
 
 } // namespace troupe

@@ -142,8 +142,9 @@ void finish(self_ptr self) {
     evaluate(self, std::move(*params), train_seconds);
   });
   for (auto& part : st.router->parts())
-    self->request(st.links.shards[static_cast<size_t>(part.shard)],
-                  st.config.runtime.request_timeout, pull_atom::value, part.names)
+    self
+      ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.runtime.request_timeout,
+                pull_atom::value, part.names)
       .then(
         [self, params, join, part](pull_reply& reply) {
           try {

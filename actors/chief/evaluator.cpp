@@ -8,8 +8,8 @@ namespace troupe {
 evaluator_actor::behavior_type evaluator(evaluator_actor::pointer self, std::shared_ptr<model> net,
                                          std::shared_ptr<const dataset> test) {
   return {
-    [self, net, test](evaluate_atom,
-                      const std::vector<tensor>& values) -> caf::result<double, uint64_t, uint64_t> {
+    [self, net, test](
+      evaluate_atom, const std::vector<tensor>& values) -> caf::result<double, uint64_t, uint64_t> {
       self->quit();
       try {
         auto stats = evaluate_dataset(*net, values, *test);

@@ -18,19 +18,20 @@ template <class Reply>
 class grant_desk {
 public:
   enum class outcome {
-    granted,   ///< compute `step` next
-    waiting,   ///< park the worker's reply: a revoked step or the end will answer it
-    finished,  ///< every step is done: stop (the run ends now)
-    diverged,  ///< more updates than allowed were not applied: abort the run
+    granted,  ///< compute `step` next
+    waiting,  ///< park the worker's reply: a revoked step or the end will answer it
+    finished, ///< every step is done: stop (the run ends now)
+    diverged, ///< more updates than allowed were not applied: abort the run
   };
 
   struct answer {
     outcome what = outcome::granted;
     int64_t step = 0;
-    bool completed = false;  ///< the report completed the worker's grant (an update counted)
+    bool completed = false; ///< the report completed the worker's grant (an update counted)
   };
 
-  grant_desk(int64_t last_step, int64_t max_refused) : budget_(last_step), max_refused_(max_refused) {}
+  grant_desk(int64_t last_step, int64_t max_refused)
+    : budget_(last_step), max_refused_(max_refused) {}
 
   /// A worker's report (also a non-finite gradient's, with applied = false):
   /// completes or revokes its grant, then hands it its next step.
@@ -100,7 +101,7 @@ private:
   step_budget budget_;
   int64_t max_refused_;
   int64_t refused_ = 0;
-  std::map<int32_t, Reply> waiting_;  // worker -> its reply, lowest index served first
+  std::map<int32_t, Reply> waiting_; // worker -> its reply, lowest index served first
 };
 
 } // namespace troupe

@@ -41,14 +41,14 @@ std::string training_result::traffic_json() const {
                     + ",\"shards\":[";
   for (size_t i = 0; i < traffic.size(); ++i) {
     auto& t = traffic[i];
-    out += std::string(i ? "," : "") + "{\"shard\":" + std::to_string(t.shard)
-           + ",\"bytes_held\":" + std::to_string(t.bytes_held) + ",\"bytes_in\":"
-           + std::to_string(t.bytes_in) + ",\"bytes_out\":" + std::to_string(t.bytes_out)
+    out += std::string(i ? "," : "") + "{\"shard\":" + std::to_string(t.shard) + ",\"bytes_held\":"
+           + std::to_string(t.bytes_held) + ",\"bytes_in\":" + std::to_string(t.bytes_in)
+           + ",\"bytes_out\":" + std::to_string(t.bytes_out)
            + ",\"pulls\":" + std::to_string(t.pulls) + ",\"pushes\":" + std::to_string(t.pushes)
            + ",\"variables\":{";
     for (size_t v = 0; v < t.variables.size(); ++v)
-      out += std::string(v ? "," : "") + json_string(t.variables[v].name) + ":{\"in\":"
-             + std::to_string(t.variables[v].bytes_in)
+      out += std::string(v ? "," : "") + json_string(t.variables[v].name)
+             + ":{\"in\":" + std::to_string(t.variables[v].bytes_in)
              + ",\"out\":" + std::to_string(t.variables[v].bytes_out) + "}";
     out += "}}";
   }

@@ -13,7 +13,7 @@ namespace troupe {
 
 struct training_result {
   bool ok = false;
-  std::string error;        ///< why training failed, if it did
+  std::string error; ///< why training failed, if it did
   update_mode mode = update_mode::async;
   int64_t global_step = 0;
   double test_accuracy = 0;
@@ -21,8 +21,8 @@ struct training_result {
   double examples_per_sec = 0;
   double wall_seconds = 0;
   uint64_t examples = 0;
-  int64_t refused_steps = 0;       ///< async: updates not applied (refused, non-finite)
-  uint64_t dropped_gradients = 0;  ///< sync: gradients not applied (stale, refused)
+  int64_t refused_steps = 0;      ///< async: updates not applied (refused, non-finite)
+  uint64_t dropped_gradients = 0; ///< sync: gradients not applied (stale, refused)
   /// Per-shard traffic, in shard order, and max / mean of bytes in + out
   /// (0 if unknown).
   std::vector<shard_traffic> traffic;

@@ -35,8 +35,8 @@ private:
   int64_t last_step_;
   int64_t completed_ = 0;
   int64_t next_ = 0;
-  std::map<int32_t, int64_t> outstanding_;  // worker -> granted step
-  std::set<int64_t> returned_;              // revoked steps, granted again first
+  std::map<int32_t, int64_t> outstanding_; // worker -> granted step
+  std::set<int64_t> returned_;             // revoked steps, granted again first
 };
 
 } // namespace troupe

@@ -11,12 +11,12 @@ namespace troupe {
 /// Averages over the steps since the previous line.
 struct progress_line {
   int64_t steps = 0;
-  double loss = 0;              ///< mean of the steps' mean losses
-  double batch_accuracy = 0;    ///< correct / examples
+  double loss = 0;           ///< mean of the steps' mean losses
+  double batch_accuracy = 0; ///< correct / examples
   double examples_per_sec = 0;
-  double straggler_ms = 0;      ///< sync: mean per update
-  uint64_t dropped = 0;         ///< sync: gradients not applied
-  uint64_t tokens = 0;          ///< sync: tokens handed out
+  double straggler_ms = 0; ///< sync: mean per update
+  uint64_t dropped = 0;    ///< sync: gradients not applied
+  uint64_t tokens = 0;     ///< sync: tokens handed out
 };
 
 class progress_meter {
@@ -68,7 +68,7 @@ public:
 private:
   int64_t interval_;
   clock::time_point since_;
-  progress_line acc_;  // sums until take_line
+  progress_line acc_; // sums until take_line
   uint64_t correct_ = 0;
   uint64_t examples_ = 0;
 };

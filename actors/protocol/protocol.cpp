@@ -37,11 +37,11 @@ std::string describe(const caf::error& err) {
 caf::result<uint32_t> answer_hello(uint32_t peer_version, const std::string& peer_job,
                                    int32_t peer_task, const std::string& self_name) {
   if (peer_version != protocol_version)
-    return make_error({errc::protocol_mismatch,
-                       self_name + " speaks Troupe protocol " + std::to_string(protocol_version)
-                         + " but " + peer_job + ":" + std::to_string(peer_task)
-                         + " speaks " + std::to_string(peer_version)
-                         + "; run the same Troupe release on every node"});
+    return make_error({errc::protocol_mismatch, self_name + " speaks Troupe protocol "
+                                                  + std::to_string(protocol_version) + " but "
+                                                  + peer_job + ":" + std::to_string(peer_task)
+                                                  + " speaks " + std::to_string(peer_version)
+                                                  + "; run the same Troupe release on every node"});
   return protocol_version;
 }
 

@@ -46,9 +46,9 @@ using step_done_atom = caf::atom_constant<caf::atom("step_done")>; ///< token qu
 using replicas_atom = caf::atom_constant<caf::atom("replicas")>;   ///< chief -> shard: R
 using stats_atom = caf::atom_constant<caf::atom("stats")>;         ///< chief -> shard: traffic
 // Internal: sent by an actor to itself only, never part of a published interface.
-using run_atom = caf::atom_constant<caf::atom("run")>;             ///< worker: next step
-using tick_atom = caf::atom_constant<caf::atom("tick")>;           ///< chief, shard: timers
-using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>;   ///< chief -> its evaluator
+using run_atom = caf::atom_constant<caf::atom("run")>;           ///< worker: next step
+using tick_atom = caf::atom_constant<caf::atom("tick")>;         ///< chief, shard: timers
+using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>; ///< chief -> its evaluator
 
 // -- message types -----------------------------------------------------------
 
@@ -96,13 +96,13 @@ typename Inspector::result_type inspect(Inspector& f, step_grant& x) {
 
 /// Sync mode: what the token queue tells the chief after each update.
 struct step_summary {
-  int64_t step = 0;            ///< the global step reached
-  double loss = 0;             ///< mean loss of the applied gradients
+  int64_t step = 0; ///< the global step reached
+  double loss = 0;  ///< mean loss of the applied gradients
   uint64_t correct = 0;
-  uint64_t examples = 0;       ///< examples behind the applied gradients
-  double straggler_ms = 0;     ///< first to R-th gradient, slowest shard
-  uint64_t dropped = 0;        ///< gradients of this step not applied (stale, refused)
-  uint64_t tokens = 0;         ///< tokens released by this update
+  uint64_t examples = 0;   ///< examples behind the applied gradients
+  double straggler_ms = 0; ///< first to R-th gradient, slowest shard
+  uint64_t dropped = 0;    ///< gradients of this step not applied (stale, refused)
+  uint64_t tokens = 0;     ///< tokens released by this update
 };
 
 template <class Inspector>
@@ -114,8 +114,8 @@ typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
 /// One variable's (or slice's) traffic on a shard.
 struct variable_traffic {
   std::string name;
-  uint64_t bytes_in = 0;   ///< gradient payload received by pushes
-  uint64_t bytes_out = 0;  ///< value payload sent in pull replies
+  uint64_t bytes_in = 0;  ///< gradient payload received by pushes
+  uint64_t bytes_out = 0; ///< value payload sent in pull replies
 };
 
 template <class Inspector>
@@ -126,12 +126,12 @@ typename Inspector::result_type inspect(Inspector& f, variable_traffic& x) {
 /// A shard's traffic since it started: what the chief's final report shows.
 struct shard_traffic {
   int32_t shard = 0;
-  uint64_t bytes_held = 0;   ///< variables' bytes (slots not counted)
+  uint64_t bytes_held = 0; ///< variables' bytes (slots not counted)
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
   uint64_t pulls = 0;
   uint64_t pushes = 0;
-  std::vector<variable_traffic> variables;  ///< by name
+  std::vector<variable_traffic> variables; ///< by name
 };
 
 template <class Inspector>
@@ -145,8 +145,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_traffic& x) {
 /// Handshake, shared by every published actor: (version, job, task) -> own
 /// version; another version is answered with errc::protocol_mismatch. Only
 /// built-in types, so that it decodes whatever the peer's version.
-using hello_handler = caf::replies_to<hello_atom, uint32_t, std::string, int32_t>::with<
-  uint32_t>;
+using hello_handler = caf::replies_to<hello_atom, uint32_t, std::string, int32_t>::with<uint32_t>;
 
 /// A step's outcome -> the next step or stop. Async: the chief answers at
 /// once from its step budget. Sync: the token queue answers once the update
@@ -157,12 +156,12 @@ using report_handler = caf::replies_to<report_atom, step_report>::with<step_gran
 using step_coordinator_actor = caf::typed_actor<report_handler>;
 
 /// Sync mode's token queue (lives beside the chief, not published).
-using token_queue_actor = caf::typed_actor<
-  report_handler,
-  // shard -> queue: shard `index` applied an update and is now at `step`
-  caf::reacts_to<applied_atom, int32_t, int64_t, double>,
-  // chief -> queue: release every waiting worker with stop
-  caf::reacts_to<stop_atom>>;
+using token_queue_actor =
+  caf::typed_actor<report_handler,
+                   // shard -> queue: shard `index` applied an update and is now at `step`
+                   caf::reacts_to<applied_atom, int32_t, int64_t, double>,
+                   // chief -> queue: release every waiting worker with stop
+                   caf::reacts_to<stop_atom>>;
 
 /// planned_slice (tensor/plan/training_plan.hpp) on the wire.
 template <class Inspector>
@@ -186,9 +185,9 @@ typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
 /// How a shard applies pushes, sent with its first values.
 struct shard_options {
   bool sync = false;
-  int32_t replicas_to_aggregate = 1;  ///< sync: gradients averaged per update (R)
-  int64_t last_step = 0;              ///< sync: no update past this step
-  token_queue_actor token_queue;      ///< sync: told after every update
+  int32_t replicas_to_aggregate = 1; ///< sync: gradients averaged per update (R)
+  int64_t last_step = 0;             ///< sync: no update past this step
+  token_queue_actor token_queue;     ///< sync: told after every update
 };
 
 template <class Inspector>
@@ -225,16 +224,16 @@ using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>>;
 using nonfinite_handler = caf::replies_to<nonfinite_atom, step_report>::with<step_grant>;
 
 /// The chief (published).
-using chief_actor = caf::typed_actor<
-  hello_handler,
-  // worker: its index -> the plan, answered once the variables are initialised
-  caf::replies_to<ready_atom, int32_t>::with<training_plan>,
-  // worker, async: a step's outcome -> the next grant or stop
-  report_handler,
-  // worker: a non-finite gradient
-  nonfinite_handler,
-  // token queue, sync: each update
-  caf::reacts_to<step_done_atom, step_summary>>;
+using chief_actor =
+  caf::typed_actor<hello_handler,
+                   // worker: its index -> the plan, answered once the variables are initialised
+                   caf::replies_to<ready_atom, int32_t>::with<training_plan>,
+                   // worker, async: a step's outcome -> the next grant or stop
+                   report_handler,
+                   // worker: a non-finite gradient
+                   nonfinite_handler,
+                   // token queue, sync: each update
+                   caf::reacts_to<step_done_atom, step_summary>>;
 
 /// The chief as implemented: plus its watchdog.
 using chief_impl = chief_actor::extend<caf::reacts_to<tick_atom>>;
@@ -250,24 +249,24 @@ using worker_impl = worker_actor::extend<caf::reacts_to<run_atom>>;
 /// Every type that crosses the wire and is not one of CAF's own, with the
 /// name it is registered under: the one list register_protocol reads (a test
 /// checks that every type in every published interface is registered).
-#define TROUPE_MESSAGE_TYPES(X)                                                                \
-  X(tensor)                                                                                    \
-  X(std::vector<tensor>)                                                                       \
-  X(pull_reply)                                                                                \
-  X(planned_slice)                                                                             \
-  X(std::vector<planned_slice>)                                                                \
-  X(training_plan)                                                                             \
-  X(step_report)                                                                               \
-  X(step_grant)                                                                                \
-  X(step_summary)                                                                              \
-  X(variable_traffic)                                                                          \
-  X(std::vector<variable_traffic>)                                                             \
-  X(shard_traffic)                                                                             \
-  X(shard_options)                                                                             \
-  X(step_coordinator_actor)                                                                    \
-  X(token_queue_actor)                                                                         \
-  X(ps_shard_actor)                                                                            \
-  X(chief_actor)                                                                               \
+#define TROUPE_MESSAGE_TYPES(X)                                                                    \
+  X(tensor)                                                                                        \
+  X(std::vector<tensor>)                                                                           \
+  X(pull_reply)                                                                                    \
+  X(planned_slice)                                                                                 \
+  X(std::vector<planned_slice>)                                                                    \
+  X(training_plan)                                                                                 \
+  X(step_report)                                                                                   \
+  X(step_grant)                                                                                    \
+  X(step_summary)                                                                                  \
+  X(variable_traffic)                                                                              \
+  X(std::vector<variable_traffic>)                                                                 \
+  X(shard_traffic)                                                                                 \
+  X(shard_options)                                                                                 \
+  X(step_coordinator_actor)                                                                        \
+  X(token_queue_actor)                                                                             \
+  X(ps_shard_actor)                                                                                \
+  X(chief_actor)                                                                                   \
   X(worker_actor)
 
 /// Registers every message type and the error category; call on every

@@ -37,23 +37,23 @@ caf::result<int64_t> sync_push(self_ptr self, int32_t worker, int64_t step,
     return make_error(*err);
   auto& acc = *st.pending;
   if (names != acc.names())
-    return make_error({errc::invalid_request,
-                       "a sync push to " + st.label
-                         + " must carry every variable it holds, in the plan's order"});
+    return make_error(
+      {errc::invalid_request,
+       "a sync push to " + st.label + " must carry every variable it holds, in the plan's order"});
   if (step >= st.options.last_step)
-    return make_error({errc::training_stopped, "step " + std::to_string(step)
-                                                 + " is past last_step on " + st.label});
+    return make_error({errc::training_stopped,
+                       "step " + std::to_string(step) + " is past last_step on " + st.label});
   switch (acc.add(worker, step, gradients)) {
     case sync_accumulator::verdict::stale:
-      return make_error({errc::stale_gradient,
-                         "gradient of worker:" + std::to_string(worker) + " for step "
-                           + std::to_string(step) + " is stale: " + st.label
-                           + " is at step " + std::to_string(acc.step()) + "; dropped"});
+      return make_error({errc::stale_gradient, "gradient of worker:" + std::to_string(worker)
+                                                 + " for step " + std::to_string(step)
+                                                 + " is stale: " + st.label + " is at step "
+                                                 + std::to_string(acc.step()) + "; dropped"});
     case sync_accumulator::verdict::ahead:
-      return make_error({errc::invalid_request,
-                         "step " + std::to_string(step) + " of worker:" + std::to_string(worker)
-                           + " is ahead of " + st.label + " (at step "
-                           + std::to_string(acc.step()) + ")"});
+      return make_error({errc::invalid_request, "step " + std::to_string(step)
+                                                  + " of worker:" + std::to_string(worker)
+                                                  + " is ahead of " + st.label + " (at step "
+                                                  + std::to_string(acc.step()) + ")"});
     case sync_accumulator::verdict::duplicate:
       // A restarted worker pushing a step again: its first gradient counts.
       return st.store->version();
@@ -80,10 +80,8 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
   if (config.init_timeout.count() > 0)
     self->delayed_send(self, config.init_timeout, tick_atom::value);
   return {
-    [self](hello_atom, uint32_t version, const std::string& job,
-           int32_t task) -> caf::result<uint32_t> {
-      return answer_hello(version, job, task, self->state.label);
-    },
+    [self](hello_atom, uint32_t version, const std::string& job, int32_t task)
+      -> caf::result<uint32_t> { return answer_hello(version, job, task, self->state.label); },
     [self](init_atom, const std::vector<std::string>& names, std::vector<tensor>& values,
            const shard_options& options) -> caf::result<caf::ok_atom> {
       auto& st = self->state;
@@ -95,12 +93,11 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
       // The chief that initialised us owns the run: follow it down.
       if (auto chief = caf::actor_cast<caf::actor>(self->current_sender()))
         self->monitor(chief);
-      spdlog::info("{}: initialised {} variable(s), {} bytes{}", st.label, st.store->size(),
-                   st.store->bytes(),
-                   options.sync ? ", sync: averaging "
-                                    + std::to_string(options.replicas_to_aggregate)
-                                    + " gradient(s) per step"
-                                : std::string());
+      spdlog::info(
+        "{}: initialised {} variable(s), {} bytes{}", st.label, st.store->size(), st.store->bytes(),
+        options.sync ? ", sync: averaging " + std::to_string(options.replicas_to_aggregate)
+                         + " gradient(s) per step"
+                     : std::string());
       return caf::ok_atom::value;
     },
     [self](pull_atom, const std::vector<std::string>& names) -> caf::result<pull_reply> {
@@ -139,9 +136,9 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     [self](stop_atom) {
       auto& st = self->state;
       spdlog::info("{}: stop after {} update(s){}", st.label, st.store->version(),
-                   st.pending ? ", " + std::to_string(st.pending->dropped())
-                                  + " stale gradient(s) dropped"
-                              : std::string());
+                   st.pending
+                     ? ", " + std::to_string(st.pending->dropped()) + " stale gradient(s) dropped"
+                     : std::string());
       self->quit(caf::exit_reason::normal);
     },
     [self](tick_atom) {

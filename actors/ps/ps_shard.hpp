@@ -26,7 +26,7 @@ struct ps_shard_config {
 struct ps_shard_state {
   static inline const char* name = "troupe.ps_shard";
   int32_t index = 0;
-  std::string label;  // "ps:0"
+  std::string label; // "ps:0"
   std::optional<variable_store> store;
   shard_options options;                   // from the chief's init
   std::optional<sync_accumulator> pending; // sync mode: gradients of the current step

@@ -30,9 +30,8 @@ sync_accumulator::verdict sync_accumulator::add(int32_t worker, int64_t step,
 }
 
 std::vector<tensor> sync_accumulator::take_average() {
-  last_straggler_ms_
-    = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first_)
-        .count();
+  last_straggler_ms_ =
+    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first_).count();
   auto scale = 1.0f / static_cast<float>(count_);
   for (auto& t : sums_)
     ops::scale(t, scale);

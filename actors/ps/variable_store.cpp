@@ -79,9 +79,8 @@ maybe_failure variable_store::check(const std::vector<std::string>& names,
   for (size_t i = 0; i < names.size(); ++i) {
     if (gradients[i].shape() != found[i]->shape())
       return failure{errc::shape_mismatch, "gradient for '" + names[i] + "' has shape "
-                                             + to_string(gradients[i].shape()) + " but "
-                                             + owner_ + " holds it as "
-                                             + to_string(found[i]->shape())};
+                                             + to_string(gradients[i].shape()) + " but " + owner_
+                                             + " holds it as " + to_string(found[i]->shape())};
     auto bad = gradients[i].first_non_finite();
     if (bad != gradients[i].size())
       return failure{errc::non_finite_gradient,

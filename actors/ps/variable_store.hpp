@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "tensor/core/error.hpp"
-#include "tensor/optim/optimizer.hpp"
 #include "tensor/core/tensor.hpp"
+#include "tensor/optim/optimizer.hpp"
 
 namespace troupe {
 
@@ -43,8 +43,7 @@ public:
 private:
   maybe_failure lookup(const std::vector<std::string>& names,
                        std::vector<const tensor*>& found) const;
-  maybe_failure check(const std::vector<std::string>& names,
-                      const std::vector<tensor>& gradients,
+  maybe_failure check(const std::vector<std::string>& names, const std::vector<tensor>& gradients,
                       std::vector<const tensor*>& found) const;
 
   std::string owner_;

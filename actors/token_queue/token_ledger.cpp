@@ -24,8 +24,7 @@ std::optional<step_grant> token_ledger::report(const step_report& r) {
   return std::nullopt;
 }
 
-std::vector<step_summary> token_ledger::applied(int64_t step, double straggler_ms,
-                                                size_t waiting) {
+std::vector<step_summary> token_ledger::applied(int64_t step, double straggler_ms, size_t waiting) {
   reached_[step].push_back(straggler_ms);
   std::vector<step_summary> out;
   // Shards apply steps in order, so updates complete in order as well.

@@ -42,14 +42,14 @@ private:
   int64_t last_step_;
   int64_t global_step_ = 0;
   bool stopped_ = false;
-  std::map<int64_t, std::vector<double>> reached_;  // step reached -> straggler ms per shard
+  std::map<int64_t, std::vector<double>> reached_; // step reached -> straggler ms per shard
   // the figures of the update in progress
   double loss_sum_ = 0;
   uint64_t applied_reports_ = 0;
   uint64_t correct_ = 0;
   uint64_t examples_ = 0;
   uint64_t dropped_ = 0;
-  uint64_t tokens_ = 0;  // handed out since the last update, at once or on it
+  uint64_t tokens_ = 0; // handed out since the last update, at once or on it
 };
 
 } // namespace troupe

@@ -20,8 +20,8 @@ void release(self_ptr self) {
 } // namespace
 
 token_queue_actor::behavior_type
-token_queue(token_queue_actor::stateful_pointer<token_queue_state> self,
-            token_queue_config config, chief_actor chief) {
+token_queue(token_queue_actor::stateful_pointer<token_queue_state> self, token_queue_config config,
+            chief_actor chief) {
   self->state.ledger = token_ledger{config.shards, config.last_step};
   self->state.chief = std::move(chief);
   return {

@@ -16,7 +16,7 @@
 namespace troupe {
 
 struct token_queue_config {
-  int32_t shards = 1;     ///< shards holding variables: each reports every update
+  int32_t shards = 1; ///< shards holding variables: each reports every update
   int64_t last_step = 1;
 };
 
@@ -28,7 +28,7 @@ struct token_queue_state {
 };
 
 token_queue_actor::behavior_type
-token_queue(token_queue_actor::stateful_pointer<token_queue_state> self,
-            token_queue_config config, chief_actor chief);
+token_queue(token_queue_actor::stateful_pointer<token_queue_state> self, token_queue_config config,
+            chief_actor chief);
 
 } // namespace troupe

@@ -77,8 +77,9 @@ void pull_all(self_ptr self) {
   auto& st = self->state;
   auto join = make_fan_in(st.router->parts().size(), [self] { compute(self); });
   for (auto& part : st.router->parts())
-    self->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
-                  pull_atom::value, part.names)
+    self
+      ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
+                pull_atom::value, part.names)
       .then(
         [self, join, &part](pull_reply& reply) {
           auto& st = self->state;
@@ -129,8 +130,7 @@ bool on_push_refused(self_ptr self, int32_t shard, const caf::error& err) {
   if (code == errc::stale_gradient || code == errc::training_stopped)
     spdlog::debug("{}: {}", st.label, describe(err));
   else
-    spdlog::warn("{}: ps:{} refused step {}: {}", st.label, shard, st.report.step,
-                 describe(err));
+    spdlog::warn("{}: ps:{} refused step {}: {}", st.label, shard, st.report.step, describe(err));
   st.report.applied = false;
   return true;
 }
@@ -142,8 +142,9 @@ void push_all(self_ptr self) {
   for (auto& part : st.router->parts()) {
     auto grads = st.staging ? st.router->cut(part, st.staging->grads)
                             : st.router->cut(part, st.grads);
-    self->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
-                  push_atom::value, st.config.index, st.report.step, part.names, std::move(grads))
+    self
+      ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
+                push_atom::value, st.config.index, st.report.step, part.names, std::move(grads))
       .then([join](int64_t) { join->arrive(); },
             [self, join, shard = part.shard](caf::error& err) {
               if (on_push_refused(self, shard, err))
@@ -156,8 +157,7 @@ void on_plan(self_ptr self, training_plan& plan) {
   auto& st = self->state;
   auto& vars = st.links.net->variables();
   try {
-    st.router.emplace(std::move(plan.slices), vars,
-                      static_cast<int32_t>(st.links.shards.size()));
+    st.router.emplace(std::move(plan.slices), vars, static_cast<int32_t>(st.links.shards.size()));
   } catch (const std::exception& e) {
     fail(self, "the chief's plan does not match this worker's model (" + st.links.net->name() + ")",
          make_error({errc::invalid_request, e.what()}));

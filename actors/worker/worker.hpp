@@ -32,7 +32,7 @@ struct worker_config {
   /// long as the slowest worker (or a lost worker's restart).
   std::chrono::milliseconds step_timeout{150000};
   bool shuffle = true;
-  double clip_norm = 0;  ///< > 0: clip gradients to this global norm before pushing
+  double clip_norm = 0; ///< > 0: clip gradients to this global norm before pushing
 };
 
 /// What a worker talks to and computes on.
@@ -45,13 +45,13 @@ struct worker_links {
 
 struct worker_state {
   static inline const char* name = "troupe.worker";
-  std::string label;  // "worker:0"
+  std::string label; // "worker:0"
   worker_config config;
   worker_links links;
-  std::optional<example_sampler> sampler;  // this worker's share of the data
-  std::optional<slice_router> router;  // the chief's plan, checked against the model
+  std::optional<example_sampler> sampler; // this worker's share of the data
+  std::optional<slice_router> router;     // the chief's plan, checked against the model
   std::optional<gradient_guard> guard;
-  step_coordinator_actor coordinator;  // chief (async) or token queue (sync)
+  step_coordinator_actor coordinator; // chief (async) or token queue (sync)
   // Parameters and gradients: the model's own pinned buffers when it offers
   // them (a GPU model), so pulled slices land there and pushed ones are cut
   // from there without another host copy; these tensors otherwise.
@@ -59,7 +59,7 @@ struct worker_state {
   std::vector<tensor> params;
   std::vector<tensor> grads;
   batch current;
-  step_report report;  // of the step in flight / last finished
+  step_report report; // of the step in flight / last finished
   int64_t local_step = 0;
   progress_meter progress{0};
 };

@@ -30,13 +30,11 @@ std::string help_text(const node_config& cfg) {
          "the command line as --section.key=value. Keys:\n";
   for (auto& opt : cfg.options()) {
     auto category = ini::str(opt.category());
-    if (!troupe_categories.count(category)
-        && ini::str(opt.long_name()) != "job_name"
+    if (!troupe_categories.count(category) && ini::str(opt.long_name()) != "job_name"
         && ini::str(opt.long_name()) != "task_index")
       continue;
     auto value = opt.get();
-    out << "  " << (category == "global" ? ini::str(opt.long_name())
-                                         : ini::str(opt.full_name()))
+    out << "  " << (category == "global" ? ini::str(opt.long_name()) : ini::str(opt.full_name()))
         << " (" << opt.type_name() << ", default " << (value ? caf::to_string(*value) : "-")
         << ")\n      " << opt.description() << "\n";
   }

@@ -13,8 +13,9 @@ std::string type_hint(const caf::config_option& opt) {
   if (opt.category() == "cluster" && t.find("list") != std::string::npos)
     return "a list of \"host:port\" strings, e.g. [\"127.0.0.1:7001\"]";
   if (t.find("list") != std::string::npos)
-    return "a list (" + t + "), e.g. [1000, 2000], [0.1, 0.01, 0.001] or [\"relu\"]; write "
-           "every real with a decimal point";
+    return "a list (" + t
+           + "), e.g. [1000, 2000], [0.1, 0.01, 0.001] or [\"relu\"]; write "
+             "every real with a decimal point";
   if (t == "timespan")
     return "a duration with a unit, e.g. 30s or 500ms";
   if (t == "string")
@@ -67,8 +68,8 @@ void check_file_keys(const node_config& cfg, const std::string& path, std::istre
       if (opt->check(val)) {
         // An integer where a real is expected is fine (learning-rate = 1).
         if (caf::holds_alternative<caf::config_value::integer>(val)
-            && !opt->check(caf::config_value{
-                 static_cast<double>(caf::get<caf::config_value::integer>(val))}))
+            && !opt->check(
+              caf::config_value{static_cast<double>(caf::get<caf::config_value::integer>(val))}))
           continue;
         errors.push_back(path + ": " + full + " = " + caf::to_string(val) + " has the wrong type; "
                          + "expected " + type_hint(*opt));
@@ -92,9 +93,8 @@ void coerce_reals(node_config& cfg, const std::string& path, const std::vector<s
         continue;
       caf::config_value as_real{static_cast<double>(caf::get<caf::config_value::integer>(val))};
       auto flag = "--" + category + "." + key + "=";
-      bool on_cli = std::any_of(cli.begin(), cli.end(), [&](const std::string& arg) {
-        return arg.rfind(flag, 0) == 0;
-      });
+      bool on_cli = std::any_of(cli.begin(), cli.end(),
+                                [&](const std::string& arg) { return arg.rfind(flag, 0) == 0; });
       if (!on_cli && opt->check(val) && !opt->check(as_real))
         opt->store(as_real);
     }

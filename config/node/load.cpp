@@ -66,9 +66,8 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
   parse_or_report("train.device", errors, [&] { t.device = gpu::parse_device(cfg.device); });
   t.worker_devices.clear();
   for (size_t i = 0; i < cfg.worker_devices.size(); ++i)
-    parse_or_report("train.worker-devices[" + std::to_string(i) + "]", errors, [&] {
-      t.worker_devices.push_back(gpu::parse_device(cfg.worker_devices[i]));
-    });
+    parse_or_report("train.worker-devices[" + std::to_string(i) + "]", errors,
+                    [&] { t.worker_devices.push_back(gpu::parse_device(cfg.worker_devices[i])); });
   return t;
 }
 
@@ -165,8 +164,7 @@ std::string command_line_error(const node_config& cfg, const caf::error& err,
     auto opt = cfg.options().cli_long_name_lookup(name);
     hint = opt ? "; expected " + ini::type_hint(*opt) : "";
   }
-  return "command line: " + (bad.empty() ? caf::to_string(err) : "cannot use '" + bad + "'")
-         + hint;
+  return "command line: " + (bad.empty() ? caf::to_string(err) : "cannot use '" + bad + "'") + hint;
 }
 
 } // namespace
@@ -227,7 +225,8 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   if (config_file.empty()) {
     if (!setup.whole_cluster)
       out.errors.push_back("--job_name=" + cfg.job_name + " needs a cluster: no "
-                           + default_config_file + " in the working directory; pass "
+                           + default_config_file
+                           + " in the working directory; pass "
                              "--config-file=FILE (examples in config/examples/)");
     else
       setup.embedded_defaults = true;

@@ -25,8 +25,8 @@ public:
   // -- bound options: the single place that knows option names --------------
   // Values the file writes as text (enums, devices, rules) are bound as text
   // here and parsed once by load_node_config.
-  std::string job_name;      // global: ps | worker | chief (empty: whole cluster here)
-  int32_t task_index = 0;    // global
+  std::string job_name;   // global: ps | worker | chief (empty: whole cluster here)
+  int32_t task_index = 0; // global
   std::vector<std::string> chief_hosts, ps_hosts, worker_hosts;
   caf::timespan connect_timeout;
   caf::timespan request_timeout;
@@ -40,7 +40,7 @@ public:
   std::string device = "cpu";
   std::vector<std::string> worker_devices;
   std::string on_worker_loss = "shrink";
-  int64_t seed = 42;         // bound separately: CAF has no uint64 option type
+  int64_t seed = 42; // bound separately: CAF has no uint64 option type
   int64_t max_refused_steps = 100;
   int64_t replicas_to_aggregate = 0;
   int64_t total_num_replicas = 0;
@@ -50,10 +50,10 @@ public:
 
 /// What the node will do, once the configuration checked out.
 struct node_setup {
-  bool whole_cluster = false;  // every task in this process (embedded default)
+  bool whole_cluster = false; // every task in this process (embedded default)
   bool embedded_defaults = false;
-  std::string config_file;     // empty when none was read
-  job_kind job = job_kind::chief;  // when !whole_cluster
+  std::string config_file;        // empty when none was read
+  job_kind job = job_kind::chief; // when !whole_cluster
   int32_t task = 0;
   cluster_spec cluster;
   training_settings train;
@@ -64,7 +64,7 @@ struct node_setup {
 
 struct load_outcome {
   enum class action { run, help, dump_config, fail } what = action::fail;
-  std::vector<std::string> errors;  // each names the key and the fix
+  std::vector<std::string> errors; // each names the key and the fix
   node_setup setup;
 };
 

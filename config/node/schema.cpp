@@ -8,13 +8,13 @@
 namespace troupe {
 
 node_config::node_config()
-  : connect_timeout(std::chrono::seconds(60)),
-    request_timeout(std::chrono::seconds(30)),
+  : connect_timeout(std::chrono::seconds(60)), request_timeout(std::chrono::seconds(30)),
     worker_wait_timeout(std::chrono::seconds(120)) {
   load<caf::io::middleman>();
   opt_group{custom_options_, "global"}
-    .add(job_name, "job_name", "this task's job: ps, worker or chief (omit to run every task "
-                               "of the cluster in this process)")
+    .add(job_name, "job_name",
+         "this task's job: ps, worker or chief (omit to run every task "
+         "of the cluster in this process)")
     .add(task_index, "task_index", "this task's index within its job");
   opt_group{custom_options_, "cluster"}
     .add(chief_hosts, "chief", "the chief task's host:port (exactly one)")
@@ -52,8 +52,7 @@ node_config::node_config()
          "piecewise: the steps where the rate changes, e.g. [1000, 2000]")
     .add(train.optimizer.learning_rate.values, "lr-values",
          "piecewise: the rates, one more than boundaries, e.g. [0.1, 0.01, 0.001]")
-    .add(train.clip_norm, "clip-norm",
-         "if > 0: workers clip their gradients to this global norm")
+    .add(train.clip_norm, "clip-norm", "if > 0: workers clip their gradients to this global norm")
     .add(train.last_step, "last-step", "global steps to train; then the cluster stops")
     .add(train.epochs, "epochs",
          "if > 0: passes over the training set instead of last-step (sets last-step)")

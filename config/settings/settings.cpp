@@ -75,8 +75,9 @@ void check_workers(const training_settings& t, const cluster_shape& shape,
     fail("cluster.worker is empty: list at least one worker task, e.g. "
          "worker = [\"127.0.0.1:7101\"]");
   if (t.total_num_replicas != 0 && t.total_num_replicas != shape.workers)
-    fail("train.total-num-replicas = " + std::to_string(t.total_num_replicas) + " but cluster.worker lists "
-         + workers + " worker(s); N is the number of worker tasks (leave it 0)");
+    fail("train.total-num-replicas = " + std::to_string(t.total_num_replicas)
+         + " but cluster.worker lists " + workers
+         + " worker(s); N is the number of worker tasks (leave it 0)");
   if (t.replicas_to_aggregate < 0 || t.replicas_to_aggregate > shape.workers)
     fail("train.replicas-to-aggregate = " + std::to_string(t.replicas_to_aggregate)
          + " must be between 1 and the " + workers
@@ -91,8 +92,8 @@ void check_workers(const training_settings& t, const cluster_shape& shape,
     fail("train.worker-batch-sizes lists " + std::to_string(t.worker_batch_sizes.size())
          + " sizes for " + workers + " worker(s)");
   if (t.worker_devices.size() > static_cast<size_t>(std::max(shape.workers, 0)))
-    fail("train.worker-devices lists " + std::to_string(t.worker_devices.size())
-         + " devices for " + workers + " worker(s)");
+    fail("train.worker-devices lists " + std::to_string(t.worker_devices.size()) + " devices for "
+         + workers + " worker(s)");
   if (!(t.gpu_memory_fraction > 0 && t.gpu_memory_fraction <= 1))
     fail("train.gpu-memory-fraction must be in (0, 1]");
 }
@@ -121,8 +122,7 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
     fail("train.max-refused-steps must not be negative");
   for (auto [name, value] : {std::pair{"cluster.connect-timeout", runtime.connect_timeout},
                              std::pair{"cluster.request-timeout", runtime.request_timeout},
-                             std::pair{"cluster.worker-wait-timeout",
-                                       runtime.worker_wait_timeout}})
+                             std::pair{"cluster.worker-wait-timeout", runtime.worker_wait_timeout}})
     if (value.count() <= 0)
       fail(std::string(name) + " must be a positive duration, e.g. 30s");
   return out;
@@ -152,9 +152,10 @@ int64_t last_step_for_epochs(const training_settings& train, const cluster_shape
     mean_batch += static_cast<double>(batch_size_of(train, w));
   mean_batch = shape.workers > 0 ? mean_batch / shape.workers
                                  : static_cast<double>(train.batch_size);
-  auto per_update = mean_batch * (train.mode == update_mode::sync
-                                    ? static_cast<double>(replicas_of(train, shape))
-                                    : 1.0);
+  auto per_update = mean_batch
+                    * (train.mode == update_mode::sync
+                         ? static_cast<double>(replicas_of(train, shape))
+                         : 1.0);
   return std::max<int64_t>(
     1, static_cast<int64_t>(std::ceil(train.epochs * static_cast<double>(examples) / per_update)));
 }

@@ -21,8 +21,8 @@ namespace troupe {
 
 /// How gradients become updates (train.mode).
 enum class update_mode {
-  async,  ///< every worker's gradient is applied the moment it arrives
-  sync,   ///< SyncReplicasOptimizer: each update is the mean of R workers' gradients
+  async, ///< every worker's gradient is applied the moment it arrives
+  sync,  ///< SyncReplicasOptimizer: each update is the mean of R workers' gradients
 };
 
 template <>
@@ -34,8 +34,8 @@ struct enum_names<update_mode> {
 /// What the chief does in sync mode when fewer than R workers are alive
 /// (train.on-worker-loss).
 enum class worker_loss_policy {
-  shrink,  ///< average over the workers alive
-  wait,    ///< hold the step until a worker comes back (cluster.worker-wait-timeout)
+  shrink, ///< average over the workers alive
+  wait,   ///< hold the step until a worker comes back (cluster.worker-wait-timeout)
 };
 
 template <>
@@ -110,8 +110,8 @@ struct runtime_settings {
 /// Every problem with these settings on a cluster of this shape, each
 /// naming the key and the fix (errc::invalid_setting); empty when the run can
 /// start. Pure: reads no file (the data directory is the node's to check).
-std::vector<failure> check_settings(const training_settings& train,
-                                    const runtime_settings& runtime, const cluster_shape& shape);
+std::vector<failure> check_settings(const training_settings& train, const runtime_settings& runtime,
+                                    const cluster_shape& shape);
 
 /// check_settings for the library API: throws troupe_error listing every
 /// problem when there is one.

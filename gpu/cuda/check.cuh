@@ -29,8 +29,8 @@ inline const char* failure_of(cublasStatus_t status) {
 
 } // namespace troupe::gpu::cuda
 
-#define TROUPE_CUDA_CHECK(call)                                                                \
-  do {                                                                                         \
-    if (const char* troupe_failure_ = ::troupe::gpu::cuda::failure_of(call))                   \
-      ::troupe::gpu::cuda::throw_call_failure(#call, __FILE__, __LINE__, troupe_failure_);     \
+#define TROUPE_CUDA_CHECK(call)                                                                    \
+  do {                                                                                             \
+    if (const char* troupe_failure_ = ::troupe::gpu::cuda::failure_of(call))                       \
+      ::troupe::gpu::cuda::throw_call_failure(#call, __FILE__, __LINE__, troupe_failure_);         \
   } while (0)

@@ -22,7 +22,7 @@ struct device_context {
   cudaStream_t copies = nullptr;
   cublasHandle_t blas = nullptr;
   device_pool pool;
-  device_array<float> ones;  // for bias gradients as a GEMV
+  device_array<float> ones; // for bias gradients as a GEMV
 
   device_context(int index, size_t limit) : device(index), pool(limit), ones(pool) {
     TROUPE_CUDA_CHECK(cudaSetDevice(device));
@@ -59,17 +59,17 @@ void gemm(device_context& cx, bool transpose_a, bool transpose_b, int64_t m, int
   const float alpha = 1.0f;
   auto g = element::row_major_gemm(transpose_a, transpose_b, m, n, k, a, b);
   TROUPE_CUDA_CHECK(cublasSgemm(cx.blas, g.transpose_first ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  g.transpose_second ? CUBLAS_OP_T : CUBLAS_OP_N, g.rows, g.cols,
-                                  g.inner, &alpha, g.first, g.first_ld, g.second, g.second_ld,
-                                  &beta, c, g.c_ld));
+                                g.transpose_second ? CUBLAS_OP_T : CUBLAS_OP_N, g.rows, g.cols,
+                                g.inner, &alpha, g.first, g.first_ld, g.second, g.second_ld, &beta,
+                                c, g.c_ld));
 }
 
 /// db[cols] = column sums of dy[rows x cols].
 void column_sums(device_context& cx, const float* dy, int64_t rows, int64_t cols, float* db) {
   const float alpha = 1.0f, beta = 0.0f;
   TROUPE_CUDA_CHECK(cublasSgemv(cx.blas, CUBLAS_OP_N, static_cast<int>(cols),
-                                  static_cast<int>(rows), &alpha, dy, static_cast<int>(cols),
-                                  cx.ones_of(static_cast<size_t>(rows)), 1, &beta, db, 1));
+                                static_cast<int>(rows), &alpha, dy, static_cast<int>(cols),
+                                cx.ones_of(static_cast<size_t>(rows)), 1, &beta, db, 1));
 }
 
 window_geometry geometry_of(const layer_desc& d, int64_t batch) {
@@ -180,7 +180,7 @@ public:
         col2im(col_.data(), dx, g, first, count, cx.compute);
       }
     }
-    unfolded_batch_ = 0;  // col_ now holds gradients
+    unfolded_batch_ = 0; // col_ now holds gradients
   }
 
 private:
@@ -238,8 +238,8 @@ public:
     auto n = static_cast<size_t>(batch * num_elements(d_.input));
     training_ = training && d_.rate > 0.0f;
     if (!training_) {
-      TROUPE_CUDA_CHECK(cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice,
-                                        cx.compute));
+      TROUPE_CUDA_CHECK(
+        cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, cx.compute));
       return;
     }
     mask_.resize(n);
@@ -247,7 +247,7 @@ public:
     auto keep_below = shared::dropout_keep_below(d_.rate);
     dropout_forward(x, y, mask_.data(), n, keep_below, 1.0f / (1.0f - d_.rate), counter_,
                     cx.compute);
-    counter_ = shared::dropout_advance(counter_, n);  // the draws the CPU layer makes
+    counter_ = shared::dropout_advance(counter_, n); // the draws the CPU layer makes
   }
   void backward(device_context& cx, int64_t batch, const float*, const float*, const float* dy,
                 float* dx, const float* const*, float* const*) override {
@@ -257,13 +257,13 @@ public:
     if (training_)
       multiply(dy, mask_.data(), dx, n, cx.compute);
     else
-      TROUPE_CUDA_CHECK(cudaMemcpyAsync(dx, dy, n * sizeof(float), cudaMemcpyDeviceToDevice,
-                                        cx.compute));
+      TROUPE_CUDA_CHECK(
+        cudaMemcpyAsync(dx, dy, n * sizeof(float), cudaMemcpyDeviceToDevice, cx.compute));
   }
 
 private:
   device_array<float> mask_;
-  uint64_t counter_ = d_.seed;  // the CPU layer starts its counter at the seed
+  uint64_t counter_ = d_.seed; // the CPU layer starts its counter at the seed
   bool training_ = false;
 };
 
@@ -297,7 +297,9 @@ size_t device_limit(int device, double fraction) {
 // fc1's 12.8 MB would otherwise be copied whole and only then sent.
 constexpr size_t staging_chunk = size_t{1} << 18;
 
-size_t chunks_of(size_t floats) { return (floats + staging_chunk - 1) / staging_chunk; }
+size_t chunks_of(size_t floats) {
+  return (floats + staging_chunk - 1) / staging_chunk;
+}
 
 class cuda_model final : public model {
 public:
@@ -397,7 +399,7 @@ private:
       if (grads)
         copy_out(*grads);
       else
-        TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies));  // every gradient landed
+        TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.copies)); // every gradient landed
       TROUPE_CUDA_CHECK(cudaStreamSynchronize(cx_.compute));  // loss, accuracy, norm
     } catch (...) {
       quiesce();
@@ -438,8 +440,8 @@ private:
   void check_params(const std::vector<tensor>& params) const {
     auto& vars = reference_->variables();
     if (params.size() != vars.size())
-      throw shape_error(name() + ": expected " + std::to_string(vars.size())
-                        + " parameters, got " + std::to_string(params.size()));
+      throw shape_error(name() + ": expected " + std::to_string(vars.size()) + " parameters, got "
+                        + std::to_string(params.size()));
     for (size_t v = 0; v < vars.size(); ++v)
       if (params[v].shape() != vars[v].shape)
         throw shape_error(name() + ": " + vars[v].name + " has shape "
@@ -511,7 +513,7 @@ private:
     for (size_t i = 0; i < descs_.size(); ++i) {
       inputs_[i] = current;
       if (!layers_[i])
-        continue;  // a view, or a ReLU the next layer applies
+        continue; // a view, or a ReLU the next layer applies
       auto& d = descs_[i];
       for (size_t v = d.first_variable; v < d.first_variable + d.num_variables; ++v)
         TROUPE_CUDA_CHECK(cudaStreamWaitEvent(cx_.compute, param_ready_[v], 0));
@@ -535,8 +537,8 @@ private:
     sum_ints(correct_rows_.data(), counts_.data(), static_cast<size_t>(rows), scratch_.data(), need,
              cx_.compute);
     auto* host = reinterpret_cast<double*>(scalar_host_.reserve(4));
-    TROUPE_CUDA_CHECK(cudaMemcpyAsync(host, sums_.data(), sizeof(double), cudaMemcpyDeviceToHost,
-                                      cx_.compute));
+    TROUPE_CUDA_CHECK(
+      cudaMemcpyAsync(host, sums_.data(), sizeof(double), cudaMemcpyDeviceToHost, cx_.compute));
     TROUPE_CUDA_CHECK(cudaMemcpyAsync(host + 1, counts_.data(), sizeof(int64_t),
                                       cudaMemcpyDeviceToHost, cx_.compute));
   }
@@ -616,31 +618,31 @@ private:
     }
   }
 
-  std::unique_ptr<model> reference_;  // the CPU model: names, shapes, descriptions
+  std::unique_ptr<model> reference_; // the CPU model: names, shapes, descriptions
   device_context cx_;
   std::vector<layer_desc> descs_;
-  std::vector<std::unique_ptr<device_layer>> layers_;  // null where skipped
+  std::vector<std::unique_ptr<device_layer>> layers_; // null where skipped
   std::vector<device_array<float>> outputs_, input_grads_, params_, grads_;
   std::vector<const float*> inputs_;
-  std::vector<size_t> offsets_;  // of each variable in the pinned buffers
+  std::vector<size_t> offsets_; // of each variable in the pinned buffers
   size_t total_floats_ = 0;
-  std::vector<size_t> first_chunk_;  // each variable's first event in grad_copied_
+  std::vector<size_t> first_chunk_; // each variable's first event in grad_copied_
   size_t chunk_events_ = 0;
-  event_list param_ready_, grad_ready_, grad_copied_;  // grad_copied_: one per staging chunk
-  std::vector<size_t> download_order_;  // variables in the order their gradients went down
+  event_list param_ready_, grad_ready_, grad_copied_; // grad_copied_: one per staging chunk
+  std::vector<size_t> download_order_; // variables in the order their gradients went down
   device_array<float> images_;
   device_array<int32_t> labels_;
   device_array<float> loss_rows_;
   device_array<int32_t> correct_rows_;
   device_array<char> scratch_;
-  size_t scratch_items_ = 0;  // the most items scratch_ has been sized for
+  size_t scratch_items_ = 0; // the most items scratch_ has been sized for
   device_array<double> sums_, squares_;
   device_array<int64_t> counts_;
   device_array<float> grad_logits_;
   const float* logits_ = nullptr;
   pinned_buffer param_host_, grad_host_, input_host_, scalar_host_, norm_pinned_;
-  host_staging staging_;  // per variable, into param_host_ and grad_host_
-  double* norm_host_ = nullptr;  // per-variable sums of squares, in norm_pinned_
+  host_staging staging_;        // per variable, into param_host_ and grad_host_
+  double* norm_host_ = nullptr; // per-variable sums of squares, in norm_pinned_
   std::vector<const float*> param_ptrs_;
   std::vector<float*> grad_ptrs_;
 };
@@ -655,9 +657,9 @@ void check_memory_share(int index, double memory_fraction) {
   if (wanted > free) {
     char fraction[32];
     std::snprintf(fraction, sizeof fraction, "%g", memory_fraction);
-    throw troupe_error(std::string("train.gpu-memory-fraction = ") + fraction
-                       + " asks for " + megabytes(wanted) + " of cuda:" + std::to_string(index)
-                       + ", but only " + megabytes(free) + " of " + megabytes(total)
+    throw troupe_error(std::string("train.gpu-memory-fraction = ") + fraction + " asks for "
+                       + megabytes(wanted) + " of cuda:" + std::to_string(index) + ", but only "
+                       + megabytes(free) + " of " + megabytes(total)
                        + " are free; lower it or free the device");
   }
 }
@@ -677,8 +679,8 @@ layer_run run_layer(const layer_desc& desc, const tensor& x, const std::vector<t
   auto up = [&](const tensor& t) {
     device_array<float> d(cx.pool);
     d.resize(t.size());
-    TROUPE_CUDA_CHECK(cudaMemcpyAsync(d.data(), t.data(), t.bytes(), cudaMemcpyHostToDevice,
-                                      cx.compute));
+    TROUPE_CUDA_CHECK(
+      cudaMemcpyAsync(d.data(), t.data(), t.bytes(), cudaMemcpyHostToDevice, cx.compute));
     return d;
   };
   auto down = [&](const device_array<float>& d, shape_t shape) {
@@ -716,8 +718,8 @@ layer_run run_layer(const layer_desc& desc, const tensor& x, const std::vector<t
   return run;
 }
 
-double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
-                             tensor& grad, size_t& correct, int device) {
+double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels, tensor& grad,
+                             size_t& correct, int device) {
   auto rows = static_cast<int64_t>(labels.size());
   if (logits.shape().size() != 2 || logits.shape()[0] != rows)
     throw shape_error("softmax_cross_entropy: logits " + to_string(logits.shape()) + " for "
@@ -735,8 +737,8 @@ double softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& l
   loss.resize(labels.size());
   l.resize(labels.size());
   c.resize(labels.size());
-  TROUPE_CUDA_CHECK(cudaMemcpyAsync(z.data(), logits.data(), logits.bytes(),
-                                    cudaMemcpyHostToDevice, cx.compute));
+  TROUPE_CUDA_CHECK(
+    cudaMemcpyAsync(z.data(), logits.data(), logits.bytes(), cudaMemcpyHostToDevice, cx.compute));
   TROUPE_CUDA_CHECK(cudaMemcpyAsync(l.data(), labels.data(), labels.size() * sizeof(int32_t),
                                     cudaMemcpyHostToDevice, cx.compute));
   softmax_cross_entropy(z.data(), l.data(), loss.data(), c.data(), g.data(), rows, classes,

@@ -1,6 +1,6 @@
 #include "gpu/cuda/check.cuh"
-#include "gpu/cuda_backend.hpp"
 #include "gpu/cuda/device_memory.cuh"
+#include "gpu/cuda_backend.hpp"
 
 namespace troupe::gpu::cuda {
 

@@ -13,7 +13,7 @@ device_pool::device_pool(size_t limit_bytes) : limit_(limit_bytes) {
 
 device_pool::~device_pool() {
   for (auto& [block, bytes] : size_of_)
-    cudaFree(block);  // no throw from a destructor; a failure here changes nothing
+    cudaFree(block); // no throw from a destructor; a failure here changes nothing
 }
 
 void device_pool::trim() noexcept {
@@ -26,7 +26,7 @@ void device_pool::trim() noexcept {
 }
 
 void* device_pool::acquire(size_t bytes) {
-  bytes = (bytes + 255) & ~size_t{255};  // keep blocks aligned for vector loads
+  bytes = (bytes + 255) & ~size_t{255}; // keep blocks aligned for vector loads
   auto it = free_.lower_bound(bytes);
   if (it != free_.end() && it->first <= 2 * bytes) {
     void* p = it->second;
@@ -43,7 +43,7 @@ void* device_pool::acquire(size_t bytes) {
   void* p = nullptr;
   auto status = cudaMalloc(&p, bytes);
   if (status == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // not sticky; clear it for the calls after
+    cudaGetLastError(); // not sticky; clear it for the calls after
     // The share was free when the worker started (check_memory_share), but
     // the pool grows lazily: other workers or processes took it since.
     throw troupe_error("GPU memory: the device has no " + megabytes(bytes)

@@ -34,9 +34,9 @@ private:
   void trim() noexcept;
 
   size_t limit_;
-  size_t reserved_ = 0;                   // bytes held from the device, live or free
-  std::multimap<size_t, void*> free_;     // size -> block
-  std::map<void*, size_t> size_of_;       // every block held
+  size_t reserved_ = 0;               // bytes held from the device, live or free
+  std::multimap<size_t, void*> free_; // size -> block
+  std::map<void*, size_t> size_of_;   // every block held
 };
 
 /// A typed device array from a pool; resize keeps the block when it is big
@@ -66,7 +66,7 @@ public:
       if (data_)
         pool_->release(data_);
       data_ = nullptr;
-      size_ = capacity_ = 0;  // consistent if acquire throws
+      size_ = capacity_ = 0; // consistent if acquire throws
       data_ = static_cast<T*>(pool_->acquire(n * sizeof(T)));
       capacity_ = n;
     }

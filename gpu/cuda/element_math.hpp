@@ -38,7 +38,7 @@ TROUPE_HD inline void im2col(int i, const float* x, float* col, const geometry32
 /// of the unfolded entries taken from it (a gather, no atomics).
 TROUPE_HD inline void col2im(int i, const float* col, float* dx, const geometry32& g, int first) {
   int ci = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
-      b = i / (g.c * g.w * g.h);  // within the chunk
+      b = i / (g.c * g.w * g.h); // within the chunk
   int k = g.kh * g.kw * g.c;
   float sum = 0.0f;
   for (int ky = 0; ky < g.kh; ++ky) {
@@ -51,7 +51,8 @@ TROUPE_HD inline void col2im(int i, const float* col, float* dx, const geometry3
       if (tx < 0 || tx % g.stride != 0 || tx / g.stride >= g.ow)
         continue;
       int ox = tx / g.stride;
-      sum += col[(static_cast<size_t>(b * g.oh + oy) * g.ow + ox) * k + (ky * g.kw + kx) * g.c + ci];
+      sum +=
+        col[(static_cast<size_t>(b * g.oh + oy) * g.ow + ox) * k + (ky * g.kw + kx) * g.c + ci];
     }
   }
   dx[static_cast<size_t>(first) * g.h * g.w * g.c + i] = sum;
@@ -96,8 +97,7 @@ TROUPE_HD inline void max_pool_forward(int o, const float* x, float* y, int32_t*
 /// dx of input i: the sum of dy over the windows whose maximum it was.
 TROUPE_HD inline void max_pool_backward(int i, const float* dy, const int32_t* argmax, float* dx,
                                         const geometry32& g) {
-  int ch = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
-      b = i / (g.c * g.w * g.h);
+  int ch = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h, b = i / (g.c * g.w * g.h);
   float sum = 0.0f;
   // Windows with oy*s - top <= iy < oy*s - top + kh, and likewise for x.
   int oy_lo = (iy + g.top - g.kh + g.stride) / g.stride, oy_hi = (iy + g.top) / g.stride;
@@ -120,17 +120,26 @@ TROUPE_HD inline void max_pool_backward(int i, const float* dy, const int32_t* a
 /// operands swap and each keeps its own transpose flag.
 struct column_major_gemm {
   bool transpose_first, transpose_second;
-  int rows, cols, inner;                  // of the column-major product
-  const float* first;  int first_ld;      // row-major B
-  const float* second; int second_ld;     // row-major A
+  int rows, cols, inner; // of the column-major product
+  const float* first;
+  int first_ld; // row-major B
+  const float* second;
+  int second_ld; // row-major A
   int c_ld;
 };
 
 inline column_major_gemm row_major_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
                                         int64_t k, const float* a, const float* b) {
-  return {transpose_b, transpose_a, static_cast<int>(n), static_cast<int>(m),
-          static_cast<int>(k), b, static_cast<int>(transpose_b ? k : n), a,
-          static_cast<int>(transpose_a ? m : k), static_cast<int>(n)};
+  return {transpose_b,
+          transpose_a,
+          static_cast<int>(n),
+          static_cast<int>(m),
+          static_cast<int>(k),
+          b,
+          static_cast<int>(transpose_b ? k : n),
+          a,
+          static_cast<int>(transpose_a ? m : k),
+          static_cast<int>(n)};
 }
 
 } // namespace troupe::gpu::element

@@ -19,7 +19,8 @@ namespace {
 constexpr int threads_per_block = 256;
 
 unsigned blocks_for(size_t n) {
-  return static_cast<unsigned>(std::max<size_t>(1, (n + threads_per_block - 1) / threads_per_block));
+  return static_cast<unsigned>(
+    std::max<size_t>(1, (n + threads_per_block - 1) / threads_per_block));
 }
 
 // Kernels index with 32-bit integers (64-bit division costs several times
@@ -36,25 +37,24 @@ int checked_int(int64_t n, const char* what) {
 
 geometry32 narrow(const window_geometry& g) {
   auto n = [](int64_t v) { return checked_int(v, "window geometry"); };
-  return {n(g.batch), n(g.h), n(g.w), n(g.c), n(g.kh), n(g.kw), n(g.stride), n(g.top),
-          n(g.left), n(g.oh), n(g.ow)};
+  return {n(g.batch),  n(g.h),   n(g.w),    n(g.c),  n(g.kh), n(g.kw),
+          n(g.stride), n(g.top), n(g.left), n(g.oh), n(g.ow)};
 }
 
 #if defined(TROUPE_CUDA_EMULATION)
 // tests/gpu/emulated: the same launch, run on the CPU when its stream runs.
-#define TROUPE_LAUNCH(kernel, n, stream, ...)                                         \
-  do {                                                                                \
-    if ((n) > 0)                                                                      \
-      troupe_emulation::launch(stream, blocks_for(n), threads_per_block, kernel,      \
-                               __VA_ARGS__);                                          \
+#define TROUPE_LAUNCH(kernel, n, stream, ...)                                                      \
+  do {                                                                                             \
+    if ((n) > 0)                                                                                   \
+      troupe_emulation::launch(stream, blocks_for(n), threads_per_block, kernel, __VA_ARGS__);     \
   } while (0)
 #else
-#define TROUPE_LAUNCH(kernel, n, stream, ...)                                         \
-  do {                                                                                \
-    if ((n) > 0) {                                                                    \
-      kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(__VA_ARGS__);           \
-      TROUPE_CUDA_CHECK(cudaGetLastError());                                          \
-    }                                                                                 \
+#define TROUPE_LAUNCH(kernel, n, stream, ...)                                                      \
+  do {                                                                                             \
+    if ((n) > 0) {                                                                                 \
+      kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(__VA_ARGS__);                        \
+      TROUPE_CUDA_CHECK(cudaGetLastError());                                                       \
+    }                                                                                              \
   } while (0)
 #endif
 
@@ -108,8 +108,8 @@ __global__ void max_pool_backward_kernel(const float* dy, const int32_t* argmax,
     element::max_pool_backward(i, dy, argmax, dx, g);
 }
 
-__global__ void dropout_kernel(const float* x, float* y, float* mask, size_t n,
-                               uint64_t keep_below, float scale, uint64_t counter) {
+__global__ void dropout_kernel(const float* x, float* y, float* mask, size_t n, uint64_t keep_below,
+                               float scale, uint64_t counter) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n)
     return;
@@ -126,8 +126,7 @@ __global__ void multiply_kernel(const float* a, const float* b, float* out, size
 }
 
 __global__ void softmax_xent_kernel(const float* logits, const int32_t* labels, float* loss,
-                                    int32_t* correct, float* grad, int64_t rows,
-                                    int64_t classes) {
+                                    int32_t* correct, float* grad, int64_t rows, int64_t classes) {
   int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (r >= rows)
     return;
@@ -185,8 +184,8 @@ void max_pool_forward(const float* x, float* y, int32_t* argmax, const window_ge
                 narrow(g), relu, total);
 }
 
-void max_pool_backward(const float* dy, const int32_t* argmax, float* dx,
-                       const window_geometry& g, cudaStream_t stream) {
+void max_pool_backward(const float* dy, const int32_t* argmax, float* dx, const window_geometry& g,
+                       cudaStream_t stream) {
   int total = checked_int(g.batch * g.h * g.w * g.c, "max_pool backward");
   TROUPE_LAUNCH(max_pool_backward_kernel, static_cast<size_t>(total), stream, dy, argmax, dx,
                 narrow(g), total);
@@ -225,24 +224,21 @@ size_t sum_scratch_bytes(size_t n) {
 
 void sum_floats(const float* in, double* out, size_t n, void* scratch, size_t scratch_bytes,
                 cudaStream_t stream) {
-  TROUPE_CUDA_CHECK(cub::DeviceReduce::Reduce(scratch, scratch_bytes, in, out,
-                                              static_cast<int>(n), ::cuda::std::plus<>{}, 0.0,
-                                              stream));
+  TROUPE_CUDA_CHECK(cub::DeviceReduce::Reduce(scratch, scratch_bytes, in, out, static_cast<int>(n),
+                                              ::cuda::std::plus<>{}, 0.0, stream));
 }
 
 void sum_ints(const int32_t* in, int64_t* out, size_t n, void* scratch, size_t scratch_bytes,
               cudaStream_t stream) {
-  TROUPE_CUDA_CHECK(cub::DeviceReduce::Reduce(scratch, scratch_bytes, in, out,
-                                              static_cast<int>(n), ::cuda::std::plus<>{},
-                                              int64_t{0}, stream));
+  TROUPE_CUDA_CHECK(cub::DeviceReduce::Reduce(scratch, scratch_bytes, in, out, static_cast<int>(n),
+                                              ::cuda::std::plus<>{}, int64_t{0}, stream));
 }
 
 void sum_squares(const float* in, double* out, size_t n, void* scratch, size_t scratch_bytes,
                  cudaStream_t stream) {
   auto squares = thrust::make_transform_iterator(in, square{});
-  TROUPE_CUDA_CHECK(cub::DeviceReduce::Reduce(scratch, scratch_bytes, squares, out,
-                                              static_cast<int>(n), ::cuda::std::plus<>{}, 0.0,
-                                              stream));
+  TROUPE_CUDA_CHECK(cub::DeviceReduce::Reduce(
+    scratch, scratch_bytes, squares, out, static_cast<int>(n), ::cuda::std::plus<>{}, 0.0, stream));
 }
 
 } // namespace troupe::gpu::cuda

@@ -11,10 +11,10 @@ namespace troupe::gpu::cuda {
 
 /// Geometry of a convolution or pooling window over an NHWC batch.
 struct window_geometry {
-  int64_t batch = 0, h = 0, w = 0, c = 0;  ///< input
+  int64_t batch = 0, h = 0, w = 0, c = 0; ///< input
   int64_t kh = 0, kw = 0, stride = 1;
-  int64_t top = 0, left = 0;               ///< padding before the first row / column
-  int64_t oh = 0, ow = 0;                  ///< output
+  int64_t top = 0, left = 0; ///< padding before the first row / column
+  int64_t oh = 0, ow = 0;    ///< output
 };
 
 /// col[(b, oy, ox), (ky, kx, ci)] = x[b, oy*s - top + ky, ox*s - left + kx, ci], 0 outside.
@@ -43,8 +43,8 @@ void max_pool_forward(const float* x, float* y, int32_t* argmax, const window_ge
 
 /// dx[i] = sum of dy over the outputs whose argmax is i (a gather over the
 /// windows covering i).
-void max_pool_backward(const float* dy, const int32_t* argmax, float* dx,
-                       const window_geometry& g, cudaStream_t stream);
+void max_pool_backward(const float* dy, const int32_t* argmax, float* dx, const window_geometry& g,
+                       cudaStream_t stream);
 
 /// y = x * mask, mask = scale where value i's 32-bit draw falls below
 /// keep_below, else 0. Draw i is half (i % 2) of SplitMix64(counter + (i / 2

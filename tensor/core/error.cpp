@@ -4,8 +4,8 @@ namespace troupe {
 
 const char* to_string(errc code) {
   switch (code) {
-#define TROUPE_ERRC_NAME(name)                                                                 \
-  case errc::name:                                                                             \
+#define TROUPE_ERRC_NAME(name)                                                                     \
+  case errc::name:                                                                                 \
     return #name;
     TROUPE_ERROR_CODES(TROUPE_ERRC_NAME)
 #undef TROUPE_ERRC_NAME

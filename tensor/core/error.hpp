@@ -33,16 +33,16 @@ struct data_error : troupe_error {
 // The one list of error codes: the enum and its names are generated from it,
 // so a code cannot lack its name. Values start at 1 (0 means "no error" to
 // CAF) and never change: they cross the wire.
-#define TROUPE_ERROR_CODES(X)                                                                  \
-  X(unknown_variable)    /* a pull or push names a variable the shard does not hold */          \
-  X(shape_mismatch)      /* a pushed gradient's shape differs from its variable's */            \
-  X(non_finite_gradient) /* a pushed gradient holds NaN or infinity */                          \
-  X(not_initialized)     /* pull or push before the chief initialised the shard */              \
-  X(already_initialized) /* a second init: the chief initialises exactly once */                \
-  X(protocol_mismatch)   /* the peer speaks another protocol version */                         \
-  X(training_stopped)    /* the request arrived after training stopped */                       \
-  X(invalid_request)     /* malformed arguments (e.g. names and values differ in count) */      \
-  X(stale_gradient)      /* sync: a gradient for a step the shard has already applied */        \
+#define TROUPE_ERROR_CODES(X)                                                                      \
+  X(unknown_variable)    /* a pull or push names a variable the shard does not hold */             \
+  X(shape_mismatch)      /* a pushed gradient's shape differs from its variable's */               \
+  X(non_finite_gradient) /* a pushed gradient holds NaN or infinity */                             \
+  X(not_initialized)     /* pull or push before the chief initialised the shard */                 \
+  X(already_initialized) /* a second init: the chief initialises exactly once */                   \
+  X(protocol_mismatch)   /* the peer speaks another protocol version */                            \
+  X(training_stopped)    /* the request arrived after training stopped */                          \
+  X(invalid_request)     /* malformed arguments (e.g. names and values differ in count) */         \
+  X(stale_gradient)      /* sync: a gradient for a step the shard has already applied */           \
   X(invalid_setting)     /* a setting out of its range, or settings that do not fit together */
 
 enum class errc : uint8_t {
@@ -50,7 +50,7 @@ enum class errc : uint8_t {
 #define TROUPE_ERRC_ENUMERATOR(name) name,
   TROUPE_ERROR_CODES(TROUPE_ERRC_ENUMERATOR)
 #undef TROUPE_ERRC_ENUMERATOR
-  end_of_codes_
+    end_of_codes_
 };
 
 /// "unknown_variable", ...; "unknown_error" for a value outside the list.

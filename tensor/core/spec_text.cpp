@@ -36,8 +36,8 @@ void spec_text::allow_only(const std::set<std::string>& allowed, const std::stri
       std::string list;
       for (auto& a : allowed)
         list += (list.empty() ? "" : ", ") + a;
-      fail("unknown parameter '" + key + "' for " + owner + " (it takes: "
-           + (list.empty() ? "nothing" : list) + ")");
+      fail("unknown parameter '" + key + "' for " + owner
+           + " (it takes: " + (list.empty() ? "nothing" : list) + ")");
     }
 }
 

@@ -47,7 +47,7 @@ public:
   [[noreturn]] void fail(const std::string& what) const;
 
 private:
-  std::string prefix_;  // `where "text"`
+  std::string prefix_; // `where "text"`
   std::string usage_;
   std::vector<std::string> words_;
   std::map<std::string, std::string> pairs_;

@@ -70,8 +70,7 @@ size_t first_non_finite(const float* values, size_t count) noexcept {
 
 bool tensor::bit_equal(const tensor& other) const noexcept {
   return shape_ == other.shape_ && data_.size() == other.data_.size()
-         && (data_.empty()
-             || std::memcmp(data_.data(), other.data_.data(), bytes()) == 0);
+         && (data_.empty() || std::memcmp(data_.data(), other.data_.data(), bytes()) == 0);
 }
 
 } // namespace troupe

@@ -21,8 +21,9 @@ public:
   explicit gz_file(const std::string& path) : path_(path) {
     std::ifstream probe(path);
     if (!probe)
-      throw data_error(path + ": cannot open (missing or unreadable); install "
-                       "Debian's dataset-fashion-mnist or set train.data-dir");
+      throw data_error(path
+                       + ": cannot open (missing or unreadable); install "
+                         "Debian's dataset-fashion-mnist or set train.data-dir");
     handle_ = gzopen(path.c_str(), "rb");
     if (!handle_)
       throw data_error(path + ": cannot open with zlib");
@@ -48,8 +49,8 @@ public:
                          + (msg ? msg : "zlib error") + ")");
       }
       if (got == 0)
-        throw data_error(path_ + ": truncated: expected " + std::to_string(n)
-                         + " bytes of " + what + ", got " + std::to_string(done));
+        throw data_error(path_ + ": truncated: expected " + std::to_string(n) + " bytes of " + what
+                         + ", got " + std::to_string(done));
       done += static_cast<size_t>(got);
     }
   }
@@ -70,8 +71,8 @@ private:
 void expect_magic(gz_file& f, uint32_t want) {
   auto magic = f.read_u32("the magic number");
   if (magic != want)
-    throw data_error(f.path() + ": wrong magic number " + std::to_string(magic)
-                     + " (expected " + std::to_string(want) + " for an IDX "
+    throw data_error(f.path() + ": wrong magic number " + std::to_string(magic) + " (expected "
+                     + std::to_string(want) + " for an IDX "
                      + (want == images_magic ? "image" : "label")
                      + " file); is this the right file?");
 }
@@ -86,8 +87,8 @@ dataset load_idx(const std::string& images_path, const std::string& labels_path)
   auto rows = images.read_u32("the row count");
   auto cols = images.read_u32("the column count");
   if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096)
-    throw data_error(images_path + ": implausible image size " + std::to_string(rows)
-                     + "x" + std::to_string(cols));
+    throw data_error(images_path + ": implausible image size " + std::to_string(rows) + "x"
+                     + std::to_string(cols));
   size_t pixels = size_t{count} * rows * cols;
   std::vector<unsigned char> raw(pixels);
   images.read(raw.data(), pixels, "pixels");
@@ -100,9 +101,8 @@ dataset load_idx(const std::string& images_path, const std::string& labels_path)
   expect_magic(labels, labels_magic);
   auto label_count = labels.read_u32("the label count");
   if (label_count != count)
-    throw data_error(labels_path + ": holds " + std::to_string(label_count)
-                     + " labels but " + images_path + " holds " + std::to_string(count)
-                     + " images");
+    throw data_error(labels_path + ": holds " + std::to_string(label_count) + " labels but "
+                     + images_path + " holds " + std::to_string(count) + " images");
   std::vector<unsigned char> raw_labels(count);
   labels.read(raw_labels.data(), count, "labels");
   out.labels.assign(raw_labels.begin(), raw_labels.end());

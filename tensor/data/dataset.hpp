@@ -12,8 +12,8 @@ namespace troupe {
 
 /// Images as rows of floats in [0, 1] and their integer labels.
 struct dataset {
-  tensor images;                // [examples, height * width]
-  std::vector<int32_t> labels;  // [examples]
+  tensor images;               // [examples, height * width]
+  std::vector<int32_t> labels; // [examples]
   size_t size() const noexcept { return labels.size(); }
   int64_t features() const { return images.dim(1); }
 };

@@ -15,8 +15,7 @@ namespace troupe {
 
 class example_sampler {
 public:
-  example_sampler(size_t examples, size_t index, size_t count, uint64_t seed,
-                  bool shuffle = true);
+  example_sampler(size_t examples, size_t index, size_t count, uint64_t seed, bool shuffle = true);
 
   /// Copies the next `batch_size` examples of this share into `out`,
   /// starting a new, reshuffled epoch when the share is exhausted.

@@ -29,8 +29,9 @@ initializer weights_init(const spec_text& s, const char* fallback_kind, float fa
   auto name = s.text("init", fallback_kind);
   auto i = kinds.find(name);
   if (i == kinds.end())
-    s.fail("init=" + name + " is not an initializer (zeros, constant, random_normal, "
-           "truncated_normal, glorot_uniform)");
+    s.fail("init=" + name
+           + " is not an initializer (zeros, constant, random_normal, "
+             "truncated_normal, glorot_uniform)");
   auto key = i->second == initializer::kind::constant ? "value" : "stddev";
   return {i->second, static_cast<float>(s.real(key, fallback_stddev))};
 }

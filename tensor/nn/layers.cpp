@@ -28,8 +28,10 @@ Eigen::Map<const Eigen::ArrayXf> const_array_map(const tensor& t) {
 
 int64_t batch_of(const tensor& x, int64_t per_example) {
   if (per_example <= 0 || x.size() % static_cast<size_t>(per_example) != 0)
-    throw shape_error("a batch of " + std::to_string(x.size()) + " values does not divide into "
-                      "examples of " + std::to_string(per_example));
+    throw shape_error("a batch of " + std::to_string(x.size())
+                      + " values does not divide into "
+                        "examples of "
+                      + std::to_string(per_example));
   return static_cast<int64_t>(x.size()) / per_example;
 }
 
@@ -92,8 +94,8 @@ public:
     yv.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(params[1].data(), units_);
   }
 
-  void backward(const tensor& x, const tensor&, const tensor& dy, tensor* dx,
-                const tensor* params, tensor* grads) override {
+  void backward(const tensor& x, const tensor&, const tensor& dy, tensor* dx, const tensor* params,
+                tensor* grads) override {
     auto batch = batch_of(x, in_);
     const_matrix_map xv(x.data(), batch, in_);
     const_matrix_map dyv(dy.data(), batch, units_);
@@ -125,9 +127,9 @@ public:
   }
 
   std::string describe() const override {
-    return "conv2d " + std::to_string(kh_) + "x" + std::to_string(kw_) + "x"
-           + std::to_string(c_) + "x" + std::to_string(filters_) + " stride "
-           + std::to_string(stride_) + (pad_ == padding::same ? " SAME" : " VALID") + " -> "
+    return "conv2d " + std::to_string(kh_) + "x" + std::to_string(kw_) + "x" + std::to_string(c_)
+           + "x" + std::to_string(filters_) + " stride " + std::to_string(stride_)
+           + (pad_ == padding::same ? " SAME" : " VALID") + " -> "
            + shape_text({oh_, ow_, filters_});
   }
 
@@ -174,7 +176,7 @@ public:
         pad_image(x, b);
         for_filter_blocks([&](auto lanes, int64_t f0) {
           direct_forward<decltype(lanes)::value>(params[0].data(), params[1].data(),
-                                                  y.data() + b * oh_ * ow_ * filters_, f0);
+                                                 y.data() + b * oh_ * ow_ * filters_, f0);
         });
       }
       return;
@@ -192,8 +194,8 @@ public:
     }
   }
 
-  void backward(const tensor& x, const tensor&, const tensor& dy, tensor* dx,
-                const tensor* params, tensor* grads) override {
+  void backward(const tensor& x, const tensor&, const tensor& dy, tensor* dx, const tensor* params,
+                tensor* grads) override {
     auto k = kh_ * kw_ * c_;
     grads[0].resize({kh_, kw_, c_, filters_});
     grads[1].resize({filters_});
@@ -210,8 +212,8 @@ public:
         });
       }
     } else {
-      Eigen::Map<Eigen::RowVectorXf>(grads[1].data(), filters_).noalias()
-        = const_matrix_map(dy.data(), batch_ * oh_ * ow_, filters_).colwise().sum();
+      Eigen::Map<Eigen::RowVectorXf>(grads[1].data(), filters_)
+        .noalias() = const_matrix_map(dy.data(), batch_ * oh_ * ow_, filters_).colwise().sum();
     }
     if (dx) {
       dx->resize(x.shape());
@@ -243,7 +245,7 @@ private:
   // output channels in registers instead and runs several times faster.
   bool direct() const { return filters_ % lane_width == 0 && kh_ * kw_ * c_ <= 64; }
 
-  static constexpr int max_blocks = 4;  // 32 channels: 4 accumulators per pixel
+  static constexpr int max_blocks = 4; // 32 channels: 4 accumulators per pixel
 
   template <int N>
   using block_count = std::integral_constant<int, N>;
@@ -256,10 +258,17 @@ private:
     for (; f0 + max_blocks * lane_width <= filters_; f0 += max_blocks * lane_width)
       f(block_count<max_blocks>{}, f0);
     switch ((filters_ - f0) / lane_width) {
-      case 3: f(block_count<3>{}, f0); break;
-      case 2: f(block_count<2>{}, f0); break;
-      case 1: f(block_count<1>{}, f0); break;
-      default: break;
+      case 3:
+        f(block_count<3>{}, f0);
+        break;
+      case 2:
+        f(block_count<2>{}, f0);
+        break;
+      case 1:
+        f(block_count<1>{}, f0);
+        break;
+      default:
+        break;
     }
   }
 
@@ -384,8 +393,8 @@ private:
       for (int64_t oy = 0; oy < oh_; ++oy)
         for (int64_t ox = 0; ox < ow_; ++ox) {
           auto x0 = ox * stride_ - left;
-          auto lo = std::max<int64_t>(0, -x0);             // first kx inside
-          auto hi = std::min<int64_t>(kw_, w_ - x0);       // one past the last
+          auto lo = std::max<int64_t>(0, -x0);       // first kx inside
+          auto hi = std::min<int64_t>(kw_, w_ - x0); // one past the last
           for (int64_t ky = 0; ky < kh_; ++ky, out += kw_ * c_) {
             auto iy = oy * stride_ - top + ky;
             if (iy < 0 || iy >= h_ || hi <= lo) {
@@ -430,8 +439,8 @@ private:
   padding pad_;
   initializer w_init_, b_init_;
   int64_t h_ = 0, w_ = 0, c_ = 0, oh_ = 0, ow_ = 0, batch_ = 0;
-  tensor col_;  // one chunk of unfolded rows (or their gradient)
-  tensor padded_;  // one zero-padded example (direct path)
+  tensor col_;    // one chunk of unfolded rows (or their gradient)
+  tensor padded_; // one zero-padded example (direct path)
   int64_t padded_h_ = 0, padded_w_ = 0;
 };
 
@@ -616,15 +625,15 @@ private:
   }
 
   static constexpr int8_t no_window = 4;
-  static constexpr int64_t no_gradient = -1;  // a window whose fused ReLU output is 0
+  static constexpr int64_t no_gradient = -1; // a window whose fused ReLU output is 0
 
   int64_t size_, stride_;
   padding pad_;
   int64_t h_ = 0, w_ = 0, c_ = 0, oh_ = 0, ow_ = 0;
-  bool tiled_ = false;  // 2x2 windows, stride 2, even sizes: no overlap, no padding
-  bool relu_ = false;   // applies the preceding ReLU itself
-  std::vector<int64_t> argmax_;     // input index of each output's maximum
-  std::vector<int8_t> window_max_;  // tiled: its position in the 2x2 window
+  bool tiled_ = false;             // 2x2 windows, stride 2, even sizes: no overlap, no padding
+  bool relu_ = false;              // applies the preceding ReLU itself
+  std::vector<int64_t> argmax_;    // input index of each output's maximum
+  std::vector<int8_t> window_max_; // tiled: its position in the 2x2 window
 };
 
 class relu_layer final : public layer {
@@ -749,12 +758,11 @@ std::unique_ptr<layer> make_dense(std::string name, int64_t units, initializer w
 std::unique_ptr<layer> make_conv2d(std::string name, int64_t filters, int64_t kernel_h,
                                    int64_t kernel_w, int64_t stride, padding pad,
                                    initializer weights, initializer biases) {
-  return std::make_unique<conv2d_layer>(std::move(name), filters, kernel_h, kernel_w, stride,
-                                        pad, weights, biases);
+  return std::make_unique<conv2d_layer>(std::move(name), filters, kernel_h, kernel_w, stride, pad,
+                                        weights, biases);
 }
 
-std::unique_ptr<layer> make_max_pool(std::string name, int64_t size, int64_t stride,
-                                     padding pad) {
+std::unique_ptr<layer> make_max_pool(std::string name, int64_t size, int64_t stride, padding pad) {
   return std::make_unique<max_pool_layer>(std::move(name), size, stride, pad);
 }
 

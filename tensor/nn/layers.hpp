@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tensor/nn/model.hpp"
 #include "tensor/core/tensor.hpp"
+#include "tensor/nn/model.hpp"
 
 namespace troupe {
 
@@ -69,8 +69,7 @@ std::unique_ptr<layer> make_conv2d(std::string name, int64_t filters, int64_t ke
                                    initializer weights, initializer biases);
 
 /// Max pooling over size x size windows.
-std::unique_ptr<layer> make_max_pool(std::string name, int64_t size, int64_t stride,
-                                     padding pad);
+std::unique_ptr<layer> make_max_pool(std::string name, int64_t size, int64_t stride, padding pad);
 
 std::unique_ptr<layer> make_relu(std::string name);
 

@@ -9,8 +9,8 @@
 namespace troupe {
 
 struct loss_result {
-  double loss = 0;     ///< mean over the rows
-  size_t correct = 0;  ///< rows whose (first) largest logit is the label's
+  double loss = 0;    ///< mean over the rows
+  size_t correct = 0; ///< rows whose (first) largest logit is the label's
 };
 
 /// Mean softmax cross-entropy of logits [batch, classes] against labels,

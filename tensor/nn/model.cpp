@@ -46,16 +46,20 @@ public:
     shapes_.push_back(shape);
     auto* last = layers_.back().get();
     if (last->variables().empty() || shape != shape_t{classes})
-      throw shape_error(name_ + ": the last layer ('" + last->name() + "') must be a dense layer "
-                        "with " + std::to_string(classes) + " units (one logit per class); it "
-                        "outputs " + to_string(shape));
+      throw shape_error(name_ + ": the last layer ('" + last->name()
+                        + "') must be a dense layer "
+                          "with "
+                        + std::to_string(classes)
+                        + " units (one logit per class); it "
+                          "outputs "
+                        + to_string(shape));
     outputs_.resize(layers_.size());
     input_grads_.resize(layers_.size());
     // Layers that move no data: views, and ReLUs the next layer applies.
     for (size_t i = 0; i < layers_.size(); ++i)
-      skipped_.push_back(layers_[i]->is_view()
-                         || (layers_[i]->is_relu() && i + 1 < layers_.size()
-                             && layers_[i + 1]->fuse_input_relu()));
+      skipped_.push_back(
+        layers_[i]->is_view()
+        || (layers_[i]->is_relu() && i + 1 < layers_.size() && layers_[i + 1]->fuse_input_relu()));
   }
 
   const std::string& name() const override { return name_; }
@@ -128,8 +132,8 @@ private:
 
   void check_params(const std::vector<tensor>& params) const {
     if (params.size() != vars_.size())
-      throw shape_error(name_ + ": expected " + std::to_string(vars_.size())
-                        + " parameters, got " + std::to_string(params.size()));
+      throw shape_error(name_ + ": expected " + std::to_string(vars_.size()) + " parameters, got "
+                        + std::to_string(params.size()));
     for (size_t i = 0; i < vars_.size(); ++i)
       if (params[i].shape() != vars_[i].shape)
         throw shape_error(name_ + ": " + vars_[i].name + " has shape "
@@ -153,13 +157,13 @@ private:
   std::string name_;
   std::vector<std::unique_ptr<layer>> layers_;
   std::vector<variable_spec> vars_;
-  std::vector<size_t> offsets_;            // first variable of each layer
-  std::vector<shape_t> shapes_;            // per-example shape before each layer, then the output
+  std::vector<size_t> offsets_; // first variable of each layer
+  std::vector<shape_t> shapes_; // per-example shape before each layer, then the output
   shape_t input_;
-  std::vector<const tensor*> inputs_;      // of each layer, last forward pass
-  std::vector<tensor> outputs_;            // of each layer
-  std::vector<tensor> input_grads_;        // dL/d(input) of each layer
-  std::vector<bool> skipped_;              // views and fused ReLUs
+  std::vector<const tensor*> inputs_; // of each layer, last forward pass
+  std::vector<tensor> outputs_;       // of each layer
+  std::vector<tensor> input_grads_;   // dL/d(input) of each layer
+  std::vector<bool> skipped_;         // views and fused ReLUs
   tensor grad_logits_;
 };
 
@@ -251,12 +255,12 @@ std::unique_ptr<model> make_mlp() {
 // The seeds' "deepnn": weights ~ truncated normal(0.1), biases 0.1.
 std::unique_ptr<model> make_cnn(uint64_t seed) {
   std::vector<std::unique_ptr<layer>> layers;
-  layers.push_back(make_conv2d("conv1", 32, 5, 5, 1, padding::same, truncated(0.1f),
-                               constant(0.1f)));
+  layers.push_back(
+    make_conv2d("conv1", 32, 5, 5, 1, padding::same, truncated(0.1f), constant(0.1f)));
   layers.push_back(make_relu("conv1/relu"));
   layers.push_back(make_max_pool("pool1", 2, 2, padding::same));
-  layers.push_back(make_conv2d("conv2", 64, 5, 5, 1, padding::same, truncated(0.1f),
-                               constant(0.1f)));
+  layers.push_back(
+    make_conv2d("conv2", 64, 5, 5, 1, padding::same, truncated(0.1f), constant(0.1f)));
   layers.push_back(make_relu("conv2/relu"));
   layers.push_back(make_max_pool("pool2", 2, 2, padding::same));
   layers.push_back(make_flatten("flatten"));
@@ -289,8 +293,7 @@ std::unique_ptr<model> make_vgg(const std::string& name, const std::vector<int>&
   layers.push_back(make_flatten("flatten"));
   for (int fc = 1; fc <= 2; ++fc) {
     auto id = "fc" + std::to_string(fc);
-    layers.push_back(make_dense(id, scaled(4096), {initializer::kind::glorot_uniform, 0},
-                                zeros()));
+    layers.push_back(make_dense(id, scaled(4096), {initializer::kind::glorot_uniform, 0}, zeros()));
     layers.push_back(make_relu(id + "/relu"));
     layers.push_back(make_dropout(id + "/dropout", 0.5f, seed + fc));
   }
@@ -301,7 +304,7 @@ std::unique_ptr<model> make_vgg(const std::string& name, const std::vector<int>&
 } // namespace
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names{"softmax", "mlp", "cnn",   "vgg11",
+  static const std::vector<std::string> names{"softmax", "mlp",   "cnn",   "vgg11",
                                               "vgg16",   "vgg19", "custom"};
   return names;
 }
@@ -335,8 +338,8 @@ std::unique_ptr<model> make_model(const std::string& name, const model_options& 
   throw troupe_error("unknown model '" + name + "' (known: " + known + ")");
 }
 
-batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params,
-                             const dataset& data, size_t batch_size) {
+batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params, const dataset& data,
+                             size_t batch_size) {
   batch_stats total;
   batch b;
   double loss_sum = 0;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tensor/data/dataset.hpp"
 #include "tensor/core/tensor.hpp"
+#include "tensor/data/dataset.hpp"
 
 namespace troupe {
 
@@ -17,11 +17,11 @@ namespace troupe {
 struct initializer {
   enum class kind { zeros, constant, random_normal, truncated_normal, glorot_uniform };
   kind type = kind::zeros;
-  float value = 0.0f;   // constant value, or stddev for the normal kinds
+  float value = 0.0f; // constant value, or stddev for the normal kinds
 };
 
 struct variable_spec {
-  std::string name;     // TF-style, e.g. "softmax/weights"
+  std::string name; // TF-style, e.g. "softmax/weights"
   shape_t shape;
   initializer init;
 };
@@ -32,7 +32,7 @@ tensor initial_value(const variable_spec& spec, uint64_t seed);
 
 /// Loss and accuracy counts of one batch.
 struct batch_stats {
-  double loss = 0;       // mean over the batch
+  double loss = 0; // mean over the batch
   size_t correct = 0;
   size_t examples = 0;
   /// The gradients' global L2 norm where the model computed it on its own
@@ -49,19 +49,19 @@ struct layer_desc {
   enum class kind { dense, conv2d, max_pool, relu, dropout, flatten };
   kind type = kind::dense;
   std::string name;
-  shape_t input, output;          ///< per example
-  int64_t units = 0;              ///< dense
-  int64_t filters = 0;            ///< conv2d
-  int64_t kernel_h = 0, kernel_w = 0;  ///< conv2d; max_pool: the window (square)
-  int64_t stride = 1;             ///< conv2d, max_pool
-  padding pad = padding::same;    ///< conv2d, max_pool
-  float rate = 0;                 ///< dropout
-  uint64_t seed = 0;              ///< dropout
+  shape_t input, output;              ///< per example
+  int64_t units = 0;                  ///< dense
+  int64_t filters = 0;                ///< conv2d
+  int64_t kernel_h = 0, kernel_w = 0; ///< conv2d; max_pool: the window (square)
+  int64_t stride = 1;                 ///< conv2d, max_pool
+  padding pad = padding::same;        ///< conv2d, max_pool
+  float rate = 0;                     ///< dropout
+  uint64_t seed = 0;                  ///< dropout
   /// Moves no data: a view (flatten), or a ReLU the next layer applies.
   bool skipped = false;
   /// max_pool: applies the ReLU before it (relu(max(x)) = max(relu(x))).
   bool applies_input_relu = false;
-  size_t first_variable = 0, num_variables = 0;  ///< into model::variables()
+  size_t first_variable = 0, num_variables = 0; ///< into model::variables()
 };
 
 /// Host buffers a model reads parameters from and writes gradients to (a GPU
@@ -71,8 +71,8 @@ struct layer_desc {
 /// with tensors stage through the same buffers, overwriting them.
 struct host_staging {
   std::vector<float*> params;
-  std::vector<float*> grads;  ///< written by train_step_staged; valid until the next step
-  std::vector<size_t> sizes;  ///< floats per variable
+  std::vector<float*> grads; ///< written by train_step_staged; valid until the next step
+  std::vector<size_t> sizes; ///< floats per variable
 };
 
 class model {
@@ -118,11 +118,11 @@ std::unique_ptr<model> make_sequential(std::string name, shape_t input, int64_t 
 
 /// Knobs of the built-in models, and the layer list of model "custom".
 struct model_options {
-  uint64_t seed = 42;                  // dropout masks
-  double vgg_width = 0.25;             // multiplies VGG's channel and fc widths
-  std::vector<std::string> layers;     // custom: see tensor/layer_spec.hpp
-  shape_t input{28, 28, 1};            // custom: one example's shape
-  int64_t classes = 10;                // custom
+  uint64_t seed = 42;              // dropout masks
+  double vgg_width = 0.25;         // multiplies VGG's channel and fc widths
+  std::vector<std::string> layers; // custom: see tensor/layer_spec.hpp
+  shape_t input{28, 28, 1};        // custom: one example's shape
+  int64_t classes = 10;            // custom
 };
 
 /// Softmax regression: logits = x W + b, W [features, classes].
@@ -136,7 +136,7 @@ std::unique_ptr<model> make_model(const std::string& name, const model_options& 
 const std::vector<std::string>& model_names();
 
 /// Loss and accuracy of a model over a whole dataset, in batches.
-batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params,
-                             const dataset& data, size_t batch_size = 1000);
+batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params, const dataset& data,
+                             size_t batch_size = 1000);
 
 } // namespace troupe

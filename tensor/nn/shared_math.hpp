@@ -51,10 +51,18 @@ TROUPE_HD inline uint64_t dropout_advance(uint64_t counter, uint64_t n) {
 
 // -- softmax cross-entropy, one row -------------------------------------------
 
-TROUPE_HD inline float exp_of(float x) { return expf(x); }
-TROUPE_HD inline double exp_of(double x) { return exp(x); }
-TROUPE_HD inline float log_of(float x) { return logf(x); }
-TROUPE_HD inline double log_of(double x) { return log(x); }
+TROUPE_HD inline float exp_of(float x) {
+  return expf(x);
+}
+TROUPE_HD inline double exp_of(double x) {
+  return exp(x);
+}
+TROUPE_HD inline float log_of(float x) {
+  return logf(x);
+}
+TROUPE_HD inline double log_of(double x) {
+  return log(x);
+}
 
 /// One row z[0..classes) of softmax cross-entropy, stable (the row's maximum
 /// subtracted), accumulated in Real (the CPU: double; a GPU thread: float).

@@ -107,8 +107,7 @@ namespace {
 
 class sgd final : public optimizer {
   using optimizer::optimizer;
-  void update(const std::string&, tensor& var, const tensor& grad, double lr,
-              int64_t) override {
+  void update(const std::string&, tensor& var, const tensor& grad, double lr, int64_t) override {
     auto a = static_cast<float>(lr);
     for (size_t i = 0; i < var.size(); ++i)
       var[i] -= a * grad[i];
@@ -270,18 +269,18 @@ double global_norm(const std::vector<tensor>& tensors) {
 double clip_by_global_norm(std::vector<tensor>& tensors, double clip, double known_norm) {
   return clip_buffers(
     tensors.size(),
-    [&](size_t b) { return std::pair<float*, size_t>(tensors[b].data(), tensors[b].size()); },
-    clip, known_norm);
+    [&](size_t b) { return std::pair<float*, size_t>(tensors[b].data(), tensors[b].size()); }, clip,
+    known_norm);
 }
 
 double clip_by_global_norm(const std::vector<float*>& buffers, const std::vector<size_t>& sizes,
                            double clip, double known_norm) {
   if (buffers.size() != sizes.size())
-    throw troupe_error("clip_by_global_norm: " + std::to_string(buffers.size())
-                       + " buffers but " + std::to_string(sizes.size()) + " sizes");
+    throw troupe_error("clip_by_global_norm: " + std::to_string(buffers.size()) + " buffers but "
+                       + std::to_string(sizes.size()) + " sizes");
   return clip_buffers(
-    buffers.size(), [&](size_t b) { return std::pair<float*, size_t>(buffers[b], sizes[b]); },
-    clip, known_norm);
+    buffers.size(), [&](size_t b) { return std::pair<float*, size_t>(buffers[b], sizes[b]); }, clip,
+    known_norm);
 }
 
 } // namespace troupe

@@ -59,14 +59,14 @@ struct enum_names<optimizer_kind> {
 struct optimizer_config {
   optimizer_kind kind = optimizer_kind::sgd;
   lr_schedule learning_rate;
-  double momentum = 0.9;             ///< momentum; rmsprop's momentum is rms_momentum
-  bool nesterov = false;             ///< momentum only
-  double initial_accumulator = 0.1;  ///< adagrad
-  double rms_decay = 0.9;            ///< rmsprop
-  double rms_momentum = 0.0;         ///< rmsprop
-  double beta1 = 0.9;                ///< adam
-  double beta2 = 0.999;              ///< adam
-  double epsilon = 0;                ///< 0: the optimizer's TF default (rmsprop 1e-10, adam 1e-8)
+  double momentum = 0.9;            ///< momentum; rmsprop's momentum is rms_momentum
+  bool nesterov = false;            ///< momentum only
+  double initial_accumulator = 0.1; ///< adagrad
+  double rms_decay = 0.9;           ///< rmsprop
+  double rms_momentum = 0.0;        ///< rmsprop
+  double beta1 = 0.9;               ///< adam
+  double beta2 = 0.999;             ///< adam
+  double epsilon = 0;               ///< 0: the optimizer's TF default (rmsprop 1e-10, adam 1e-8)
 
   /// What is wrong with the configuration, if anything (errc::invalid_setting).
   maybe_failure check() const;

@@ -114,16 +114,14 @@ std::unique_ptr<partitioner> make_axis_size(int64_t max_shard_bytes, int32_t axi
   return std::make_unique<axis_size>(max_shard_bytes, axis, max_shards);
 }
 
-std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t count,
-                                           int32_t axis) {
+std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t count, int32_t axis) {
   if (spec.shape.empty() && count == 1) // a scalar stays whole
     return {variable_slice{spec.name, spec.name, 0, 0, 0, spec.shape, spec.shape}};
   check_axis(spec.shape, axis, "split of " + spec.name);
   auto dim = spec.shape[axis];
   if (count < 1 || count > std::max<int64_t>(1, dim))
     throw troupe_error("cannot create " + std::to_string(count) + " slices of " + spec.name
-                       + " along axis " + std::to_string(axis) + " of size "
-                       + std::to_string(dim));
+                       + " along axis " + std::to_string(axis) + " of size " + std::to_string(dim));
   std::vector<variable_slice> out;
   auto base = dim / count;
   auto extra = dim % count;
@@ -137,7 +135,7 @@ std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t co
     s.offset = offset;
     s.full_shape = spec.shape;
     s.shape = spec.shape;
-    s.shape[axis] = base + (i < extra ? 1 : 0);  // TF: the first dim % n get one more
+    s.shape[axis] = base + (i < extra ? 1 : 0); // TF: the first dim % n get one more
     offset += s.shape[axis];
     out.push_back(std::move(s));
   }

@@ -18,12 +18,12 @@ namespace troupe {
 
 /// One slice of a partitioned variable.
 struct variable_slice {
-  std::string name;      ///< "<variable>/part_<i>", or the variable's name if unsplit
-  std::string variable;  ///< the full (logical) variable
-  int32_t index = 0;     ///< i
+  std::string name;     ///< "<variable>/part_<i>", or the variable's name if unsplit
+  std::string variable; ///< the full (logical) variable
+  int32_t index = 0;    ///< i
   int32_t axis = 0;
-  int64_t offset = 0;    ///< first row along axis within the full variable
-  shape_t shape;         ///< the slice's own shape
+  int64_t offset = 0; ///< first row along axis within the full variable
+  shape_t shape;      ///< the slice's own shape
   shape_t full_shape;
   size_t bytes() const { return static_cast<size_t>(num_elements(shape)) * sizeof(float); }
 };

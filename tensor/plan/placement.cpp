@@ -46,10 +46,9 @@ int32_t least_loaded(const std::vector<size_t>& load) {
 
 std::vector<placed_slice> largest_first(std::vector<variable_slice> slices, int32_t num_shards) {
   // Stable: equal sizes keep creation order, so the result is deterministic.
-  std::stable_sort(slices.begin(), slices.end(),
-                   [](const variable_slice& a, const variable_slice& b) {
-                     return a.bytes() > b.bytes();
-                   });
+  std::stable_sort(
+    slices.begin(), slices.end(),
+    [](const variable_slice& a, const variable_slice& b) { return a.bytes() > b.bytes(); });
   std::vector<size_t> load(static_cast<size_t>(num_shards), 0);
   std::vector<placed_slice> out;
   for (auto& s : slices) {
@@ -212,7 +211,7 @@ std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& varia
                    [&](const variable_spec& v) { return v.name == largest->slice.variable; })
       - variables.begin());
     if (ruled[var] || counts[var] >= rows_of(variables[var]))
-      break;  // the largest piece cannot be split further here
+      break; // the largest piece cannot be split further here
     auto next = counts[var] == 1 ? int64_t{num_shards} : counts[var] + num_shards;
     counts[var] = std::min(rows_of(variables[var]), next);
     placed = largest_first(slices_for(), num_shards);
@@ -233,7 +232,8 @@ std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& varia
     counts[i] = 1;
     if (bytes > piece && !variables[i].shape.empty())
       counts[i] = std::max<int64_t>(
-        1, std::min<int64_t>(rows_of(variables[i]), static_cast<int64_t>(std::ceil(bytes / piece))));
+        1,
+        std::min<int64_t>(rows_of(variables[i]), static_cast<int64_t>(std::ceil(bytes / piece))));
   }
   return largest_first(slices_for(), num_shards);
 }

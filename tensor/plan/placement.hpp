@@ -7,16 +7,16 @@
 #include <vector>
 
 #include "tensor/core/enum_names.hpp"
-#include "tensor/plan/partitioner.hpp"
 #include "tensor/nn/model.hpp"
+#include "tensor/plan/partitioner.hpp"
 
 namespace troupe {
 
 /// How variables are spread over the ps shards (train.placement).
 enum class placement_strategy {
-  round_robin,   ///< TF's default: slice i to shard i % n, whatever its size
-  greedy_bytes,  ///< TF's GreedyLoadBalancingStrategy: each to the least-loaded shard
-  balanced,      ///< largest first, splitting variables until within (1 + epsilon) x the mean
+  round_robin,  ///< TF's default: slice i to shard i % n, whatever its size
+  greedy_bytes, ///< TF's GreedyLoadBalancingStrategy: each to the least-loaded shard
+  balanced,     ///< largest first, splitting variables until within (1 + epsilon) x the mean
 };
 
 template <>
@@ -55,7 +55,7 @@ std::vector<placed_slice> place_greedy_bytes(const std::vector<variable_slice>& 
 struct partition_rule {
   std::string pattern;
   std::shared_ptr<const partitioner> split;
-  std::string text;  ///< the rule as written, for messages
+  std::string text; ///< the rule as written, for messages
 };
 
 /// Parses "PATTERN KIND key=value ...", KIND one of

@@ -15,8 +15,8 @@ std::vector<planned_slice> build_plan(const std::vector<placed_slice>& placement
     if (var == variables.end())
       throw troupe_error("placement slice " + p.slice.name + " names no variable of the model");
     auto& s = p.slice;
-    out.push_back({s.name, p.shard, static_cast<int32_t>(var - variables.begin()), s.axis,
-                   s.offset, s.shape.empty() ? 1 : s.shape[static_cast<size_t>(s.axis)]});
+    out.push_back({s.name, p.shard, static_cast<int32_t>(var - variables.begin()), s.axis, s.offset,
+                   s.shape.empty() ? 1 : s.shape[static_cast<size_t>(s.axis)]});
   }
   return out;
 }
@@ -64,7 +64,7 @@ void check_tiling(const std::vector<planned_slice>& plan,
     auto& shape = variables[v].shape;
     auto dim = shape.empty() ? 1 : shape[static_cast<size_t>(std::max(axis_of[v], 0))];
     std::sort(pieces[v].begin(), pieces[v].end());
-    int64_t next = 0;  // the first index not yet covered; -1 once a piece overlaps or skips
+    int64_t next = 0; // the first index not yet covered; -1 once a piece overlaps or skips
     for (auto [offset, extent] : pieces[v])
       next = offset == next ? next + extent : -1;
     if (next != dim)
@@ -89,9 +89,9 @@ slice_router::slice_router(std::vector<planned_slice> plan,
     auto& p = plan_[i];
     slices_.push_back(slice_of(p, variables));
     if (p.shard < 0 || p.shard >= num_shards)
-      throw troupe_error("slice " + p.name + " is on ps:" + std::to_string(p.shard) + ", but there "
-                         + (num_shards == 1 ? "is 1 shard" : "are " + std::to_string(num_shards)
-                                                               + " shards"));
+      throw troupe_error(
+        "slice " + p.name + " is on ps:" + std::to_string(p.shard) + ", but there "
+        + (num_shards == 1 ? "is 1 shard" : "are " + std::to_string(num_shards) + " shards"));
     auto& part = by_shard[static_cast<size_t>(p.shard)];
     part.shard = p.shard;
     part.names.push_back(p.name);

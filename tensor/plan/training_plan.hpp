@@ -16,12 +16,12 @@ namespace troupe {
 /// One slice of a model variable and the shard that holds it. A whole
 /// variable is one slice named like the variable.
 struct planned_slice {
-  std::string name;      ///< "<variable>/part_<i>", or the variable's name
-  int32_t shard = 0;     ///< the ps shard holding it
-  int32_t variable = 0;  ///< index into the model's variables
-  int32_t axis = 0;      ///< the axis the variable is split along
-  int64_t offset = 0;    ///< first index along that axis
-  int64_t extent = 1;    ///< indices along that axis
+  std::string name;     ///< "<variable>/part_<i>", or the variable's name
+  int32_t shard = 0;    ///< the ps shard holding it
+  int32_t variable = 0; ///< index into the model's variables
+  int32_t axis = 0;     ///< the axis the variable is split along
+  int64_t offset = 0;   ///< first index along that axis
+  int64_t extent = 1;   ///< indices along that axis
 };
 
 /// The plan of a placement: each placed slice with its variable's index.
@@ -41,8 +41,8 @@ public:
   /// The slices one shard holds.
   struct shard_part {
     int32_t shard = 0;
-    std::vector<std::string> names;  ///< the slices' names, in plan order
-    std::vector<size_t> slices;      ///< their indices into the plan
+    std::vector<std::string> names; ///< the slices' names, in plan order
+    std::vector<size_t> slices;     ///< their indices into the plan
   };
 
   slice_router(std::vector<planned_slice> plan, const std::vector<variable_spec>& variables,

@@ -19,9 +19,9 @@ BOOST_FIXTURE_TEST_SUITE(cluster_async, deterministic_fixture)
 // get the plan only after the last init was acknowledged.
 BOOST_AUTO_TEST_CASE(chief_initialises_once_while_workers_race) {
   training_result result;
-  auto run = spawn_local_cluster(sys, small_settings(6), runtime_settings{}, 2, 2,
-                                 synthetic_data(), [&](const training_result& r) { result = r; },
-                                 spawn_mode::cooperative);
+  auto run = spawn_local_cluster(
+    sys, small_settings(6), runtime_settings{}, 2, 2, synthetic_data(),
+    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
   auto* chief = raw(run.chief);
   std::map<caf::abstract_actor*, int> inits;
   std::vector<std::string> chief_events;
@@ -63,13 +63,13 @@ BOOST_AUTO_TEST_CASE(stop_at_last_step_reaches_every_actor) {
   // land whole on a known shard and the traffic report can be checked exactly.
   auto settings = small_settings(10);
   settings.placement = placement_strategy::round_robin;
-  auto run = spawn_local_cluster(sys, settings, runtime_settings{}, 2, 3,
-                                 synthetic_data(),
-                                 [&](const training_result& r) {
-                                   result = r;
-                                   finished = true;
-                                 },
-                                 spawn_mode::cooperative);
+  auto run = spawn_local_cluster(
+    sys, settings, runtime_settings{}, 2, 3, synthetic_data(),
+    [&](const training_result& r) {
+      result = r;
+      finished = true;
+    },
+    spawn_mode::cooperative);
   std::map<caf::abstract_actor*, int> pushes;
   std::map<caf::abstract_actor*, bool> stopped;
   int after_stop = 0;
@@ -117,13 +117,13 @@ BOOST_AUTO_TEST_CASE(stop_at_last_step_reaches_every_actor) {
 // run still counts exactly last_step updates.
 BOOST_AUTO_TEST_CASE(a_lost_worker_does_not_stop_training) {
   training_result result;
-  auto run = spawn_local_cluster(sys, small_settings(20), runtime_settings{}, 1, 2,
-                                 synthetic_data(), [&](const training_result& r) { result = r; },
-                                 spawn_mode::cooperative);
+  auto run = spawn_local_cluster(
+    sys, small_settings(20), runtime_settings{}, 1, 2, synthetic_data(),
+    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
   auto* w0 = raw(run.workers[0]);
   auto* w1 = raw(run.workers[1]);
-  int64_t held = -1;  // the step worker 1 held when it was killed
-  int regranted = 0;  // grants of that step to worker 0 afterwards
+  int64_t held = -1; // the step worker 1 held when it was killed
+  int regranted = 0; // grants of that step to worker 0 afterwards
   run_observed(sched, [&](caf::abstract_actor* to, const caf::type_erased_tuple& msg) {
     if (msg.size() != 1 || !msg.match_element<step_grant>(0))
       return;
@@ -145,9 +145,9 @@ BOOST_AUTO_TEST_CASE(a_lost_worker_does_not_stop_training) {
 // messages while the evaluation waits to run.
 BOOST_AUTO_TEST_CASE(evaluation_does_not_block_the_chief) {
   training_result result;
-  auto run = spawn_local_cluster(sys, small_settings(4), runtime_settings{}, 1, 1,
-                                 synthetic_data(), [&](const training_result& r) { result = r; },
-                                 spawn_mode::cooperative);
+  auto run = spawn_local_cluster(
+    sys, small_settings(4), runtime_settings{}, 1, 1, synthetic_data(),
+    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
   auto* chief = raw(run.chief);
   caf::abstract_actor* evaluator = nullptr;
   auto answered = std::make_shared<bool>(false);
@@ -158,14 +158,15 @@ BOOST_AUTO_TEST_CASE(evaluation_does_not_block_the_chief) {
       evaluator = &next;
       auto chief_handle = run.chief;
       auto asker = sys.spawn([=](caf::event_based_actor* ask) {
-        ask->request(chief_handle, caf::infinite, hello_atom::value, protocol_version,
-                     std::string("test"), int32_t{0})
+        ask
+          ->request(chief_handle, caf::infinite, hello_atom::value, protocol_version,
+                    std::string("test"), int32_t{0})
           .then([=](uint32_t) { *answered = true; });
       });
       sched.prioritize(asker);
-      sched.run_once();  // the asker sends its hello
+      sched.run_once(); // the asker sends its hello
       sched.prioritize(run.chief);
-      sched.run_once();  // the chief answers it, the evaluation still queued
+      sched.run_once(); // the chief answers it, the evaluation still queued
       sched.prioritize(asker);
       sched.run_once();
       BOOST_TEST(*answered);
@@ -184,9 +185,9 @@ BOOST_AUTO_TEST_CASE(non_finite_gradients_are_refused_then_the_run_fails) {
   runtime_settings runtime;
   runtime.max_refused_steps = 3;
   auto baseline = sys.registry().running();
-  auto run = spawn_local_cluster(sys, small_settings(10), runtime, 1, 1, synthetic_data(true),
-                                 [&](const training_result& r) { result = r; },
-                                 spawn_mode::cooperative);
+  auto run = spawn_local_cluster(
+    sys, small_settings(10), runtime, 1, 1, synthetic_data(true),
+    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
   sched.run();
   BOOST_TEST(!result.ok);
   BOOST_TEST(result.refused_steps == 4);

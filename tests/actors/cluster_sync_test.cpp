@@ -20,9 +20,9 @@ BOOST_FIXTURE_TEST_SUITE(cluster_sync, deterministic_fixture)
 // every shard holding variables has already reached.
 BOOST_AUTO_TEST_CASE(cluster_tokens_follow_updates) {
   training_result result;
-  auto run = spawn_local_cluster(sys, sync_settings(8, 4), runtime_settings{}, 2, 3,
-                                 synthetic_data(), [&](const training_result& r) { result = r; },
-                                 spawn_mode::cooperative);
+  auto run = spawn_local_cluster(
+    sys, sync_settings(8, 4), runtime_settings{}, 2, 3, synthetic_data(),
+    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
   std::map<int64_t, int> shards_at;
   int tokens = 0, early_tokens = 0;
   while (sched.has_job()) {
@@ -53,9 +53,9 @@ BOOST_AUTO_TEST_CASE(shrink_lets_training_finish_without_a_lost_worker) {
   training_result result;
   auto settings = sync_settings(12, 4);
   settings.on_worker_loss = worker_loss_policy::shrink;
-  auto run = spawn_local_cluster(sys, settings, runtime_settings{}, 1, 2, synthetic_data(),
-                                 [&](const training_result& r) { result = r; },
-                                 spawn_mode::cooperative);
+  auto run = spawn_local_cluster(
+    sys, settings, runtime_settings{}, 1, 2, synthetic_data(),
+    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
   int reports = 0;
   bool killed = false;
   auto w1 = caf::actor_cast<caf::actor>(run.workers[1]);
@@ -80,13 +80,15 @@ BOOST_AUTO_TEST_CASE(two_workers_equal_one_worker_with_twice_the_batch) {
   auto data = synthetic_data();
   for (int64_t steps : {1, 20}) {
     training_result two, one;
-    spawn_local_cluster(sys, sync_settings(steps, 4), runtime_settings{}, 2, 2, data,
-                        [&](const training_result& r) { two = r; }, spawn_mode::cooperative);
+    spawn_local_cluster(
+      sys, sync_settings(steps, 4), runtime_settings{}, 2, 2, data,
+      [&](const training_result& r) { two = r; }, spawn_mode::cooperative);
     sched.run();
     auto single = sync_settings(steps, 8);
     single.mode = update_mode::async;
-    spawn_local_cluster(sys, single, runtime_settings{}, 1, 1, data,
-                        [&](const training_result& r) { one = r; }, spawn_mode::cooperative);
+    spawn_local_cluster(
+      sys, single, runtime_settings{}, 1, 1, data, [&](const training_result& r) { one = r; },
+      spawn_mode::cooperative);
     sched.run();
     BOOST_REQUIRE(two.ok);
     BOOST_REQUIRE(one.ok);
@@ -121,8 +123,9 @@ BOOST_AUTO_TEST_CASE(a_non_finite_gradient_ends_a_sync_run) {
   auto data = synthetic_data(true);
   training_result result;
   auto baseline = sys.registry().running();
-  spawn_local_cluster(sys, sync_settings(5, 4), runtime_settings{}, 1, 2, data,
-                      [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  spawn_local_cluster(
+    sys, sync_settings(5, 4), runtime_settings{}, 1, 2, data,
+    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
   sched.run();
   BOOST_TEST(!result.ok);
   BOOST_TEST(result.error.find("non-finite gradient") != std::string::npos, result.error);
@@ -136,29 +139,33 @@ BOOST_AUTO_TEST_CASE(partitioned_training_equals_unpartitioned) {
   training_result whole, split, by_rule;
   auto settings = sync_settings(20, 4);
   settings.placement = placement_strategy::round_robin;
-  spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
-                      [&](const training_result& r) { whole = r; }, spawn_mode::cooperative);
+  spawn_local_cluster(
+    sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
+    [&](const training_result& r) { whole = r; }, spawn_mode::cooperative);
   sched.run();
   settings.placement = placement_strategy::balanced;
-  spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
-                      [&](const training_result& r) { split = r; }, spawn_mode::cooperative);
+  spawn_local_cluster(
+    sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
+    [&](const training_result& r) { split = r; }, spawn_mode::cooperative);
   sched.run();
   // Partitioner rules from the config: the weights split by columns (axis 1,
   // one strided block per row), the biases by rows, placed round robin.
   settings.placement = placement_strategy::round_robin;
   settings.partitioners = parse_partition_rules(
     {"softmax/weights fixed_size shards=2 axis=1", "softmax/b* fixed_size shards=3"});
-  spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
-                      [&](const training_result& r) { by_rule = r; }, spawn_mode::cooperative);
+  spawn_local_cluster(
+    sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
+    [&](const training_result& r) { by_rule = r; }, spawn_mode::cooperative);
   sched.run();
   BOOST_REQUIRE(whole.ok);
   BOOST_REQUIRE(split.ok);
   BOOST_REQUIRE(by_rule.ok);
-  BOOST_TEST(whole.ps_imbalance > 1.9);  // round robin: the weights on one shard
-  BOOST_TEST(split.ps_imbalance < 1.05); // balanced: softmax/weights split in parts
-  BOOST_TEST(by_rule.ps_imbalance < 1.01);  // 5 columns + 4 biases (2 + 2) on each shard
+  BOOST_TEST(whole.ps_imbalance > 1.9);    // round robin: the weights on one shard
+  BOOST_TEST(split.ps_imbalance < 1.05);   // balanced: softmax/weights split in parts
+  BOOST_TEST(by_rule.ps_imbalance < 1.01); // 5 columns + 4 biases (2 + 2) on each shard
   BOOST_REQUIRE(by_rule.traffic.size() == 2u);
-  BOOST_TEST(by_rule.traffic[0].variables.size() == 3u);  // part_0 of weights, part_0 and part_2 of biases
+  BOOST_TEST(by_rule.traffic[0].variables.size()
+             == 3u); // part_0 of weights, part_0 and part_2 of biases
   auto relative_error = [](const training_result& a, const training_result& b) {
     BOOST_REQUIRE(a.values.size() == b.values.size());
     double worst = 0;
@@ -178,13 +185,14 @@ BOOST_AUTO_TEST_CASE(partitioned_training_equals_unpartitioned) {
   // before anything is spawned.
   settings.partitioners = parse_partition_rules({"softmax/biases fixed_size shards=2 axis=1"});
   auto spawn_with_bad_rule = [&] {
-    spawn_local_cluster(sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
-                        [](const training_result&) {}, spawn_mode::cooperative);
+    spawn_local_cluster(
+      sys, settings, runtime_settings{}, 2, 2, synthetic_data(), [](const training_result&) {},
+      spawn_mode::cooperative);
   };
   BOOST_CHECK_THROW(spawn_with_bad_rule(), troupe_error);
   auto balanced_error = relative_error(split, whole), rule_error = relative_error(by_rule, whole);
   BOOST_TEST_MESSAGE("partitioned vs whole: relative error " << balanced_error << " (balanced), "
-                     << rule_error << " (rules, axis 1)");
+                                                             << rule_error << " (rules, axis 1)");
   BOOST_TEST(balanced_error <= 1e-6);
   BOOST_TEST(rule_error <= 1e-6);
 }

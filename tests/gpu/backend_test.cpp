@@ -57,8 +57,7 @@ layer_desc configured(layer& l, const shape_t& input) {
 
 // Runs `l` on the CPU and on the device with the same inputs, parameters and
 // upstream gradient, and checks y, dx and every gradient within `bound`.
-void check_parity(layer& l, const shape_t& input, int64_t batch, double bound,
-                  uint32_t seed = 1) {
+void check_parity(layer& l, const shape_t& input, int64_t batch, double bound, uint32_t seed = 1) {
   auto d = configured(l, input);
   std::vector<tensor> params;
   for (auto& v : l.variables())
@@ -149,10 +148,10 @@ BOOST_AUTO_TEST_CASE(layers_describe_themselves_to_other_backends) {
   BOOST_TEST((layers[0].type == layer_desc::kind::conv2d));
   BOOST_TEST(layers[0].filters == 32);
   BOOST_TEST(layers[0].output == (shape_t{28, 28, 32}), boost::test_tools::per_element());
-  BOOST_TEST(layers[1].skipped);               // conv1/relu, applied by pool1
+  BOOST_TEST(layers[1].skipped); // conv1/relu, applied by pool1
   BOOST_TEST(layers[2].applies_input_relu);
-  BOOST_TEST(layers[6].skipped);               // flatten
-  BOOST_TEST(layers[7].first_variable == 4u);  // fc1/weights
+  BOOST_TEST(layers[6].skipped);              // flatten
+  BOOST_TEST(layers[7].first_variable == 4u); // fc1/weights
   BOOST_TEST(layers[7].num_variables == 2u);
   BOOST_TEST(layers[9].rate == 0.5f);
 }
@@ -166,19 +165,23 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(cuda_parity, *boost::unit_test::precondition(has_cuda_device{}))
 
 BOOST_AUTO_TEST_CASE(dense_layers) {
-  for (auto [in, units, batch] : {std::tuple{7, 5, 3}, std::tuple{784, 256, 33},
-                                  std::tuple{3136, 1024, 100}}) {
+  for (auto [in, units, batch] :
+       {std::tuple{7, 5, 3}, std::tuple{784, 256, 33}, std::tuple{3136, 1024, 100}}) {
     auto l = make_dense("fc", units, {}, {});
     check_parity(*l, {in}, batch, 1e-5);
   }
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_layers) {
-  struct c { int64_t h, w, ch, filters, k, stride; padding pad; int64_t batch; };
+  struct c {
+    int64_t h, w, ch, filters, k, stride;
+    padding pad;
+    int64_t batch;
+  };
   for (auto p : {c{5, 5, 2, 3, 3, 1, padding::same, 2}, c{6, 5, 2, 2, 3, 1, padding::valid, 3},
                  c{7, 7, 1, 2, 3, 2, padding::same, 2}, c{7, 6, 2, 2, 2, 2, padding::valid, 2},
-                 c{28, 28, 1, 32, 5, 1, padding::same, 16},    // the seeds' conv1
-                 c{14, 14, 32, 64, 5, 1, padding::same, 16},   // conv2
+                 c{28, 28, 1, 32, 5, 1, padding::same, 16},  // the seeds' conv1
+                 c{14, 14, 32, 64, 5, 1, padding::same, 16}, // conv2
                  // 26 MB of unfolded rows per example: 12 examples take two
                  // chunks of at most 256 MB (im2col again in the backward,
                  // the weight gradient accumulated over chunks)
@@ -205,7 +208,7 @@ BOOST_AUTO_TEST_CASE(max_pool_relu_and_fused_relu) {
 BOOST_AUTO_TEST_CASE(dropout_draws_the_cpu_masks) {
   for (float rate : {0.5f, 0.2f}) {
     auto l = make_dropout("dropout", rate, 1234);
-    check_parity(*l, {1023}, 3, 1e-6);  // odd sizes: a draw split across examples
+    check_parity(*l, {1023}, 3, 1e-6); // odd sizes: a draw split across examples
   }
 }
 
@@ -235,7 +238,7 @@ BOOST_AUTO_TEST_CASE(a_training_step_of_each_model) {
     auto gpu_model = gpu::make_device_model(make_model(name), cuda0, {0.5});
     auto params = initial_params(*cpu);
     auto b = image_batch(32, 5);
-    for (int step = 0; step < 2; ++step) {  // the second step draws new masks on both
+    for (int step = 0; step < 2; ++step) { // the second step draws new masks on both
       std::vector<tensor> cpu_grads, gpu_grads;
       auto c = cpu->train_step(params, b, cpu_grads);
       auto g = gpu_model->train_step(params, b, gpu_grads);
@@ -246,7 +249,8 @@ BOOST_AUTO_TEST_CASE(a_training_step_of_each_model) {
       // The norm from the device's reduction, as clipping and the finiteness
       // check use it.
       BOOST_TEST(std::fabs(g.gradient_norm - global_norm(cpu_grads))
-                   <= 1e-4 * global_norm(cpu_grads), name << " gradient norm");
+                   <= 1e-4 * global_norm(cpu_grads),
+                 name << " gradient norm");
       BOOST_TEST(c.gradient_norm == -1.0);
       for (size_t v = 0; v < cpu_grads.size(); ++v)
         BOOST_TEST(relative_error(gpu_grads[v], cpu_grads[v]) <= 1e-4,
@@ -269,7 +273,7 @@ BOOST_AUTO_TEST_CASE(the_staged_step_matches_the_tensor_step) {
   BOOST_REQUIRE(buffers->grads.size() == vars.size());
   auto params = initial_params(*staged);
   auto b = image_batch(16, 9);
-  for (int step = 0; step < 2; ++step) {  // the buffers are reused; dropout draws anew
+  for (int step = 0; step < 2; ++step) { // the buffers are reused; dropout draws anew
     for (size_t v = 0; v < vars.size(); ++v)
       std::copy(params[v].values().begin(), params[v].values().end(), buffers->params[v]);
     std::vector<tensor> grads;
@@ -281,7 +285,7 @@ BOOST_AUTO_TEST_CASE(the_staged_step_matches_the_tensor_step) {
     for (size_t v = 0; v < vars.size(); ++v)
       BOOST_TEST(relative_error(buffers->grads[v], grads[v]) <= 1e-6,
                  vars[v].name << " step " << step);
-    for (auto& p : params)  // a different point for the next step
+    for (auto& p : params) // a different point for the next step
       for (auto& x : p.values())
         x *= 0.9f;
   }
@@ -329,7 +333,7 @@ BOOST_AUTO_TEST_CASE(a_device_others_filled_since_the_start_is_a_clear_error) {
   auto params = initial_params(*net);
   auto b = image_batch(8, 3);
   std::vector<tensor> grads;
-  ::setenv("TROUPE_EMULATED_CUDA_BUSY_MB", "81900", 1);  // 20 MB of 80 GiB left
+  ::setenv("TROUPE_EMULATED_CUDA_BUSY_MB", "81900", 1); // 20 MB of 80 GiB left
   try {
     net->train_step(params, b, grads);
     BOOST_FAIL("expected an out-of-memory error");

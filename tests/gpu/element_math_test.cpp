@@ -50,9 +50,17 @@ std::vector<float> column_sums(const float* dy, int64_t rows, int64_t cols) {
 
 el::geometry32 geometry(const shape_t& in, const shape_t& out, int64_t kh, int64_t kw,
                         int64_t stride, padding pad, int64_t batch) {
-  return {int(batch), int(in[0]), int(in[1]), int(in[2]), int(kh), int(kw), int(stride),
-          int(pad_before(in[0], kh, stride, pad)), int(pad_before(in[1], kw, stride, pad)),
-          int(out[0]), int(out[1])};
+  return {int(batch),
+          int(in[0]),
+          int(in[1]),
+          int(in[2]),
+          int(kh),
+          int(kw),
+          int(stride),
+          int(pad_before(in[0], kh, stride, pad)),
+          int(pad_before(in[1], kw, stride, pad)),
+          int(out[0]),
+          int(out[1])};
 }
 
 struct layer_out {
@@ -94,10 +102,15 @@ BOOST_AUTO_TEST_CASE(dense_through_the_gemm_mapping) {
 }
 
 BOOST_AUTO_TEST_CASE(convolution_as_the_kernels_compose_it) {
-  struct c { int64_t h, w, ch, filters, k, stride; padding pad; int64_t batch, chunk; };
-  for (auto p : {c{5, 5, 2, 3, 3, 1, padding::same, 3, 3}, c{6, 5, 2, 2, 3, 1, padding::valid, 3, 2},
-                 c{7, 7, 1, 2, 3, 2, padding::same, 2, 1}, c{7, 6, 2, 2, 2, 2, padding::valid, 3, 2},
-                 c{8, 8, 3, 4, 5, 1, padding::same, 3, 1}, c{9, 9, 1, 8, 5, 2, padding::same, 2, 2}}) {
+  struct c {
+    int64_t h, w, ch, filters, k, stride;
+    padding pad;
+    int64_t batch, chunk;
+  };
+  for (auto p :
+       {c{5, 5, 2, 3, 3, 1, padding::same, 3, 3}, c{6, 5, 2, 2, 3, 1, padding::valid, 3, 2},
+        c{7, 7, 1, 2, 3, 2, padding::same, 2, 1}, c{7, 6, 2, 2, 2, 2, padding::valid, 3, 2},
+        c{8, 8, 3, 4, 5, 1, padding::same, 3, 1}, c{9, 9, 1, 8, 5, 2, padding::same, 2, 2}}) {
     auto l = make_conv2d("conv", p.filters, p.k, p.k, p.stride, p.pad, {}, {});
     auto out = l->configure({p.h, p.w, p.ch});
     std::vector<tensor> params{random_tensor({p.k, p.k, p.ch, p.filters}, 5),
@@ -145,7 +158,11 @@ BOOST_AUTO_TEST_CASE(convolution_as_the_kernels_compose_it) {
 }
 
 BOOST_AUTO_TEST_CASE(max_pool_windows_and_the_folded_relu) {
-  struct c { int64_t h, w, ch, size, stride; padding pad; bool relu; };
+  struct c {
+    int64_t h, w, ch, size, stride;
+    padding pad;
+    bool relu;
+  };
   for (auto p : {c{5, 5, 3, 2, 2, padding::same, false}, c{5, 5, 3, 2, 2, padding::valid, false},
                  c{7, 6, 2, 3, 2, padding::same, false}, c{7, 6, 2, 3, 2, padding::valid, true},
                  c{8, 8, 10, 2, 2, padding::same, true}, c{6, 6, 1, 3, 1, padding::same, false}}) {
@@ -166,7 +183,7 @@ BOOST_AUTO_TEST_CASE(max_pool_windows_and_the_folded_relu) {
       el::max_pool_backward(i, dy.data(), argmax.data(), dx.data(), g);
     auto what = l->describe() + (p.relu ? " with ReLU" : "");
     BOOST_TEST(relative_error(y.data(), cpu.y) == 0.0, what);
-    BOOST_TEST(relative_error(dx.data(), cpu.dx) < 1e-7, what);  // same sums, overlapping windows
+    BOOST_TEST(relative_error(dx.data(), cpu.dx) < 1e-7, what); // same sums, overlapping windows
   }
 }
 
@@ -175,22 +192,23 @@ BOOST_AUTO_TEST_CASE(dropout_draws_the_cpu_stream) {
     const uint64_t seed = 77;
     auto l = make_dropout("dropout", rate, seed);
     l->configure({1023});
-    auto x = random_tensor({3, 1023}, 11, 0.5f, 1.0f);  // no zeros: the mask shows in y
+    auto x = random_tensor({3, 1023}, 11, 0.5f, 1.0f); // no zeros: the mask shows in y
     auto keep_below = shared::dropout_keep_below(rate);
     float scale = 1.0f / (1.0f - rate);
-    uint64_t counter = seed;  // the GPU layer starts where the CPU layer does
+    uint64_t counter = seed; // the GPU layer starts where the CPU layer does
     for (int step = 0; step < 2; ++step) {
       tensor y;
       l->forward(x, y, nullptr, true);
       size_t mismatches = 0;
       for (size_t i = 0; i < x.size(); ++i)
         // What dropout_kernel computes for thread i.
-        if (x[i] * shared::dropout_mask(shared::dropout_draw(counter, i / 2),
-                                        static_cast<unsigned>(i % 2), keep_below, scale)
+        if (x[i]
+              * shared::dropout_mask(shared::dropout_draw(counter, i / 2),
+                                     static_cast<unsigned>(i % 2), keep_below, scale)
             != y[i])
           ++mismatches;
       BOOST_TEST(mismatches == 0u, "rate " << rate << " step " << step);
-      counter = shared::dropout_advance(counter, x.size());  // as cuda_model advances it
+      counter = shared::dropout_advance(counter, x.size()); // as cuda_model advances it
     }
   }
 }
@@ -214,7 +232,7 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_rows_and_relu) {
   BOOST_TEST(std::fabs(sum / rows - cpu.loss) < 1e-5 * std::fabs(cpu.loss));
   BOOST_TEST(hits == cpu.correct);
   BOOST_TEST(relative_error(grad.data(), cpu_grad) < 1e-5);
-  BOOST_TEST(std::isnan(el::relu(std::nanf(""))));  // as the CPU's max keeps it
+  BOOST_TEST(std::isnan(el::relu(std::nanf("")))); // as the CPU's max keeps it
   BOOST_TEST(el::relu(-2.0f) == 0.0f);
   BOOST_TEST(el::relu(3.0f) == 3.0f);
 }

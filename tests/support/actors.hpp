@@ -59,11 +59,13 @@ struct applied_event {
 };
 
 /// Stands in for the token queue: records what shards report.
-inline token_queue_actor::behavior_type
-spy_queue(token_queue_actor::pointer, std::shared_ptr<std::vector<applied_event>> log) {
+inline token_queue_actor::behavior_type spy_queue(token_queue_actor::pointer,
+                                                  std::shared_ptr<std::vector<applied_event>> log) {
   return {
     [](report_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
-    [log](applied_atom, int32_t shard, int64_t step, double) { log->push_back({shard, step}); },
+    [log](applied_atom, int32_t shard, int64_t step, double) {
+      log->push_back({shard, step});
+    },
     [](stop_atom) {},
   };
 }
@@ -86,8 +88,9 @@ using grant_slot = std::shared_ptr<std::optional<step_grant>>;
 inline grant_slot report_to(caf::actor_system& sys, token_queue_actor queue, step_report r) {
   auto slot = std::make_shared<std::optional<step_grant>>();
   sys.spawn([=](caf::event_based_actor* self) {
-    self->request(queue, caf::infinite, report_atom::value, r)
-      .then([=](const step_grant& g) { *slot = g; });
+    self->request(queue, caf::infinite, report_atom::value, r).then([=](const step_grant& g) {
+      *slot = g;
+    });
   });
   return slot;
 }

@@ -26,14 +26,10 @@ struct deterministic_fixture {
   }
 
   deterministic_fixture()
-    : sys(prepare(cfg)),
-      sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-      self(sys) {
-  }
+    : sys(prepare(cfg)), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
+      self(sys) {}
 
-  ~deterministic_fixture() {
-    sched.run();
-  }
+  ~deterministic_fixture() { sched.run(); }
 
   /// Sends a request from a scoped actor, runs every actor until idle, and
   /// returns the reply (or the error it was answered with).

@@ -32,7 +32,7 @@ BOOST_AUTO_TEST_SUITE(grant_desk_tests)
 
 BOOST_AUTO_TEST_CASE(reports_complete_grants_and_hand_out_the_next) {
   desk d(3, 10);
-  auto a = d.report(done(0, -1, false));  // joining
+  auto a = d.report(done(0, -1, false)); // joining
   BOOST_TEST((a.what == desk::outcome::granted));
   BOOST_TEST(a.step == 0);
   BOOST_TEST(!a.completed);
@@ -44,7 +44,7 @@ BOOST_AUTO_TEST_CASE(reports_complete_grants_and_hand_out_the_next) {
   a = d.report(done(1, 7));
   BOOST_TEST(!a.completed);
   BOOST_TEST(a.step == 2);
-  BOOST_TEST((d.report(done(0, 1)).what == desk::outcome::waiting));  // step 2 held by worker 1
+  BOOST_TEST((d.report(done(0, 1)).what == desk::outcome::waiting)); // step 2 held by worker 1
   a = d.report(done(1, 2));
   BOOST_TEST((a.what == desk::outcome::finished));
   BOOST_TEST(d.finished());
@@ -52,14 +52,14 @@ BOOST_AUTO_TEST_CASE(reports_complete_grants_and_hand_out_the_next) {
 
 BOOST_AUTO_TEST_CASE(a_waiting_worker_gets_a_revoked_step_at_once) {
   desk d(2, 10);
-  d.report(done(0, -1, false));  // step 0
-  d.report(done(1, -1, false));  // step 1
+  d.report(done(0, -1, false)); // step 0
+  d.report(done(1, -1, false)); // step 1
   auto a = d.report(done(2, -1, false));
   BOOST_REQUIRE((a.what == desk::outcome::waiting));
   recorded_reply reply;
   d.park(2, reply);
   BOOST_TEST(d.waiting() == 1u);
-  d.lose(1);  // worker 1 gone with step 1
+  d.lose(1); // worker 1 gone with step 1
   BOOST_REQUIRE(reply.log->size() == 1u);
   BOOST_TEST(reply.log->at(0).step == 1);
   BOOST_TEST(!reply.log->at(0).stop);
@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(a_waiting_worker_gets_a_revoked_step_at_once) {
 BOOST_AUTO_TEST_CASE(refused_updates_are_granted_again_then_the_run_diverges) {
   desk d(5, 2);
   d.report(done(0, -1, false));
-  auto a = d.report(done(0, 0, false));  // refused: step 0 again
+  auto a = d.report(done(0, 0, false)); // refused: step 0 again
   BOOST_TEST((a.what == desk::outcome::granted));
   BOOST_TEST(a.step == 0);
   BOOST_TEST(d.refused() == 1);

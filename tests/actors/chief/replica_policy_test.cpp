@@ -9,24 +9,24 @@ using namespace std::chrono_literals;
 BOOST_AUTO_TEST_SUITE(replica_policy_tests)
 
 BOOST_AUTO_TEST_CASE(shrink_lowers_r_to_the_workers_left_and_restores_it) {
-  replica_policy p(worker_loss_policy::shrink, 2, 3);  // N = 3, R = 2: one backup
+  replica_policy p(worker_loss_policy::shrink, 2, 3); // N = 3, R = 2: one backup
   auto c = p.lost(0);
-  BOOST_TEST(!c.replicas);  // two workers still supply R = 2
+  BOOST_TEST(!c.replicas); // two workers still supply R = 2
   c = p.lost(1);
   BOOST_REQUIRE(c.replicas);
   BOOST_TEST(*c.replicas == 1);
   BOOST_TEST(c.previous == 2);
   BOOST_TEST(p.replicas() == 1);
   c = p.lost(2);
-  BOOST_TEST(!c.replicas);  // never below 1
+  BOOST_TEST(!c.replicas); // never below 1
   BOOST_TEST(p.replicas() == 1);
   BOOST_TEST(p.available() == 0);
   c = p.joined(1);
-  BOOST_TEST(!c.replicas);  // 1 available: R stays 1
+  BOOST_TEST(!c.replicas); // 1 available: R stays 1
   c = p.joined(0);
   BOOST_REQUIRE(c.replicas);
-  BOOST_TEST(*c.replicas == 2);  // never above the configured R
-  BOOST_TEST(!p.joined(5).replicas);  // a worker that was not lost changes nothing
+  BOOST_TEST(*c.replicas == 2);      // never above the configured R
+  BOOST_TEST(!p.joined(5).replicas); // a worker that was not lost changes nothing
   BOOST_TEST(!c.became_short);
 }
 

@@ -32,14 +32,14 @@ BOOST_AUTO_TEST_CASE(traffic_is_sorted_and_its_imbalance_measured) {
   r.traffic.push_back({0, 400, 300, 300, 5, 5, {{"w", 300, 300}}});
   summarize_traffic(r);
   BOOST_TEST(r.traffic[0].shard == 0);
-  BOOST_TEST(r.ps_imbalance == 1.5, boost::test_tools::tolerance(1e-12));  // 600 / mean 400
+  BOOST_TEST(r.ps_imbalance == 1.5, boost::test_tools::tolerance(1e-12)); // 600 / mean 400
   auto json = r.traffic_json();
   BOOST_TEST(json.find("{\"shard\":0,\"bytes_held\":400,\"bytes_in\":300,\"bytes_out\":300,"
                        "\"pulls\":5,\"pushes\":5,\"variables\":{\"w\":{\"in\":300,\"out\":300}}}")
                != std::string::npos,
              json);
   auto table = traffic_table(r);
-  BOOST_REQUIRE(table.size() == 5u);  // title, header, 2 shards, imbalance
+  BOOST_REQUIRE(table.size() == 5u); // title, header, 2 shards, imbalance
   BOOST_TEST(table[2].find("75.0%") != std::string::npos, table[2]);
   BOOST_TEST(table[4].find("1.500") != std::string::npos, table[4]);
 }

@@ -14,7 +14,7 @@ BOOST_AUTO_TEST_CASE(step_budget_grants_exactly_last_step_updates) {
   BOOST_TEST(*budget.grant(1) == 1);
   BOOST_TEST(*budget.grant(2) == 2);
   BOOST_TEST(!budget.grant(3).has_value()); // every step is granted
-  budget.revoke(1);                          // worker 1 lost: its step goes back
+  budget.revoke(1);                         // worker 1 lost: its step goes back
   BOOST_TEST(*budget.grant(3) == 1);
   budget.complete(0);
   budget.complete(2);

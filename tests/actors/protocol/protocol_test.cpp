@@ -25,7 +25,7 @@ struct registry {
   void need() {
     if constexpr (!std::is_void<T>::value) {
       if (caf::type_nr<T>::value != 0)
-        return;  // one of CAF's own types (atoms, integers, strings, ...)
+        return; // one of CAF's own types (atoms, integers, strings, ...)
       if (cfg.type_names_by_rtti.count(std::type_index(typeid(T))) == 0)
         missing.push_back(caf::detail::pretty_type_name(typeid(T)));
     }
@@ -46,7 +46,7 @@ struct registry {
   template <class Handle>
   void need_interface() {
     need_all(typename Handle::signatures{});
-    need<Handle>();  // handles travel too (plans, options, remote_actor)
+    need<Handle>(); // handles travel too (plans, options, remote_actor)
   }
 };
 
@@ -61,12 +61,13 @@ BOOST_AUTO_TEST_CASE(every_type_of_every_interface_is_registered) {
   r.need_interface<worker_actor>();
   r.need_interface<token_queue_actor>();
   r.need_interface<step_coordinator_actor>();
-  BOOST_TEST(r.missing.empty(), "not registered in TROUPE_MESSAGE_TYPES: " << [&] {
-    std::string all;
-    for (auto& m : r.missing)
-      all += m + " ";
-    return all;
-  }());
+  BOOST_TEST(
+    r.missing.empty(), "not registered in TROUPE_MESSAGE_TYPES: " << [&] {
+      std::string all;
+      for (auto& m : r.missing)
+        all += m + " ";
+      return all;
+    }());
   // And the check would notice one: a type nobody registered.
   struct unregistered {};
   r.need<unregistered>();
@@ -82,7 +83,7 @@ BOOST_AUTO_TEST_CASE(every_error_code_has_its_own_name) {
     BOOST_TEST(names.insert(name).second, "code " << c << " repeats " << name);
   }
   BOOST_TEST(names.size() == 10u);
-  BOOST_TEST(static_cast<int>(errc::unknown_variable) == 1);  // values cross the wire
+  BOOST_TEST(static_cast<int>(errc::unknown_variable) == 1); // values cross the wire
   BOOST_TEST(static_cast<int>(errc::stale_gradient) == 9);
   caf::actor_system_config cfg;
   register_protocol(cfg);

@@ -99,15 +99,15 @@ BOOST_FIXTURE_TEST_CASE(tensors_round_trip_bit_exact, two_processes) {
   auto server = sys.middleman().remote_actor("127.0.0.1", echo_port);
   BOOST_REQUIRE(server);
   std::vector<tensor> special{
-    from_bits({0x7fc00000u, 0x7fa12345u, 0xffc00001u}, {3}),          // NaNs with payloads
+    from_bits({0x7fc00000u, 0x7fa12345u, 0xffc00001u}, {3}), // NaNs with payloads
     tensor({2}, std::vector<float>{std::numeric_limits<float>::infinity(),
                                    -std::numeric_limits<float>::infinity()}),
     tensor({3}, std::vector<float>{1e-40f, std::numeric_limits<float>::denorm_min(), -0.0f}),
-    tensor({0, 5}),                                                    // zero elements
-    tensor(shape_t{}, std::vector<float>{3.5f}),                       // scalar
+    tensor({0, 5}),                              // zero elements
+    tensor(shape_t{}, std::vector<float>{3.5f}), // scalar
   };
   std::mt19937 rng(1);
-  std::vector<uint32_t> bits(10'000'000);                              // 40 MB of any bits
+  std::vector<uint32_t> bits(10'000'000); // 40 MB of any bits
   for (auto& b : bits)
     b = rng();
   auto big = from_bits(std::move(bits), {2500, 4000});
@@ -121,8 +121,8 @@ BOOST_FIXTURE_TEST_CASE(tensors_round_trip_bit_exact, two_processes) {
           answered = true;
           BOOST_REQUIRE_EQUAL(back.size(), sent.size());
           for (size_t i = 0; i < sent.size(); ++i)
-            BOOST_TEST(back[i].bit_equal(sent[i]), "tensor " << i << " of shape "
-                                                              << to_string(sent[i].shape()));
+            BOOST_TEST(back[i].bit_equal(sent[i]),
+                       "tensor " << i << " of shape " << to_string(sent[i].shape()));
         },
         [&](caf::error& err) { BOOST_FAIL("round trip failed: " << describe(err)); });
     BOOST_TEST(answered);
@@ -139,16 +139,18 @@ BOOST_FIXTURE_TEST_CASE(handshake_refuses_another_protocol_version, two_processe
   auto shard = sys.middleman().remote_actor<ps_shard_actor>("127.0.0.1", shard_port);
   BOOST_REQUIRE(shard);
   caf::scoped_actor self{sys};
-  self->request(*shard, std::chrono::seconds(10), hello_atom::value, protocol_version + 7,
-                std::string("worker"), int32_t{3})
+  self
+    ->request(*shard, std::chrono::seconds(10), hello_atom::value, protocol_version + 7,
+              std::string("worker"), int32_t{3})
     .receive([&](uint32_t) { BOOST_FAIL("a peer of another version was accepted"); },
              [&](caf::error& err) {
                BOOST_TEST(err.category() == caf::atom("troupe"));
                BOOST_TEST(err.code() == static_cast<uint8_t>(errc::protocol_mismatch));
                BOOST_TEST(describe(err).find("worker:3") != std::string::npos, describe(err));
              });
-  self->request(*shard, std::chrono::seconds(10), hello_atom::value, protocol_version,
-                std::string("worker"), int32_t{0})
+  self
+    ->request(*shard, std::chrono::seconds(10), hello_atom::value, protocol_version,
+              std::string("worker"), int32_t{0})
     .receive([&](uint32_t v) { BOOST_TEST(v == protocol_version); },
              [&](caf::error& err) { BOOST_FAIL(describe(err)); });
   auto server = sys.middleman().remote_actor("127.0.0.1", echo_port);

@@ -77,7 +77,8 @@ BOOST_AUTO_TEST_CASE(hello_refuses_another_protocol_version) {
   auto ok = ask<uint32_t>(s, hello_atom::value, protocol_version, std::string("worker"), 0);
   BOOST_REQUIRE(ok);
   BOOST_TEST(*ok == protocol_version);
-  auto refused = ask<uint32_t>(s, hello_atom::value, protocol_version + 1, std::string("worker"), 1);
+  auto refused = ask<uint32_t>(s, hello_atom::value, protocol_version + 1, std::string("worker"),
+                               1);
   BOOST_REQUIRE(!refused);
   BOOST_TEST(is(refused.error(), errc::protocol_mismatch));
   BOOST_TEST(describe(refused.error()).find("worker:1") != std::string::npos);

@@ -20,7 +20,7 @@ BOOST_AUTO_TEST_CASE(bytes_are_counted_per_variable_and_in_total) {
   BOOST_TEST(t.bytes_out == 48u);
   BOOST_TEST(t.bytes_in == 88u);
   BOOST_REQUIRE(t.variables.size() == 2u);
-  BOOST_TEST(t.variables[0].name == "b");  // by name
+  BOOST_TEST(t.variables[0].name == "b"); // by name
   BOOST_TEST(t.variables[0].bytes_in == 8u);
   BOOST_TEST(t.variables[1].bytes_in == 80u);
   BOOST_TEST(t.variables[1].bytes_out == 40u);

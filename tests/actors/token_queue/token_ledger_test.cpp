@@ -25,18 +25,18 @@ BOOST_AUTO_TEST_SUITE(token_ledger_tests)
 BOOST_AUTO_TEST_CASE(an_update_completes_when_every_shard_reached_it) {
   token_ledger ledger(2, 10);
   auto joining = ledger.report(report(0, -1, false));
-  BOOST_REQUIRE(joining);  // answered at once with the current step
+  BOOST_REQUIRE(joining); // answered at once with the current step
   BOOST_TEST(joining->step == 0);
-  BOOST_TEST(!ledger.report(report(0, 0, true, 1.0)));  // waits for the update
+  BOOST_TEST(!ledger.report(report(0, 0, true, 1.0))); // waits for the update
   BOOST_TEST(!ledger.report(report(1, 0, true, 3.0)));
-  BOOST_TEST(ledger.applied(1, 2.0, 2).empty());  // one of two shards
+  BOOST_TEST(ledger.applied(1, 2.0, 2).empty()); // one of two shards
   auto done = ledger.applied(1, 5.0, 2);
   BOOST_REQUIRE(done.size() == 1u);
   BOOST_TEST(done[0].step == 1);
   BOOST_TEST(done[0].loss == 2.0);
   BOOST_TEST(done[0].examples == 8u);
-  BOOST_TEST(done[0].straggler_ms == 5.0);   // the slowest shard
-  BOOST_TEST(done[0].tokens == 3u);          // the joining token + the two released
+  BOOST_TEST(done[0].straggler_ms == 5.0); // the slowest shard
+  BOOST_TEST(done[0].tokens == 3u);        // the joining token + the two released
   BOOST_TEST(ledger.grant().step == 1);
   BOOST_TEST(!ledger.grant().stop);
   // A late worker's stale report is counted as dropped and answered at once.

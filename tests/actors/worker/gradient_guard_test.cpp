@@ -16,7 +16,7 @@ BOOST_AUTO_TEST_CASE(a_non_finite_gradient_is_named_and_nothing_is_clipped) {
   auto bad = guard.check_and_clip(grads, -1);
   BOOST_REQUIRE(bad);
   BOOST_TEST(*bad == 1u);
-  BOOST_TEST(grads[0][0] == 3.0f);  // untouched
+  BOOST_TEST(grads[0][0] == 3.0f); // untouched
   grads[1][1] = INFINITY;
   BOOST_TEST(guard.check_and_clip(grads, -1).has_value());
   // A non-finite norm from the device does not prove anything: the scan runs.

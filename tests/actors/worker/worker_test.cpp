@@ -15,10 +15,10 @@ BOOST_FIXTURE_TEST_SUITE(worker_tests, deterministic_fixture)
 // counts add up, is refused by the worker: it stops with an error instead of
 // training rows it never pulls (which a GPU worker's buffers would not hold).
 BOOST_AUTO_TEST_CASE(a_plan_that_does_not_tile_a_variable_is_refused) {
-  auto settings = small_settings(4);  // softmax: weights [784, 10], biases [10]
+  auto settings = small_settings(4); // softmax: weights [784, 10], biases [10]
   training_plan plan;
-  plan.slices = {{"softmax/weights/part_0", 0, 0, 0, 0, 392},  // rows 0..391 twice,
-                 {"softmax/weights/part_1", 0, 0, 0, 0, 392},  // 392..783 never
+  plan.slices = {{"softmax/weights/part_0", 0, 0, 0, 0, 392}, // rows 0..391 twice,
+                 {"softmax/weights/part_1", 0, 0, 0, 0, 392}, // 392..783 never
                  {"softmax/biases", 0, 1, 0, 0, 10}};
   auto chief = sys.spawn([plan](chief_actor::pointer) -> chief_actor::behavior_type {
     return {
@@ -38,10 +38,12 @@ BOOST_AUTO_TEST_CASE(a_plan_that_does_not_tile_a_variable_is_refused) {
   sched.run();
   caf::error reason;
   bool down = false;
-  self->receive([&](caf::down_msg& msg) {
-    down = true;
-    reason = msg.reason;
-  }, caf::after(std::chrono::seconds(0)) >> [] {});
+  self->receive(
+    [&](caf::down_msg& msg) {
+      down = true;
+      reason = msg.reason;
+    },
+    caf::after(std::chrono::seconds(0)) >> [] {});
   BOOST_REQUIRE(down);
   BOOST_TEST(is(reason, errc::invalid_request), caf::to_string(reason));
   BOOST_TEST(caf::to_string(reason).find("do not cover softmax/weights exactly once")

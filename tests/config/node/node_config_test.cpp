@@ -20,8 +20,8 @@ struct fixture {
   fs::path dir = fs::temp_directory_path() / ("troupe-config-" + std::to_string(::getpid()));
   fixture() {
     fs::create_directories(dir / "data");
-    for (auto name : {"train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz",
-                      "t10k-labels-idx1-ubyte.gz"})
+    for (auto name :
+         {"train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
       std::ofstream(dir / "data" / name) << "x";
     // An IDX label header claiming 1000 examples (zlib reads plain files too).
     const unsigned char header[] = {0, 0, 8, 1, 0, 0, 3, 232};
@@ -55,8 +55,7 @@ struct fixture {
     BOOST_TEST((out.what == load_outcome::action::fail));
     BOOST_REQUIRE_EQUAL(out.errors.size(), 1u);
     for (auto& p : parts)
-      BOOST_TEST(out.errors[0].find(p) != std::string::npos,
-                 "'" << p << "' in: " << out.errors[0]);
+      BOOST_TEST(out.errors[0].find(p) != std::string::npos, "'" << p << "' in: " << out.errors[0]);
   }
 };
 
@@ -79,7 +78,8 @@ BOOST_AUTO_TEST_CASE(a_good_file_loads) {
 }
 
 BOOST_AUTO_TEST_CASE(sync_settings_load_with_defaults) {
-  auto out = load(base() + "mode = \"sync\"\non-worker-loss = \"wait\"\nshuffle = false\n", worker0);
+  auto out = load(base() + "mode = \"sync\"\non-worker-loss = \"wait\"\nshuffle = false\n",
+                  worker0);
   BOOST_REQUIRE(out.errors.empty());
   BOOST_TEST((out.setup.train.mode == update_mode::sync));
   BOOST_TEST(out.setup.train.replicas_to_aggregate == 2); // R defaults to N
@@ -102,52 +102,58 @@ BOOST_AUTO_TEST_CASE(epochs_set_last_step) {
 }
 
 BOOST_AUTO_TEST_CASE(placement_defaults_to_balanced_and_partitioner_rules_are_checked) {
-  auto good = load(base() + "model = \"mlp\"\npartitioners = [\"hidden1/weights fixed_size "
-                            "shards=2\", \"hidden* min_max max_partitions=2 "
-                            "min_slice_bytes=512\"]\n",
+  auto good = load(base()
+                     + "model = \"mlp\"\npartitioners = [\"hidden1/weights fixed_size "
+                       "shards=2\", \"hidden* min_max max_partitions=2 "
+                       "min_slice_bytes=512\"]\n",
                    worker0);
   BOOST_REQUIRE(good.errors.empty());
   BOOST_TEST((good.setup.train.placement == placement_strategy::balanced));
   BOOST_TEST(good.setup.train.partitioners.size() == 2u);
-  expect_error(load(base() + "model = \"mlp\"\npartitioners = [\"hidden3/* fixed_size "
-                             "shards=2\"]\n",
+  expect_error(load(base()
+                      + "model = \"mlp\"\npartitioners = [\"hidden3/* fixed_size "
+                        "shards=2\"]\n",
                     worker0),
                {"train.partitioners", "'hidden3/*' matches no variable", "hidden1/weights"});
-  expect_error(load(base() + "partitioners = [\"softmax/* fixed_size shards=2 axis=1\"]\n",
-                    worker0),
-               {"train.partitioners", "softmax/biases has shape [10], no axis 1"});
-  expect_error(load(base() + "partitioners = [\"softmax/weights fixed_size shards=0\"]\n",
-                    worker0),
+  expect_error(
+    load(base() + "partitioners = [\"softmax/* fixed_size shards=2 axis=1\"]\n", worker0),
+    {"train.partitioners", "softmax/biases has shape [10], no axis 1"});
+  expect_error(load(base() + "partitioners = [\"softmax/weights fixed_size shards=0\"]\n", worker0),
                {"train.partitioners", "num_shards >= 1"});
-  expect_error(load(base() + "partitioners = [\"softmax/weights min_maxx max_partitions=2\"]\n",
-                    worker0),
-               {"unknown partitioner 'min_maxx'"});
+  expect_error(
+    load(base() + "partitioners = [\"softmax/weights min_maxx max_partitions=2\"]\n", worker0),
+    {"unknown partitioner 'min_maxx'"});
 }
 
 BOOST_AUTO_TEST_CASE(models_and_optimizers_are_checked_before_start) {
-  auto good = load(base() + "model = \"custom\"\noptimizer = \"adam\"\n"
-                   "lr-schedule = \"piecewise\"\nlr-boundaries = [100]\nlr-values = [0.1, 0.01]\n"
-                   "[model]\nlayers = [\"conv2d filters=2 kernel=3\", \"relu\", \"flatten\", "
-                   "\"dense units=10\"]\n",
-                   worker0);
+  auto good = load(
+    base()
+      + "model = \"custom\"\noptimizer = \"adam\"\n"
+        "lr-schedule = \"piecewise\"\nlr-boundaries = [100]\nlr-values = [0.1, 0.01]\n"
+        "[model]\nlayers = [\"conv2d filters=2 kernel=3\", \"relu\", \"flatten\", "
+        "\"dense units=10\"]\n",
+    worker0);
   BOOST_REQUIRE(good.errors.empty());
   BOOST_TEST((good.setup.train.optimizer.kind == optimizer_kind::adam));
   BOOST_TEST(good.setup.train.optimizer.learning_rate.values.size() == 2u);
-  expect_error(load(base() + "model = \"custom\"\n[model]\nlayers = [\"dense units=10\", "
-                             "\"conv2d filters=2 kernel=3\"]\n",
+  expect_error(load(base()
+                      + "model = \"custom\"\n[model]\nlayers = [\"dense units=10\", "
+                        "\"conv2d filters=2 kernel=3\"]\n",
                     worker0),
                {"model.layers", "conv2d"});
-  expect_error(load(base() + "model = \"custom\"\n[model]\nlayers = [\"dense unit=10\"]\n",
-                    worker0),
-               {"model.layers[0]", "unknown parameter 'unit'"});
-  expect_error(load(base() + "model = \"custom\"\n[model]\ninput = [28, 27]\n"
-                             "layers = [\"dense units=10\"]\n",
+  expect_error(
+    load(base() + "model = \"custom\"\n[model]\nlayers = [\"dense unit=10\"]\n", worker0),
+    {"model.layers[0]", "unknown parameter 'unit'"});
+  expect_error(load(base()
+                      + "model = \"custom\"\n[model]\ninput = [28, 27]\n"
+                        "layers = [\"dense units=10\"]\n",
                     worker0),
                {"model.input", "784"});
   expect_error(load(base() + "optimizer = \"adamw\"\n", worker0),
                {"train.optimizer = \"adamw\" is not known", "did you mean \"adam\"", "rmsprop"});
-  expect_error(load(base() + "lr-schedule = \"piecewise\"\nlr-boundaries = [100]\n"
-                             "lr-values = [0.1]\n",
+  expect_error(load(base()
+                      + "lr-schedule = \"piecewise\"\nlr-boundaries = [100]\n"
+                        "lr-values = [0.1]\n",
                     worker0),
                {"one more value than boundaries"});
   expect_error(load(base() + "lr-schedule = \"cosine\"\n", worker0), {"train.lr-schedule"});
@@ -286,9 +292,11 @@ BOOST_AUTO_TEST_CASE(shipped_examples_load) {
     // Point the example at the stand-in data directory.
     auto pos = text.find("data-dir");
     if (pos != std::string::npos)
-      text.replace(pos, text.find('\n', pos) - pos, "data-dir = \"" + (dir / "data").string() + "\"");
+      text.replace(pos, text.find('\n', pos) - pos,
+                   "data-dir = \"" + (dir / "data").string() + "\"");
     auto out = load(text, {"--job_name=chief", "--task_index=0"});
-    BOOST_TEST(out.errors.empty(), entry.path() << ": " << (out.errors.empty() ? "" : out.errors[0]));
+    BOOST_TEST(out.errors.empty(), entry.path()
+                                     << ": " << (out.errors.empty() ? "" : out.errors[0]));
   }
   BOOST_TEST(seen >= 2);
 }

@@ -89,19 +89,19 @@ BOOST_AUTO_TEST_CASE(models_and_partitioner_rules_must_fit) {
 
 BOOST_AUTO_TEST_CASE(derived_values) {
   training_settings t;
-  BOOST_TEST(replicas_of(t, {1, 3}) == 3);  // R = N by default
+  BOOST_TEST(replicas_of(t, {1, 3}) == 3); // R = N by default
   t.replicas_to_aggregate = 2;
   BOOST_TEST(replicas_of(t, {1, 3}) == 2);
   t.epochs = 2;
   t.batch_size = 100;
-  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 20);  // async: one batch per update
+  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 20); // async: one batch per update
   t.mode = update_mode::sync;
-  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 10);  // sync: R batches per update
+  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 10); // sync: R batches per update
   t.worker_batch_sizes = {100, 300, 200};
   t.mode = update_mode::async;
-  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 10);  // the mean batch: 200
+  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 10); // the mean batch: 200
   t.epochs = 0.0001;
-  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 1);   // at least one step
+  BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 1); // at least one step
   BOOST_TEST(batch_size_of(t, 1) == 300);
   t.worker_devices = {gpu::parse_device("cuda:1")};
   BOOST_TEST(device_of(t, 0).to_string() == "cuda:1");

@@ -21,8 +21,8 @@
 namespace troupe_emulation {
 
 struct operation {
-  std::function<void()> work;  // empty for a wait
-  stream* wait_for = nullptr;  // a wait: until that stream has done wait_until operations
+  std::function<void()> work; // empty for a wait
+  stream* wait_for = nullptr; // a wait: until that stream has done wait_until operations
   uint64_t wait_until = 0;
 };
 
@@ -33,20 +33,20 @@ struct stream {
 };
 
 struct event {
-  stream* recorded_on = nullptr;  // null: never recorded, complete
+  stream* recorded_on = nullptr; // null: never recorded, complete
   uint64_t position = 0;
 };
 
 namespace {
 
-constexpr size_t device_bytes = size_t{80} << 30;  // an H100's worth, never all allocated
+constexpr size_t device_bytes = size_t{80} << 30; // an H100's worth, never all allocated
 
 struct emulator {
   // Streams live as long as the process: events may still name a destroyed one.
   std::vector<std::unique_ptr<stream>> streams;
-  std::map<const char*, size_t> device_blocks, pinned_blocks;  // start -> bytes
-  std::map<char*, size_t> device_pages;  // device block -> its mapping (whole pages)
-  int device_open = 0;  // > 0 while device work runs: only then is device memory accessible
+  std::map<const char*, size_t> device_blocks, pinned_blocks; // start -> bytes
+  std::map<char*, size_t> device_pages; // device block -> its mapping (whole pages)
+  int device_open = 0; // > 0 while device work runs: only then is device memory accessible
   size_t device_used = 0;
   int devices = 1;
   bool newest_first = false;
@@ -91,7 +91,7 @@ struct emulator {
   // work the code did not make wait for it runs before it.
   template <class Predicate>
   void run_until(Predicate finished) {
-    bool opened = false;  // device memory, for the operations this call runs
+    bool opened = false; // device memory, for the operations this call runs
     while (!finished()) {
       stream* pick = nullptr;
       auto consider = [&](stream* s) {
@@ -138,8 +138,7 @@ struct emulator {
 
   void run_all() {
     run_until([&] {
-      return std::all_of(streams.begin(), streams.end(),
-                         [](auto& s) { return s->queue.empty(); });
+      return std::all_of(streams.begin(), streams.end(), [](auto& s) { return s->queue.empty(); });
     });
   }
 
@@ -187,7 +186,7 @@ void* allocate_filled(size_t bytes) {
   size_t rounded = std::max<size_t>(256, (bytes + 255) & ~size_t{255});
   void* p = std::aligned_alloc(256, rounded);
   if (p)
-    std::memset(p, 0xFF, rounded);  // NaN floats: a read of unwritten memory shows
+    std::memset(p, 0xFF, rounded); // NaN floats: a read of unwritten memory shows
   return p;
 }
 
@@ -210,7 +209,7 @@ void* map_device(size_t bytes) {
 } // namespace
 
 void enqueue(cudaStream_t s, std::function<void()> work) {
-  if (!checked(s)) {  // the default stream: at once
+  if (!checked(s)) { // the default stream: at once
     emu().open_device();
     work();
     emu().close_device();
@@ -293,7 +292,7 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
 
 cudaError_t cudaFree(void* pointer) {
   auto& e = emu();
-  e.run_all();  // cudaFree synchronises the device
+  e.run_all(); // cudaFree synchronises the device
   auto it = e.device_blocks.find(static_cast<const char*>(pointer));
   if (it == e.device_blocks.end())
     return cudaErrorInvalidValue;
@@ -395,7 +394,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   auto& e = emu();
-  e.run_until([=] { return stream->queue.empty(); });  // queued work still completes
+  e.run_until([=] { return stream->queue.empty(); }); // queued work still completes
   stream->destroyed = true;
   return cudaSuccess;
 }
@@ -501,11 +500,12 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
   auto extent = [](int rows, int cols, int ld) {
     return (static_cast<size_t>(cols - 1) * ld + rows) * sizeof(float);
   };
-  if ((k > 0 && (!on_device(a, extent(a_rows, a_cols, lda))
-                 || !on_device(b, extent(b_rows, b_cols, ldb))))
+  if ((k > 0
+       && (!on_device(a, extent(a_rows, a_cols, lda))
+           || !on_device(b, extent(b_rows, b_cols, ldb))))
       || !on_device(c, extent(m, n, ldc)))
     misuse("cublasSgemm: a matrix reaches outside its device allocation");
-  float al = *alpha, be = *beta;  // host pointer mode: read at the call
+  float al = *alpha, be = *beta; // host pointer mode: read at the call
   troupe_emulation::enqueue(handle->stream, [=] {
     const_view A(a, a_rows, a_cols, Eigen::OuterStride<>(lda));
     const_view B(b, b_rows, b_cols, Eigen::OuterStride<>(ldb));

@@ -7,7 +7,6 @@
 
 using namespace troupe;
 
-
 BOOST_AUTO_TEST_SUITE(tensor_ops)
 
 BOOST_AUTO_TEST_CASE(tensor_basics) {

@@ -5,8 +5,8 @@
 #include <boost/test/unit_test.hpp>
 #include <zlib.h>
 
-#include "tensor/data/dataset.hpp"
 #include "tensor/core/error.hpp"
+#include "tensor/data/dataset.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -16,8 +16,8 @@ namespace {
 struct temp_dir {
   fs::path path;
   temp_dir() {
-    path = fs::temp_directory_path() / ("troupe-idx-" + std::to_string(::getpid()) + "-"
-                                        + std::to_string(counter++));
+    path = fs::temp_directory_path()
+           / ("troupe-idx-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     fs::create_directories(path);
   }
   ~temp_dir() { fs::remove_all(path); }

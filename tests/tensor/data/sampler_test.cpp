@@ -25,9 +25,9 @@ BOOST_AUTO_TEST_CASE(worker_shares_are_disjoint_and_reshuffled) {
     sampler.next_batch(data, sampler.share_size(), b);
     for (size_t k = 0; k < b.size(); ++k) {
       auto l = b.labels[k];
-      BOOST_TEST(size_t(l) % 3 == w);        // only this worker's examples
-      BOOST_TEST(seen.insert(l).second);     // no example on two workers
-      BOOST_TEST(b.images[k] == float(l));   // the image travels with its label
+      BOOST_TEST(size_t(l) % 3 == w);      // only this worker's examples
+      BOOST_TEST(seen.insert(l).second);   // no example on two workers
+      BOOST_TEST(b.images[k] == float(l)); // the image travels with its label
     }
     BOOST_TEST(sampler.epoch() == 0u);
     sampler.next_batch(data, 1, b);

@@ -69,12 +69,14 @@ BOOST_AUTO_TEST_CASE(built_in_models_use_tf_names_and_shapes) {
   std::vector<std::string> names;
   for (auto& v : cnn->variables())
     names.push_back(v.name);
-  BOOST_TEST(names == (std::vector<std::string>{"conv1/weights", "conv1/biases", "conv2/weights",
-                                                "conv2/biases", "fc1/weights", "fc1/biases",
-                                                "fc2/weights", "fc2/biases"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+    names
+      == (std::vector<std::string>{"conv1/weights", "conv1/biases", "conv2/weights", "conv2/biases",
+                                   "fc1/weights", "fc1/biases", "fc2/weights", "fc2/biases"}),
+    boost::test_tools::per_element());
   BOOST_TEST(cnn->variables()[4].shape == (shape_t{3136, 1024}), boost::test_tools::per_element());
-  BOOST_TEST(cnn->variables()[2].shape == (shape_t{5, 5, 32, 64}), boost::test_tools::per_element());
+  BOOST_TEST(cnn->variables()[2].shape == (shape_t{5, 5, 32, 64}),
+             boost::test_tools::per_element());
   auto mlp = make_model("mlp");
   BOOST_TEST(mlp->variables().size() == 6u);
   BOOST_TEST(mlp->variables()[2].shape == (shape_t{256, 256}), boost::test_tools::per_element());

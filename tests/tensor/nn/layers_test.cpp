@@ -66,7 +66,8 @@ void check_layer(layer& l, shape_t per_example, int64_t batch, tensor x, uint32_
     auto plus = x, minus = x;
     plus[i] += h;
     minus[i] -= h;
-    worst = std::max(worst, rel_error((loss(plus, params) - loss(minus, params)) / (2.0 * h), dx[i]));
+    worst = std::max(worst,
+                     rel_error((loss(plus, params) - loss(minus, params)) / (2.0 * h), dx[i]));
   }
   for (size_t p = 0; p < params.size(); ++p)
     for (size_t i = 0; i < params[p].size(); ++i) {
@@ -90,7 +91,10 @@ BOOST_AUTO_TEST_CASE(dense) {
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_same_valid_and_strided) {
-  struct c { int64_t h, w, ch, filters, k, stride; padding pad; };
+  struct c {
+    int64_t h, w, ch, filters, k, stride;
+    padding pad;
+  };
   for (auto p : {c{5, 5, 2, 3, 3, 1, padding::same}, c{6, 5, 2, 2, 3, 1, padding::valid},
                  c{7, 7, 1, 2, 3, 2, padding::same}, c{7, 6, 2, 2, 2, 2, padding::valid},
                  c{4, 4, 3, 2, 5, 1, padding::same}}) {
@@ -105,7 +109,10 @@ BOOST_AUTO_TEST_CASE(conv2d_small_receptive_field_path) {
   // one-pixel tail); its gradients are checked like every other layer's,
   // with a wider step: a convolution is linear in x and in its parameters,
   // so the central difference has no truncation error, only float rounding.
-  struct c { int64_t h, w, ch, filters, k, stride; padding pad; };
+  struct c {
+    int64_t h, w, ch, filters, k, stride;
+    padding pad;
+  };
   for (auto p : {c{5, 5, 1, 8, 3, 1, padding::same}, c{6, 5, 2, 16, 3, 1, padding::valid},
                  c{7, 7, 1, 40, 3, 2, padding::same}, c{7, 6, 2, 24, 2, 2, padding::valid},
                  c{5, 5, 1, 32, 5, 1, padding::same}}) {
@@ -154,7 +161,7 @@ BOOST_AUTO_TEST_CASE(conv2d_seed_conv1_matches_a_double_reference) {
   for (int64_t o = 0; o < f; ++o)
     worst_db = std::max(worst_db, std::fabs(db[o] - grads[1][o]));
   BOOST_TEST(worst_y < 1e-5);
-  BOOST_TEST(worst_dw < 1e-3);  // sums of ~1500 products of magnitude <= 1
+  BOOST_TEST(worst_dw < 1e-3); // sums of ~1500 products of magnitude <= 1
   BOOST_TEST(worst_db < 1e-3);
 }
 
@@ -368,9 +375,15 @@ BOOST_AUTO_TEST_CASE(softmax_and_mlp_against_a_double_reference) {
 BOOST_AUTO_TEST_CASE(a_small_cnn_built_like_deepnn) {
   model_options o;
   o.input = {8, 8, 2};
-  o.layers = {"conv2d name=conv1 filters=3 kernel=3 padding=same", "relu",
-              "max_pool size=2", "conv2d name=conv2 filters=4 kernel=3 padding=same",
-              "relu", "max_pool size=2", "flatten", "dense name=fc1 units=6", "relu",
+  o.layers = {"conv2d name=conv1 filters=3 kernel=3 padding=same",
+              "relu",
+              "max_pool size=2",
+              "conv2d name=conv2 filters=4 kernel=3 padding=same",
+              "relu",
+              "max_pool size=2",
+              "flatten",
+              "dense name=fc1 units=6",
+              "relu",
               "dense name=fc2 units=10"};
   check_model(*make_model("custom", o), {8, 8, 2}, 3, 300, 1000);
 }

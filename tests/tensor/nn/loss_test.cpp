@@ -75,7 +75,7 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_gradient_matches_finite_differences) 
 
 BOOST_AUTO_TEST_CASE(accuracy_counts_the_first_largest_logit) {
   tensor logits({3, 3}, std::vector<float>{0, 5, 1, 9, 2, 3, 0, 1, 1});
-  BOOST_TEST(softmax_cross_entropy(logits, {1, 2, 2}).correct == 1u);  // row 2: a tie, first wins
+  BOOST_TEST(softmax_cross_entropy(logits, {1, 2, 2}).correct == 1u); // row 2: a tie, first wins
   BOOST_TEST(softmax_cross_entropy(logits, {1, 0, 1}).correct == 3u);
 }
 

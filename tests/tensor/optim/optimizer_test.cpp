@@ -124,7 +124,8 @@ BOOST_AUTO_TEST_CASE(schedules) {
   BOOST_TEST(exp.at(2000) == 0.00025, boost::test_tools::tolerance(1e-12));
   exp.staircase = true;
   BOOST_TEST(exp.at(1500) == 0.0005, boost::test_tools::tolerance(1e-12));
-  lr_schedule pw{lr_schedule::kind::piecewise_constant, 0, 0, 0, false, {100, 200}, {1.0, 0.5, 0.1}};
+  lr_schedule pw{
+    lr_schedule::kind::piecewise_constant, 0, 0, 0, false, {100, 200}, {1.0, 0.5, 0.1}};
   BOOST_TEST(!pw.check());
   BOOST_TEST(pw.at(100) == 1.0);
   BOOST_TEST(pw.at(101) == 0.5);
@@ -171,7 +172,7 @@ BOOST_AUTO_TEST_CASE(clipping_by_global_norm) {
   // A norm computed where the gradients were (a GPU) is used as given.
   std::vector<tensor> known{tensor({1}, 3.0f), tensor({1}, 4.0f)};
   BOOST_TEST(clip_by_global_norm(known, 2.5, 10.0) == 10.0);
-  BOOST_TEST(known[1][0] == 1.0f, boost::test_tools::tolerance(1e-6f));  // 4 x 2.5 / 10
+  BOOST_TEST(known[1][0] == 1.0f, boost::test_tools::tolerance(1e-6f)); // 4 x 2.5 / 10
   // Raw buffers (a model's staging) clip the same way.
   std::vector<float> a{3.0f, 0.0f}, b{4.0f};
   std::vector<float*> buffers{a.data(), b.data()};

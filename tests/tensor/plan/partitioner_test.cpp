@@ -4,9 +4,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "tensor/core/error.hpp"
 #include "tensor/plan/partitioner.hpp"
 #include "tensor/plan/placement.hpp"
-#include "tensor/core/error.hpp"
 
 using namespace troupe;
 
@@ -29,15 +29,16 @@ BOOST_AUTO_TEST_SUITE(partitioners)
 
 BOOST_AUTO_TEST_CASE(tf_remainder_rule_names_and_offsets) {
   auto slices = split_variable(var("emb", {13, 4}), 5);
-  BOOST_TEST(rows(slices) == (std::vector<int64_t>{3, 3, 3, 2, 2}), boost::test_tools::per_element());
+  BOOST_TEST(rows(slices) == (std::vector<int64_t>{3, 3, 3, 2, 2}),
+             boost::test_tools::per_element());
   BOOST_TEST(slices[3].name == "emb/part_3");
   BOOST_TEST(slices[3].offset == 9);
   BOOST_TEST(slices[4].offset == 11);
   BOOST_TEST(slices[4].full_shape == (shape_t{13, 4}), boost::test_tools::per_element());
   // TF issue 6551's real case: 793,470 rows over 8 shards.
   auto big = split_variable(var("e", {793470, 1}), 8);
-  BOOST_TEST(rows(big) == (std::vector<int64_t>{99184, 99184, 99184, 99184, 99184, 99184, 99183,
-                                                99183}),
+  BOOST_TEST(rows(big)
+               == (std::vector<int64_t>{99184, 99184, 99184, 99184, 99184, 99184, 99183, 99183}),
              boost::test_tools::per_element());
   // Along axis 1.
   auto cols = split_variable(var("w", {2, 7}), 3, 1);
@@ -93,12 +94,12 @@ BOOST_AUTO_TEST_CASE(slices_along_inner_axes_round_trip) {
     BOOST_TEST(rebuilt.bit_equal(full), "axis " << axis);
   }
   auto columns = split_variable(var("w", {2, 5, 3}), 2, 2);
-  auto second = extract_slice(columns[1], full);  // column 2 of each of the 10 rows
+  auto second = extract_slice(columns[1], full); // column 2 of each of the 10 rows
   BOOST_TEST(second.shape() == (shape_t{2, 5, 1}), boost::test_tools::per_element());
   for (size_t r = 0; r < 10; ++r)
     BOOST_TEST(second[r] == static_cast<float>(r * 3 + 2));
   auto middle = split_variable(var("w", {2, 5, 3}), 2, 1);
-  auto part1 = extract_slice(middle[1], full);  // rows 3, 4 of both outer blocks
+  auto part1 = extract_slice(middle[1], full); // rows 3, 4 of both outer blocks
   BOOST_TEST(part1.values() == (std::vector<float>{9, 10, 11, 12, 13, 14, 24, 25, 26, 27, 28, 29}),
              boost::test_tools::per_element());
 }
@@ -118,4 +119,3 @@ BOOST_AUTO_TEST_CASE(invalid_requests_are_clear_errors) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-

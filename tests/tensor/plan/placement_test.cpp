@@ -4,9 +4,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "tensor/core/error.hpp"
 #include "tensor/plan/partitioner.hpp"
 #include "tensor/plan/placement.hpp"
-#include "tensor/core/error.hpp"
 
 using namespace troupe;
 
@@ -30,12 +30,12 @@ BOOST_AUTO_TEST_CASE(rules_parse_and_the_first_match_wins) {
   BOOST_TEST(rule_for(rules, "conv1/weights") == &rules[2]);
   BOOST_TEST(rules[0].split->axis() == 1);
   BOOST_TEST(rules[0].split->partitions({100, 7}) == 3);
-  BOOST_TEST(rules[1].split->partitions({1024}) == 4);         // 4 KB / 1 KB, capped at 4
-  BOOST_TEST(rules[2].split->partitions({64, 32}) == 2);       // 8 KB / 4 KB
+  BOOST_TEST(rules[1].split->partitions({1024}) == 4);   // 4 KB / 1 KB, capped at 4
+  BOOST_TEST(rules[2].split->partitions({64, 32}) == 2); // 8 KB / 4 KB
   BOOST_TEST(parse_partition_rule("x min_max max_partitions=8").split->partitions({1 << 20}) == 8);
   auto one_char = parse_partition_rules({"conv?/w* fixed_size shards=2"});
   BOOST_TEST(rule_for(one_char, "conv1/weights") == &one_char[0]);
-  BOOST_TEST(rule_for(one_char, "conv12/weights") == nullptr);  // '?' is one character
+  BOOST_TEST(rule_for(one_char, "conv12/weights") == nullptr); // '?' is one character
 }
 
 BOOST_AUTO_TEST_CASE(bad_rules_name_the_rule_and_the_problem) {
@@ -55,7 +55,8 @@ BOOST_AUTO_TEST_CASE(bad_rules_name_the_rule_and_the_problem) {
   has(error_of("fc1/weights fixed_size"), "missing parameter 'shards'");
   has(error_of("fc1/weights fixed_size shards=0"), "num_shards >= 1");
   has(error_of("fc1/weights fixed_size shards=two"), "'two' is not an integer");
-  has(error_of("fc1/weights fixed_size shards=2 shard=2"), "unknown parameter 'shard' for fixed_size");
+  has(error_of("fc1/weights fixed_size shards=2 shard=2"),
+      "unknown parameter 'shard' for fixed_size");
   has(error_of("fc1/weights fixed_size shards=2 shards=3"), "shards is given twice");
   has(error_of("fc1/weights fixed_size shards 2"), "'shards' is not key=value");
   has(error_of("x min_max max_partitions=2 min_slice_bytes=0"), "min_slice_bytes >= 1");
@@ -88,7 +89,7 @@ BOOST_AUTO_TEST_CASE(rules_apply_under_every_strategy) {
     BOOST_TEST(std::count(names.begin(), names.end(), "a/part_1") == 1, name);
     BOOST_TEST(std::count(names.begin(), names.end(), "a") == 0, name);
   }
-  auto rr = plan_placement(placement_strategy::round_robin, vars, 2, 0.05, rules);  // a/0, a/1, b, c
+  auto rr = plan_placement(placement_strategy::round_robin, vars, 2, 0.05, rules); // a/0, a/1, b, c
   BOOST_REQUIRE(rr.size() == 4u);
   BOOST_TEST(rr[1].shard == 1);
   BOOST_TEST(rr[3].slice.name == "c");
@@ -116,10 +117,10 @@ BOOST_AUTO_TEST_CASE(round_robin_follows_creation_order) {
 }
 
 BOOST_AUTO_TEST_CASE(round_robin_leaves_the_cnn_lopsided_and_balanced_fixes_it) {
-  std::vector<variable_spec> cnn{var("conv1/weights", {5, 5, 1, 32}), var("conv1/biases", {32}),
+  std::vector<variable_spec> cnn{var("conv1/weights", {5, 5, 1, 32}),  var("conv1/biases", {32}),
                                  var("conv2/weights", {5, 5, 32, 64}), var("conv2/biases", {64}),
-                                 var("fc1/weights", {3136, 1024}), var("fc1/biases", {1024}),
-                                 var("fc2/weights", {1024, 10}), var("fc2/biases", {10})};
+                                 var("fc1/weights", {3136, 1024}),     var("fc1/biases", {1024}),
+                                 var("fc2/weights", {1024, 10}),       var("fc2/biases", {10})};
   std::vector<variable_slice> whole;
   for (auto& v : cnn)
     whole.push_back(split_variable(v, 1)[0]);
@@ -134,7 +135,8 @@ BOOST_AUTO_TEST_CASE(round_robin_leaves_the_cnn_lopsided_and_balanced_fixes_it) 
   for (auto& p : balanced)
     if (p.slice.variable == "fc1/weights")
       BOOST_TEST(p.slice.shape[0] == 1568);
-  auto softmax = place_balanced({var("softmax/weights", {784, 10}), var("softmax/biases", {10})}, 2);
+  auto softmax = place_balanced({var("softmax/weights", {784, 10}), var("softmax/biases", {10})},
+                                2);
   BOOST_TEST(softmax.size() == 3u);
   BOOST_TEST(imbalance(softmax, 2) <= 1.05);
   // Deterministic.

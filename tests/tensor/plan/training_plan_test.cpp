@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(a_placement_becomes_a_plan) {
   BOOST_TEST(plan[1].extent == 2);
   BOOST_TEST(plan[2].name == "b");
   BOOST_TEST(plan[2].variable == 1);
-  BOOST_TEST(plan[3].shard == 1);  // round robin: slice 3 -> ps:1
+  BOOST_TEST(plan[3].shard == 1); // round robin: slice 3 -> ps:1
   // The plan it makes is one the router accepts.
   BOOST_CHECK_NO_THROW(slice_router(plan, vars, 2));
   BOOST_CHECK_THROW(build_plan(placement, {{"other", {1}, {}}}), troupe_error);
@@ -62,10 +62,10 @@ BOOST_AUTO_TEST_CASE(a_placement_becomes_a_plan) {
 
 BOOST_AUTO_TEST_CASE(slices_are_grouped_by_shard) {
   slice_router router(good_plan(), model_vars(), 3);
-  BOOST_REQUIRE(router.parts().size() == 2u);  // ps:2 holds nothing: no part, no request
+  BOOST_REQUIRE(router.parts().size() == 2u); // ps:2 holds nothing: no part, no request
   BOOST_TEST(router.parts()[0].shard == 0);
-  BOOST_TEST(router.parts()[0].names == (std::vector<std::string>{"w/part_0", "k/part_0",
-                                                                  "k/part_1"}),
+  BOOST_TEST(router.parts()[0].names
+               == (std::vector<std::string>{"w/part_0", "k/part_0", "k/part_1"}),
              boost::test_tools::per_element());
   BOOST_TEST(router.parts()[1].names == (std::vector<std::string>{"w/part_1", "b"}),
              boost::test_tools::per_element());
@@ -74,13 +74,13 @@ BOOST_AUTO_TEST_CASE(slices_are_grouped_by_shard) {
 
 BOOST_AUTO_TEST_CASE(plans_that_do_not_fit_the_model_are_refused) {
   auto plan = good_plan();
-  plan[1].offset = 2;  // rows 2..3 twice, row 4 never
+  plan[1].offset = 2; // rows 2..3 twice, row 4 never
   BOOST_TEST(error_of(plan).find("do not cover w exactly once") != std::string::npos);
   plan = good_plan();
-  plan.pop_back();  // columns 1..3 of k missing
+  plan.pop_back(); // columns 1..3 of k missing
   BOOST_TEST(error_of(plan).find("do not cover k exactly once") != std::string::npos);
   plan = good_plan();
-  plan[3].axis = 0;  // k split along two axes
+  plan[3].axis = 0; // k split along two axes
   BOOST_TEST(error_of(plan).find("k is split along two axes") != std::string::npos);
   plan = good_plan();
   plan[2].shard = 2;
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(plans_that_do_not_fit_the_model_are_refused) {
   plan[2].variable = 7;
   BOOST_TEST(error_of(plan).find("names variable 7 of a model with 3") != std::string::npos);
   plan = good_plan();
-  plan[1].extent = 3;  // rows 3..5 of a 5-row variable
+  plan[1].extent = 3; // rows 3..5 of a 5-row variable
   BOOST_TEST(error_of(plan).find("does not fit w [5, 3]") != std::string::npos);
   plan = good_plan();
   plan[2].axis = 1;
@@ -107,7 +107,7 @@ BOOST_AUTO_TEST_CASE(values_round_trip_through_the_slices) {
   BOOST_TEST(values[1].empty());
   BOOST_TEST(sent[1][1].bit_equal(original[1]));
   BOOST_TEST(sent[0][2].shape() == (shape_t{2, 3}), boost::test_tools::per_element());
-  BOOST_TEST(sent[0][2][0] == 201.0f);  // row 0, column 1 of k
+  BOOST_TEST(sent[0][2][0] == 201.0f); // row 0, column 1 of k
   std::vector<tensor> received(3);
   received[0] = tensor({5, 3}, -1.0f);
   received[2] = tensor({2, 4}, -1.0f);
@@ -129,8 +129,7 @@ BOOST_AUTO_TEST_CASE(values_round_trip_through_staging_buffers) {
     BOOST_TEST(copies[v].bit_equal(values[v]), "variable " << v);
   // A reply with another count of values is an error, not a partial update.
   std::vector<tensor> short_reply{tensor({3, 3})};
-  BOOST_CHECK_THROW(router.gather(router.parts()[0], std::move(short_reply), copies),
-                    troupe_error);
+  BOOST_CHECK_THROW(router.gather(router.parts()[0], std::move(short_reply), copies), troupe_error);
   std::vector<tensor> wrong_shape{tensor({3, 2}), tensor({2, 1}), tensor({2, 3})};
   BOOST_CHECK_THROW(router.gather(router.parts()[0], wrong_shape, targets), shape_error);
 }

@@ -105,7 +105,7 @@ template <class Kernel, class... Args>
 void launch(cudaStream_t s, unsigned blocks, unsigned threads, Kernel kernel, Args... args) {
   auto on_device_or_not_a_pointer = [](const auto& arg) {
     if constexpr (std::is_pointer_v<std::decay_t<decltype(arg)>>)
-      return !arg || on_device(arg, 1);  // null: an output the kernel skips
+      return !arg || on_device(arg, 1); // null: an output the kernel skips
     else
       return true;
   };
