@@ -53,6 +53,10 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief_handle, std::vector<ps_shard_actor> shards,
                           std::shared_ptr<const dataset> train, spawn_mode mode) {
+  require_valid_settings(settings, runtime, {static_cast<int32_t>(shards.size()), num_workers});
+  if (index < 0 || index >= num_workers)
+    throw troupe_error("worker index " + std::to_string(index) + " outside 0.."
+                       + std::to_string(num_workers - 1));
   worker_config config;
   config.index = index;
   config.num_workers = num_workers;
@@ -67,10 +71,6 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   // Each worker draws its own dropout masks.
   auto options = model_options_of(settings);
   options.seed += 7919u * static_cast<uint64_t>(index + 1);
-  require_valid_settings(settings, runtime, {static_cast<int32_t>(shards.size()), num_workers});
-  if (index < 0 || index >= num_workers)
-    throw troupe_error("worker index " + std::to_string(index) + " outside 0.."
-                       + std::to_string(num_workers - 1));
   auto device = device_of(settings, index);
   auto net = gpu::make_device_model(make_model(settings.model, options), device,
                                     {settings.gpu_memory_fraction});

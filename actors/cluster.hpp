@@ -38,15 +38,19 @@ ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
                               const training_settings& settings,
                               spawn_mode mode = spawn_mode::cooperative);
 
+// spawn_chief, spawn_worker and spawn_local_cluster check the settings first
+// (check_settings, the config file's checks) and throw troupe_error listing
+// every problem before they spawn anything; spawn_ps_shard throws on an
+// optimizer it cannot build.
+
 /// num_workers: N, the worker tasks of the run (R defaults to it in sync mode).
-/// Throws troupe_error, before spawning, on settings that cannot run: R out
-/// of range, partitioner rules that are malformed or do not fit the model.
 chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
                         const runtime_settings& runtime, int32_t num_workers,
                         std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
                         std::function<void(const training_result&)> on_finish,
                         spawn_mode mode = spawn_mode::detached);
 
+/// Worker `index` of num_workers; its share of `train` follows from both.
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief, std::vector<ps_shard_actor> shards,
