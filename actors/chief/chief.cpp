@@ -1,6 +1,6 @@
-// The chief while training runs: placement and initialisation, the workers
-// (ready, reports, losses), sync mode's updates and the watchdog. The end of
-// a run is in chief_end.cpp.
+// The chief while training runs: the workers (ready, reports, losses), sync
+// mode's updates and the watchdog. Placement and initialisation are in
+// chief_init.cpp, the end of a run in chief_end.cpp.
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/stateful_actor.hpp>
@@ -8,8 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/chief/chief_run.hpp"
-#include "actors/common/fan_in.hpp"
-#include "actors/token_queue/token_queue.hpp"
 
 namespace troupe {
 
@@ -17,14 +15,6 @@ namespace {
 
 using namespace chief_run;
 constexpr auto watchdog_period = std::chrono::seconds(1);
-
-void start_clock(self_ptr self) {
-  auto& st = self->state;
-  if (st.started)
-    return;
-  st.started = chief_state::clock::now();
-  st.progress.restart(*st.started);
-}
 
 // A progress line every log-interval global steps, over the steps since the last.
 void log_progress(self_ptr self) {
@@ -61,69 +51,6 @@ void carry_out(self_ptr self, const replica_policy::change& c) {
                *c.replicas, c.previous, policy.lost_count());
   for (auto& shard : st.links.shards)
     self->send(shard, replicas_atom::value, *c.replicas);
-}
-
-training_plan plan_message(self_ptr self) {
-  return {self->state.router->plan(), self->state.coordinator};
-}
-
-void on_initialized(self_ptr self) {
-  auto& st = self->state;
-  if (st.now != chief_state::phase::initializing)
-    return;
-  st.now = chief_state::phase::training;
-  if (is_sync(self)) // sync steps start now; async ones at the first grant
-    start_clock(self);
-  spdlog::info("chief: initialised {} variable(s) on {} shard(s); {} worker(s) waiting",
-               st.router->plan().size(), st.links.shards.size(), st.waiting_ready.size());
-  for (auto& rp : st.waiting_ready)
-    rp.deliver(plan_message(self));
-  st.waiting_ready.clear();
-}
-
-// Places the variables, then initialises every shard exactly once with
-// values derived from the seed (a shard holding nothing gets an empty init).
-void initialize_shards(self_ptr self) {
-  auto& st = self->state;
-  auto& t = st.config.train;
-  auto& vars = st.links.net->variables();
-  auto num_shards = static_cast<int32_t>(st.links.shards.size());
-  auto placement = plan_placement(t.placement, vars, num_shards, t.placement_epsilon,
-                                  t.partitioners);
-  for (auto& p : placement)
-    spdlog::info("chief: {} {} -> ps:{}", p.slice.name, to_string(p.slice.shape), p.shard);
-  spdlog::info("chief: placement {}: imbalance of bytes held {:.3f}", name_of(t.placement),
-               imbalance(placement, num_shards));
-  st.router.emplace(build_plan(placement, vars), vars, num_shards);
-  shard_options options;
-  st.coordinator = caf::actor_cast<step_coordinator_actor>(self);
-  if (is_sync(self)) {
-    token_queue_config queue{static_cast<int32_t>(st.router->parts().size()), t.last_step};
-    st.token_queue = self->spawn<caf::linked>(token_queue, queue,
-                                              caf::actor_cast<chief_actor>(self));
-    st.coordinator = st.token_queue;
-    options = shard_options{true, st.config.replicas, t.last_step, st.token_queue};
-    spdlog::info("chief: sync mode: averaging {} of {} workers' gradients per step",
-                 st.config.replicas, st.config.num_workers);
-  }
-  std::vector<tensor> full; // each variable's first value, computed once
-  for (auto& v : vars)
-    full.push_back(initial_value(v, t.seed));
-  std::vector<std::vector<std::string>> names(st.links.shards.size());
-  std::vector<std::vector<tensor>> values(st.links.shards.size());
-  for (auto& part : st.router->parts()) {
-    names[static_cast<size_t>(part.shard)] = part.names;
-    values[static_cast<size_t>(part.shard)] = st.router->cut(part, full);
-  }
-  auto join = make_fan_in(st.links.shards.size(), [self] { on_initialized(self); });
-  for (size_t s = 0; s < st.links.shards.size(); ++s)
-    self
-      ->request(st.links.shards[s], st.config.runtime.request_timeout, init_atom::value,
-                std::move(names[s]), std::move(values[s]), options)
-      .then([join](caf::ok_atom) { join->arrive(); },
-            [self, s](caf::error& err) {
-              abort_run(self, "initialising ps:" + std::to_string(s) + " failed: " + describe(err));
-            });
 }
 
 void register_worker(self_ptr self, int32_t index) {
@@ -175,6 +102,34 @@ caf::result<training_plan> on_ready(self_ptr self, int32_t index) {
   return rp;
 }
 
+// Async: what the grant desk decided, as the worker's answer.
+caf::result<step_grant>
+carry_out(self_ptr self, int32_t worker,
+          const grant_desk<caf::typed_response_promise<step_grant>>::answer& a) {
+  using outcome = decltype(a.what);
+  switch (a.what) {
+    case outcome::granted:
+      start_clock(self);
+      return step_grant{a.step, false};
+    case outcome::waiting: {
+      // Every remaining step is held by another worker; one may yet be
+      // revoked, so this worker waits instead of leaving.
+      auto rp = self->make_response_promise<step_grant>();
+      self->state.grants->park(worker, rp);
+      return rp;
+    }
+    case outcome::finished:
+      finish(self);
+      break;
+    case outcome::diverged:
+      abort_run(self, std::to_string(self->state.grants->refused())
+                        + " updates not applied (non-finite gradients or refused pushes): "
+                          "training diverged; lower train.learning-rate");
+      break;
+  }
+  return step_grant{0, true};
+}
+
 // Async: the outcome of a worker's step (a non-finite one included), then its next step.
 caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
   auto& st = self->state;
@@ -189,28 +144,7 @@ caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
     st.progress.add_step(r.loss, r.correct, r.examples);
     log_progress(self);
   }
-  using outcome = decltype(answer.what);
-  switch (answer.what) {
-    case outcome::granted:
-      start_clock(self);
-      return step_grant{answer.step, false};
-    case outcome::waiting: {
-      // Every remaining step is held by another worker; one may yet be
-      // revoked, so this worker waits instead of leaving.
-      auto rp = self->make_response_promise<step_grant>();
-      st.grants->park(r.worker, rp);
-      return rp;
-    }
-    case outcome::finished:
-      finish(self);
-      break;
-    case outcome::diverged:
-      abort_run(self, std::to_string(st.grants->refused())
-                        + " updates not applied (non-finite gradients or refused pushes): "
-                          "training diverged; lower train.learning-rate");
-      break;
-  }
-  return step_grant{0, true};
+  return carry_out(self, r.worker, answer);
 }
 
 caf::result<step_grant> on_nonfinite(self_ptr self, step_report r) {

@@ -1,7 +1,8 @@
 #pragma once
-// Internal to the chief: what its two files share. chief.cpp runs training
-// (initialisation, steps, workers, the watchdog); chief_end.cpp ends a run
-// (final values, evaluation, traffic, the result, stopping everyone).
+// Internal to the chief: what its three files share. chief_init.cpp places
+// the variables and initialises the shards; chief.cpp runs training (steps,
+// workers, the watchdog); chief_end.cpp ends a run (final values,
+// evaluation, traffic, the result, stopping everyone).
 #include <string>
 
 #include "actors/chief/chief.hpp"
@@ -17,6 +18,24 @@ inline bool is_sync(self_ptr self) {
 inline int64_t global_step(self_ptr self) {
   return is_sync(self) ? self->state.sync_step : self->state.grants->global_step();
 }
+
+/// Starts the examples/s clock (once): at the first grant (async) or when
+/// the shards are initialised (sync).
+inline void start_clock(self_ptr self) {
+  auto& st = self->state;
+  if (st.started)
+    return;
+  st.started = chief_state::clock::now();
+  st.progress.restart(*st.started);
+}
+
+/// Places the variables, then initialises every shard exactly once with
+/// values derived from the seed (a shard holding nothing gets an empty init);
+/// the waiting workers get the plan when the last shard acknowledged.
+void initialize_shards(self_ptr self);
+
+/// The plan a ready worker gets (once initialised).
+training_plan plan_message(self_ptr self);
 
 /// last_step reached: reads the final values, has them evaluated, collects
 /// the shards' traffic, reports the result and stops every task.
