@@ -23,11 +23,16 @@ Handle spawn_as(caf::actor_system& sys, spawn_mode mode, Fun fun, Ts&&... xs) {
 
 } // namespace
 
+std::shared_ptr<const dataset> load_split(const training_settings& settings,
+                                          const std::string& split) {
+  auto data = load_mnist_split(settings.data_dir, split);
+  check_dataset(data, model_options_of(settings).classes,
+                settings.data_dir + "/" + split + " (Fashion-MNIST format)");
+  return std::make_shared<const dataset>(std::move(data));
+}
+
 training_data load_training_data(const training_settings& settings) {
-  training_data out;
-  out.train = std::make_shared<const dataset>(load_mnist_split(settings.data_dir, "train"));
-  out.test = std::make_shared<const dataset>(load_mnist_split(settings.data_dir, "t10k"));
-  return out;
+  return {load_split(settings, "train"), load_split(settings, "t10k")};
 }
 
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,

@@ -31,7 +31,13 @@ struct training_data {
   std::shared_ptr<const dataset> test;
 };
 
-/// Loads Fashion-MNIST (train and test) from settings.data_dir.
+/// Loads one split ("train" or "t10k") of Fashion-MNIST from settings.data_dir
+/// and checks it (check_dataset: examples, labels in range, finite features);
+/// throws data_error naming the problem.
+std::shared_ptr<const dataset> load_split(const training_settings& settings,
+                                          const std::string& split);
+
+/// Both splits, checked.
 training_data load_training_data(const training_settings& settings);
 
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,

@@ -105,6 +105,17 @@ bool publish(caf::actor_system& sys, const Handle& handle, const host_port& addr
   return true;
 }
 
+// No tensor of this run is larger than the model's largest variable, so no
+// tensor arriving from a peer may be either: the wire format refuses one
+// before allocating for it.
+void limit_tensors_to_the_model(const training_settings& train) {
+  auto net = make_model(train.model, model_options_of(train));
+  size_t largest = 1;
+  for (auto& v : net->variables())
+    largest = std::max(largest, static_cast<size_t>(num_elements(v.shape)));
+  set_max_wire_elements(largest);
+}
+
 int exit_code_of(const caf::error& reason) {
   return !reason || reason == caf::exit_reason::normal ? exit_ok : exit_failure;
 }
@@ -162,7 +173,7 @@ int run_chief(caf::actor_system& sys, const node_setup& setup) {
   std::vector<ps_shard_actor> shards;
   if (!connect_shards(sys, setup, shards))
     return exit_failure;
-  auto test = std::make_shared<const dataset>(load_mnist_split(setup.train.data_dir, "t10k"));
+  auto test = load_split(setup.train, "t10k");
   training_result result;
   auto chief_handle = spawn_chief(sys, setup.train, setup.runtime,
                                   static_cast<int32_t>(setup.cluster.worker.size()), shards, test,
@@ -187,7 +198,7 @@ int run_worker(caf::actor_system& sys, const node_setup& setup) {
   std::vector<ps_shard_actor> shards;
   if (!connect_shards(sys, setup, shards))
     return exit_failure;
-  auto train = std::make_shared<const dataset>(load_mnist_split(setup.train.data_dir, "train"));
+  auto train = load_split(setup.train, "train");
   // Not published: nobody connects to a worker; the chief reaches it over the
   // connection the worker opened (its ready request).
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
@@ -231,6 +242,7 @@ int main(int argc, char** argv) {
   }
   setup_logging(setup.name());
   default_heartbeats(cfg);
+  limit_tensors_to_the_model(setup.train);
   try {
     caf::actor_system sys{cfg};
     if (setup.whole_cluster)

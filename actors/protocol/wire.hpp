@@ -3,6 +3,10 @@
 // CAF 0.17's default float serialisation corrupts NaN, infinities and
 // denormals and runs at ~0.1 GB/s; apply_raw is bit-exact and a memcpy.
 // The raw block is host-endian: every node of a cluster must share it (x86-64).
+#include <algorithm>
+#include <cstddef>
+
+#include <caf/binary_deserializer.hpp>
 #include <caf/deserializer.hpp>
 #include <caf/error.hpp>
 #include <caf/meta/type_name.hpp>
@@ -12,6 +16,13 @@
 #include "tensor/core/tensor.hpp"
 
 namespace troupe {
+
+/// The most elements a tensor arriving over the wire may have: troupe-node
+/// sets it to the model's largest variable; 2^28 until then. Every tensor is
+/// checked against it, and against the bytes its message really carries,
+/// before anything is allocated for it.
+void set_max_wire_elements(size_t elements) noexcept;
+size_t max_wire_elements() noexcept;
 
 inline caf::error inspect(caf::serializer& f, tensor& x) {
   shape_t shape = x.shape();
@@ -33,17 +44,30 @@ inline caf::error inspect(caf::deserializer& f, tensor& x) {
     return err;
   if (auto err = f.begin_sequence(n))
     return err;
-  // BASP frames hold at most 4 GiB; refuse counts no real message can carry
-  // before allocating for them.
-  if (n > (size_t{1} << 30))
-    return caf::make_error(caf::sec::invalid_argument, "tensor too large for one message");
-  int64_t expected = 1;
+  if (n > max_wire_elements())
+    return caf::make_error(caf::sec::invalid_argument, "tensor of " + std::to_string(n)
+                                                         + " elements exceeds the limit of "
+                                                         + std::to_string(max_wire_elements())
+                                                         + " (the model's largest variable)");
+  // A binary message's bytes are all in memory: a count the rest of the
+  // message cannot hold is refused before it becomes an allocation.
+  if (auto* bytes = dynamic_cast<caf::binary_deserializer*>(&f))
+    if (bytes->remaining() / sizeof(float) < n)
+      return caf::make_error(caf::sec::invalid_argument,
+                             "tensor claims " + std::to_string(n) + " floats but its message holds "
+                               + std::to_string(bytes->remaining()) + " more bytes");
+  if (shape.size() > 8)
+    return caf::make_error(caf::sec::invalid_argument, "tensor of rank above 8");
+  bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  uint64_t product = 1; // checked against n before each step, so it cannot overflow
   for (auto d : shape) {
-    if (d < 0)
-      return caf::make_error(caf::sec::invalid_argument, "tensor with a negative dimension");
-    expected *= d;
+    if (d < 0 || (!empty && product > n / static_cast<uint64_t>(d)))
+      return caf::make_error(caf::sec::invalid_argument,
+                             "tensor shape does not match its element count");
+    if (!empty)
+      product *= static_cast<uint64_t>(d);
   }
-  if (static_cast<size_t>(expected) != n)
+  if ((empty ? 0 : product) != n)
     return caf::make_error(caf::sec::invalid_argument,
                            "tensor shape does not match its element count");
   std::vector<float> values(n);

@@ -79,6 +79,32 @@ void expect_magic(gz_file& f, uint32_t want) {
 
 } // namespace
 
+namespace {
+
+// Reads `count` items of `item_bytes` bytes in pieces, so that memory grows
+// with the data the file really holds, never with what its header claims.
+std::vector<unsigned char> read_items(gz_file& f, uint32_t count, size_t item_bytes,
+                                      const char* what) {
+  constexpr size_t piece = size_t{1} << 20;
+  size_t total = size_t{count} * item_bytes;
+  std::vector<unsigned char> out;
+  while (out.size() < total) {
+    auto next = std::min(piece, total - out.size());
+    auto at = out.size();
+    out.resize(at + next);
+    try {
+      f.read(out.data() + at, next, what);
+    } catch (const data_error&) {
+      throw data_error(f.path() + ": truncated: its header claims " + std::to_string(count) + " "
+                       + what + ", but the file holds fewer (ends within item "
+                       + std::to_string(at / item_bytes) + ")");
+    }
+  }
+  return out;
+}
+
+} // namespace
+
 dataset load_idx(const std::string& images_path, const std::string& labels_path) {
   dataset out;
   gz_file images(images_path);
@@ -89,24 +115,41 @@ dataset load_idx(const std::string& images_path, const std::string& labels_path)
   if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096)
     throw data_error(images_path + ": implausible image size " + std::to_string(rows) + "x"
                      + std::to_string(cols));
-  size_t pixels = size_t{count} * rows * cols;
-  std::vector<unsigned char> raw(pixels);
-  images.read(raw.data(), pixels, "pixels");
-  out.images = tensor({static_cast<int64_t>(count), static_cast<int64_t>(rows) * cols});
-  constexpr float inv255 = 1.0f / 255.0f;
-  for (size_t i = 0; i < pixels; ++i)
-    out.images[i] = static_cast<float>(raw[i]) * inv255;
-
+  if (count == 0)
+    throw data_error(images_path + ": holds no examples");
+  auto raw = read_items(images, count, size_t{rows} * cols, "images");
   gz_file labels(labels_path);
   expect_magic(labels, labels_magic);
   auto label_count = labels.read_u32("the label count");
   if (label_count != count)
     throw data_error(labels_path + ": holds " + std::to_string(label_count) + " labels but "
                      + images_path + " holds " + std::to_string(count) + " images");
-  std::vector<unsigned char> raw_labels(count);
-  labels.read(raw_labels.data(), count, "labels");
+  auto raw_labels = read_items(labels, count, 1, "labels");
+  out.images = tensor({static_cast<int64_t>(count), static_cast<int64_t>(rows) * cols});
+  constexpr float inv255 = 1.0f / 255.0f;
+  for (size_t i = 0; i < raw.size(); ++i)
+    out.images[i] = static_cast<float>(raw[i]) * inv255;
   out.labels.assign(raw_labels.begin(), raw_labels.end());
   return out;
+}
+
+void check_dataset(const dataset& data, int64_t classes, const std::string& what) {
+  if (data.size() == 0)
+    throw data_error(what + " holds no examples");
+  if (data.images.rank() != 2 || data.images.dim(0) != static_cast<int64_t>(data.size()))
+    throw data_error(what + ": " + std::to_string(data.size()) + " labels for images of shape "
+                     + to_string(data.images.shape()));
+  for (size_t i = 0; i < data.size(); ++i)
+    if (data.labels[i] < 0 || data.labels[i] >= classes)
+      throw data_error(what + ": example " + std::to_string(i) + " has label "
+                       + std::to_string(data.labels[i]) + ", but the model has "
+                       + std::to_string(classes) + " classes (0.." + std::to_string(classes - 1)
+                       + ")");
+  auto bad = data.images.first_non_finite();
+  if (bad != data.images.size())
+    throw data_error(what + ": example "
+                     + std::to_string(bad / static_cast<size_t>(data.features()))
+                     + " has a feature that is not finite");
 }
 
 dataset load_mnist_split(const std::string& dir, const std::string& split) {

@@ -27,8 +27,14 @@ struct batch {
 
 /// Reads an IDX image file (magic 2051) and label file (magic 2049). Throws
 /// data_error naming the file on a missing, truncated or corrupt file, a wrong
-/// magic number, or image and label counts that differ.
+/// magic number, no examples, or image and label counts that differ. Memory
+/// follows the data the files hold, never the counts their headers claim.
 dataset load_idx(const std::string& images_path, const std::string& labels_path);
+
+/// Checks a loaded set before anyone trains on it: at least one example, a
+/// label per image, every label in [0, classes), every feature finite.
+/// Throws data_error naming `what`, the example and the problem.
+void check_dataset(const dataset& data, int64_t classes, const std::string& what);
 
 /// Loads `<dir>/<split>-images-idx3-ubyte.gz` and its labels; split is
 /// "train" or "t10k" (the Fashion-MNIST / MNIST names).

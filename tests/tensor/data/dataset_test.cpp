@@ -1,6 +1,9 @@
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <string>
 
 #include <boost/test/unit_test.hpp>
 #include <zlib.h>
@@ -74,6 +77,15 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// The peak resident memory of this process so far (VmHWM), in MiB.
+double peak_resident_mib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0)
+      return std::stod(line.substr(6)) / 1024;
+  return 0;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(idx)
@@ -135,6 +147,41 @@ BOOST_AUTO_TEST_CASE(missing_corrupt_and_mismatched_files) {
   auto missing = check_mnist_dir(d.path.string());
   BOOST_REQUIRE(missing);
   BOOST_TEST(contains(missing->message, "train-images-idx3-ubyte.gz is missing"));
+}
+
+// A header that claims far more items than the file holds: the reader's
+// memory follows the data, and the error names the claim.
+BOOST_AUTO_TEST_CASE(a_header_claiming_more_than_the_file_holds_is_not_trusted) {
+  temp_dir d;
+  auto bytes = images_file(5);
+  bytes[4] = 0x40; // the count: 0x40000005 images of 6 pixels, 6 GiB claimed
+  write_gz(d.file("img.gz"), bytes);
+  write_gz(d.file("lbl.gz"), labels_file(5));
+  auto before = peak_resident_mib();
+  auto msg = error_of([&] { load_idx(d.file("img.gz"), d.file("lbl.gz")); });
+  BOOST_TEST(contains(msg, "truncated: its header claims 1073741829 images"), msg);
+  BOOST_TEST(peak_resident_mib() - before < 64.0);
+  write_gz(d.file("empty.gz"), images_file(0));
+  BOOST_TEST(contains(error_of([&] { load_idx(d.file("empty.gz"), d.file("lbl.gz")); }),
+                      "holds no examples"));
+}
+
+BOOST_AUTO_TEST_CASE(labels_and_features_are_checked_before_training) {
+  temp_dir d;
+  write_gz(d.file("img.gz"), images_file(5));
+  auto labels = labels_file(5);
+  labels.back() = 200; // example 4: label 200 of 10 classes
+  write_gz(d.file("lbl.gz"), labels);
+  auto data = load_idx(d.file("img.gz"), d.file("lbl.gz"));
+  auto msg = error_of([&] { check_dataset(data, 10, "train"); });
+  BOOST_TEST(contains(msg, "train: example 4 has label 200, but the model has 10 classes"), msg);
+  data.labels.back() = 4;
+  BOOST_TEST(error_of([&] { check_dataset(data, 10, "train"); }) == "no error");
+  data.images[7] = std::nanf("");
+  BOOST_TEST(contains(error_of([&] { check_dataset(data, 10, "train"); }),
+                      "example 1 has a feature that is not finite"));
+  BOOST_TEST(
+    contains(error_of([&] { check_dataset(dataset{}, 10, "test"); }), "test holds no examples"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,87 @@
+// The tensor wire format refuses what a message cannot hold before it
+// allocates: a count above the limit, a count the message's bytes cannot
+// cover, a shape that does not match it.
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include <boost/test/unit_test.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
+#include "actors/protocol/protocol.hpp"
+
+using namespace troupe;
+
+namespace {
+
+// The peak resident memory of this process so far (VmHWM), in MiB.
+double peak_resident_mib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0)
+      return std::stod(line.substr(6)) / 1024;
+  return 0;
+}
+
+// A tensor's wire form with any shape and element count, and `floats` floats.
+std::vector<char> wire_form(shape_t shape, size_t count, size_t floats) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  BOOST_REQUIRE(!sink(shape));
+  BOOST_REQUIRE(!sink.begin_sequence(count));
+  std::vector<float> data(floats, 1.0f);
+  if (floats > 0)
+    BOOST_REQUIRE(!sink.apply_raw(floats * sizeof(float), data.data()));
+  BOOST_REQUIRE(!sink.end_sequence());
+  return buf;
+}
+
+caf::error read(const std::vector<char>& buf, tensor& out) {
+  caf::binary_deserializer source{nullptr, buf};
+  return inspect(source, out);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(wire_bounds)
+
+BOOST_AUTO_TEST_CASE(a_claimed_count_without_its_data_allocates_nothing) {
+  set_max_wire_elements(size_t{1} << 30);
+  auto before = peak_resident_mib();
+  tensor t;
+  // 2^28 floats (1 GiB) claimed, none sent: refused before any allocation.
+  auto err = read(wire_form({int64_t{1} << 28}, size_t{1} << 28, 0), t);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(caf::to_string(err).find("holds 0 more bytes") != std::string::npos,
+             caf::to_string(err));
+  BOOST_TEST(peak_resident_mib() - before < 64.0);
+  set_max_wire_elements(size_t{1} << 28);
+}
+
+BOOST_AUTO_TEST_CASE(counts_above_the_limit_are_refused) {
+  set_max_wire_elements(100);
+  tensor t;
+  auto err = read(wire_form({101}, 101, 101), t);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(caf::to_string(err).find("exceeds the limit of 100") != std::string::npos);
+  BOOST_TEST(!static_cast<bool>(read(wire_form({10, 10}, 100, 100), t)));
+  BOOST_TEST(t.size() == 100u);
+  set_max_wire_elements(size_t{1} << 28);
+}
+
+BOOST_AUTO_TEST_CASE(shapes_must_match_their_count) {
+  tensor t;
+  BOOST_TEST(static_cast<bool>(read(wire_form({3, 4}, 11, 11), t))); // 12 != 11
+  BOOST_TEST(static_cast<bool>(read(wire_form({-1, -4}, 4, 4), t))); // negative
+  int64_t huge = std::numeric_limits<int64_t>::max() / 2;
+  BOOST_TEST(
+    static_cast<bool>(read(wire_form({huge, huge, 4}, 4, 4), t))); // a product that would overflow
+  BOOST_TEST(static_cast<bool>(read(wire_form(shape_t(9, 1), 1, 1), t))); // rank 9
+  BOOST_TEST(!static_cast<bool>(read(wire_form({huge, 0}, 0, 0), t)));    // empty is fine
+  BOOST_TEST(t.size() == 0u);
+  BOOST_TEST(!static_cast<bool>(read(wire_form({}, 1, 1), t))); // a scalar
+  BOOST_TEST(t.size() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
