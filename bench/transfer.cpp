@@ -111,6 +111,9 @@ int listen_loopback(uint16_t& port) {
   ::_exit(0);
 }
 
+// The run the benchmark initialises the shard for.
+constexpr run_id bench_run = 1;
+
 double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::string& name,
                        size_t floats, int rounds) {
   caf::scoped_actor self{sys};
@@ -119,10 +122,10 @@ double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::
   auto timeout = std::chrono::seconds(60);
   auto one_round = [&] {
     bool ok = true;
-    self->request(shard, timeout, pull_atom::value, names)
+    self->request(shard, timeout, pull_atom::value, bench_run, names)
       .receive([](const pull_reply&) {}, [&](caf::error&) { ok = false; });
     self
-      ->request(shard, timeout, push_atom::value, int32_t{0}, int64_t{0}, names,
+      ->request(shard, timeout, push_atom::value, bench_run, int32_t{0}, int64_t{0}, names,
                 std::vector<tensor>{gradient})
       .receive([](int64_t) {}, [&](caf::error&) { ok = false; });
     return ok;
@@ -204,7 +207,8 @@ int main(int argc, char** argv) {
     caf::scoped_actor self{sys};
     bool initialised = false;
     self
-      ->request(*shard, std::chrono::seconds(60), init_atom::value, names, values, shard_options{})
+      ->request(*shard, std::chrono::seconds(60), init_atom::value, bench_run, names, values,
+                shard_options{})
       .receive([&](caf::ok_atom) { initialised = true; },
                [&](caf::error& e) { std::fprintf(stderr, "init: %s\n", describe(e).c_str()); });
     if (!initialised)

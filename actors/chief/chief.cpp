@@ -1,6 +1,8 @@
-// The chief while training runs: the workers (ready, reports, losses), sync
-// mode's updates and the watchdog. Placement and initialisation are in
-// chief_init.cpp, the end of a run in chief_end.cpp.
+// The chief while training runs: reports, sync mode's updates and the
+// watchdog. Placement and initialisation are in chief_init.cpp, the workers
+// (admission, losses) in chief_workers.cpp, the end of a run in chief_end.cpp.
+#include <random>
+
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/stateful_actor.hpp>
@@ -16,6 +18,15 @@ namespace {
 using namespace chief_run;
 constexpr auto watchdog_period = std::chrono::seconds(1);
 
+// A fresh identity for every run: a node of another cluster or of an earlier
+// run carries another one.
+run_id draw_run_id() {
+  std::random_device entropy;
+  auto high = static_cast<run_id>(entropy()) << 32;
+  auto id = high | entropy();
+  return id ^ static_cast<run_id>(chief_state::clock::now().time_since_epoch().count());
+}
+
 // A progress line every log-interval global steps, over the steps since the last.
 void log_progress(self_ptr self) {
   auto& st = self->state;
@@ -30,76 +41,7 @@ void log_progress(self_ptr self) {
   spdlog::info("chief: global_step={}/{} loss={:.4f} batch_accuracy={:.4f} examples/s={:.0f} "
                "workers={}{}",
                global_step(self), st.config.train.last_step, line->loss, line->batch_accuracy,
-               line->examples_per_sec, st.workers.size(), sync_part);
-}
-
-// Sync: logs and carries out what a lost or returning worker changed.
-void carry_out(self_ptr self, const replica_policy::change& c) {
-  auto& st = self->state;
-  auto& policy = *st.replicas;
-  if (c.became_short)
-    spdlog::warn("chief: {} of {} needed workers available; holding step {} until a lost worker "
-                 "restarts (on-worker-loss = wait, at most {} ms)",
-                 policy.available(), policy.configured(), st.sync_step,
-                 st.config.runtime.worker_wait_timeout.count());
-  if (c.enough_again)
-    spdlog::info("chief: enough workers again; step {} goes on", st.sync_step);
-  if (!c.replicas)
-    return;
-  spdlog::warn("chief: averaging {} gradient(s) per step from now on (was {}; {} worker(s) lost, "
-               "on-worker-loss = shrink)",
-               *c.replicas, c.previous, policy.lost_count());
-  for (auto& shard : st.links.shards)
-    self->send(shard, replicas_atom::value, *c.replicas);
-}
-
-void register_worker(self_ptr self, int32_t index) {
-  auto& st = self->state;
-  if (st.workers.count(index) > 0)
-    spdlog::warn("chief: worker:{} registered again (restarted?)", index);
-  if (auto w = caf::actor_cast<caf::actor>(self->current_sender())) {
-    st.workers[index] = w.address();
-    self->monitor(w);
-  }
-  if (st.replicas && st.replicas->was_lost(index)) {
-    spdlog::info("chief: worker:{} rejoined at step {}", index, st.sync_step);
-    carry_out(self, st.replicas->joined(index));
-  }
-}
-
-void on_worker_down(self_ptr self, int32_t index, const caf::error& reason) {
-  auto& st = self->state;
-  st.workers.erase(index);
-  st.last_worker_seen = chief_state::clock::now();
-  bool running = st.now == chief_state::phase::initializing
-                 || st.now == chief_state::phase::training;
-  if (is_sync(self)) {
-    if (running) {
-      spdlog::warn("chief: lost worker:{} ({}); {} worker(s) left; a restarted worker rejoins",
-                   index, self->system().render(reason), st.workers.size());
-      carry_out(self, st.replicas->lost(index));
-    }
-    return;
-  }
-  st.grants->lose(index);
-  if (!reason || reason == caf::exit_reason::normal)
-    spdlog::info("chief: worker:{} finished", index);
-  else if (running)
-    spdlog::warn("chief: lost worker:{} ({}); its step goes to the others, {} worker(s) left; a "
-                 "restarted worker rejoins",
-                 index, self->system().render(reason), st.workers.size());
-}
-
-caf::result<training_plan> on_ready(self_ptr self, int32_t index) {
-  auto& st = self->state;
-  register_worker(self, index);
-  if (st.now != chief_state::phase::initializing && st.router)
-    return plan_message(self);
-  if (st.now != chief_state::phase::initializing)
-    return make_error({errc::training_stopped, "the run ended before it was initialised"});
-  auto rp = self->make_response_promise<training_plan>();
-  st.waiting_ready.push_back(rp);
-  return rp;
+               line->examples_per_sec, st.roster->live().size(), sync_part);
 }
 
 // Async: what the grant desk decided, as the worker's answer.
@@ -136,6 +78,8 @@ caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
   if (is_sync(self))
     return make_error(
       {errc::invalid_request, "sync mode: workers report to the token queue, not the chief"});
+  if (auto err = unless_admitted(self, r, "a report"))
+    return err;
   if (st.now == chief_state::phase::finishing || st.now == chief_state::phase::done)
     return step_grant{0, true};
   auto answer = st.grants->report(r);
@@ -148,6 +92,8 @@ caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
 }
 
 caf::result<step_grant> on_nonfinite(self_ptr self, step_report r) {
+  if (auto err = unless_admitted(self, r, "a non-finite gradient"))
+    return err;
   if (!is_sync(self)) {
     r.applied = false;
     return on_report(self, r);
@@ -192,7 +138,7 @@ void on_tick(self_ptr self) {
                         + std::to_string(limit.count())
                         + " ms (on-worker-loss = wait, cluster.worker-wait-timeout); restart the "
                           "lost workers, or use on-worker-loss = \"shrink\"");
-    else if (!st.workers.empty())
+    else if (!st.roster->live().empty())
       st.last_worker_seen = now;
     else if (now - st.last_worker_seen > limit)
       abort_run(self, "no worker has been connected for " + std::to_string(limit.count())
@@ -214,6 +160,9 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     st.replicas.emplace(st.config.train.on_worker_loss, st.config.replicas, st.config.num_workers);
   else
     st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps);
+  st.roster.emplace(st.config.num_workers);
+  st.run = draw_run_id();
+  spdlog::info("chief: run {}", st.run);
   st.created = st.last_worker_seen = chief_state::clock::now();
   for (auto& shard : st.links.shards)
     self->monitor(shard);
@@ -222,9 +171,8 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     for (size_t s = 0; s < st.links.shards.size(); ++s)
       if (msg.source == st.links.shards[s].address())
         return on_shard_down(self, s, msg.reason);
-    for (auto& [index, address] : st.workers)
-      if (address == msg.source)
-        return on_worker_down(self, index, msg.reason);
+    if (auto index = st.roster->leave(msg.source))
+      on_worker_down(self, *index, msg.reason);
   });
   try {
     initialize_shards(self);

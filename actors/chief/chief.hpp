@@ -14,10 +14,13 @@
 #include <optional>
 #include <vector>
 
+#include <caf/actor_addr.hpp>
+
 #include "actors/chief/evaluator.hpp"
 #include "actors/chief/grant_desk.hpp"
 #include "actors/chief/replica_policy.hpp"
 #include "actors/chief/run_report.hpp"
+#include "actors/chief/worker_roster.hpp"
 #include "actors/common/progress_meter.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "config/settings/settings.hpp"
@@ -53,7 +56,8 @@ struct chief_state {
   std::optional<slice_router> router; // the plan, once placed
   step_coordinator_actor coordinator; // whom workers report to
   std::vector<caf::typed_response_promise<training_plan>> waiting_ready;
-  std::map<int32_t, caf::actor_addr> workers; // live workers by index
+  run_id run = 0;                                       // this run's identity, drawn at start
+  std::optional<worker_roster<caf::actor_addr>> roster; // who holds each worker index
   // async
   std::optional<grant_desk<caf::typed_response_promise<step_grant>>> grants;
   // sync

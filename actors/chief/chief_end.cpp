@@ -1,5 +1,7 @@
 // The end of a run: final values, evaluation off the chief's mailbox, the
 // shards' traffic, the result, and stopping every task.
+#include <algorithm>
+
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
@@ -27,6 +29,7 @@ training_result base_result(self_ptr self) {
   r.examples = st.examples;
   r.refused_steps = st.grants ? st.grants->refused() : 0;
   r.dropped_gradients = st.dropped;
+  r.lost_workers = st.roster->lost_count();
   return r;
 }
 
@@ -55,7 +58,7 @@ void stop_everyone(self_ptr self, caf::error reason) {
     self->send(st.token_queue, stop_atom::value); // releases workers waiting for a token
   for (auto& shard : st.links.shards)
     stop(shard);
-  for (auto& entry : st.workers)
+  for (auto& entry : st.roster->live())
     if (auto w = caf::actor_cast<worker_actor>(entry.second))
       stop(w);
   if (st.shards_down >= st.links.shards.size())
@@ -69,8 +72,39 @@ void report_and_stop(self_ptr self, const training_result& r) {
                            : caf::make_error(caf::sec::runtime_error, r.error));
 }
 
-// Asks every shard for its traffic, logs the table, then reports. A shard
-// that does not answer leaves its row out.
+// The final line may say ok only if the run is what the chief counted: every
+// shard holding variables applied exactly the updates the chief counted (a
+// fake worker's reports or a partial update show here), the others none, and
+// no worker failed of an error of its own.
+void verify(self_ptr self, training_result& r) {
+  auto& st = self->state;
+  if (!r.ok)
+    return;
+  auto problems = st.roster->failures();
+  std::vector<bool> holds(st.links.shards.size(), false);
+  for (auto& part : st.router->parts())
+    holds[static_cast<size_t>(part.shard)] = true;
+  for (size_t s = 0; s < holds.size(); ++s) {
+    auto t = std::find_if(r.traffic.begin(), r.traffic.end(), [&](const shard_traffic& x) {
+      return x.shard == static_cast<int32_t>(s);
+    });
+    auto expected = holds[s] ? r.global_step : 0;
+    if (t == r.traffic.end())
+      problems.push_back("ps:" + std::to_string(s) + " did not report the updates it applied");
+    else if (t->updates != expected)
+      problems.push_back("ps:" + std::to_string(s) + " applied " + std::to_string(t->updates)
+                         + " update(s), but the chief counted " + std::to_string(expected));
+  }
+  if (problems.empty())
+    return;
+  r.ok = false;
+  for (auto& p : problems)
+    r.error += (r.error.empty() ? "" : "; ") + p;
+  spdlog::error("chief: the run cannot report success: {}", r.error);
+}
+
+// Asks every shard for its traffic, logs the table, checks the result, then
+// reports. A shard that does not answer leaves its row out.
 void collect_traffic_and_report(self_ptr self, training_result r) {
   auto& st = self->state;
   auto result = std::make_shared<training_result>(std::move(r));
@@ -78,6 +112,7 @@ void collect_traffic_and_report(self_ptr self, training_result r) {
     summarize_traffic(*result);
     for (auto& line : traffic_table(*result))
       spdlog::info("chief: {}", line);
+    verify(self, *result);
     report_and_stop(self, *result);
   });
   for (auto& shard : st.links.shards)
@@ -144,7 +179,7 @@ void finish(self_ptr self) {
   for (auto& part : st.router->parts())
     self
       ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.runtime.request_timeout,
-                pull_atom::value, part.names)
+                pull_atom::value, st.run, part.names)
       .then(
         [self, params, join, part](pull_reply& reply) {
           try {

@@ -31,7 +31,7 @@ void on_initialized(self_ptr self) {
 } // namespace
 
 training_plan plan_message(self_ptr self) {
-  return {self->state.router->plan(), self->state.coordinator};
+  return {self->state.run, self->state.router->plan(), self->state.coordinator};
 }
 
 void initialize_shards(self_ptr self) {
@@ -49,7 +49,9 @@ void initialize_shards(self_ptr self) {
   shard_options options;
   st.coordinator = caf::actor_cast<step_coordinator_actor>(self);
   if (is_sync(self)) {
-    token_queue_config queue{static_cast<int32_t>(st.router->parts().size()), t.last_step};
+    token_queue_config queue{st.run, t.last_step, {}};
+    for (auto& part : st.router->parts())
+      queue.shards.push_back(st.links.shards[static_cast<size_t>(part.shard)].address());
     st.token_queue = self->spawn<caf::linked>(token_queue, queue,
                                               caf::actor_cast<chief_actor>(self));
     st.coordinator = st.token_queue;
@@ -69,7 +71,7 @@ void initialize_shards(self_ptr self) {
   auto join = make_fan_in(st.links.shards.size(), [self] { on_initialized(self); });
   for (size_t s = 0; s < st.links.shards.size(); ++s)
     self
-      ->request(st.links.shards[s], st.config.runtime.request_timeout, init_atom::value,
+      ->request(st.links.shards[s], st.config.runtime.request_timeout, init_atom::value, st.run,
                 std::move(names[s]), std::move(values[s]), options)
       .then([join](caf::ok_atom) { join->arrive(); },
             [self, s](caf::error& err) {

@@ -1,8 +1,9 @@
 #pragma once
-// Internal to the chief: what its three files share. chief_init.cpp places
-// the variables and initialises the shards; chief.cpp runs training (steps,
-// workers, the watchdog); chief_end.cpp ends a run (final values,
-// evaluation, traffic, the result, stopping everyone).
+// Internal to the chief: what its files share. chief_init.cpp places the
+// variables and initialises the shards; chief_workers.cpp admits workers and
+// handles their losses; chief.cpp runs training (steps, the watchdog);
+// chief_end.cpp ends a run (final values, evaluation, traffic, the checks of
+// the result, stopping everyone).
 #include <string>
 
 #include "actors/chief/chief.hpp"
@@ -36,6 +37,19 @@ void initialize_shards(self_ptr self);
 
 /// The plan a ready worker gets (once initialised).
 training_plan plan_message(self_ptr self);
+
+/// A worker's ready request: admitted for a free index of the cluster (or
+/// the one it holds); for an index another worker holds, only once a probe
+/// shows that one gone. Answers with the plan once the shards are
+/// initialised.
+caf::result<training_plan> on_ready(self_ptr self, int32_t index);
+
+/// Worker `index` went down: lost (the others carry on) or failed.
+void on_worker_down(self_ptr self, int32_t index, const caf::error& reason);
+
+/// Refuses a report (or non-finite gradient) that is not from the worker
+/// admitted under its index, or not of this run.
+caf::error unless_admitted(self_ptr self, const step_report& r, const char* what);
 
 /// last_step reached: reads the final values, has them evaluated, collects
 /// the shards' traffic, reports the result and stops every task.

@@ -25,11 +25,12 @@ std::string training_result::to_json() const {
                 "{\"event\":\"final\",\"ok\":%s,\"mode\":\"%s\",\"global_step\":%lld,"
                 "\"test_accuracy\":%.4f,\"test_loss\":%.4f,\"examples_per_sec\":%.1f,"
                 "\"wall_seconds\":%.2f,\"examples\":%llu,\"refused_steps\":%lld,"
-                "\"dropped_gradients\":%llu,\"ps_imbalance\":%.3f",
+                "\"dropped_gradients\":%llu,\"lost_workers\":%llu,\"ps_imbalance\":%.3f",
                 ok ? "true" : "false", name_of(mode), static_cast<long long>(global_step),
                 test_accuracy, test_loss, examples_per_sec, wall_seconds,
                 static_cast<unsigned long long>(examples), static_cast<long long>(refused_steps),
-                static_cast<unsigned long long>(dropped_gradients), ps_imbalance);
+                static_cast<unsigned long long>(dropped_gradients),
+                static_cast<unsigned long long>(lost_workers), ps_imbalance);
   std::string out = buf;
   if (!ok)
     out += ",\"error\":" + json_string(error);

@@ -1,8 +1,11 @@
 #include "actors/protocol/protocol.hpp"
 
+#include <caf/actor_control_block.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/message.hpp>
+#include <caf/node_id.hpp>
 #include <caf/result.hpp>
+#include <spdlog/spdlog.h>
 
 namespace troupe {
 
@@ -32,6 +35,18 @@ std::string describe(const caf::error& err) {
   if (err.category() == caf::atom("troupe"))
     return render_troupe_error(err.code(), err.category(), err.context());
   return caf::to_string(err);
+}
+
+std::string describe_sender(const caf::strong_actor_ptr& sender) {
+  if (!sender)
+    return "an anonymous sender";
+  return "actor " + std::to_string(sender->id()) + " on node " + caf::to_string(sender->node());
+}
+
+caf::error refuse(const std::string& who, const std::string& what,
+                  const caf::strong_actor_ptr& sender, const std::string& why) {
+  spdlog::warn("{}: refused {} from {}: {}", who, what, describe_sender(sender), why);
+  return make_error({errc::unauthorized, who + " refused " + what + ": " + why});
 }
 
 caf::result<uint32_t> answer_hello(uint32_t peer_version, const std::string& peer_job,

@@ -29,7 +29,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 5;
+constexpr uint32_t protocol_version = 6;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -45,12 +45,19 @@ using applied_atom = caf::atom_constant<caf::atom("applied")>;     ///< shard ->
 using step_done_atom = caf::atom_constant<caf::atom("step_done")>; ///< token queue -> chief
 using replicas_atom = caf::atom_constant<caf::atom("replicas")>;   ///< chief -> shard: R
 using stats_atom = caf::atom_constant<caf::atom("stats")>;         ///< chief -> shard: traffic
+using admit_atom = caf::atom_constant<caf::atom("admit")>;         ///< chief -> token queue
 // Internal: sent by an actor to itself only, never part of a published interface.
 using run_atom = caf::atom_constant<caf::atom("run")>;           ///< worker: next step
 using tick_atom = caf::atom_constant<caf::atom("tick")>;         ///< chief, shard: timers
 using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>; ///< chief -> its evaluator
 
 // -- message types -----------------------------------------------------------
+
+/// A run's identity: a random number the chief draws at start. Every message
+/// that reads or changes training state carries it (or comes from the one
+/// actor allowed to send it), so that a node of another cluster, or of a
+/// previous run, is refused with errc::unauthorized.
+using run_id = uint64_t;
 
 /// A shard's answer to a pull: the values in the order asked, and the number
 /// of updates the shard has applied so far (its version; in sync mode, the
@@ -69,6 +76,7 @@ typename Inspector::result_type inspect(Inspector& f, pull_reply& x) {
 /// report of a worker only asks for a step). applied = false means at least
 /// one shard refused its part (in sync mode also stale or past the end).
 struct step_report {
+  run_id run = 0;
   int32_t worker = 0;
   int64_t step = -1;
   bool applied = false;
@@ -79,8 +87,8 @@ struct step_report {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_report& x) {
-  return f(caf::meta::type_name("step_report"), x.worker, x.step, x.applied, x.loss, x.correct,
-           x.examples);
+  return f(caf::meta::type_name("step_report"), x.run, x.worker, x.step, x.applied, x.loss,
+           x.correct, x.examples);
 }
 
 /// The answer to a report: compute at global step `step` next, or stop.
@@ -131,13 +139,14 @@ struct shard_traffic {
   uint64_t bytes_out = 0;
   uint64_t pulls = 0;
   uint64_t pushes = 0;
+  int64_t updates = 0; ///< updates applied (the shard's version): the chief cross-checks it
   std::vector<variable_traffic> variables; ///< by name
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_traffic& x) {
   return f(caf::meta::type_name("shard_traffic"), x.shard, x.bytes_held, x.bytes_in, x.bytes_out,
-           x.pulls, x.pushes, x.variables);
+           x.pulls, x.pushes, x.updates, x.variables);
 }
 
 // -- typed actor interfaces --------------------------------------------------
@@ -155,13 +164,23 @@ using report_handler = caf::replies_to<report_atom, step_report>::with<step_gran
 /// Whoever hands workers their steps (the chief or the token queue).
 using step_coordinator_actor = caf::typed_actor<report_handler>;
 
+/// A worker (not published: the chief reaches it through its ready request).
+using worker_actor = caf::typed_actor<
+  // the chief: is this worker alive? (before a second one may take its index)
+  hello_handler,
+  // the chief: training is over, quit
+  caf::reacts_to<stop_atom>>;
+
 /// Sync mode's token queue (lives beside the chief, not published).
-using token_queue_actor =
-  caf::typed_actor<report_handler,
-                   // shard -> queue: shard `index` applied an update and is now at `step`
-                   caf::reacts_to<applied_atom, int32_t, int64_t, double>,
-                   // chief -> queue: release every waiting worker with stop
-                   caf::reacts_to<stop_atom>>;
+using token_queue_actor = caf::typed_actor<
+  // a worker the chief admitted, for itself only
+  report_handler,
+  // a shard of this run: shard `index` applied an update and is now at `step`
+  caf::reacts_to<applied_atom, run_id, int32_t, int64_t, double>,
+  // the chief: worker `index` is this actor from now on
+  caf::reacts_to<admit_atom, int32_t, worker_actor>,
+  // the chief: release every waiting worker with stop
+  caf::reacts_to<stop_atom>>;
 
 /// planned_slice (tensor/plan/training_plan.hpp) on the wire.
 template <class Inspector>
@@ -173,13 +192,14 @@ typename Inspector::result_type inspect(Inspector& f, planned_slice& x) {
 /// What the chief tells a ready worker: every slice of the model's variables
 /// and the shard each lives on, and whom to report steps to.
 struct training_plan {
+  run_id run = 0;
   std::vector<planned_slice> slices;
   step_coordinator_actor coordinator;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
-  return f(caf::meta::type_name("training_plan"), x.slices, x.coordinator);
+  return f(caf::meta::type_name("training_plan"), x.run, x.slices, x.coordinator);
 }
 
 /// How a shard applies pushes, sent with its first values.
@@ -196,24 +216,27 @@ typename Inspector::result_type inspect(Inspector& f, shard_options& x) {
            x.token_queue);
 }
 
-/// A parameter-server shard (published).
-using ps_shard_actor = caf::typed_actor<
-  hello_handler,
-  // chief, exactly once: first values and update mode (names, values, options) -> ok
-  caf::replies_to<init_atom, std::vector<std::string>, std::vector<tensor>,
-                  shard_options>::with<caf::ok_atom>,
-  // worker or chief: names -> values + version
-  caf::replies_to<pull_atom, std::vector<std::string>>::with<pull_reply>,
-  // worker: (worker, global step, names, gradients) -> version after it;
-  // sync mode answers stale_gradient for a step already applied
-  caf::replies_to<push_atom, int32_t, int64_t, std::vector<std::string>,
-                  std::vector<tensor>>::with<int64_t>,
-  // chief, sync: gradients needed per update from now on (shrink/grow)
-  caf::reacts_to<replicas_atom, int32_t>,
-  // chief: bytes and requests so far, in total and per variable
-  caf::replies_to<stats_atom>::with<shard_traffic>,
-  // chief: training is over, quit
-  caf::reacts_to<stop_atom>>;
+/// A parameter-server shard (published). The first init makes its sender the
+/// shard's chief and fixes the run; from then on it accepts pulls and pushes
+/// of that run only, and replicas, stats, stop and exit messages from that
+/// chief only.
+using ps_shard_actor =
+  caf::typed_actor<hello_handler,
+                   // a chief, exactly once: (run, names, values, options) -> ok
+                   caf::replies_to<init_atom, run_id, std::vector<std::string>, std::vector<tensor>,
+                                   shard_options>::with<caf::ok_atom>,
+                   // a worker or the chief of this run: (run, names) -> values + version
+                   caf::replies_to<pull_atom, run_id, std::vector<std::string>>::with<pull_reply>,
+                   // a worker of this run: (run, worker, global step, names, gradients) ->
+                   // version after it; sync mode answers stale_gradient for a step already applied
+                   caf::replies_to<push_atom, run_id, int32_t, int64_t, std::vector<std::string>,
+                                   std::vector<tensor>>::with<int64_t>,
+                   // the chief, sync: gradients needed per update from now on (shrink/grow)
+                   caf::reacts_to<replicas_atom, int32_t>,
+                   // the chief: bytes, requests and updates so far, in total and per variable
+                   caf::replies_to<stats_atom>::with<shard_traffic>,
+                   // the chief: training is over, quit
+                   caf::reacts_to<stop_atom>>;
 
 /// The shard as implemented: plus the deadline for the chief's init.
 using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>>;
@@ -223,23 +246,21 @@ using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>>;
 /// step can complete without it) and answers stop.
 using nonfinite_handler = caf::replies_to<nonfinite_atom, step_report>::with<step_grant>;
 
-/// The chief (published).
+/// The chief (published). It admits one live worker per index of the
+/// cluster; reports and non-finite gradients come from that worker only.
 using chief_actor =
   caf::typed_actor<hello_handler,
-                   // worker: its index -> the plan, answered once the variables are initialised
+                   // a worker: its index -> the plan, answered once the variables are initialised
                    caf::replies_to<ready_atom, int32_t>::with<training_plan>,
-                   // worker, async: a step's outcome -> the next grant or stop
+                   // an admitted worker, async: its step's outcome -> the next grant or stop
                    report_handler,
-                   // worker: a non-finite gradient
+                   // an admitted worker: a non-finite gradient
                    nonfinite_handler,
-                   // token queue, sync: each update
+                   // its token queue, sync: each update
                    caf::reacts_to<step_done_atom, step_summary>>;
 
 /// The chief as implemented: plus its watchdog.
 using chief_impl = chief_actor::extend<caf::reacts_to<tick_atom>>;
-
-/// A worker (not published: the chief reaches it through its ready request).
-using worker_actor = caf::typed_actor<caf::reacts_to<stop_atom>>;
 
 /// The worker as implemented: plus the message that starts its next step.
 using worker_impl = worker_actor::extend<caf::reacts_to<run_atom>>;
@@ -279,6 +300,16 @@ caf::error make_error(const failure& f);
 /// One line for logs: "unknown_variable: no variable 'x' on ps:0" for our
 /// errors, CAF's rendering for the rest.
 std::string describe(const caf::error& err);
+
+/// "actor 12 on node 5F3A...#4711" (or "an anonymous sender"): who sent the
+/// message being handled, for the log line of a refusal. CAF 0.17 gives
+/// actors the peer's node id, not its IP address.
+std::string describe_sender(const caf::strong_actor_ptr& sender);
+
+/// Refuses a message from the wrong party: logs "<who>: refused <what> from
+/// <sender>: <why>" and returns the unauthorized error to answer with.
+caf::error refuse(const std::string& who, const std::string& what,
+                  const caf::strong_actor_ptr& sender, const std::string& why);
 
 /// The reply to a hello: the own version, or protocol_mismatch.
 caf::result<uint32_t> answer_hello(uint32_t peer_version, const std::string& peer_job,

@@ -2,6 +2,7 @@
 
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
+#include <caf/node_id.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
@@ -25,7 +26,7 @@ void apply_if_ready(self_ptr self) {
     self->quit(make_error(*err));
     return;
   }
-  self->send(st.options.token_queue, applied_atom::value, st.index, st.pending->step(),
+  self->send(st.options.token_queue, applied_atom::value, st.run, st.index, st.pending->step(),
              st.pending->last_straggler_ms());
 }
 
@@ -64,6 +65,65 @@ caf::result<int64_t> sync_push(self_ptr self, int32_t worker, int64_t step,
   return st.store->version();
 }
 
+// Only the chief that initialised the shard may steer it.
+caf::error unless_from_chief(self_ptr self, const char* what) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  if (st.chief && sender && sender->address() == st.chief)
+    return caf::none;
+  return refuse(st.label, what, sender,
+                st.chief ? "only the chief that initialised it may send it"
+                         : "it has not been initialised");
+}
+
+// Reads and updates belong to the run the shard was initialised for.
+caf::error unless_this_run(self_ptr self, run_id run, const char* what) {
+  auto& st = self->state;
+  if (!st.store->initialized() || run == st.run)
+    return caf::none; // an early request is refused by the store: not_initialized
+  return refuse(st.label, what, self->current_sender(),
+                "it belongs to another run (" + std::to_string(run) + ", not "
+                  + std::to_string(st.run) + ")");
+}
+
+caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<std::string>& names,
+                                  std::vector<tensor>& values, const shard_options& options) {
+  auto& st = self->state;
+  if (auto err = st.store->initialize(names, std::move(values)))
+    return make_error(*err);
+  st.run = run;
+  st.options = options;
+  if (options.sync)
+    st.pending.emplace(names, options.replicas_to_aggregate);
+  // The chief that initialised us owns the run: follow it down, obey it only.
+  if (auto chief = caf::actor_cast<caf::actor>(self->current_sender())) {
+    st.chief = chief.address();
+    self->monitor(chief);
+  }
+  spdlog::info("{}: initialised {} variable(s), {} bytes for run {}{}", st.label, st.store->size(),
+               st.store->bytes(), run,
+               options.sync ? ", sync: averaging " + std::to_string(options.replicas_to_aggregate)
+                                + " gradient(s) per step"
+                            : std::string());
+  return caf::ok_atom::value;
+}
+
+caf::result<int64_t> on_push(self_ptr self, run_id run, int32_t worker, int64_t step,
+                             const std::vector<std::string>& names,
+                             const std::vector<tensor>& gradients) {
+  auto& st = self->state;
+  if (auto err = unless_this_run(self, run, "a push"))
+    return err;
+  st.traffic.pushed(names, gradients);
+  if (st.pending)
+    return sync_push(self, worker, step, names, gradients);
+  if (auto err = st.store->apply_gradients(names, gradients)) {
+    spdlog::warn("{}: refused push for step {}: {}", st.label, step, err->message);
+    return make_error(*err);
+  }
+  return st.store->version();
+}
+
 } // namespace
 
 ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_state> self,
@@ -79,29 +139,31 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
   });
   if (config.init_timeout.count() > 0)
     self->delayed_send(self, config.init_timeout, tick_atom::value);
+  // An exit message ends the shard only from its chief (an aborted run) or
+  // from this process; a stranger's is logged and ignored.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    auto& st = self->state;
+    if ((st.chief && msg.source == st.chief) || (msg.source && msg.source.node() == self->node())) {
+      self->quit(msg.reason);
+      return;
+    }
+    spdlog::warn("{}: ignored an exit message ({}) from {}, which is not its chief", st.label,
+                 self->system().render(msg.reason),
+                 msg.source ? "actor " + std::to_string(msg.source.id()) + " on node "
+                                + caf::to_string(msg.source.node())
+                            : std::string("an anonymous sender"));
+  });
   return {
     [self](hello_atom, uint32_t version, const std::string& job, int32_t task)
       -> caf::result<uint32_t> { return answer_hello(version, job, task, self->state.label); },
-    [self](init_atom, const std::vector<std::string>& names, std::vector<tensor>& values,
-           const shard_options& options) -> caf::result<caf::ok_atom> {
+    [self](init_atom, run_id run, const std::vector<std::string>& names,
+           std::vector<tensor>& values,
+           const shard_options& options) { return on_init(self, run, names, values, options); },
+    [self](pull_atom, run_id run,
+           const std::vector<std::string>& names) -> caf::result<pull_reply> {
       auto& st = self->state;
-      if (auto err = st.store->initialize(names, std::move(values)))
-        return make_error(*err);
-      st.options = options;
-      if (options.sync)
-        st.pending.emplace(names, options.replicas_to_aggregate);
-      // The chief that initialised us owns the run: follow it down.
-      if (auto chief = caf::actor_cast<caf::actor>(self->current_sender()))
-        self->monitor(chief);
-      spdlog::info(
-        "{}: initialised {} variable(s), {} bytes{}", st.label, st.store->size(), st.store->bytes(),
-        options.sync ? ", sync: averaging " + std::to_string(options.replicas_to_aggregate)
-                         + " gradient(s) per step"
-                     : std::string());
-      return caf::ok_atom::value;
-    },
-    [self](pull_atom, const std::vector<std::string>& names) -> caf::result<pull_reply> {
-      auto& st = self->state;
+      if (auto err = unless_this_run(self, run, "a pull"))
+        return err;
       pull_reply reply;
       if (auto err = st.store->read(names, reply.values))
         return make_error(*err);
@@ -109,25 +171,21 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
       st.traffic.pulled(names, reply.values);
       return reply;
     },
-    [self](push_atom, int32_t worker, int64_t step, const std::vector<std::string>& names,
-           const std::vector<tensor>& gradients) -> caf::result<int64_t> {
-      auto& st = self->state;
-      st.traffic.pushed(names, gradients);
-      if (st.pending)
-        return sync_push(self, worker, step, names, gradients);
-      if (auto err = st.store->apply_gradients(names, gradients)) {
-        spdlog::warn("{}: refused push for step {}: {}", st.label, step, err->message);
-        return make_error(*err);
-      }
-      return st.store->version();
+    [self](push_atom, run_id run, int32_t worker, int64_t step,
+           const std::vector<std::string>& names, const std::vector<tensor>& gradients) {
+      return on_push(self, run, worker, step, names, gradients);
     },
-    [self](stats_atom) {
+    [self](stats_atom) -> caf::result<shard_traffic> {
       auto& st = self->state;
-      return st.traffic.report(st.index, st.store->bytes());
+      if (auto err = unless_from_chief(self, "a stats request"))
+        return err;
+      auto out = st.traffic.report(st.index, st.store->bytes());
+      out.updates = st.store->version();
+      return out;
     },
     [self](replicas_atom, int32_t required) {
       auto& st = self->state;
-      if (!st.pending || required < 1)
+      if (unless_from_chief(self, "a change of R") || !st.pending || required < 1)
         return;
       spdlog::info("{}: now averaging {} gradient(s) per step", st.label, required);
       st.pending->set_required(required);
@@ -135,6 +193,8 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     },
     [self](stop_atom) {
       auto& st = self->state;
+      if (unless_from_chief(self, "a stop"))
+        return;
       spdlog::info("{}: stop after {} update(s){}", st.label, st.store->version(),
                    st.pending
                      ? ", " + std::to_string(st.pending->dropped()) + " stale gradient(s) dropped"

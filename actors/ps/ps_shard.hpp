@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <optional>
 
+#include <caf/actor_addr.hpp>
+
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/sync_accumulator.hpp"
 #include "actors/ps/traffic_counter.hpp"
@@ -28,6 +30,8 @@ struct ps_shard_state {
   int32_t index = 0;
   std::string label; // "ps:0"
   std::optional<variable_store> store;
+  caf::actor_addr chief;                   // whoever initialised it: the only one it obeys
+  run_id run = 0;                          // the run it was initialised for
   shard_options options;                   // from the chief's init
   std::optional<sync_accumulator> pending; // sync mode: gradients of the current step
   traffic_counter traffic;

@@ -1,5 +1,7 @@
 #include "actors/token_queue/token_queue.hpp"
 
+#include <algorithm>
+
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -10,6 +12,8 @@ namespace {
 
 using self_ptr = token_queue_actor::stateful_pointer<token_queue_state>;
 
+const std::string label = "token queue";
+
 void release(self_ptr self) {
   auto& st = self->state;
   for (auto& rp : st.waiting)
@@ -17,32 +21,70 @@ void release(self_ptr self) {
   st.waiting.clear();
 }
 
+bool from_chief(self_ptr self) {
+  auto sender = self->current_sender();
+  return sender && sender->address() == self->state.chief.address();
+}
+
+caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  auto admitted = st.workers.find(r.worker);
+  if (r.run != st.run || admitted == st.workers.end() || !sender
+      || sender->address() != admitted->second)
+    return refuse(label, "a report claiming worker:" + std::to_string(r.worker), sender,
+                  "only the worker the chief admitted under that index, of this run, reports "
+                  "for it");
+  if (auto now = st.ledger.report(r))
+    return *now;
+  auto rp = self->make_response_promise<step_grant>();
+  st.waiting.push_back(rp);
+  return rp;
+}
+
+void on_applied(self_ptr self, run_id run, int64_t step, double straggler_ms) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  if (run != st.run || !sender
+      || std::find(st.shards.begin(), st.shards.end(), sender->address()) == st.shards.end()) {
+    refuse(label, "an applied message", sender, "only the run's shards send it");
+    return;
+  }
+  auto done = st.ledger.applied(step, straggler_ms, st.waiting.size());
+  if (done.empty())
+    return;
+  release(self);
+  for (auto& summary : done)
+    self->send(st.chief, step_done_atom::value, summary);
+}
+
 } // namespace
 
 token_queue_actor::behavior_type
 token_queue(token_queue_actor::stateful_pointer<token_queue_state> self, token_queue_config config,
             chief_actor chief) {
-  self->state.ledger = token_ledger{config.shards, config.last_step};
-  self->state.chief = std::move(chief);
+  auto& st = self->state;
+  st.ledger = token_ledger{static_cast<int32_t>(config.shards.size()), config.last_step};
+  st.run = config.run;
+  st.shards = std::move(config.shards);
+  st.chief = std::move(chief);
   return {
-    [self](report_atom, const step_report& r) -> caf::result<step_grant> {
-      auto& st = self->state;
-      if (auto now = st.ledger.report(r))
-        return *now;
-      auto rp = self->make_response_promise<step_grant>();
-      st.waiting.push_back(rp);
-      return rp;
+    [self](report_atom, const step_report& r) { return on_report(self, r); },
+    [self](applied_atom, run_id run, int32_t, int64_t step, double straggler_ms) {
+      on_applied(self, run, step, straggler_ms);
     },
-    [self](applied_atom, int32_t, int64_t step, double straggler_ms) {
-      auto& st = self->state;
-      auto done = st.ledger.applied(step, straggler_ms, st.waiting.size());
-      if (done.empty())
+    [self](admit_atom, int32_t index, const worker_actor& worker) {
+      if (!from_chief(self)) {
+        refuse(label, "an admission", self->current_sender(), "only the chief admits workers");
         return;
-      release(self);
-      for (auto& summary : done)
-        self->send(st.chief, step_done_atom::value, summary);
+      }
+      self->state.workers[index] = worker.address();
     },
     [self](stop_atom) {
+      if (!from_chief(self)) {
+        refuse(label, "a stop", self->current_sender(), "only the chief stops it");
+        return;
+      }
       self->state.ledger.stop();
       release(self);
     },

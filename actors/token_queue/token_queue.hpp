@@ -6,9 +6,14 @@
 // step is already past gets the current step at once. No initial tokens: the
 // first step is synchronised like every other. At last_step, or on stop,
 // every waiting worker is released with stop. The bookkeeping is
-// token_ledger's; the actor keeps the waiting replies.
+// token_ledger's; the actor keeps the waiting replies and checks who sends
+// what: reports from the workers the chief admitted, each for itself;
+// `applied` from the run's shards; admit and stop from the chief.
 #include <cstdint>
+#include <map>
 #include <vector>
+
+#include <caf/actor_addr.hpp>
 
 #include "actors/protocol/protocol.hpp"
 #include "actors/token_queue/token_ledger.hpp"
@@ -16,14 +21,19 @@
 namespace troupe {
 
 struct token_queue_config {
-  int32_t shards = 1; ///< shards holding variables: each reports every update
+  run_id run = 0;
   int64_t last_step = 1;
+  /// The shards holding variables: each reports every update.
+  std::vector<caf::actor_addr> shards;
 };
 
 struct token_queue_state {
   static inline const char* name = "troupe.token_queue";
   token_ledger ledger{1, 1};
+  run_id run = 0;
   chief_actor chief;
+  std::vector<caf::actor_addr> shards;
+  std::map<int32_t, caf::actor_addr> workers; // admitted by the chief, by index
   std::vector<caf::typed_response_promise<step_grant>> waiting;
 };
 

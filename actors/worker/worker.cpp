@@ -23,6 +23,14 @@ void fail(self_ptr self, const std::string& what, const caf::error& err) {
 void pull_all(self_ptr self);
 void push_all(self_ptr self);
 
+template <class Source>
+bool from_chief_or_here(self_ptr self, const Source& source) {
+  if (!source)
+    return false;
+  caf::actor_addr addr = caf::actor_cast<caf::actor_addr>(source);
+  return addr == self->state.links.chief.address() || addr.node() == self->node();
+}
+
 // The answer to a report: the next step, or stop.
 void on_grant(self_ptr self, const step_grant& grant) {
   auto& st = self->state;
@@ -79,7 +87,7 @@ void pull_all(self_ptr self) {
   for (auto& part : st.router->parts())
     self
       ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
-                pull_atom::value, part.names)
+                pull_atom::value, st.report.run, part.names)
       .then(
         [self, join, &part](pull_reply& reply) {
           auto& st = self->state;
@@ -144,7 +152,8 @@ void push_all(self_ptr self) {
                             : st.router->cut(part, st.grads);
     self
       ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
-                push_atom::value, st.config.index, st.report.step, part.names, std::move(grads))
+                push_atom::value, st.report.run, st.config.index, st.report.step, part.names,
+                std::move(grads))
       .then([join](int64_t) { join->arrive(); },
             [self, join, shard = part.shard](caf::error& err) {
               if (on_push_refused(self, shard, err))
@@ -164,6 +173,7 @@ void on_plan(self_ptr self, training_plan& plan) {
     return;
   }
   st.coordinator = plan.coordinator;
+  st.report.run = plan.run;
   if (!st.coordinator) {
     fail(self, "the chief's plan names no step coordinator",
          make_error({errc::invalid_request, "empty coordinator"}));
@@ -202,9 +212,35 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
   self->request(st.links.chief, config.ready_timeout, ready_atom::value, config.index)
     .then([self](training_plan& plan) { on_plan(self, plan); },
           [self](caf::error& err) { fail(self, "the chief refused the ready request", err); });
+  // Only the chief (or this process) ends a worker; an exception ends it at
+  // once with the error logged, so its task exits non-zero.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    if (from_chief_or_here(self, msg.source))
+      self->quit(msg.reason);
+    else
+      spdlog::warn("{}: ignored an exit message from a stranger", self->state.label);
+  });
+  self->set_exception_handler([self](std::exception_ptr& eptr) -> caf::error {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(eptr);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("{}: died of an exception: {}; stopping this worker", self->state.label, what);
+    return caf::make_error(caf::sec::runtime_error, what);
+  });
   return {
+    [self](hello_atom, uint32_t version, const std::string& job, int32_t task) {
+      return answer_hello(version, job, task, self->state.label);
+    },
     [self](run_atom) { ask_for_step<report_atom>(self, self->state.coordinator); },
     [self](stop_atom) {
+      if (!from_chief_or_here(self, self->current_sender())) {
+        refuse(self->state.label, "a stop", self->current_sender(), "only its chief stops it");
+        return;
+      }
       spdlog::info("{}: stopped by the chief after {} local step(s)", self->state.label,
                    self->state.local_step);
       self->quit(caf::exit_reason::normal);

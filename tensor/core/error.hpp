@@ -43,7 +43,8 @@ struct data_error : troupe_error {
   X(training_stopped)    /* the request arrived after training stopped */                          \
   X(invalid_request)     /* malformed arguments (e.g. names and values differ in count) */         \
   X(stale_gradient)      /* sync: a gradient for a step the shard has already applied */           \
-  X(invalid_setting)     /* a setting out of its range, or settings that do not fit together */
+  X(invalid_setting)     /* a setting out of its range, or settings that do not fit together */    \
+  X(unauthorized)        /* from a party that may not send it, or for another run */
 
 enum class errc : uint8_t {
   first_code_ = 0,

@@ -30,7 +30,7 @@ BOOST_AUTO_TEST_CASE(cluster_tokens_follow_updates) {
     if (auto* e = next.mailbox().peek()) {
       auto& msg = e->content();
       if (msg.match_element<applied_atom>(0))
-        ++shards_at[msg.get_as<int64_t>(2)];
+        ++shards_at[msg.get_as<int64_t>(3)]; // (applied, run, shard, step, ms)
       if (msg.size() == 1 && msg.match_element<step_grant>(0)) {
         auto& g = msg.get_as<step_grant>(0);
         if (!g.stop && g.step > 0) {

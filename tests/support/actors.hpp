@@ -15,6 +15,9 @@ namespace troupe::testing {
 
 using names = std::vector<std::string>;
 
+/// The run tests initialise shards for.
+constexpr run_id test_run = 7;
+
 /// Async softmax, batch 4, SGD 0.1, no progress lines.
 inline training_settings small_settings(int64_t last_step) {
   training_settings s;
@@ -63,40 +66,19 @@ inline token_queue_actor::behavior_type spy_queue(token_queue_actor::pointer,
                                                   std::shared_ptr<std::vector<applied_event>> log) {
   return {
     [](report_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
-    [log](applied_atom, int32_t shard, int64_t step, double) {
+    [log](applied_atom, run_id, int32_t shard, int64_t step, double) {
       log->push_back({shard, step});
     },
+    [](admit_atom, int32_t, const worker_actor&) {},
     [](stop_atom) {},
-  };
-}
-
-/// Stands in for the chief: records the token queue's step summaries.
-inline chief_actor::behavior_type spy_chief(chief_actor::pointer,
-                                            std::shared_ptr<std::vector<step_summary>> log) {
-  return {
-    [](hello_atom, uint32_t v, const std::string&, int32_t) -> caf::result<uint32_t> { return v; },
-    [](ready_atom, int32_t) -> caf::result<training_plan> { return training_plan{}; },
-    [](report_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
-    [](nonfinite_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
-    [log](step_done_atom, const step_summary& s) { log->push_back(s); },
   };
 }
 
 using grant_slot = std::shared_ptr<std::optional<step_grant>>;
 
-/// A worker stand-in: reports `r` to the queue and keeps the answer when it comes.
-inline grant_slot report_to(caf::actor_system& sys, token_queue_actor queue, step_report r) {
-  auto slot = std::make_shared<std::optional<step_grant>>();
-  sys.spawn([=](caf::event_based_actor* self) {
-    self->request(queue, caf::infinite, report_atom::value, r).then([=](const step_grant& g) {
-      *slot = g;
-    });
-  });
-  return slot;
-}
-
 inline step_report report(int32_t worker, int64_t step, bool applied = true) {
   step_report r;
+  r.run = test_run;
   r.worker = worker;
   r.step = step;
   r.applied = applied;

@@ -10,28 +10,44 @@
 using namespace troupe;
 using namespace troupe::testing;
 
+namespace {
+
+// The error a request from `from` is answered with (none if it succeeds).
+template <class T, class... Ts>
+caf::error error_of(caf::scheduler::test_coordinator& sched, caf::scoped_actor& from,
+                    const ps_shard_actor& shard, Ts&&... xs) {
+  auto handle = from->request(shard, caf::infinite, std::forward<Ts>(xs)...);
+  sched.run();
+  caf::error out;
+  handle.receive([](T&) {}, [&](caf::error& e) { out = std::move(e); });
+  return out;
+}
+
+} // namespace
+
 BOOST_FIXTURE_TEST_SUITE(ps_shard_async, deterministic_fixture)
 
 BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
   auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
   sched.run();
-  auto early = ask<pull_reply>(s, pull_atom::value, names{"w"});
+  auto early = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
   BOOST_REQUIRE(!early);
   BOOST_TEST(is(early.error(), errc::not_initialized));
 
   std::vector<tensor> init{tensor({2, 2}, 1.0f), tensor({2}, 0.5f)};
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w", "b"}, init, shard_options{}));
-  auto pulled = ask<pull_reply>(s, pull_atom::value, names{"b", "w"});
+  BOOST_REQUIRE(
+    ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w", "b"}, init, shard_options{}));
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"b", "w"});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->version == 0);
   BOOST_TEST(pulled->values[0].bit_equal(init[1])); // in the order asked
   BOOST_TEST(pulled->values[1].bit_equal(init[0]));
 
-  auto version = ask<int64_t>(s, push_atom::value, int32_t{0}, int64_t{0}, names{"w"},
+  auto version = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
                               std::vector<tensor>{tensor({2, 2}, 1.0f)});
   BOOST_REQUIRE(version);
   BOOST_TEST(*version == 1);
-  pulled = ask<pull_reply>(s, pull_atom::value, names{"w"});
+  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->values[0][3] == 0.5f); // 1 - 0.5 * 1
   BOOST_TEST(pulled->version == 1);
@@ -40,35 +56,68 @@ BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
 BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
   auto s = sys.spawn(ps_shard, ps_shard_config{3, plain_sgd(0.5)});
   sched.run();
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w"},
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({3}, 2.0f)}, shard_options{}));
-  auto unknown = ask<pull_reply>(s, pull_atom::value, names{"v"});
+  auto unknown = ask<pull_reply>(s, pull_atom::value, test_run, names{"v"});
   BOOST_REQUIRE(!unknown);
   BOOST_TEST(is(unknown.error(), errc::unknown_variable));
   BOOST_TEST(describe(unknown.error()).find("'v'") != std::string::npos);
   BOOST_TEST(describe(unknown.error()).find("ps:3") != std::string::npos);
 
-  auto wrong_shape = ask<int64_t>(s, push_atom::value, int32_t{0}, int64_t{0}, names{"w"},
+  auto wrong_shape = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
                                   std::vector<tensor>{tensor({4}, 1.0f)});
   BOOST_REQUIRE(!wrong_shape);
   BOOST_TEST(is(wrong_shape.error(), errc::shape_mismatch));
 
   tensor nan_grad({3}, 1.0f);
   nan_grad[2] = std::nanf("");
-  auto nan_push = ask<int64_t>(s, push_atom::value, int32_t{0}, int64_t{0}, names{"w"},
+  auto nan_push = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
                                std::vector<tensor>{nan_grad});
   BOOST_REQUIRE(!nan_push);
   BOOST_TEST(is(nan_push.error(), errc::non_finite_gradient));
 
-  auto again = ask<caf::ok_atom>(s, init_atom::value, names{"w"},
+  auto again = ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                  std::vector<tensor>{tensor({3}, 9.0f)}, shard_options{});
   BOOST_REQUIRE(!again);
   BOOST_TEST(is(again.error(), errc::already_initialized));
 
-  auto pulled = ask<pull_reply>(s, pull_atom::value, names{"w"});
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->version == 0);
   BOOST_TEST(pulled->values[0].bit_equal(tensor({3}, 2.0f)));
+}
+
+// The first init makes its sender the shard's chief and fixes the run: a
+// second would-be chief cannot re-initialise, stop, steer or read it, and
+// requests of another run are refused, all with unauthorized (or
+// already_initialized) and without changing anything.
+BOOST_AUTO_TEST_CASE(only_its_chief_steers_it_and_only_its_run_reads_it) {
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
+  sched.run();
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
+                                  std::vector<tensor>{tensor({2}, 1.0f)}, shard_options{}));
+  caf::scoped_actor stranger{sys};
+  BOOST_TEST(
+    is(error_of<caf::ok_atom>(sched, stranger, s, init_atom::value, test_run + 1, names{"w"},
+                              std::vector<tensor>{tensor({2}, 9.0f)}, shard_options{}),
+       errc::already_initialized));
+  BOOST_TEST(
+    is(error_of<shard_traffic>(sched, stranger, s, stats_atom::value), errc::unauthorized));
+  BOOST_TEST(
+    is(error_of<pull_reply>(sched, stranger, s, pull_atom::value, test_run + 1, names{"w"}),
+       errc::unauthorized));
+  BOOST_TEST(is(error_of<int64_t>(sched, stranger, s, push_atom::value, test_run + 1, int32_t{0},
+                                  int64_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)}),
+                errc::unauthorized));
+  stranger->send(s, stop_atom::value);
+  stranger->send(s, replicas_atom::value, int32_t{5});
+  sched.run();
+  auto stats = ask<shard_traffic>(s, stats_atom::value); // still alive, for its chief
+  BOOST_REQUIRE(stats);
+  BOOST_TEST(stats->updates == 0);
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  BOOST_REQUIRE(pulled);
+  BOOST_TEST(pulled->values[0].bit_equal(tensor({2}, 1.0f))); // the first init's values
 }
 
 BOOST_AUTO_TEST_CASE(hello_refuses_another_protocol_version) {
@@ -96,34 +145,34 @@ BOOST_AUTO_TEST_CASE(shard_applies_at_the_rth_gradient_and_drops_stale_ones) {
   auto queue = sys.spawn(spy_queue, log);
   auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
   sched.run();
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w"},
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({2}, 1.0f)},
                                   shard_options{true, 2, 10, queue}));
-  auto first = ask<int64_t>(s, push_atom::value, int32_t{0}, int64_t{0}, names{"w"},
+  auto first = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
                             std::vector<tensor>{tensor({2}, 2.0f)});
   BOOST_REQUIRE(first);
   BOOST_TEST(*first == 0);
-  auto pulled = ask<pull_reply>(s, pull_atom::value, names{"w"});
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
   BOOST_TEST(pulled->values[0][0] == 1.0f); // not applied yet
   BOOST_TEST(log->empty());
-  auto second = ask<int64_t>(s, push_atom::value, int32_t{1}, int64_t{0}, names{"w"},
+  auto second = ask<int64_t>(s, push_atom::value, test_run, int32_t{1}, int64_t{0}, names{"w"},
                              std::vector<tensor>{tensor({2}, 4.0f)});
   BOOST_REQUIRE(second);
   BOOST_TEST(*second == 1);
-  pulled = ask<pull_reply>(s, pull_atom::value, names{"w"});
+  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
   BOOST_TEST(pulled->values[0][0] == 1.0f - 0.5f * 3.0f); // the mean, applied once
   BOOST_REQUIRE(log->size() == 1u);
   BOOST_TEST(log->at(0).step == 1);
-  auto late = ask<int64_t>(s, push_atom::value, int32_t{2}, int64_t{0}, names{"w"},
+  auto late = ask<int64_t>(s, push_atom::value, test_run, int32_t{2}, int64_t{0}, names{"w"},
                            std::vector<tensor>{tensor({2}, 100.0f)});
   BOOST_REQUIRE(!late);
   BOOST_TEST(is(late.error(), errc::stale_gradient));
   BOOST_TEST(describe(late.error()).find("worker:2") != std::string::npos);
-  pulled = ask<pull_reply>(s, pull_atom::value, names{"w"});
+  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
   BOOST_TEST(pulled->values[0][0] == -0.5f); // unchanged by the stale gradient
   BOOST_TEST(log->size() == 1u);
   // A push at or past last_step is refused: nothing runs after the end.
-  auto past = ask<int64_t>(s, push_atom::value, int32_t{0}, int64_t{10}, names{"w"},
+  auto past = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{10}, names{"w"},
                            std::vector<tensor>{tensor({2}, 1.0f)});
   BOOST_REQUIRE(!past);
   BOOST_TEST(is(past.error(), errc::training_stopped));
@@ -134,13 +183,13 @@ BOOST_AUTO_TEST_CASE(shrinking_r_applies_a_step_a_lost_worker_blocked) {
   auto queue = sys.spawn(spy_queue, log);
   auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(1.0)});
   sched.run();
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, names{"w"},
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({1}, 0.0f)},
                                   shard_options{true, 2, 10, queue}));
-  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, int32_t{0}, int64_t{0}, names{"w"},
+  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
                              std::vector<tensor>{tensor({1}, 1.0f)}));
-  BOOST_TEST(log->empty()); // waiting for a second worker that is gone
-  caf::anon_send(s, replicas_atom::value, int32_t{1});
+  BOOST_TEST(log->empty());                        // waiting for a second worker that is gone
+  self->send(s, replicas_atom::value, int32_t{1}); // from its chief: the fixture
   sched.run();
   BOOST_REQUIRE(log->size() == 1u);
   BOOST_TEST(log->at(0).step == 1);

@@ -1,0 +1,169 @@
+// The chief's workers: who may join under which index, and what a loss
+// changes. One live worker per index of the cluster; a second start of the
+// same task is refused, a restarted one rejoins.
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/chief/chief_run.hpp"
+
+namespace troupe::chief_run {
+
+namespace {
+
+// Sync: logs and carries out what a lost or returning worker changed.
+void carry_out(self_ptr self, const replica_policy::change& c) {
+  auto& st = self->state;
+  auto& policy = *st.replicas;
+  if (c.became_short)
+    spdlog::warn("chief: {} of {} needed workers available; holding step {} until a lost worker "
+                 "restarts (on-worker-loss = wait, at most {} ms)",
+                 policy.available(), policy.configured(), st.sync_step,
+                 st.config.runtime.worker_wait_timeout.count());
+  if (c.enough_again)
+    spdlog::info("chief: enough workers again; step {} goes on", st.sync_step);
+  if (!c.replicas)
+    return;
+  spdlog::warn("chief: averaging {} gradient(s) per step from now on (was {}; {} worker(s) lost, "
+               "on-worker-loss = shrink)",
+               *c.replicas, c.previous, policy.lost_count());
+  for (auto& shard : st.links.shards)
+    self->send(shard, replicas_atom::value, *c.replicas);
+}
+
+void admit(self_ptr self, int32_t index, const worker_actor& worker) {
+  auto& st = self->state;
+  st.roster->admit(index, worker.address());
+  self->monitor(worker);
+  if (st.token_queue)
+    self->send(st.token_queue, admit_atom::value, index, worker);
+  if (st.replicas && st.replicas->was_lost(index)) {
+    spdlog::info("chief: worker:{} rejoined at step {}", index, st.sync_step);
+    carry_out(self, st.replicas->joined(index));
+  }
+}
+
+// The plan for an admitted worker, now or once the shards are initialised.
+caf::result<training_plan> plan_or_promise(self_ptr self) {
+  auto& st = self->state;
+  if (st.now != chief_state::phase::initializing && st.router)
+    return plan_message(self);
+  if (st.now != chief_state::phase::initializing)
+    return make_error({errc::training_stopped, "the run ended before it was initialised"});
+  auto rp = self->make_response_promise<training_plan>();
+  st.waiting_ready.push_back(rp);
+  return rp;
+}
+
+// Another actor holds `index`: it may be a crashed worker whose loss is not
+// noticed yet, or a live one. A probe decides: an answer means a second start
+// of the same task (refused); none within the request timeout means the old
+// one is gone, and the new one takes over.
+caf::result<training_plan> contest(self_ptr self, int32_t index, worker_actor candidate,
+                                   caf::actor_addr holder) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<training_plan>();
+  auto sender = self->current_sender();
+  auto old = caf::actor_cast<worker_actor>(holder);
+  self
+    ->request(old, st.config.runtime.request_timeout, hello_atom::value, protocol_version,
+              std::string("chief"), int32_t{0})
+    .then(
+      [=](uint32_t) mutable {
+        rp.deliver(refuse("chief", "a second worker:" + std::to_string(index), sender,
+                          "worker:" + std::to_string(index)
+                            + " is running and answers; start each worker task once"));
+      },
+      [=](caf::error&) mutable {
+        auto& st = self->state;
+        if (st.roster->holder(index) == holder) {
+          spdlog::warn("chief: worker:{} does not answer; the one starting now takes over", index);
+          st.roster->leave(holder);
+          on_worker_down(self, index, caf::exit_reason::kill);
+        }
+        if (st.roster->check(index, candidate.address())
+            == worker_roster<caf::actor_addr>::claim::taken) {
+          rp.deliver(refuse("chief", "a second worker:" + std::to_string(index), sender,
+                            "another worker took the index meanwhile"));
+          return;
+        }
+        admit(self, index, candidate);
+        if (st.now == chief_state::phase::initializing)
+          st.waiting_ready.push_back(rp);
+        else if (st.router)
+          rp.deliver(plan_message(self));
+        else
+          rp.deliver(make_error({errc::training_stopped, "the run ended before it started"}));
+      });
+  return rp;
+}
+
+} // namespace
+
+caf::result<training_plan> on_ready(self_ptr self, int32_t index) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  auto candidate = caf::actor_cast<worker_actor>(sender);
+  if (!candidate)
+    return refuse("chief", "a ready request", sender, "it has no sender to answer");
+  using claim = worker_roster<caf::actor_addr>::claim;
+  switch (st.roster->check(index, candidate.address())) {
+    case claim::out_of_range:
+      return refuse("chief", "a ready request of worker:" + std::to_string(index), sender,
+                    "the cluster has worker indices 0.." + std::to_string(st.roster->size() - 1));
+    case claim::taken:
+      return contest(self, index, candidate, *st.roster->holder(index));
+    case claim::fresh:
+      admit(self, index, candidate);
+      break;
+    case claim::again:
+      break;
+  }
+  return plan_or_promise(self);
+}
+
+void on_worker_down(self_ptr self, int32_t index, const caf::error& reason) {
+  auto& st = self->state;
+  st.last_worker_seen = chief_state::clock::now();
+  bool running = st.now == chief_state::phase::initializing
+                 || st.now == chief_state::phase::training;
+  bool normal = !reason || reason == caf::exit_reason::normal;
+  // Killed or cut off: survivable. Any other reason is the worker's own error.
+  bool lost = reason == caf::exit_reason::kill || reason == caf::exit_reason::user_shutdown
+              || reason == caf::exit_reason::remote_link_unreachable;
+  if (running && !normal) {
+    if (lost)
+      st.roster->lost();
+    else
+      st.roster->failed(index, describe(reason));
+  }
+  if (st.grants)
+    st.grants->lose(index);
+  if (normal) {
+    spdlog::info("chief: worker:{} finished", index);
+    return;
+  }
+  if (!running)
+    return;
+  spdlog::warn("chief: {} worker:{} ({}); {} worker(s) left; a restarted worker rejoins",
+               lost ? "lost" : "failed:", index, self->system().render(reason),
+               st.roster->live().size());
+  if (st.replicas)
+    carry_out(self, st.replicas->lost(index));
+}
+
+caf::error unless_admitted(self_ptr self, const step_report& r, const char* what) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  auto holder = st.roster->holder(r.worker);
+  if (r.run == st.run && holder && sender && sender->address() == *holder)
+    return caf::none;
+  return refuse("chief", std::string(what) + " claiming worker:" + std::to_string(r.worker), sender,
+                r.run != st.run ? "it belongs to another run"
+                                : "only the worker admitted under that index reports for it");
+}
+
+} // namespace troupe::chief_run
