@@ -2,6 +2,12 @@
 // one task of the cluster in caf-application.conf; without, every task in
 // this process (the embedded default when there is no config file either).
 // Exit codes: 0 training finished, 1 runtime failure, 2 configuration error.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -105,6 +111,31 @@ bool publish(caf::actor_system& sys, const Handle& handle, const host_port& addr
   return true;
 }
 
+// A task whose address is taken is most likely running already (started
+// twice, or another cluster on the same ports): it says so and touches
+// nothing. A plain bind with address reuse fails only while another socket
+// listens there.
+bool address_is_free(const node_setup& setup, const host_port& address) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return true; // publish reports what goes wrong
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(address.port);
+  bool taken = false;
+  if (::inet_pton(AF_INET, address.host.c_str(), &addr.sin_addr) == 1)
+    taken = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
+            && errno == EADDRINUSE;
+  ::close(fd);
+  if (taken)
+    spdlog::error("{}: {} is in use: is this task already running (started twice, or another "
+                  "cluster on the same ports)? Nothing was started or touched",
+                  setup.name(), address.to_string());
+  return !taken;
+}
+
 // No tensor of this run is larger than the model's largest variable, so no
 // tensor arriving from a peer may be either: the wire format refuses one
 // before allocating for it.
@@ -143,6 +174,8 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
 }
 
 int run_ps(caf::actor_system& sys, const node_setup& setup) {
+  if (!address_is_free(setup, setup.cluster.ps[setup.task]))
+    return exit_failure;
   ps_shard_config config{setup.task, setup.train.optimizer, setup.runtime.connect_timeout};
   ps_shard_actor shard = sys.spawn(ps_shard, config); // published without its timer
   if (!publish(sys, shard, setup.cluster.ps[setup.task])) {
@@ -170,6 +203,9 @@ bool connect_shards(caf::actor_system& sys, const node_setup& setup,
 }
 
 int run_chief(caf::actor_system& sys, const node_setup& setup) {
+  // Before it reaches any shard: a second start of the chief touches nothing.
+  if (!address_is_free(setup, setup.cluster.chief[0]))
+    return exit_failure;
   std::vector<ps_shard_actor> shards;
   if (!connect_shards(sys, setup, shards))
     return exit_failure;
@@ -179,9 +215,8 @@ int run_chief(caf::actor_system& sys, const node_setup& setup) {
                                   static_cast<int32_t>(setup.cluster.worker.size()), shards, test,
                                   [&result](const training_result& r) { result = r; });
   if (!publish(sys, chief_handle, setup.cluster.chief[0])) {
+    // Lost a race for the port: its shards refuse a second chief's init.
     caf::anon_send_exit(chief_handle, caf::exit_reason::user_shutdown);
-    for (auto& s : shards)
-      caf::anon_send(s, stop_atom::value);
     return exit_failure;
   }
   wait_for(sys, chief_handle);

@@ -65,8 +65,8 @@ caf::result<training_plan> plan_or_promise(self_ptr self) {
 caf::result<training_plan> contest(self_ptr self, int32_t index, worker_actor candidate,
                                    caf::actor_addr holder) {
   auto& st = self->state;
+  auto sender = self->current_sender(); // before the promise takes the request over
   auto rp = self->make_response_promise<training_plan>();
-  auto sender = self->current_sender();
   auto old = caf::actor_cast<worker_actor>(holder);
   self
     ->request(old, st.config.runtime.request_timeout, hello_atom::value, protocol_version,
