@@ -14,6 +14,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -69,7 +70,8 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
   auto backoff = std::chrono::milliseconds(100);
   caf::error last;
   for (;;) {
-    auto handle = sys.middleman().remote_actor<Handle>(address.host, address.port);
+    auto handle = setup.tls ? caf::openssl::remote_actor<Handle>(sys, address.host, address.port)
+                            : sys.middleman().remote_actor<Handle>(address.host, address.port);
     if (handle) {
       caf::scoped_actor self{sys};
       caf::expected<Handle> result{caf::sec::request_timeout};
@@ -99,16 +101,33 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
 }
 
 template <class Handle>
-bool publish(caf::actor_system& sys, const Handle& handle, const host_port& address) {
-  auto port = sys.middleman().publish(handle, address.port, address.host.c_str(), true);
+bool publish(caf::actor_system& sys, const node_setup& setup, const Handle& handle,
+             const host_port& address) {
+  auto port = setup.tls ? caf::openssl::publish(handle, address.port, address.host.c_str(), true)
+                        : sys.middleman().publish(handle, address.port, address.host.c_str(), true);
   if (!port) {
     spdlog::error("cannot listen on {}: {}; is the port in use or the host not an address of "
                   "this machine?",
                   address.to_string(), sys.render(port.error()));
     return false;
   }
-  spdlog::info("listening on {}", address.to_string());
+  spdlog::info("listening on {}{}", address.to_string(), setup.tls ? " (mutual TLS)" : "");
   return true;
+}
+
+// Over plain TCP anyone who reaches a port can join: say so when the cluster
+// spans hosts.
+void warn_without_tls(const node_setup& setup) {
+  if (setup.tls || setup.whole_cluster)
+    return;
+  for (auto* job : {&setup.cluster.chief, &setup.cluster.ps, &setup.cluster.worker})
+    for (auto& task : *job)
+      if (task.host.rfind("127.", 0) != 0 && task.host != "localhost" && task.host != "::1") {
+        spdlog::warn("this cluster spans hosts over plain TCP: anyone who can reach its ports can "
+                     "join, read and disturb the run; configure mutual TLS in [openssl] "
+                     "(scripts/make-certs, docs/operations.md)");
+        return;
+      }
 }
 
 // A task whose address is taken is most likely running already (started
@@ -178,7 +197,7 @@ int run_ps(caf::actor_system& sys, const node_setup& setup) {
     return exit_failure;
   ps_shard_config config{setup.task, setup.train.optimizer, setup.runtime.connect_timeout};
   ps_shard_actor shard = sys.spawn(ps_shard, config); // published without its timer
-  if (!publish(sys, shard, setup.cluster.ps[setup.task])) {
+  if (!publish(sys, setup, shard, setup.cluster.ps[setup.task])) {
     caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
     return exit_failure;
   }
@@ -214,7 +233,7 @@ int run_chief(caf::actor_system& sys, const node_setup& setup) {
   auto chief_handle = spawn_chief(sys, setup.train, setup.runtime,
                                   static_cast<int32_t>(setup.cluster.worker.size()), shards, test,
                                   [&result](const training_result& r) { result = r; });
-  if (!publish(sys, chief_handle, setup.cluster.chief[0])) {
+  if (!publish(sys, setup, chief_handle, setup.cluster.chief[0])) {
     // Lost a race for the port: its shards refuse a second chief's init.
     caf::anon_send_exit(chief_handle, caf::exit_reason::user_shutdown);
     return exit_failure;
@@ -276,6 +295,7 @@ int main(int argc, char** argv) {
     }
   }
   setup_logging(setup.name());
+  warn_without_tls(setup);
   default_heartbeats(cfg);
   limit_tensors_to_the_model(setup.train);
   try {

@@ -8,6 +8,7 @@
 
 #include "config/node/ini_checks.hpp"
 #include "config/node/node_config.hpp"
+#include "config/node/tls.hpp"
 #include "tensor/data/dataset.hpp"
 
 namespace troupe {
@@ -251,6 +252,7 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   setup.train.replicas_to_aggregate = replicas_of(setup.train, shape);
   setup.train.total_num_replicas = shape.workers;
   check_data(setup, out.errors);
+  setup.tls = check_tls(cfg, setup, out.errors);
   if (!out.errors.empty())
     out.what = load_outcome::action::fail;
   else if (out.what != load_outcome::action::dump_config)

@@ -56,6 +56,7 @@ struct node_setup {
   job_kind job = job_kind::chief; // when !whole_cluster
   int32_t task = 0;
   cluster_spec cluster;
+  bool tls = false; ///< [openssl] configured: every connection is mutual TLS
   training_settings train;
   runtime_settings runtime;
   /// "ps:0", or "local" for the whole cluster: the node's name in logs.

@@ -2,6 +2,7 @@
 // member it binds), default and meaning. --help prints this table.
 #include <caf/config_option_adder.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
 
 #include "config/node/node_config.hpp"
 
@@ -11,6 +12,7 @@ node_config::node_config()
   : connect_timeout(std::chrono::seconds(60)), request_timeout(std::chrono::seconds(30)),
     worker_wait_timeout(std::chrono::seconds(120)) {
   load<caf::io::middleman>();
+  load<caf::openssl::manager>(); // used only when [openssl] is configured
   opt_group{custom_options_, "global"}
     .add(job_name, "job_name",
          "this task's job: ps, worker or chief (omit to run every task "

@@ -301,4 +301,41 @@ BOOST_AUTO_TEST_CASE(shipped_examples_load) {
   BOOST_TEST(seen >= 2);
 }
 
+BOOST_AUTO_TEST_CASE(without_an_openssl_section_connections_are_plain) {
+  auto out = load(base(), worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(!out.setup.tls);
+}
+
+BOOST_AUTO_TEST_CASE(tls_needs_certificate_key_and_ca_together) {
+  auto out = load(base() + "[openssl]\ncertificate = \"c.pem\"\n", worker0);
+  BOOST_TEST((out.what == load_outcome::action::fail));
+  BOOST_REQUIRE_EQUAL(out.errors.size(), 2u);
+  BOOST_TEST(out.errors[0].find("openssl.key is not set") != std::string::npos, out.errors[0]);
+  BOOST_TEST(out.errors[1].find("openssl.cafile is not set") != std::string::npos, out.errors[1]);
+  BOOST_TEST(out.errors[1].find("scripts/make-certs") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(tls_files_are_read_per_task_before_anything_starts) {
+  auto certs = (dir / "certs").string();
+  auto out = load(base() + "[openssl]\ncertificate = \"" + certs + "/{job}-{task}.pem\"\nkey = \""
+                    + certs + "/{job}-{task}.key\"\ncafile = \"" + certs + "/ca.pem\"\n",
+                  {"--job_name=worker", "--task_index=1"});
+  BOOST_TEST((out.what == load_outcome::action::fail));
+  BOOST_REQUIRE_EQUAL(out.errors.size(), 3u);
+  BOOST_TEST(out.errors[0].find("cannot read '" + certs + "/worker-1.pem'") != std::string::npos,
+             out.errors[0]);
+  BOOST_TEST(out.errors[1].find(certs + "/worker-1.key") != std::string::npos, out.errors[1]);
+  BOOST_TEST(out.errors[2].find(certs + "/ca.pem") != std::string::npos, out.errors[2]);
+}
+
+BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_certificate_is_named) {
+  std::ofstream(dir / "junk.pem") << "not a certificate\n";
+  auto junk = (dir / "junk.pem").string();
+  auto out = load(base() + "[openssl]\ncertificate = \"" + junk + "\"\nkey = \"" + junk
+                    + "\"\ncafile = \"" + junk + "\"\n",
+                  worker0);
+  expect_error(out, {"openssl.certificate", junk, "is not a PEM certificate"});
+}
+
 BOOST_AUTO_TEST_SUITE_END()

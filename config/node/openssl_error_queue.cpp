@@ -1,0 +1,66 @@
+#include "config/node/openssl_error_queue.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <dlfcn.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+namespace {
+
+template <class Fn>
+Fn libssl_symbol(const char* name) {
+  auto fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  if (fn == nullptr) {
+    std::fprintf(stderr, "troupe: cannot find %s in libssl: %s\n", name, dlerror());
+    std::abort();
+  }
+  return fn;
+}
+
+} // namespace
+
+extern "C" {
+
+int SSL_read(SSL* ssl, void* buf, int num) {
+  static auto real = libssl_symbol<int (*)(SSL*, void*, int)>("SSL_read");
+  ERR_clear_error();
+  return real(ssl, buf, num);
+}
+
+int SSL_write(SSL* ssl, const void* buf, int num) {
+  static auto real = libssl_symbol<int (*)(SSL*, const void*, int)>("SSL_write");
+  ERR_clear_error();
+  return real(ssl, buf, num);
+}
+
+int SSL_accept(SSL* ssl) {
+  static auto real = libssl_symbol<int (*)(SSL*)>("SSL_accept");
+  ERR_clear_error();
+  return real(ssl);
+}
+
+int SSL_connect(SSL* ssl) {
+  static auto real = libssl_symbol<int (*)(SSL*)>("SSL_connect");
+  ERR_clear_error();
+  return real(ssl);
+}
+
+} // extern "C"
+
+namespace troupe {
+
+std::string openssl_error_queue_problem() {
+  const char* names[] = {"SSL_read", "SSL_write", "SSL_accept", "SSL_connect"};
+  void* ours[] = {reinterpret_cast<void*>(&SSL_read), reinterpret_cast<void*>(&SSL_write),
+                  reinterpret_cast<void*>(&SSL_accept), reinterpret_cast<void*>(&SSL_connect)};
+  for (size_t i = 0; i < 4; ++i)
+    if (dlsym(RTLD_DEFAULT, names[i]) != ours[i])
+      return std::string("libssl's ") + names[i]
+             + " is not the one that clears OpenSSL's error queue first; link "
+               "config/node/openssl_error_queue.cpp into the executable";
+  return {};
+}
+
+} // namespace troupe

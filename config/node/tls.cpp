@@ -1,0 +1,130 @@
+#include "config/node/tls.hpp"
+
+#include "config/node/openssl_error_queue.hpp"
+
+#include <cstdio>
+#include <memory>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+
+namespace troupe {
+
+namespace {
+
+std::string expand(std::string path, const node_setup& setup) {
+  auto replace = [&](const std::string& what, const std::string& with) {
+    for (auto at = path.find(what); at != std::string::npos; at = path.find(what, at + with.size()))
+      path.replace(at, what.size(), with);
+  };
+  replace("{job}", setup.whole_cluster ? "local" : name_of(setup.job));
+  replace("{task}", std::to_string(setup.task));
+  return path;
+}
+
+std::string openssl_reason() {
+  auto code = ERR_get_error();
+  char buf[256];
+  ERR_error_string_n(code, buf, sizeof(buf));
+  ERR_clear_error();
+  return code ? buf : "no reason given";
+}
+
+template <class T, void (*Free)(T*)>
+using owned = std::unique_ptr<T, std::integral_constant<decltype(Free), Free>>;
+
+struct file_closer {
+  void operator()(FILE* f) const { std::fclose(f); }
+};
+
+std::unique_ptr<FILE, file_closer> open_file(const std::string& path) {
+  return std::unique_ptr<FILE, file_closer>(std::fopen(path.c_str(), "r"));
+}
+
+int passphrase_callback(char* buf, int size, int, void* user) {
+  auto* pass = static_cast<const std::string*>(user);
+  auto n = std::min<int>(size, static_cast<int>(pass->size()));
+  std::copy_n(pass->data(), n, buf);
+  return n;
+}
+
+} // namespace
+
+bool check_tls(node_config& cfg, const node_setup& setup, std::vector<std::string>& errors) {
+  auto& cert = cfg.openssl_certificate;
+  auto& key = cfg.openssl_key;
+  auto& ca = cfg.openssl_cafile;
+  bool any = !cert.empty() || !key.empty() || !ca.empty() || !cfg.openssl_capath.empty()
+             || !cfg.openssl_passphrase.empty();
+  if (!any)
+    return false;
+  if (auto problem = openssl_error_queue_problem(); !problem.empty())
+    errors.push_back("TLS is not safe in this executable: " + problem);
+  cert = expand(cert, setup);
+  key = expand(key, setup);
+  ca = expand(ca, setup);
+  auto size_before = errors.size();
+  auto missing = [&](const std::string& value, const char* name) {
+    if (value.empty())
+      errors.push_back(std::string("openssl.") + name
+                       + " is not set: mutual TLS needs openssl.certificate, openssl.key and "
+                         "openssl.cafile on every task (scripts/make-certs makes them)");
+  };
+  missing(cert, "certificate");
+  missing(key, "key");
+  if (ca.empty() && cfg.openssl_capath.empty())
+    missing(ca, "cafile");
+  if (errors.size() > size_before)
+    return true;
+  auto cert_file = open_file(cert), key_file = open_file(key);
+  auto ca_file = ca.empty() ? nullptr : open_file(ca);
+  for (auto [file, path, name] :
+       {std::tuple{cert_file.get(), cert, "certificate"}, std::tuple{key_file.get(), key, "key"},
+        std::tuple{ca_file.get(), ca, "cafile"}})
+    if (!file && !path.empty())
+      errors.push_back(std::string("openssl.") + name + ": cannot read '" + path + "'");
+  if (errors.size() > size_before)
+    return true;
+  owned<X509, X509_free> certificate(PEM_read_X509(cert_file.get(), nullptr, nullptr, nullptr));
+  if (!certificate) {
+    errors.push_back("openssl.certificate: '" + cert + "' is not a PEM certificate ("
+                     + openssl_reason() + ")");
+    return true;
+  }
+  auto pass = cfg.openssl_passphrase;
+  owned<EVP_PKEY, EVP_PKEY_free> private_key(
+    PEM_read_PrivateKey(key_file.get(), nullptr, passphrase_callback, &pass));
+  if (!private_key) {
+    errors.push_back("openssl.key: cannot load '" + key + "' (" + openssl_reason()
+                     + "); is openssl.passphrase right?");
+    return true;
+  }
+  if (X509_check_private_key(certificate.get(), private_key.get()) != 1)
+    errors.push_back("openssl.key: '" + key + "' does not belong to the certificate '" + cert
+                     + "'");
+  owned<X509_STORE, X509_STORE_free> store(X509_STORE_new());
+  if (ca_file) {
+    owned<X509, X509_free> authority(PEM_read_X509(ca_file.get(), nullptr, nullptr, nullptr));
+    if (!authority) {
+      errors.push_back("openssl.cafile: '" + ca + "' is not a PEM certificate (" + openssl_reason()
+                       + ")");
+      return true;
+    }
+    X509_STORE_add_cert(store.get(), authority.get());
+  } else if (X509_STORE_load_path(store.get(), cfg.openssl_capath.c_str()) != 1) {
+    errors.push_back("openssl.capath: cannot read '" + cfg.openssl_capath + "' (" + openssl_reason()
+                     + ")");
+    return true;
+  }
+  owned<X509_STORE_CTX, X509_STORE_CTX_free> ctx(X509_STORE_CTX_new());
+  X509_STORE_CTX_init(ctx.get(), store.get(), certificate.get(), nullptr);
+  if (X509_verify_cert(ctx.get()) != 1)
+    errors.push_back("openssl.certificate: '" + cert + "' is not signed by the cluster CA in '"
+                     + (ca.empty() ? cfg.openssl_capath : ca) + "' ("
+                     + X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get())) + ")");
+  return true;
+}
+
+} // namespace troupe
