@@ -1,8 +1,10 @@
 // bench/transfer: pull + push throughput of one tensor between two processes
 // over loopback, through a real PS shard and Troupe's protocol, beside a raw
 // TCP stream that moves the same bytes between the same two processes in the
-// same run. Prints MB/s for both and their ratio.
-//   build/bin/troupe-bench-transfer [--rounds N]
+// same run. Prints MB/s for both and their ratio. With --tls it also moves
+// the same tensors through a second shard over mutual TLS (CAF's openssl
+// module, a throwaway certificate made here) and prints TLS/plain.
+//   build/bin/troupe-bench-transfer [--rounds N] [--tls]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -17,21 +19,61 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/ps_shard.hpp"
+#include "config/node/openssl_error_queue.hpp"
 
 using namespace troupe;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
 
+// Where the throwaway identity lives; empty without --tls.
+std::string tls_dir;
+
 struct node_cfg : caf::actor_system_config {
   node_cfg() {
     load<caf::io::middleman>();
+    load<caf::openssl::manager>();
     register_protocol(*this);
+    if (!tls_dir.empty()) {
+      openssl_certificate = tls_dir + "/node.pem";
+      openssl_key = tls_dir + "/node.key";
+      openssl_cafile = tls_dir + "/node.pem"; // self-signed: its own CA
+    }
   }
 };
+
+// A self-signed P-256 certificate both processes present and trust.
+bool make_throwaway_identity(const std::string& dir) {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME_add_entry_by_txt(X509_get_subject_name(cert), "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("troupe-bench"), -1, -1, 0);
+  X509_set_issuer_name(cert, X509_get_subject_name(cert));
+  bool ok = X509_sign(cert, key, EVP_sha256()) > 0;
+  FILE* pem = std::fopen((dir + "/node.pem").c_str(), "w");
+  FILE* priv = std::fopen((dir + "/node.key").c_str(), "w");
+  ok = ok && pem && priv && PEM_write_X509(pem, cert) == 1
+       && PEM_write_PrivateKey(priv, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  if (pem)
+    std::fclose(pem);
+  if (priv)
+    std::fclose(priv);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return ok;
+}
 
 bool read_all(int fd, void* buf, size_t n) {
   auto* p = static_cast<char*>(buf);
@@ -99,12 +141,23 @@ int listen_loopback(uint16_t& port) {
     // push is still applied.
     ps_shard_actor shard = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(1e-20)});
     auto port = sys.middleman().publish(shard, 0, "127.0.0.1", true);
-    uint16_t ports[2] = {port ? *port : uint16_t(0), raw_port};
+    ps_shard_actor tls_shard;
+    uint16_t tls_port = 0;
+    if (!tls_dir.empty()) {
+      tls_shard = sys.spawn(ps_shard, ps_shard_config{1, plain_sgd(1e-20)});
+      auto published = caf::openssl::publish(tls_shard, 0, "127.0.0.1", true);
+      tls_port = published ? *published : uint16_t(0);
+    }
+    uint16_t ports[3] = {port ? *port : uint16_t(0), raw_port, tls_port};
     if (::write(pipe_fd, ports, sizeof(ports)) != sizeof(ports))
       ::_exit(1);
     caf::scoped_actor self{sys};
     self->monitor(shard);
     self->receive([](const caf::down_msg&) {});
+    if (tls_shard) {
+      self->monitor(tls_shard);
+      self->receive([](const caf::down_msg&) {});
+    }
   }
   raw.join();
   ::close(listen_fd);
@@ -155,12 +208,46 @@ double raw_mb_per_s(int fd, size_t bytes, int rounds) {
   return 2.0 * bytes * rounds / secs / 1e6;
 }
 
+// `self` becomes the shard's chief: the only one its stop counts from.
+bool initialise(caf::scoped_actor& self, ps_shard_actor shard,
+                const std::vector<std::string>& names, const std::vector<tensor>& values) {
+  bool initialised = false;
+  self
+    ->request(shard, std::chrono::seconds(60), init_atom::value, bench_run, names, values,
+              shard_options{})
+    .receive([&](caf::ok_atom) { initialised = true; },
+             [&](caf::error& e) { std::fprintf(stderr, "init: %s\n", describe(e).c_str()); });
+  return initialised;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   int rounds_40mb = 10;
-  if (argc == 3 && std::string(argv[1]) == "--rounds")
-    rounds_40mb = std::max(1, std::atoi(argv[2]));
+  bool tls = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--rounds" && i + 1 < argc)
+      rounds_40mb = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--tls")
+      tls = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--rounds N] [--tls]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (tls) {
+    if (auto problem = openssl_error_queue_problem(); !problem.empty()) {
+      std::fprintf(stderr, "transfer: %s\n", problem.c_str());
+      return 1;
+    }
+    char dir[] = "/tmp/troupe-bench-tls-XXXXXX";
+    if (!::mkdtemp(dir) || !make_throwaway_identity(dir)) {
+      std::fprintf(stderr, "transfer: cannot make a throwaway certificate\n");
+      return 1;
+    }
+    tls_dir = dir;
+  }
   int fds[2];
   if (::pipe(fds) != 0)
     return 1;
@@ -170,8 +257,9 @@ int main(int argc, char** argv) {
     serve(fds[1]);
   }
   ::close(fds[1]);
-  uint16_t ports[2] = {0, 0};
-  if (::read(fds[0], ports, sizeof(ports)) != sizeof(ports) || ports[0] == 0) {
+  uint16_t ports[3] = {0, 0, 0};
+  if (::read(fds[0], ports, sizeof(ports)) != sizeof(ports) || ports[0] == 0
+      || (tls && ports[2] == 0)) {
     std::fprintf(stderr, "transfer: the server process did not start\n");
     return 1;
   }
@@ -184,6 +272,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "transfer: cannot reach the shard: %s\n",
                    sys.render(shard.error()).c_str());
       return 1;
+    }
+    caf::expected<ps_shard_actor> tls_shard{caf::sec::invalid_argument};
+    if (tls) {
+      tls_shard = caf::openssl::remote_actor<ps_shard_actor>(sys, "127.0.0.1", ports[2]);
+      if (!tls_shard) {
+        std::fprintf(stderr, "transfer: cannot reach the TLS shard: %s\n",
+                     sys.render(tls_shard.error()).c_str());
+        return 1;
+      }
     }
     int raw_fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
@@ -204,37 +301,44 @@ int main(int argc, char** argv) {
       names.push_back("v" + std::to_string(mb) + "mb");
       values.emplace_back(shape_t{static_cast<int64_t>(mb * 1000 * 1000 / 4)}, 0.5f);
     }
-    caf::scoped_actor self{sys};
-    bool initialised = false;
-    self
-      ->request(*shard, std::chrono::seconds(60), init_atom::value, bench_run, names, values,
-                shard_options{})
-      .receive([&](caf::ok_atom) { initialised = true; },
-               [&](caf::error& e) { std::fprintf(stderr, "init: %s\n", describe(e).c_str()); });
-    if (!initialised)
+    caf::scoped_actor chief{sys};
+    if (!initialise(chief, *shard, names, values)
+        || (tls && !initialise(chief, *tls_shard, names, values)))
       return 1;
     std::printf("bench/transfer: pull+push of one tensor between two processes over 127.0.0.1\n");
-    std::printf("%8s %8s %14s %14s %8s\n", "size", "rounds", "troupe MB/s", "raw TCP MB/s",
-                "ratio");
+    std::printf("%8s %8s %14s %14s %8s", "size", "rounds", "troupe MB/s", "raw TCP MB/s", "ratio");
+    std::printf(tls ? " %14s %10s\n" : "\n", "TLS MB/s", "TLS/plain");
     for (size_t i = 0; i < 3; ++i) {
       int rounds = static_cast<int>(rounds_40mb * 40 / sizes_mb[i]);
       double troupe = troupe_mb_per_s(sys, *shard, names[i], values[i].size(), rounds);
       double raw = raw_mb_per_s(raw_fd, values[i].bytes(), rounds);
-      if (troupe < 0 || raw < 0) {
+      double over_tls = tls ? troupe_mb_per_s(sys, *tls_shard, names[i], values[i].size(), rounds)
+                            : 0;
+      if (troupe < 0 || raw < 0 || over_tls < 0) {
         std::fprintf(stderr, "transfer: a round failed at %zu MB\n", sizes_mb[i]);
         exit_code = 1;
         break;
       }
-      std::printf("%6zuMB %8d %14.0f %14.0f %8.2f\n", sizes_mb[i], rounds, troupe, raw,
-                  troupe / raw);
+      std::printf("%6zuMB %8d %14.0f %14.0f %8.2f", sizes_mb[i], rounds, troupe, raw, troupe / raw);
+      if (tls)
+        std::printf(" %14.0f %10.2f\n", over_tls, over_tls / troupe);
+      else
+        std::printf("\n");
     }
     uint64_t zero = 0;
     write_all(raw_fd, &zero, sizeof(zero));
     ::close(raw_fd);
-    self->send(*shard, stop_atom::value);
+    chief->send(*shard, stop_atom::value);
+    if (tls)
+      chief->send(*tls_shard, stop_atom::value);
     std::this_thread::sleep_for(std::chrono::milliseconds(100)); // let the stop leave
   }
   int status = 0;
   ::waitpid(child, &status, 0);
+  if (tls) {
+    std::remove((tls_dir + "/node.pem").c_str());
+    std::remove((tls_dir + "/node.key").c_str());
+    ::rmdir(tls_dir.c_str());
+  }
   return exit_code;
 }

@@ -32,7 +32,7 @@ public:
 
   /// The reply to the chief's stats request; variables by name.
   shard_traffic report(int32_t shard, uint64_t bytes_held) const {
-    shard_traffic out{shard, bytes_held, in_, out_, pulls_, pushes_, {}};
+    shard_traffic out{shard, bytes_held, in_, out_, pulls_, pushes_, 0, {}}; // updates: the store's
     for (auto& [name, counts] : by_variable_)
       out.variables.push_back({name, counts.bytes_in, counts.bytes_out});
     return out;
