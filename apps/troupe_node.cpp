@@ -9,6 +9,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <iostream>
 #include <thread>
 
@@ -170,10 +172,16 @@ int exit_code_of(const caf::error& reason) {
   return !reason || reason == caf::exit_reason::normal ? exit_ok : exit_failure;
 }
 
+// Written once, at the end. stdout may be a pipe whose reader has gone
+// (troupe-node | head -3): SIGPIPE is ignored, so the write fails instead of
+// killing the node, and the line goes to the log instead.
 void print_final(const training_result& r) {
-  if (!r.traffic.empty())
-    std::cout << r.traffic_json() << "\n";
-  std::cout << r.to_json() << std::endl;
+  auto text = (r.traffic.empty() ? std::string() : r.traffic_json() + "\n") + r.to_json() + "\n";
+  errno = 0;
+  std::cout << text << std::flush;
+  if (!std::cout)
+    spdlog::error("the final line could not be written to stdout ({}); it was: {}",
+                  errno ? std::strerror(errno) : "stream error", r.to_json());
 }
 
 int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
@@ -263,6 +271,8 @@ int run_worker(caf::actor_system& sys, const node_setup& setup) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // A closed stdout or stderr must not end a run (see print_final).
+  std::signal(SIGPIPE, SIG_IGN);
   node_config cfg;
   register_protocol(cfg);
   auto outcome = load_node_config(cfg, argc, argv);

@@ -37,7 +37,7 @@ std::vector<std::string> known_names(const node_config& cfg) {
 }
 
 void check_file_keys(const node_config& cfg, const std::string& path, std::istream& in,
-                     std::vector<std::string>& errors) {
+                     const std::vector<std::string>& keys, std::vector<std::string>& errors) {
   caf::actor_system_config raw;
   if (auto err = raw.parse(caf::actor_system_config::string_list{}, in)) {
     errors.push_back(path + ": syntax error: " + caf::to_string(err)
@@ -75,6 +75,17 @@ void check_file_keys(const node_config& cfg, const std::string& path, std::istre
                          + "expected " + type_hint(*opt));
       }
     }
+  }
+  // CAF drops a value it cannot store in its option (a negative number for
+  // an unsigned key) without a word: such a key is missing from the result.
+  for (auto& full : keys) {
+    auto dot = full.find('.');
+    auto category = full.substr(0, dot);
+    auto opt = cfg.options().qualified_name_lookup(category, full.substr(dot + 1));
+    if (category != "global" && opt && !caf::get_if(&caf::content(raw), full))
+      errors.push_back(path + ": " + full + " has a value that cannot be used; expected "
+                       + type_hint(*opt)
+                       + (str(opt->type_name()).rfind("uint", 0) == 0 ? " (not negative)" : ""));
   }
 }
 

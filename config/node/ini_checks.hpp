@@ -20,9 +20,11 @@ std::vector<std::string> known_names(const node_config& cfg);
 
 /// Reads the file with no Troupe option declared, so that every value keeps
 /// the type it was written with; reports syntax errors, unknown keys (with
-/// the closest known one) and values of the wrong type.
+/// the closest known one) and values of the wrong type. `keys` are the keys
+/// the file sets (ini::scan_text): one CAF dropped while parsing (a negative
+/// number for an unsigned key) is reported too.
 void check_file_keys(const node_config& cfg, const std::string& path, std::istream& in,
-                     std::vector<std::string>& errors);
+                     const std::vector<std::string>& keys, std::vector<std::string>& errors);
 
 /// Stores integers written for real-valued keys (learning-rate = 1) that CAF
 /// left unbound, unless the command line set the key.

@@ -6,7 +6,9 @@
 #include <set>
 #include <sstream>
 
+#include "config/node/caf_sections.hpp"
 #include "config/node/ini_checks.hpp"
+#include "config/node/ini_scan.hpp"
 #include "config/node/node_config.hpp"
 #include "config/node/tls.hpp"
 #include "tensor/data/dataset.hpp"
@@ -131,11 +133,25 @@ void check_data(node_setup& setup, std::vector<std::string>& errors) {
                        "train.data-dir at a directory with the four MNIST-format .gz files");
     return;
   }
-  if (t.epochs > 0 && errors.empty())
-    parse_or_report("train.epochs", errors, [&] {
-      auto examples = idx_item_count(t.data_dir + "/train-labels-idx1-ubyte.gz");
-      t.last_step = last_step_for_epochs(t, setup.cluster.shape(), examples);
-    });
+  if (!errors.empty())
+    return;
+  uint64_t examples = 0;
+  parse_or_report("train.data-dir", errors,
+                  [&] { examples = idx_item_count(t.data_dir + "/train-labels-idx1-ubyte.gz"); });
+  if (!errors.empty())
+    return;
+  auto shape = setup.cluster.shape();
+  for (int32_t w = 0; w < shape.workers; ++w)
+    if (static_cast<uint64_t>(batch_size_of(t, w)) > examples) {
+      errors.push_back("the batch of worker:" + std::to_string(w) + " ("
+                       + std::to_string(batch_size_of(t, w)) + ") is larger than the "
+                       + std::to_string(examples)
+                       + " training examples; lower train.batch-size or train.worker-batch-sizes");
+      return;
+    }
+  if (t.epochs > 0)
+    parse_or_report("train.epochs", errors,
+                    [&] { t.last_step = last_step_for_epochs(t, shape, examples); });
 }
 
 // The embedded default: chief, 2 PS shards and 2 workers in one process.
@@ -196,6 +212,20 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   }
   if (out.what == load_outcome::action::help)
     return out;
+  // CAF's parser sees nothing the lexical scan refuses (it would recurse on
+  // deep nesting, or keep the last of two equal keys without a word).
+  std::set<std::string> flags_seen;
+  for (auto& arg : args) {
+    for (auto& problem : ini::scan_text(arg, "command line '" + arg.substr(0, 60) + "'", false))
+      out.errors.push_back(problem);
+    auto flag = arg.substr(0, arg.find('='));
+    if (!flags_seen.insert(flag).second)
+      out.errors.push_back("command line: " + flag + " is given twice; keep one");
+  }
+  if (!out.errors.empty()) {
+    out.what = load_outcome::action::fail;
+    return out;
+  }
   if (!explicit_file && std::ifstream(default_config_file))
     config_file = default_config_file;
 
@@ -209,7 +239,18 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
       return out;
     }
     text << in.rdbuf();
-    ini::check_file_keys(cfg, config_file, text, out.errors);
+    std::vector<std::string> keys;
+    for (auto& problem : ini::scan_text(text.str(), config_file, true, {}, &keys))
+      out.errors.push_back(problem);
+    if (!out.errors.empty()) {
+      out.what = load_outcome::action::fail;
+      return out;
+    }
+    ini::check_file_keys(cfg, config_file, text, keys, out.errors);
+    if (!out.errors.empty() && out.errors.back().find(": syntax error: ") != std::string::npos) {
+      out.what = load_outcome::action::fail; // what follows would only echo it
+      return out;
+    }
     text.clear();
     text.seekg(0);
   }
@@ -238,6 +279,7 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
     out.errors.push_back("--task_index needs --job_name (ps, worker or chief); without a job "
                          "every task runs in this process");
   check_cluster(cfg, setup, out.errors);
+  check_caf_sections(cfg, out.errors);
   setup.train = typed_settings(cfg, out.errors);
   setup.runtime.connect_timeout = to_ms(cfg.connect_timeout);
   setup.runtime.request_timeout = to_ms(cfg.request_timeout);

@@ -83,11 +83,14 @@ void check_workers(const training_settings& t, const cluster_shape& shape,
          + " must be between 1 and the " + workers
          + " worker(s) (0: all of them); more gradients than workers per update is not "
            "supported");
-  if (t.batch_size < 1)
-    fail("train.batch-size must be at least 1 (it is " + std::to_string(t.batch_size) + ")");
+  auto batch_range = "1.." + std::to_string(limits::max_batch_size);
+  if (t.batch_size < 1 || t.batch_size > limits::max_batch_size)
+    fail("train.batch-size = " + std::to_string(t.batch_size) + " is out of range; use "
+         + batch_range);
   for (size_t i = 0; i < t.worker_batch_sizes.size(); ++i)
-    if (t.worker_batch_sizes[i] < 1)
-      fail("train.worker-batch-sizes[" + std::to_string(i) + "] must be at least 1");
+    if (t.worker_batch_sizes[i] < 1 || t.worker_batch_sizes[i] > limits::max_batch_size)
+      fail("train.worker-batch-sizes[" + std::to_string(i) + "] = "
+           + std::to_string(t.worker_batch_sizes[i]) + " is out of range; use " + batch_range);
   if (t.worker_batch_sizes.size() > static_cast<size_t>(std::max(shape.workers, 0)))
     fail("train.worker-batch-sizes lists " + std::to_string(t.worker_batch_sizes.size())
          + " sizes for " + workers + " worker(s)");
@@ -112,19 +115,31 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
     fail("train.placement-epsilon must be in (0, 1]");
   if (!(t.clip_norm >= 0) || !std::isfinite(t.clip_norm))
     fail("train.clip-norm must be 0 (off) or a positive number");
-  if (t.last_step < 1)
-    fail("train.last-step must be at least 1 (it is " + std::to_string(t.last_step) + ")");
-  if (t.epochs < 0 || !std::isfinite(t.epochs))
-    fail("train.epochs must be 0 (use last-step) or a positive number of passes");
-  if (t.log_interval < 0)
-    fail("train.log-interval must be 0 (off) or more");
-  if (runtime.max_refused_steps < 0)
-    fail("train.max-refused-steps must not be negative");
-  for (auto [name, value] : {std::pair{"cluster.connect-timeout", runtime.connect_timeout},
-                             std::pair{"cluster.request-timeout", runtime.request_timeout},
-                             std::pair{"cluster.worker-wait-timeout", runtime.worker_wait_timeout}})
-    if (value.count() <= 0)
-      fail(std::string(name) + " must be a positive duration, e.g. 30s");
+  auto steps = std::to_string(limits::max_steps);
+  if (t.last_step < 1 || t.last_step > limits::max_steps)
+    fail("train.last-step = " + std::to_string(t.last_step) + " is out of range; use 1.." + steps);
+  if (!(t.epochs >= 0 && t.epochs <= limits::max_epochs))
+    fail("train.epochs must be 0 (use last-step) or a number of passes up to 1e6");
+  if (t.log_interval < 0 || t.log_interval > limits::max_steps)
+    fail("train.log-interval must be 0 (off) or up to " + steps);
+  if (runtime.max_refused_steps < 0 || runtime.max_refused_steps > limits::max_steps)
+    fail("train.max-refused-steps must be 0.." + steps);
+  using std::chrono::milliseconds;
+  struct duration_key {
+    const char* name;
+    milliseconds value;
+    milliseconds min;
+  };
+  for (auto [name, value, min] :
+       {duration_key{"cluster.connect-timeout", runtime.connect_timeout,
+                     limits::min_connect_timeout},
+        duration_key{"cluster.request-timeout", runtime.request_timeout,
+                     limits::min_request_timeout},
+        duration_key{"cluster.worker-wait-timeout", runtime.worker_wait_timeout,
+                     limits::min_worker_wait_timeout}})
+    if (value < min || value > limits::max_timeout)
+      fail(std::string(name) + " = " + std::to_string(value.count()) + "ms is out of range; use "
+           + std::to_string(min.count()) + "ms to 24h, e.g. 30s");
   return out;
 }
 
@@ -156,8 +171,12 @@ int64_t last_step_for_epochs(const training_settings& train, const cluster_shape
                     * (train.mode == update_mode::sync
                          ? static_cast<double>(replicas_of(train, shape))
                          : 1.0);
-  return std::max<int64_t>(
-    1, static_cast<int64_t>(std::ceil(train.epochs * static_cast<double>(examples) / per_update)));
+  double steps = std::ceil(train.epochs * static_cast<double>(examples) / per_update);
+  if (!(steps <= static_cast<double>(limits::max_steps)))
+    throw troupe_error("train.epochs = " + std::to_string(train.epochs) + " over "
+                       + std::to_string(examples) + " examples is more than "
+                       + std::to_string(limits::max_steps) + " steps; lower it");
+  return std::max<int64_t>(1, static_cast<int64_t>(steps));
 }
 
 gpu::device_spec device_of(const training_settings& s, int32_t worker) {

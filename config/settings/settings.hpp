@@ -107,6 +107,19 @@ struct runtime_settings {
   std::chrono::milliseconds worker_wait_timeout{120000};
 };
 
+/// The ranges check_settings enforces beyond "positive": far above any real
+/// run, low enough that no value in range overflows or exhausts memory by
+/// itself.
+namespace limits {
+constexpr int64_t max_batch_size = 65536;        ///< examples per worker step
+constexpr int64_t max_steps = 1'000'000'000'000; ///< last-step, log-interval, ...
+constexpr double max_epochs = 1e6;
+constexpr std::chrono::milliseconds min_connect_timeout{1000};
+constexpr std::chrono::milliseconds min_request_timeout{100};
+constexpr std::chrono::milliseconds min_worker_wait_timeout{1000};
+constexpr std::chrono::milliseconds max_timeout{24LL * 3600 * 1000}; ///< a day
+} // namespace limits
+
 /// Every problem with these settings on a cluster of this shape, each
 /// naming the key and the fix (errc::invalid_setting); empty when the run can
 /// start. Pure: reads no file (the data directory is the node's to check).
@@ -124,6 +137,7 @@ int32_t replicas_of(const training_settings& train, const cluster_shape& shape);
 /// train.epochs as global steps over `examples` training examples:
 /// ceil(epochs * examples / examples per update), at least 1. An update
 /// takes one batch (the workers' mean batch) in async mode and R in sync.
+/// Throws troupe_error when that is more than limits::max_steps.
 int64_t last_step_for_epochs(const training_settings& train, const cluster_shape& shape,
                              uint64_t examples);
 

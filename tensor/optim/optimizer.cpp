@@ -63,8 +63,8 @@ maybe_failure optimizer_config::check() const {
         return fail("momentum must be in [0, 1)");
       break;
     case optimizer_kind::adagrad:
-      if (!(initial_accumulator > 0))
-        return fail("adagrad's initial accumulator must be positive");
+      if (!(initial_accumulator > 0 && std::isfinite(initial_accumulator)))
+        return fail("adagrad's initial accumulator must be a positive number");
       break;
     case optimizer_kind::rmsprop:
       if (!(rms_decay >= 0 && rms_decay < 1 && rms_momentum >= 0 && rms_momentum < 1))
@@ -75,8 +75,8 @@ maybe_failure optimizer_config::check() const {
         return fail("adam's beta1 and beta2 must be in [0, 1)");
       break;
   }
-  if (epsilon < 0)
-    return fail("epsilon must not be negative");
+  if (!(epsilon >= 0 && std::isfinite(epsilon)))
+    return fail("epsilon must be 0 or a positive number");
   return std::nullopt;
 }
 

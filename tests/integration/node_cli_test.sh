@@ -29,6 +29,28 @@ check "job without a cluster file exits 2" 2 "needs a cluster" \
 check "unknown command-line option exits 2" 2 "did you mean --train.last-step" \
   "$bin" --train.last-stp=3
 check "missing config file exits 2" 2 "/nope.conf" "$bin" --config-file=/nope.conf
+# Values that crashed the node or misled it before: each is a configuration
+# error now, exit 2, naming the key.
+printf '[scheduler]\nmax-threads = 0\n' | cat "$conf" - >"$tmp/threads.conf"
+check "scheduler.max-threads = 0 exits 2 (was SIGFPE)" 2 "scheduler.max-threads = 0 is out of range" \
+  "$bin" --config-file="$tmp/threads.conf" --job_name=ps --task_index=0
+{ cat "$conf"; printf '[model]\nlayers = '; head -c 50000 /dev/zero | tr '\0' '['; echo; } >"$tmp/deep.conf"
+check "a list nested 50,000 deep exits 2 (was SIGSEGV)" 2 "nested more than 4 deep" \
+  "$bin" --config-file="$tmp/deep.conf" --job_name=ps --task_index=0
+check "a batch of 10^7 exits 2 (workers died of bad_alloc)" 2 "train.batch-size = 10000000 is out of range" \
+  "$bin" --config-file="$conf" --job_name=worker --task_index=0 --train.batch-size=10000000
+check "epochs = 1e30 exits 2 (trained 1 step, ok:true)" 2 "train.epochs" \
+  "$bin" --config-file="$conf" --job_name=worker --task_index=0 --train.epochs=1e30
+check "a nanosecond timeout exits 2" 2 "cluster.request-timeout = 0ms is out of range" \
+  "$bin" --config-file="$conf" --job_name=ps --task_index=0 --cluster.request-timeout=1ns
+sed 's/^batch-size = \(.*\)/batch-size = \1\nbatch-size = 7/' "$conf" >"$tmp/twice.conf"
+check "a key set twice exits 2 (the last one won silently)" 2 "train.batch-size is set twice" \
+  "$bin" --config-file="$tmp/twice.conf" --job_name=ps --task_index=0
+# A reader that goes away (troupe-node | head) does not end the run: the
+# final line goes to the log instead, and the exit code is the run's.
+check "a closed stdout does not kill the node" 0 "could not be written to stdout" \
+  bash -c "'$bin' --train.last-step=300 2>'$tmp/pipe.log' | true; rc=\${PIPESTATUS[0]}
+           cat '$tmp/pipe.log'; exit \$rc"
 # A PS whose chief never comes gives up after connect-timeout (exit 1, no hang).
 sed 's/^connect-timeout = 60s/connect-timeout = 2s/' "$conf" >"$tmp/short.conf"
 check "ps without a chief exits 1 after connect-timeout" 1 "no chief initialised" \

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <boost/test/unit_test.hpp>
 
@@ -30,10 +31,23 @@ struct fixture {
   }
   ~fixture() { fs::remove_all(dir); }
 
-  std::string base() const {
-    return "[cluster]\nchief = [\"127.0.0.1:7000\"]\nps = [\"127.0.0.1:7001\"]\n"
-           "worker = [\"127.0.0.1:7101\", \"127.0.0.1:7102\"]\n[train]\ndata-dir = \""
-           + (dir / "data").string() + "\"\n";
+  // A valid file; `set` replaces or adds keys ("cluster.ps" -> its value).
+  std::string base(const std::map<std::string, std::string>& set = {}) const {
+    std::map<std::string, std::map<std::string, std::string>> sections{
+      {"cluster",
+       {{"chief", "[\"127.0.0.1:7000\"]"},
+        {"ps", "[\"127.0.0.1:7001\"]"},
+        {"worker", "[\"127.0.0.1:7101\", \"127.0.0.1:7102\"]"}}},
+      {"train", {{"data-dir", "\"" + (dir / "data").string() + "\""}}}};
+    for (auto& [key, value] : set)
+      sections[key.substr(0, key.find('.'))][key.substr(key.find('.') + 1)] = value;
+    std::string text;
+    for (auto name : {"cluster", "train"}) { // [train] last: tests append its keys
+      text += std::string("[") + name + "]\n";
+      for (auto& [key, value] : sections[name])
+        text += key + " = " + value + "\n";
+    }
+    return text;
   }
 
   load_outcome load(const std::string& text, std::vector<std::string> args = {}) {
@@ -181,7 +195,7 @@ BOOST_AUTO_TEST_CASE(unknown_key_suggests_the_right_one) {
 BOOST_AUTO_TEST_CASE(wrong_types_are_named) {
   expect_error(load(base() + "batch-size = \"64\"\n", worker0),
                {"train.batch-size", "wrong type", "an integer"});
-  expect_error(load(base() + "[cluster]\nrequest-timeout = 5\n", worker0), {"a duration"});
+  expect_error(load(base({{"cluster.request-timeout", "5"}}), worker0), {"a duration"});
   auto bad_list = "[cluster]\nchief = [\"127.0.0.1:7000\"]\nps = \"127.0.0.1:7001\"\n"
                   "worker = [\"127.0.0.1:7101\"]\n";
   auto out = load(bad_list, worker0);
@@ -192,13 +206,13 @@ BOOST_AUTO_TEST_CASE(wrong_types_are_named) {
 
 BOOST_AUTO_TEST_CASE(cluster_errors) {
   const std::vector<std::string> chief0{"--job_name=chief", "--task_index=0"};
-  expect_error(load(base() + "[cluster]\nworker = []\n", chief0), {"cluster.worker is empty"});
-  expect_error(load(base() + "[cluster]\nps = [\"127.0.0.1:7101\"]\n", worker0),
+  expect_error(load(base({{"cluster.worker", "[]"}}), chief0), {"cluster.worker is empty"});
+  expect_error(load(base({{"cluster.ps", "[\"127.0.0.1:7101\"]"}}), worker0),
                {"127.0.0.1:7101", "two tasks"});
-  expect_error(load(base() + "[cluster]\nps = [\"localhost\"]\n", worker0),
+  expect_error(load(base({{"cluster.ps", "[\"localhost\"]"}}), worker0),
                {"cluster.ps", "not host:port"});
-  expect_error(load(base() + "[cluster]\nps = [\"h:99999\"]\n", worker0), {"outside 1..65535"});
-  expect_error(load(base() + "[cluster]\nchief = []\n", worker0),
+  expect_error(load(base({{"cluster.ps", "[\"h:99999\"]"}}), worker0), {"outside 1..65535"});
+  expect_error(load(base({{"cluster.chief", "[]"}}), worker0),
                {"cluster.chief must list exactly one"});
 }
 
@@ -233,16 +247,36 @@ BOOST_AUTO_TEST_CASE(training_value_errors) {
   expect_error(load(base() + "worker-devices = [\"cpu\", \"cpu\", \"cpu\"]\n", worker0),
                {"train.worker-devices lists 3 devices"});
   expect_error(load(base() + "worker-batch-sizes = [100, 0]\n", worker0),
-               {"train.worker-batch-sizes[1] must be at least 1"});
+               {"train.worker-batch-sizes[1] = 0 is out of range"});
   expect_error(load(base() + "gpu-memory-fraction = 0\n", worker0),
                {"train.gpu-memory-fraction must be in (0, 1]"});
 }
 
+// Values that used to crash a worker, stall a run or end it with a false
+// success are refused before anything starts.
+BOOST_AUTO_TEST_CASE(every_number_has_a_range) {
+  expect_error(load(base() + "batch-size = 10000000\n", worker0),
+               {"train.batch-size = 10000000 is out of range", "1..65536"});
+  // The fixture's training labels claim 1000 examples.
+  expect_error(load(base() + "batch-size = 5000\n", worker0),
+               {"batch of worker:0 (5000) is larger than the 1000 training examples"});
+  expect_error(load(base() + "epochs = 1e30\n", worker0), {"train.epochs", "1e6"});
+  expect_error(load(base() + "last-step = 10000000000000\n", worker0), {"train.last-step"});
+  expect_error(load(base({{"cluster.request-timeout", "1ns"}}), worker0),
+               {"cluster.request-timeout = 0ms is out of range", "100ms to 24h"});
+  expect_error(load(base({{"cluster.connect-timeout", "-5s"}}), worker0),
+               {"cluster.connect-timeout"});
+  expect_error(load(base({{"cluster.worker-wait-timeout", "48h"}}), worker0),
+               {"cluster.worker-wait-timeout", "to 24h"});
+  expect_error(load(base() + "optimizer = \"adam\"\nepsilon = -1.0\n", worker0),
+               {"epsilon must be 0 or a positive number"});
+}
+
 BOOST_AUTO_TEST_CASE(missing_data_directory_is_named) {
-  expect_error(load(base() + "data-dir = \"/nonexistent/fmnist\"\n", worker0),
+  expect_error(load(base({{"train.data-dir", "\"/nonexistent/fmnist\""}}), worker0),
                {"train.data-dir", "/nonexistent/fmnist", "dataset-fashion-mnist"});
   // A PS reads no data, so it does not need the directory.
-  auto out = load(base() + "data-dir = \"/nonexistent/fmnist\"\n",
+  auto out = load(base({{"train.data-dir", "\"/nonexistent/fmnist\""}}),
                   {"--job_name=ps", "--task_index=0"});
   BOOST_TEST(out.errors.empty());
 }
@@ -336,6 +370,49 @@ BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_certificate_is_named) {
                     + "\"\ncafile = \"" + junk + "\"\n",
                   worker0);
   expect_error(out, {"openssl.certificate", junk, "is not a PEM certificate"});
+}
+
+BOOST_AUTO_TEST_CASE(a_key_or_section_given_twice_is_an_error) {
+  expect_error(load(base() + "batch-size = 10\nbatch-size = 20\n", worker0),
+               {"train.batch-size is set twice", "first on line"});
+  expect_error(load(base() + "[cluster]\nrequest-timeout = 5s\n", worker0),
+               {"section [cluster] appears twice"});
+  expect_error(load(base(), {"--job_name=worker", "--task_index=0", "--train.batch-size=5",
+                             "--train.batch-size=6"}),
+               {"--train.batch-size is given twice"});
+}
+
+BOOST_AUTO_TEST_CASE(nesting_and_string_length_are_bounded_before_parsing) {
+  // 50,000 nested lists overflowed CAF's recursive parser's stack.
+  expect_error(
+    load(base() + "partitioners = " + std::string(50000, '[') + std::string(50000, ']') + "\n",
+         worker0),
+    {"nested more than 4 deep"});
+  expect_error(load(base() + "model = \"" + std::string(5000, 'x') + "\"\n", worker0),
+               {"string of 5000 bytes", "4096"});
+  expect_error(load(base(), {"--job_name=worker", "--task_index=0",
+                             "--train.partitioners=" + std::string(100, '[')}),
+               {"command line", "nested more than 4 deep"});
+  expect_error(load(base() + "model = \"softmax\n", worker0), {"not closed"});
+}
+
+BOOST_AUTO_TEST_CASE(cafs_own_sections_are_ranged) {
+  expect_error(load(base() + "[scheduler]\nmax-threads = 0\n", worker0),
+               {"scheduler.max-threads = 0 is out of range", "1..512"});
+  expect_error(load(base() + "[scheduler]\nmax-threads = -1\n", worker0),
+               {"scheduler.max-threads", "not negative"});
+  expect_error(load(base() + "[scheduler]\nmax-throughput = 0\n", worker0),
+               {"scheduler.max-throughput"});
+  expect_error(load(base() + "[work-stealing]\nmoderate-steal-interval = 0\n", worker0),
+               {"work-stealing.moderate-steal-interval"});
+  expect_error(load(base() + "[scheduler]\npolicy = 'fifo'\n", worker0),
+               {"scheduler.policy", "'stealing', 'sharing'"});
+  expect_error(load(base() + "[middleman]\nheartbeat-interval = 1ns\n", worker0),
+               {"middleman.heartbeat-interval = 1ns is out of range"});
+  expect_error(load(base() + "[middleman]\nheartbeat-interval = 5s\n", worker0),
+               {"middleman.connection-timeout = 10s must be at least 3 x"});
+  auto out = load(base() + "[scheduler]\nmax-threads = 4\npolicy = 'sharing'\n", worker0);
+  BOOST_TEST(out.errors.empty(), (out.errors.empty() ? "" : out.errors[0]));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

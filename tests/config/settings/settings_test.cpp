@@ -102,6 +102,9 @@ BOOST_AUTO_TEST_CASE(derived_values) {
   BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 10); // the mean batch: 200
   t.epochs = 0.0001;
   BOOST_TEST(last_step_for_epochs(t, {1, 3}, 1000) == 1); // at least one step
+  t.epochs = 1e6; // 1e6 passes over 1e9 examples in batches of 200: too many steps
+  BOOST_CHECK_THROW(last_step_for_epochs(t, {1, 3}, 1'000'000'000), troupe_error);
+  t.epochs = 0.0001;
   BOOST_TEST(batch_size_of(t, 1) == 300);
   t.worker_devices = {gpu::parse_device("cuda:1")};
   BOOST_TEST(device_of(t, 0).to_string() == "cuda:1");
