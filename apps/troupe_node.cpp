@@ -44,7 +44,7 @@ void setup_logging(const std::string& who) {
 // by default); every node must send them, or idle peers drop each other.
 void default_heartbeats(node_config& cfg) {
   auto& content = caf::content(cfg);
-  auto set_default = [&](const char* key, caf::timespan value) {
+  auto set_default = [&](const std::string& key, caf::timespan value) {
     auto current = caf::get_if<caf::timespan>(&content, key);
     if (!current || current->count() == 0)
       cfg.set(key, value);

@@ -181,7 +181,7 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
   }
   self->delayed_send(self, watchdog_period, tick_atom::value);
   return {
-    [self](hello_atom, uint32_t version, const std::string& job, int32_t task) {
+    [](hello_atom, uint32_t version, const std::string& job, int32_t task) {
       return answer_hello(version, job, task, "chief");
     },
     [self](ready_atom, int32_t index) { return on_ready(self, index); },

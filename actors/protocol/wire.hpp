@@ -58,14 +58,22 @@ inline caf::error inspect(caf::deserializer& f, tensor& x) {
                                + std::to_string(bytes->remaining()) + " more bytes");
   if (shape.size() > 8)
     return caf::make_error(caf::sec::invalid_argument, "tensor of rank above 8");
-  bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
-  uint64_t product = 1; // checked against n before each step, so it cannot overflow
+  // The product of the non-zero dimensions, bounded like the count so that
+  // no later arithmetic on the shape can overflow.
+  bool empty = false;
+  uint64_t product = 1;
   for (auto d : shape) {
-    if (d < 0 || (!empty && product > n / static_cast<uint64_t>(d)))
-      return caf::make_error(caf::sec::invalid_argument,
-                             "tensor shape does not match its element count");
-    if (!empty)
-      product *= static_cast<uint64_t>(d);
+    if (d < 0)
+      return caf::make_error(caf::sec::invalid_argument, "tensor shape has a negative dimension");
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (product > max_wire_elements() / static_cast<uint64_t>(d))
+      return caf::make_error(caf::sec::invalid_argument, "tensor shape exceeds the limit of "
+                                                           + std::to_string(max_wire_elements())
+                                                           + " elements");
+    product *= static_cast<uint64_t>(d);
   }
   if ((empty ? 0 : product) != n)
     return caf::make_error(caf::sec::invalid_argument,

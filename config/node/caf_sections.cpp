@@ -54,7 +54,7 @@ std::string text(caf::timespan t) {
 void check_caf_sections(const node_config& cfg, std::vector<std::string>& errors) {
   auto& content = caf::content(cfg);
   for (auto& r : counts) {
-    auto* value = caf::get_if(&content, r.key);
+    auto* value = caf::get_if(&content, std::string(r.key));
     if (!value)
       continue;
     auto* n = caf::get_if<caf::config_value::integer>(value);
@@ -64,7 +64,7 @@ void check_caf_sections(const node_config& cfg, std::vector<std::string>& errors
                      + std::to_string(r.min) + ".." + std::to_string(r.max));
   }
   for (auto& r : durations) {
-    auto* value = caf::get_if(&content, r.key);
+    auto* value = caf::get_if(&content, std::string(r.key));
     auto* t = value ? caf::get_if<caf::timespan>(value) : nullptr;
     if (!t || t->count() == 0 || (*t >= r.min && *t <= r.max))
       continue;
@@ -83,7 +83,7 @@ void check_caf_sections(const node_config& cfg, std::vector<std::string>& errors
                      + " must be at least 3 x middleman.heartbeat-interval (" + text(heartbeat)
                      + "), or one late heartbeat drops a healthy peer");
   auto choice = [&](const char* key, std::initializer_list<const char*> allowed) {
-    auto* value = caf::get_if(&content, key);
+    auto* value = caf::get_if(&content, std::string(key));
     if (!value)
       return;
     auto rendered = caf::to_string(*value);

@@ -78,7 +78,7 @@ std::string dump_config(const node_config& cfg, const node_setup& s) {
   for (auto category : {"cluster", "train", "model"}) {
     out << "\n[" << category << "]\n";
     for (auto& opt : cfg.options())
-      if (opt.category() == category)
+      if (ini::str(opt.category()) == category)
         if (auto value = opt.get())
           out << ini::str(opt.long_name()) << " = " << ini_text(*value) << "\n";
   }

@@ -21,27 +21,31 @@ Fn libssl_symbol(const char* name) {
 
 } // namespace
 
+// Exported even where the build hides symbols by default: libcaf_openssl
+// must bind to these.
+#define TROUPE_INTERPOSE __attribute__((visibility("default")))
+
 extern "C" {
 
-int SSL_read(SSL* ssl, void* buf, int num) {
+TROUPE_INTERPOSE int SSL_read(SSL* ssl, void* buf, int num) {
   static auto real = libssl_symbol<int (*)(SSL*, void*, int)>("SSL_read");
   ERR_clear_error();
   return real(ssl, buf, num);
 }
 
-int SSL_write(SSL* ssl, const void* buf, int num) {
+TROUPE_INTERPOSE int SSL_write(SSL* ssl, const void* buf, int num) {
   static auto real = libssl_symbol<int (*)(SSL*, const void*, int)>("SSL_write");
   ERR_clear_error();
   return real(ssl, buf, num);
 }
 
-int SSL_accept(SSL* ssl) {
+TROUPE_INTERPOSE int SSL_accept(SSL* ssl) {
   static auto real = libssl_symbol<int (*)(SSL*)>("SSL_accept");
   ERR_clear_error();
   return real(ssl);
 }
 
-int SSL_connect(SSL* ssl) {
+TROUPE_INTERPOSE int SSL_connect(SSL* ssl) {
   static auto real = libssl_symbol<int (*)(SSL*)>("SSL_connect");
   ERR_clear_error();
   return real(ssl);

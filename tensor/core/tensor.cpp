@@ -9,12 +9,16 @@ namespace troupe {
 
 int64_t num_elements(const shape_t& shape) {
   int64_t n = 1;
+  bool empty = false;
   for (auto d : shape) {
     if (d < 0)
       throw shape_error("negative dimension in shape " + to_string(shape));
-    n *= d;
+    if (d == 0)
+      empty = true;
+    else if (__builtin_mul_overflow(n, d, &n))
+      throw shape_error("shape " + to_string(shape) + " has more elements than 64 bits count");
   }
-  return n;
+  return empty ? 0 : n;
 }
 
 std::string to_string(const shape_t& shape) {

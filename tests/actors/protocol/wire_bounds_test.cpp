@@ -78,10 +78,26 @@ BOOST_AUTO_TEST_CASE(shapes_must_match_their_count) {
   BOOST_TEST(
     static_cast<bool>(read(wire_form({huge, huge, 4}, 4, 4), t))); // a product that would overflow
   BOOST_TEST(static_cast<bool>(read(wire_form(shape_t(9, 1), 1, 1), t))); // rank 9
-  BOOST_TEST(!static_cast<bool>(read(wire_form({huge, 0}, 0, 0), t)));    // empty is fine
+  BOOST_TEST(
+    static_cast<bool>(read(wire_form({huge, 0}, 0, 0), t)));        // no dimension beyond the limit
+  BOOST_TEST(!static_cast<bool>(read(wire_form({7, 0}, 0, 0), t))); // empty is fine
   BOOST_TEST(t.size() == 0u);
   BOOST_TEST(!static_cast<bool>(read(wire_form({}, 1, 1), t))); // a scalar
   BOOST_TEST(t.size() == 1u);
+}
+
+// Found by the tensor_wire fuzz target: an empty tensor whose other
+// dimensions overflow 64 bits when multiplied (num_elements was undefined
+// behaviour, and a throw inside CAF's deserialiser ends the process).
+BOOST_AUTO_TEST_CASE(an_empty_shape_with_huge_dimensions_is_refused) {
+  tensor t;
+  auto err = read(wire_form({int64_t{1} << 40, int64_t{1} << 40, 0}, 0, 0), t);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(caf::to_string(err).find("exceeds the limit") != std::string::npos,
+             caf::to_string(err));
+  BOOST_TEST(!read(wire_form({0, 5}, 0, 0), t)); // an ordinary empty tensor
+  BOOST_TEST(t.shape() == (shape_t{0, 5}));
+  BOOST_CHECK_THROW(num_elements({int64_t{1} << 40, int64_t{1} << 40}), shape_error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,132 @@
+// Writes the seed corpus of the fuzz targets that read binary formats
+// (messages, tensor_wire, data) into tests/fuzz/corpus/: one valid input of
+// each kind, so that fuzzing starts from what peers and files really send.
+// Run it again when the protocol changes:
+//   build/bin/troupe-fuzz-seeds tests/fuzz/corpus
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/message.hpp>
+
+#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/wire.hpp"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct seed_config : caf::actor_system_config {
+  seed_config() {
+    load<caf::io::middleman>();
+    register_protocol(*this);
+  }
+};
+
+void write(const fs::path& file, const std::vector<char>& bytes) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::binary)
+    .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// The messages target's first byte picks the decoder: 0 is a whole
+// caf::message, then TROUPE_MESSAGE_TYPES in order.
+template <class T>
+void seed(caf::actor_system& sys, const fs::path& dir, uint8_t pick, const char* name, T value) {
+  std::vector<char> bytes{static_cast<char>(pick)};
+  caf::binary_serializer sink{sys, bytes};
+  if (auto err = sink(value))
+    std::fprintf(stderr, "seed %s: %s\n", name, sys.render(err).c_str());
+  write(dir / (std::to_string(pick) + "-" + name), bytes);
+}
+
+std::vector<char> idx(uint32_t magic, std::vector<uint32_t> dims, std::vector<uint8_t> values) {
+  std::vector<char> out;
+  auto be32 = [&](uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8)
+      out.push_back(static_cast<char>((v >> shift) & 0xff));
+  };
+  be32(magic);
+  for (auto d : dims)
+    be32(d);
+  out.insert(out.end(), values.begin(), values.end());
+  return out;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  fs::path root = argv[1];
+  seed_config cfg;
+  caf::actor_system sys{cfg};
+  auto messages = root / "messages";
+  tensor small({2, 3}, std::vector<float>{1, -2, 0.5f, std::numeric_limits<float>::quiet_NaN(),
+                                          std::numeric_limits<float>::infinity(), -0.0f});
+  seed(sys, messages, 0, "push",
+       caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3},
+                         std::vector<std::string>{"w"}, std::vector<tensor>{small}));
+  seed(sys, messages, 0, "pull",
+       caf::make_message(pull_atom::value, run_id{7}, std::vector<std::string>{"w", "b"}));
+  seed(sys, messages, 0, "hello",
+       caf::make_message(hello_atom::value, protocol_version, std::string("worker"), int32_t{0}));
+  seed(sys, messages, 1, "tensor", small);
+  seed(sys, messages, 2, "tensors", std::vector<tensor>{small, tensor({4})});
+  seed(sys, messages, 3, "pull_reply", pull_reply{5, {small}});
+  seed(sys, messages, 4, "planned_slice", planned_slice{"w/part_0", 1, 0, 0, 0, 392});
+  seed(sys, messages, 5, "planned_slices",
+       std::vector<planned_slice>{{"w", 0, 0, 0, 0, 784}, {"b", 1, 1, 0, 0, 10}});
+  training_plan plan;
+  plan.run = 7;
+  plan.slices = {{"w", 0, 0, 0, 0, 784}};
+  seed(sys, messages, 6, "training_plan", plan);
+  step_report report;
+  report.run = 7;
+  report.step = 12;
+  report.applied = true;
+  report.loss = 0.5;
+  seed(sys, messages, 7, "step_report", report);
+  seed(sys, messages, 8, "step_grant", step_grant{13, false});
+  seed(sys, messages, 9, "step_summary", step_summary{13, 0.4, 90, 100, 1.5, 1, 2});
+  seed(sys, messages, 10, "variable_traffic", variable_traffic{"w", 100, 200});
+  seed(sys, messages, 11, "variable_traffics", std::vector<variable_traffic>{{"w", 1, 2}});
+  shard_traffic traffic;
+  traffic.variables = {{"w", 1, 2}};
+  seed(sys, messages, 12, "shard_traffic", traffic);
+  seed(sys, messages, 13, "shard_options", shard_options{true, 2, 100, {}});
+  seed(sys, messages, 14, "step_coordinator_actor", step_coordinator_actor{});
+  seed(sys, messages, 15, "token_queue_actor", token_queue_actor{});
+  seed(sys, messages, 16, "ps_shard_actor", ps_shard_actor{});
+  seed(sys, messages, 17, "chief_actor", chief_actor{});
+  seed(sys, messages, 18, "worker_actor", worker_actor{});
+
+  auto wire = root / "tensor_wire";
+  for (auto [name, t] : {std::pair{"matrix", small}, std::pair{"empty", tensor()},
+                         std::pair{"zero_rows", tensor({0, 5})}}) {
+    std::vector<char> bytes;
+    caf::binary_serializer sink{nullptr, bytes};
+    static_cast<void>(inspect(sink, t));
+    write(wire / name, bytes);
+  }
+
+  // The data target: two bytes (little-endian) = the image file's length.
+  auto images = idx(2051, {2, 2, 2}, {0, 64, 128, 255, 1, 2, 3, 4});
+  auto labels = idx(2049, {2}, {3, 9});
+  std::vector<char> pair{static_cast<char>(images.size() & 0xff),
+                         static_cast<char>(images.size() >> 8)};
+  pair.insert(pair.end(), images.begin(), images.end());
+  pair.insert(pair.end(), labels.begin(), labels.end());
+  write(root / "data" / "two_examples", pair);
+  std::printf("seeds written under %s\n", root.c_str());
+  return 0;
+}
