@@ -110,6 +110,11 @@ caf::result<step_grant> on_nonfinite(self_ptr self, step_report r) {
 // Sync: the token queue completed an update.
 void on_step_done(self_ptr self, const step_summary& s) {
   auto& st = self->state;
+  auto sender = self->current_sender();
+  if (!st.token_queue || !sender || sender->address() != st.token_queue.address()) {
+    refuse("chief", "a step_done", sender, "only its token queue reports updates");
+    return;
+  }
   if (st.now != chief_state::phase::training)
     return;
   st.sync_step = s.step;

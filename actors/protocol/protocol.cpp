@@ -1,7 +1,10 @@
 #include "actors/protocol/protocol.hpp"
 
 #include <caf/actor_control_block.hpp>
+#include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/message.hpp>
 #include <caf/node_id.hpp>
 #include <caf/result.hpp>
@@ -45,7 +48,27 @@ std::string describe_sender(const caf::strong_actor_ptr& sender) {
 
 caf::error refuse(const std::string& who, const std::string& what,
                   const caf::strong_actor_ptr& sender, const std::string& why) {
-  spdlog::warn("{}: refused {} from {}: {}", who, what, describe_sender(sender), why);
+  auto line = who + ": refused " + what + " from " + describe_sender(sender);
+  auto* sys = sender ? sender->home_system : nullptr;
+  if (!sys || sender->node() == sys->node() || !sys->has_middleman()) {
+    spdlog::warn("{}: {}", line, why);
+  } else {
+    // CAF knows a remote node only by id; its middleman knows the address
+    // of the connection the message came through. Ask it off this handler.
+    auto middleman = sys->middleman().actor_handle();
+    auto node = sender->node();
+    sys->spawn([=](caf::event_based_actor* self) {
+      self->request(middleman, std::chrono::seconds(5), caf::get_atom::value, node)
+        .then(
+          [=](const caf::node_id&, const std::string& host, uint16_t port) {
+            if (host.empty())
+              spdlog::warn("{}: {}", line, why);
+            else
+              spdlog::warn("{} at {}:{}: {}", line, host, port, why);
+          },
+          [=](caf::error&) { spdlog::warn("{}: {}", line, why); });
+    });
+  }
   return make_error({errc::unauthorized, who + " refused " + what + ": " + why});
 }
 

@@ -307,7 +307,8 @@ std::string describe(const caf::error& err);
 std::string describe_sender(const caf::strong_actor_ptr& sender);
 
 /// Refuses a message from the wrong party: logs "<who>: refused <what> from
-/// <sender>: <why>" and returns the unauthorized error to answer with.
+/// <sender>[ at host:port]: <why>" (the address, asked of the middleman, for
+/// a remote sender) and returns the unauthorized error to answer with.
 caf::error refuse(const std::string& who, const std::string& what,
                   const caf::strong_actor_ptr& sender, const std::string& why);
 

@@ -3,9 +3,10 @@
 # the cluster trains over TLS; a worker without TLS, one whose certificate
 # comes from another CA, and garbage or an oversized BASP header on the ps
 # and chief ports are all refused before any message is read, leave the
-# nodes' memory bounded, and do not harm the run.
+# nodes' memory bounded, and do not harm the run. With troupe-foreign-client
+# (third argument), the stranger of hostile_peer_test cannot even connect.
 set -u
-bin=$1; root=$2
+bin=$1; root=$2; client=${3:-}
 command -v openssl >/dev/null || { echo "tls_cluster_test: openssl missing; skipped"; exit 77; }
 tmp=$(mktemp -d)
 pids=()
@@ -59,6 +60,10 @@ expect "a worker without TLS cannot join (exit $rc)" test "$rc" = 1
 start rogue rogue worker 1
 wait_exit "$pid_rogue" 120
 expect "a worker with another CA's certificate cannot join (exit $rc)" test "$rc" = 1
+if [ -n "$client" ]; then
+  "$client" 127.0.0.1:8820 127.0.0.1:8821 >"$tmp/client.log" 2>&1
+  expect "a foreign CAF client cannot connect to a TLS cluster (exit $?)" grep -q "cannot connect" "$tmp/client.log"
+fi
 expect "  and the run was still going meanwhile" kill -0 "$pid_chief"
 wait_exit "$pid_chief" 240
 expect "the run's chief exits 0 (got $rc)" test "$rc" = 0

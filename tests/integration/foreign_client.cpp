@@ -1,0 +1,105 @@
+// A program that is not in the cluster file but speaks Troupe's protocol:
+// it connects to a running cluster's chief and ps shard and tries every
+// message a stranger could use to stop, steer, corrupt or read the run.
+//   troupe-foreign-client CHIEF_HOST:PORT PS_HOST:PORT
+// Prints one line per attempt. Exit 0 when every request was refused (the
+// one-way messages are judged by the nodes' logs), 1 when any was accepted,
+// 3 when it cannot connect at all (what a TLS cluster does to it).
+#include <cstdio>
+#include <string>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/wire.hpp"
+
+using namespace troupe;
+
+namespace {
+
+struct client_config : caf::actor_system_config {
+  client_config() {
+    load<caf::io::middleman>();
+    register_protocol(*this);
+    set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
+  }
+};
+
+bool split(const std::string& address, std::string& host, uint16_t& port) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos)
+    return false;
+  host = address.substr(0, colon);
+  port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
+  return true;
+}
+
+int accepted = 0;
+
+// A request a stranger must not get an answer to.
+template <class Reply, class Handle, class... Ts>
+void must_refuse(caf::scoped_actor& self, const Handle& to, const char* what, Ts&&... xs) {
+  self->request(to, std::chrono::seconds(10), std::forward<Ts>(xs)...)
+    .receive(
+      [&](Reply&) {
+        std::printf("ACCEPTED: %s\n", what);
+        ++accepted;
+      },
+      [&](caf::error& err) { std::printf("refused: %s: %s\n", what, describe(err).c_str()); });
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::string chief_host, ps_host;
+  uint16_t chief_port = 0, ps_port = 0;
+  if (argc != 3 || !split(argv[1], chief_host, chief_port) || !split(argv[2], ps_host, ps_port)) {
+    std::fprintf(stderr, "usage: %s CHIEF_HOST:PORT PS_HOST:PORT\n", argv[0]);
+    return 2;
+  }
+  client_config cfg;
+  caf::actor_system sys{cfg};
+  auto shard = sys.middleman().remote_actor<ps_shard_actor>(ps_host, ps_port);
+  auto chief = sys.middleman().remote_actor<chief_actor>(chief_host, chief_port);
+  if (!shard || !chief) {
+    std::printf("cannot connect: %s\n", sys.render(!shard ? shard.error() : chief.error()).c_str());
+    return 3;
+  }
+  caf::scoped_actor self{sys};
+  // The shard: initialise it again, read and write it without the run's id,
+  // push a huge finite gradient, ask for its traffic.
+  tensor huge_gradient({784, 10}, 1e30f);
+  must_refuse<caf::ok_atom>(self, *shard, "init of the shard", init_atom::value, run_id{42},
+                            std::vector<std::string>{"softmax/weights"},
+                            std::vector<tensor>{tensor({784, 10})}, shard_options{});
+  must_refuse<pull_reply>(self, *shard, "pull of the weights", pull_atom::value, run_id{0},
+                          std::vector<std::string>{"softmax/weights"});
+  must_refuse<int64_t>(self, *shard, "push of a huge gradient", push_atom::value, run_id{0},
+                       int32_t{0}, int64_t{0}, std::vector<std::string>{"softmax/weights"},
+                       std::vector<tensor>{huge_gradient});
+  must_refuse<shard_traffic>(self, *shard, "stats of the shard", stats_atom::value);
+  // The chief: ask for the plan (and so the run id and the token queue)
+  // under an index the cluster lacks and one a live worker holds; report
+  // and claim a non-finite gradient as worker 0.
+  must_refuse<training_plan>(self, *chief, "ready as worker 99", ready_atom::value, int32_t{99});
+  must_refuse<training_plan>(self, *chief, "ready as worker 0", ready_atom::value, int32_t{0});
+  step_report fake;
+  fake.worker = 0;
+  fake.step = 5;
+  fake.applied = true;
+  must_refuse<step_grant>(self, *chief, "report as worker 0", report_atom::value, fake);
+  must_refuse<step_grant>(self, *chief, "non-finite gradient as worker 0", nonfinite_atom::value,
+                          fake);
+  // One-way messages: their refusals show in the nodes' logs.
+  self->send(*shard, replicas_atom::value, int32_t{1});
+  self->send(*shard, stop_atom::value);
+  self->send_exit(*shard, caf::exit_reason::user_shutdown);
+  std::printf("sent: replicas, stop and an exit message to the shard\n");
+  self->send(*chief, step_done_atom::value, step_summary{999999, 0, 0, 0, 0, 0, 0});
+  std::printf("sent: step_done to the chief\n");
+  // Let the one-way messages leave before the connections close.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::printf("%d request(s) accepted\n", accepted);
+  return accepted == 0 ? 0 : 1;
+}
