@@ -167,6 +167,9 @@ int listen_loopback(uint16_t& port) {
 // The run the benchmark initialises the shard for.
 constexpr run_id bench_run = 1;
 
+// Each push is a new global step: a shard applies a step once.
+int64_t next_step = 0;
+
 double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::string& name,
                        size_t floats, int rounds) {
   caf::scoped_actor self{sys};
@@ -178,7 +181,7 @@ double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::
     self->request(shard, timeout, pull_atom::value, bench_run, names)
       .receive([](const pull_reply&) {}, [&](caf::error&) { ok = false; });
     self
-      ->request(shard, timeout, push_atom::value, bench_run, int32_t{0}, int64_t{0}, names,
+      ->request(shard, timeout, push_atom::value, bench_run, int32_t{0}, next_step++, names,
                 std::vector<tensor>{gradient})
       .receive([](int64_t) {}, [&](caf::error&) { ok = false; });
     return ok;

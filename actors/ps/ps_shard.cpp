@@ -117,10 +117,18 @@ caf::result<int64_t> on_push(self_ptr self, run_id run, int32_t worker, int64_t 
   st.traffic.pushed(names, gradients);
   if (st.pending)
     return sync_push(self, worker, step, names, gradients);
+  if (st.applied.contains(step)) {
+    // A step granted again after its first worker was lost, whose push had
+    // landed: it is in, so the second one counts as done without applying.
+    spdlog::info("{}: step {} is applied already; worker:{}'s push of it is not applied again",
+                 st.label, step, worker);
+    return st.store->version();
+  }
   if (auto err = st.store->apply_gradients(names, gradients)) {
     spdlog::warn("{}: refused push for step {}: {}", st.label, step, err->message);
     return make_error(*err);
   }
+  st.applied.add(step);
   return st.store->version();
 }
 

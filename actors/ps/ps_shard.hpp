@@ -12,6 +12,7 @@
 #include <caf/actor_addr.hpp>
 
 #include "actors/protocol/protocol.hpp"
+#include "actors/ps/applied_steps.hpp"
 #include "actors/ps/sync_accumulator.hpp"
 #include "actors/ps/traffic_counter.hpp"
 #include "actors/ps/variable_store.hpp"
@@ -34,6 +35,7 @@ struct ps_shard_state {
   run_id run = 0;                          // the run it was initialised for
   shard_options options;                   // from the chief's init
   std::optional<sync_accumulator> pending; // sync mode: gradients of the current step
+  applied_steps applied;                   // async mode: each granted step applies once
   traffic_counter traffic;
 };
 

@@ -122,9 +122,9 @@ BOOST_AUTO_TEST_CASE(reports_from_anyone_but_the_admitted_worker_are_refused) {
   BOOST_TEST(result.examples == 8u * 4u); // the fake's 1000 examples were not counted
 }
 
-// A stranger who learned the run id pushes to the shard: the shard applies
-// it, and the chief's cross-check of the shard's update count refuses to
-// call the run a success.
+// A stranger who learned the run id pushes a step the chief never granted:
+// the shard applies it, and the chief's cross-check of the shard's update
+// count refuses to call the run a success.
 BOOST_AUTO_TEST_CASE(updates_the_chief_did_not_count_make_the_run_fail) {
   training_result result;
   auto run = spawn_local_cluster(
@@ -138,7 +138,7 @@ BOOST_AUTO_TEST_CASE(updates_the_chief_did_not_count_make_the_run_fail) {
     std::vector<tensor> grads{tensor({784, 10}, 0.0f), tensor({10}, 0.0f)};
     sys.spawn([=, shard = run.shards[0]](caf::event_based_actor* self) {
       self
-        ->request(shard, caf::infinite, push_atom::value, id, int32_t{0}, int64_t{0},
+        ->request(shard, caf::infinite, push_atom::value, id, int32_t{0}, int64_t{4242},
                   names{"softmax/weights", "softmax/biases"}, grads)
         .then([](int64_t) {});
     });

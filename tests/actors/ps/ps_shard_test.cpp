@@ -53,6 +53,27 @@ BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
   BOOST_TEST(pulled->version == 1);
 }
 
+// A step revoked after its worker was lost, and granted again, whose first
+// push had landed: the second push of it is answered but not applied, so the
+// shard counts exactly the updates the chief counts.
+BOOST_AUTO_TEST_CASE(an_async_step_pushed_twice_is_applied_once) {
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
+  sched.run();
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
+                                  std::vector<tensor>{tensor({2}, 0.0f)}, shard_options{}));
+  auto push = [&](int32_t worker, int64_t step) {
+    return ask<int64_t>(s, push_atom::value, test_run, worker, step, names{"w"},
+                        std::vector<tensor>{tensor({2}, 1.0f)});
+  };
+  BOOST_TEST(*push(0, 0) == 1);
+  BOOST_TEST(*push(1, 1) == 2);
+  BOOST_TEST(*push(2, 0) == 2); // step 0 again, from the worker it was granted to next
+  BOOST_TEST(*push(2, 2) == 3);
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  BOOST_REQUIRE(pulled);
+  BOOST_TEST(pulled->values[0][0] == -1.5f); // three updates of -0.5, not four
+}
+
 BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
   auto s = sys.spawn(ps_shard, ps_shard_config{3, plain_sgd(0.5)});
   sched.run();

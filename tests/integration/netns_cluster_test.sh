@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Several hosts on one machine: each task in its own network namespace with
+# its own address (10.213.0.0/24, veth pairs on a bridge in a namespace of
+# its own), so links can be cut and slowed like a real network's.
+#   A  an async run over plain TCP: a stranger on another host is refused
+#      and logged with its address; partitions of the ps and of the chief
+#      shorter than middleman.connection-timeout (6 s) heal without harm; a worker
+#      cut off for longer is dropped, then restarted, and rejoins; the run
+#      ends "ok":true with every step.
+#   B  the ps cut off for longer: the run ends "ok":false naming the lost ps,
+#      every task exits 1, nothing hangs.
+#   C  the chief cut off for longer: the ps and the workers notice and exit 1.
+#   D  sync with a backup worker (N = 3, R = 2) whose link is limited to
+#      2 Mbit/s (tc tbf): the run does not wait for it (it computes far
+#      fewer steps than the others) and ends "ok":true.
+# Needs root, ip netns, bridges and tc; skipped (exit 77) where missing.
+set -u
+bin=$1; client=$2
+skip() { echo "netns_cluster_test: $1; skipped"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root"
+command -v ip >/dev/null && command -v tc >/dev/null || skip "needs ip and tc (iproute2)"
+p=tr$$ # namespace and link prefix, unique per run
+ip netns add "${p}sw" 2>/dev/null || skip "cannot create network namespaces"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  for ns in $(ip netns list | awk -v p="$p" '$1 ~ "^"p { print $1 }'); do ip netns del "$ns"; done
+  if [ -n "${TROUPE_KEEP_LOGS:-}" ]; then echo "logs kept in $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+ip -n "${p}sw" link add br0 type bridge 2>/dev/null || skip "cannot create a bridge"
+ip -n "${p}sw" link set br0 up
+declare -A addr=([chief]=10.213.0.1 [ps]=10.213.0.2 [w0]=10.213.0.3 [w1]=10.213.0.4 [w2]=10.213.0.5
+                 [x]=10.213.0.9)
+for host in chief ps w0 w1 w2 x; do
+  ip netns add "$p$host"
+  ip link add "$p${host}h" type veth peer name "$p${host}s"
+  ip link set "$p${host}h" netns "$p$host"
+  ip link set "$p${host}s" netns "${p}sw"
+  ip -n "$p$host" link set "$p${host}h" name eth0
+  ip -n "$p$host" addr add "${addr[$host]}/24" dev eth0
+  ip -n "$p$host" link set eth0 up
+  ip -n "$p$host" link set lo up
+  ip -n "${p}sw" link set "$p${host}s" master br0 up
+done
+cut() { ip -n "${p}sw" link set "$p$1s" down; }
+heal() { ip -n "${p}sw" link set "$p$1s" up; }
+
+fails=0; passes=0
+expect() { local what=$1; shift
+  if "$@"; then echo "ok: $what"; passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi; }
+wait_for_line() { local end=$((SECONDS + $3))
+  while [ $SECONDS -lt $end ]; do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done; return 1; }
+wait_exit() { local end=$((SECONDS + $2)); rc=hung
+  while kill -0 "$1" 2>/dev/null; do [ $SECONDS -ge $end ] && return; sleep 0.2; done
+  wait "$1"; rc=$?; }
+config() { # name mode last_step workers replicas
+  local workers="" i
+  for ((i = 0; i < $4; i++)); do workers+="${workers:+, }\"${addr[w$i]}:7300\""; done
+  cat >"$tmp/$1.conf" <<CONF
+[cluster]
+chief = ["${addr[chief]}:7200"]
+ps = ["${addr[ps]}:7201"]
+worker = [$workers]
+connect-timeout = 30s
+request-timeout = 10s
+worker-wait-timeout = 60s
+[train]
+model = "softmax"
+mode = "$2"
+batch-size = 100
+learning-rate = 0.1
+last-step = $3
+log-interval = 1000
+replicas-to-aggregate = $5
+[middleman]
+heartbeat-interval = 1s
+connection-timeout = 6s
+CONF
+}
+start() { # log-name config host job index
+  ip netns exec "$p$3" "$bin" --config-file="$tmp/$2.conf" --job_name="$4" --task_index="$5" \
+    >"$tmp/$1.log" 2>&1 &
+  pids+=($!); eval "pid_$1=$!"
+}
+
+echo "== A: an async run through a stranger, short partitions and a long one"
+config a async 100000 2 0
+start a_ps a ps ps 0; start a_chief a chief chief 0; start a_w0 a w0 worker 0; start a_w1 a w1 worker 1
+expect "A: the cluster trains across namespaces" wait_for_line "$tmp/a_chief.log" "global_step=2000/" 60
+expect "A: the tasks warn that plain TCP lets anyone join" grep -q "spans hosts over plain TCP" "$tmp/a_ps.log"
+ip netns exec "${p}x" "$client" "${addr[chief]}:7200" "${addr[ps]}:7201" >"$tmp/a_client.log" 2>&1
+expect "A: the stranger on 10.213.0.9 is refused everything" test $? = 0
+sleep 1
+expect "A: the ps logs the stranger's address" grep -q "refused a stop from .* at 10.213.0.9:" "$tmp/a_ps.log"
+# Short cuts, apart: TCP retransmits after a back-off, so a link is back
+# about a second after it heals.
+cut ps; sleep 1.5; heal ps; sleep 6
+cut chief; sleep 1.5; heal chief; sleep 6
+expect "A: 1.5 s partitions of the ps and the chief lose nobody" \
+  bash -c "! grep -q 'lost' '$tmp/a_chief.log' '$tmp/a_ps.log'"
+cut w1
+expect "A: a worker cut off for longer is dropped by the chief" wait_for_line "$tmp/a_chief.log" "lost worker:1" 30
+wait_exit "$pid_a_w1" 30
+expect "A:   and stops itself (exit $rc)" test "$rc" = 1
+heal w1
+start a_w1b a w1 worker 1
+expect "A: restarted, it rejoins" wait_for_line "$tmp/a_w1b.log" "ready; training" 30
+wait_exit "$pid_a_chief" 180
+expect "A: the run ends ok with every step (chief exit $rc)" \
+  grep -q '"ok":true,"mode":"async","global_step":100000,' "$tmp/a_chief.log"
+expect "A:   counting the lost worker" grep -q '"lost_workers":1' "$tmp/a_chief.log"
+for t in a_ps a_w0 a_w1b; do eval "pid=\$pid_$t"; wait_exit "$pid" 30
+  expect "A: $t exits 0 (got $rc)" test "$rc" = 0; done
+
+echo "== B: the ps cut off for longer than connection-timeout"
+config b async 200000 2 0
+start b_ps b ps ps 0; start b_chief b chief chief 0; start b_w0 b w0 worker 0; start b_w1 b w1 worker 1
+expect "B: the cluster trains" wait_for_line "$tmp/b_chief.log" "global_step=2000/" 60
+cut ps
+for t in b_chief b_w0 b_w1; do eval "pid=\$pid_$t"; wait_exit "$pid" 30
+  expect "B: $t exits 1 within 30 s (got $rc)" test "$rc" = 1; done
+expect "B: the final line says ok:false and names the lost ps" \
+  grep -q '"ok":false.*lost ps:0' "$tmp/b_chief.log"
+heal ps
+wait_exit "$pid_b_ps" 30
+expect "B: the ps exits 1 too (got $rc)" test "$rc" = 1
+
+echo "== C: the chief cut off for longer than connection-timeout"
+config c async 200000 2 0
+start c_ps c ps ps 0; start c_chief c chief chief 0; start c_w0 c w0 worker 0; start c_w1 c w1 worker 1
+expect "C: the cluster trains" wait_for_line "$tmp/c_chief.log" "global_step=2000/" 60
+cut chief
+for t in c_ps c_w0 c_w1; do eval "pid=\$pid_$t"; wait_exit "$pid" 30
+  expect "C: $t exits 1 within 30 s (got $rc)" test "$rc" = 1; done
+expect "C: the ps says it lost the chief" grep -q "lost the chief" "$tmp/c_ps.log"
+heal chief
+kill "$pid_c_chief" 2>/dev/null
+
+echo "== D: sync, N = 3, R = 2, one worker on a 2 Mbit/s link"
+config d sync 3000 3 2
+ip netns exec "${p}w2" tc qdisc add dev eth0 root tbf rate 2mbit burst 16kb latency 200ms ||
+  skip "tc tbf is not available"
+start d_ps d ps ps 0; start d_chief d chief chief 0
+start d_w0 d w0 worker 0; start d_w1 d w1 worker 1; start d_w2 d w2 worker 2
+wait_exit "$pid_d_chief" 180
+expect "D: the run ends ok with every step (chief exit $rc)" \
+  grep -q '"ok":true,"mode":"sync","global_step":3000,' "$tmp/d_chief.log"
+steps_of() { grep -o "after [0-9]* local step" "$tmp/$1.log" | grep -o "[0-9]*"; }
+w0_steps=$(steps_of d_w0); w2_steps=$(steps_of d_w2)
+expect "D: the run did not wait for the slow worker (it took ${w2_steps:-?} steps, worker:0 ${w0_steps:-?})" \
+  test "${w2_steps:-0}" -lt $(( ${w0_steps:-0} / 2 ))
+for t in d_ps d_w0 d_w1 d_w2; do eval "pid=\$pid_$t"; wait_exit "$pid" 30
+  expect "D: $t exits 0 (got $rc)" test "$rc" = 0; done
+
+[ $fails -eq 0 ] || for f in "$tmp"/*.log; do echo "== $f"; tail -6 "$f"; done
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
