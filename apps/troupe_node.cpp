@@ -4,6 +4,7 @@
 // Exit codes: 0 training finished, 1 runtime failure, 2 configuration error.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 
 #include "actors/cluster.hpp"
 #include "actors/protocol/protocol.hpp"
+#include "config/node/connection_warden.hpp"
 #include "config/node/node_config.hpp"
 #include "gpu/backend.hpp"
 #include "tensor/core/error.hpp"
@@ -51,6 +53,49 @@ void default_heartbeats(node_config& cfg) {
   };
   set_default("middleman.heartbeat-interval", std::chrono::seconds(1));
   set_default("middleman.connection-timeout", std::chrono::seconds(10));
+}
+
+// How a listening task treats connections that CAF never times out: closed
+// after twice the connection timeout in silence, at most max_connections,
+// and never so many that the process runs out of descriptors.
+warden_limits connection_limits(const node_config& cfg, const node_setup& setup) {
+  warden_limits limits;
+  auto timeout = caf::get_or(caf::content(cfg), "middleman.connection-timeout",
+                             caf::timespan{std::chrono::seconds(10)});
+  limits.idle_timeout = 2 * std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  limits.max_connections = setup.max_connections;
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+    getrlimit(RLIMIT_NOFILE, &files);
+    // Room for the process's own files, peers it connects to and logs.
+    size_t room = files.rlim_cur > 128 ? static_cast<size_t>(files.rlim_cur) - 128 : 1;
+    if (limits.max_connections > room) {
+      spdlog::warn("cluster.max-connections = {} lowered to {}: the process may open only {} "
+                   "files (ulimit -n)",
+                   limits.max_connections, room, static_cast<size_t>(files.rlim_cur));
+      limits.max_connections = room;
+    }
+  }
+  return limits;
+}
+
+// Watches the port a task listens on, while it lives.
+std::unique_ptr<connection_warden> guard_port(const node_setup& setup, const warden_limits& limits,
+                                              const host_port& address) {
+  if (auto problem = connection_warden_problem(); !problem.empty()) {
+    spdlog::warn("idle connections are not closed: {}", problem);
+    return nullptr;
+  }
+  std::vector<std::string> hosts;
+  for (auto* job : {&setup.cluster.chief, &setup.cluster.ps, &setup.cluster.worker})
+    for (auto& task : *job)
+      hosts.push_back(task.host);
+  spdlog::info("port {}: at most {} connections (cluster.max-connections); connections silent "
+               "for {} ms are closed",
+               address.port, limits.max_connections, limits.idle_timeout.count());
+  return std::make_unique<connection_warden>(address.port, limits, hosts);
 }
 
 // Blocks until the actor behind `handle` has terminated; returns its reason.
@@ -200,7 +245,7 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
   return result.ok ? exit_ok : exit_failure;
 }
 
-int run_ps(caf::actor_system& sys, const node_setup& setup) {
+int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits) {
   if (!address_is_free(setup, setup.cluster.ps[setup.task]))
     return exit_failure;
   ps_shard_config config{setup.task, setup.train.optimizer, setup.runtime.connect_timeout};
@@ -209,6 +254,7 @@ int run_ps(caf::actor_system& sys, const node_setup& setup) {
     caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
     return exit_failure;
   }
+  auto warden = guard_port(setup, limits, setup.cluster.ps[setup.task]);
   auto reason = wait_for(sys, shard);
   if (reason && reason != caf::exit_reason::normal)
     spdlog::error("ps shard ended: {}", describe(reason));
@@ -229,7 +275,7 @@ bool connect_shards(caf::actor_system& sys, const node_setup& setup,
   return true;
 }
 
-int run_chief(caf::actor_system& sys, const node_setup& setup) {
+int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits) {
   // Before it reaches any shard: a second start of the chief touches nothing.
   if (!address_is_free(setup, setup.cluster.chief[0]))
     return exit_failure;
@@ -246,6 +292,7 @@ int run_chief(caf::actor_system& sys, const node_setup& setup) {
     caf::anon_send_exit(chief_handle, caf::exit_reason::user_shutdown);
     return exit_failure;
   }
+  auto warden = guard_port(setup, limits, setup.cluster.chief[0]);
   wait_for(sys, chief_handle);
   print_final(result);
   return result.ok ? exit_ok : exit_failure;
@@ -307,6 +354,7 @@ int main(int argc, char** argv) {
   setup_logging(setup.name());
   warn_without_tls(setup);
   default_heartbeats(cfg);
+  auto limits = connection_limits(cfg, setup);
   limit_tensors_to_the_model(setup.train);
   try {
     caf::actor_system sys{cfg};
@@ -314,9 +362,9 @@ int main(int argc, char** argv) {
       return run_whole_cluster(sys, setup);
     switch (setup.job) {
       case job_kind::ps:
-        return run_ps(sys, setup);
+        return run_ps(sys, setup, limits);
       case job_kind::chief:
-        return run_chief(sys, setup);
+        return run_chief(sys, setup, limits);
       case job_kind::worker:
         break;
     }

@@ -119,6 +119,27 @@ void check_cluster(const node_config& cfg, node_setup& setup, std::vector<std::s
                      + std::to_string(static_cast<int64_t>(tasks) - 1) + ")");
 }
 
+// Enough for every task of the cluster to connect, with room for restarts
+// and tools; bounded so that strangers cannot exhaust the descriptors.
+void check_max_connections(const node_config& cfg, node_setup& setup,
+                           std::vector<std::string>& errors) {
+  auto tasks = static_cast<int64_t>(cfg.chief_hosts.size() + cfg.ps_hosts.size()
+                                    + cfg.worker_hosts.size());
+  auto value = cfg.max_connections;
+  if (value == 0) {
+    setup.max_connections = static_cast<size_t>(2 * tasks + 64);
+    return;
+  }
+  if (value < tasks || value > limits::max_connections) {
+    errors.push_back("cluster.max-connections = " + std::to_string(value)
+                     + " is out of range; use 0 (automatic: 2 x tasks + 64) or "
+                     + std::to_string(tasks) + " (the cluster's tasks) to "
+                     + std::to_string(limits::max_connections));
+    return;
+  }
+  setup.max_connections = static_cast<size_t>(value);
+}
+
 // Only tasks that read data need the data directory; they also turn
 // train.epochs into last_step from the training set's size, the same on
 // every task.
@@ -279,6 +300,7 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
     out.errors.push_back("--task_index needs --job_name (ps, worker or chief); without a job "
                          "every task runs in this process");
   check_cluster(cfg, setup, out.errors);
+  check_max_connections(cfg, setup, out.errors);
   check_caf_sections(cfg, out.errors);
   setup.train = typed_settings(cfg, out.errors);
   setup.runtime.connect_timeout = to_ms(cfg.connect_timeout);

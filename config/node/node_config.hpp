@@ -42,6 +42,7 @@ public:
   std::string on_worker_loss = "shrink";
   int64_t seed = 42; // bound separately: CAF has no uint64 option type
   int64_t max_refused_steps = 100;
+  int64_t max_connections = 0; // cluster: 0 = 2 x tasks + 64
   int64_t replicas_to_aggregate = 0;
   int64_t total_num_replicas = 0;
 
@@ -57,6 +58,8 @@ struct node_setup {
   int32_t task = 0;
   cluster_spec cluster;
   bool tls = false; ///< [openssl] configured: every connection is mutual TLS
+  /// Connections a listening task holds at most (cluster.max-connections).
+  size_t max_connections = 0;
   training_settings train;
   runtime_settings runtime;
   /// "ps:0", or "local" for the whole cluster: the node's name in logs.

@@ -25,7 +25,10 @@ node_config::node_config()
     .add(connect_timeout, "connect-timeout", "how long a node retries to reach its peers")
     .add(request_timeout, "request-timeout", "how long any request waits for its reply")
     .add(worker_wait_timeout, "worker-wait-timeout",
-         "the chief fails when no worker has been connected this long");
+         "the chief fails when no worker has been connected this long")
+    .add(max_connections, "max-connections",
+         "connections a ps or chief task holds at most (0: 2 x tasks + 64); "
+         "connections silent for 2 x middleman.connection-timeout are closed");
   opt_group{custom_options_, "train"}
     .add(train.model, "model", "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom")
     .add(mode, "mode", "update mode: async, or sync (SyncReplicasOptimizer's semantics)")

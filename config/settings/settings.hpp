@@ -118,6 +118,7 @@ constexpr std::chrono::milliseconds min_connect_timeout{1000};
 constexpr std::chrono::milliseconds min_request_timeout{100};
 constexpr std::chrono::milliseconds min_worker_wait_timeout{1000};
 constexpr std::chrono::milliseconds max_timeout{24LL * 3600 * 1000}; ///< a day
+constexpr int64_t max_connections = 65536;                           ///< cluster.max-connections
 } // namespace limits
 
 /// Every problem with these settings on a cluster of this shape, each

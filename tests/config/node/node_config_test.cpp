@@ -270,6 +270,21 @@ BOOST_AUTO_TEST_CASE(every_number_has_a_range) {
                {"cluster.worker-wait-timeout", "to 24h"});
   expect_error(load(base() + "optimizer = \"adam\"\nepsilon = -1.0\n", worker0),
                {"epsilon must be 0 or a positive number"});
+  expect_error(load(base({{"cluster.max-connections", "1"}}), worker0),
+               {"cluster.max-connections = 1 is out of range", "(the cluster's tasks) to 65536"});
+  expect_error(load(base({{"cluster.max-connections", "100000"}}), worker0),
+               {"cluster.max-connections = 100000"});
+}
+
+// 0 is automatic: room for every task twice, and for tools.
+BOOST_AUTO_TEST_CASE(max_connections_follows_the_cluster) {
+  auto automatic = load(base(), worker0);
+  BOOST_REQUIRE(automatic.errors.empty());
+  auto tasks = 1 + automatic.setup.cluster.ps.size() + automatic.setup.cluster.worker.size();
+  BOOST_TEST(automatic.setup.max_connections == 2 * tasks + 64);
+  auto set = load(base({{"cluster.max-connections", "500"}}), worker0);
+  BOOST_REQUIRE(set.errors.empty());
+  BOOST_TEST(set.setup.max_connections == 500u);
 }
 
 BOOST_AUTO_TEST_CASE(missing_data_directory_is_named) {
