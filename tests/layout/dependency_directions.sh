@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Dependencies point one way:
-#   tensor <- {gpu, plan} <- settings <- {actors, config/node} <- apps
+#   tensor <- {gpu, plan} <- checkpoint; {gpu, plan} <- settings;
+#   {settings, checkpoint} <- {actors, config/node} <- apps
 # Each folder may include only from the folders below it (and itself);
 # tensor/, gpu/, tensor/plan and config/settings stay free of CAF. CMake's
 # targets follow the same graph; this check keeps the #includes honest, so a
@@ -18,10 +19,11 @@ declare -A allowed=(
   [tensor/nn]="tensor/core tensor/data tensor/nn"
   [tensor/optim]="tensor/core tensor/optim"
   [tensor/plan]="$tensor_base tensor/plan"
+  [tensor/checkpoint]="$tensor_base tensor/plan tensor/checkpoint"
   [gpu]="$tensor_base gpu"
   [config/settings]="$tensor_base tensor/plan gpu config/settings"
-  [actors]="$tensor_base tensor/plan gpu config/settings actors"
-  [config/node]="$tensor_base tensor/plan gpu config/settings config/node"
+  [actors]="$tensor_base tensor/plan tensor/checkpoint gpu config/settings actors"
+  [config/node]="$tensor_base tensor/plan tensor/checkpoint gpu config/settings config/node"
 )
 caf_free="tensor gpu config/settings"
 

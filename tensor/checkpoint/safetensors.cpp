@@ -1,0 +1,246 @@
+#include "tensor/checkpoint/safetensors.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "tensor/checkpoint/json.hpp"
+
+namespace troupe {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw checkpoint_error(path + ": " + what);
+}
+
+std::string system_error() {
+  return std::strerror(errno);
+}
+
+void put_u64_le(uint64_t v, unsigned char* out) {
+  for (int i = 0; i < 8; ++i)
+    out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+uint64_t get_u64_le(const unsigned char* in) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | in[i];
+  return v;
+}
+
+struct file_closer {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using file_ptr = std::unique_ptr<std::FILE, file_closer>;
+
+} // namespace
+
+uint32_t crc32_of(const void* data, size_t bytes, uint32_t crc) {
+  auto* p = static_cast<const Bytef*>(data);
+  while (bytes > 0) { // zlib takes uInt lengths
+    auto chunk = static_cast<uInt>(std::min<size_t>(bytes, 1u << 30));
+    crc = static_cast<uint32_t>(::crc32(crc, p, chunk));
+    p += chunk;
+    bytes -= chunk;
+  }
+  return crc;
+}
+
+std::pair<uint32_t, uint64_t> file_crc32(const std::string& path) {
+  file_ptr f{std::fopen(path.c_str(), "rb")};
+  if (!f)
+    fail(path, "cannot open: " + system_error());
+  std::vector<char> buf(1 << 20);
+  uint32_t crc = 0;
+  uint64_t size = 0;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) {
+    crc = crc32_of(buf.data(), n, crc);
+    size += n;
+  }
+  if (std::ferror(f.get()))
+    fail(path, "read error: " + system_error());
+  return {crc, size};
+}
+
+safetensors_writer::safetensors_writer(std::string path, std::vector<entry> entries,
+                                       std::map<std::string, std::string> metadata)
+  : path_(std::move(path)), entries_(std::move(entries)) {
+  json::object header;
+  uint64_t offset = 0;
+  for (auto& e : entries_) {
+    auto bytes = static_cast<uint64_t>(num_elements(e.shape)) * sizeof(float);
+    json::array shape;
+    for (auto d : e.shape)
+      shape.emplace_back(d);
+    if (e.name == "__metadata__" || header.count(e.name) > 0)
+      fail(path_, "tensor name '" + e.name + "' is reserved or given twice");
+    header.emplace(e.name, json::object{{"dtype", "F32"},
+                                        {"shape", std::move(shape)},
+                                        {"data_offsets", json::array{offset, offset + bytes}}});
+    offset += bytes;
+  }
+  if (!metadata.empty()) {
+    json::object meta;
+    for (auto& [k, v] : metadata)
+      meta.emplace(k, v);
+    header.emplace("__metadata__", std::move(meta));
+  }
+  auto text = json::write(header);
+  text.append((8 - text.size() % 8) % 8, ' '); // tensors start 8-byte aligned
+  file_ = std::fopen(path_.c_str(), "wb");
+  if (file_ == nullptr)
+    fail(path_, "cannot create: " + system_error());
+  unsigned char length[8];
+  put_u64_le(text.size(), length);
+  put(length, 8);
+  put(text.data(), text.size());
+}
+
+safetensors_writer::~safetensors_writer() {
+  if (file_ != nullptr)
+    std::fclose(file_);
+}
+
+void safetensors_writer::put(const void* data, size_t bytes) {
+  if (std::fwrite(data, 1, bytes, file_) != bytes)
+    fail(path_, "write failed: " + system_error());
+  crc_ = crc32_of(data, bytes, crc_);
+  size_ += bytes;
+}
+
+void safetensors_writer::append(const tensor& value) {
+  if (next_ >= entries_.size())
+    fail(path_, "more tensors appended than the header lists");
+  auto& e = entries_[next_++];
+  if (value.shape() != e.shape)
+    fail(path_, "tensor '" + e.name + "' has shape " + to_string(value.shape()) + ", header says "
+                  + to_string(e.shape));
+  // float32, little-endian: the in-memory layout on every supported host.
+  put(value.data(), value.bytes());
+}
+
+std::pair<uint32_t, uint64_t> safetensors_writer::finish() {
+  if (next_ != entries_.size())
+    fail(path_, "only " + std::to_string(next_) + " of " + std::to_string(entries_.size())
+                  + " tensors were written");
+  if (std::fflush(file_) != 0 || ::fsync(fileno(file_)) != 0)
+    fail(path_, "cannot sync: " + system_error());
+  if (std::fclose(file_) != 0) {
+    file_ = nullptr;
+    fail(path_, "cannot close: " + system_error());
+  }
+  file_ = nullptr;
+  return {crc_, size_};
+}
+
+safetensors_file::safetensors_file(std::string path) : path_(std::move(path)) {
+  file_ptr f{std::fopen(path_.c_str(), "rb")};
+  if (!f)
+    fail(path_, "cannot open: " + system_error());
+  if (std::fseek(f.get(), 0, SEEK_END) != 0)
+    fail(path_, "cannot seek: " + system_error());
+  auto size = static_cast<uint64_t>(std::ftell(f.get()));
+  std::rewind(f.get());
+  unsigned char length[8];
+  if (size < 8 || std::fread(length, 1, 8, f.get()) != 8)
+    fail(path_, "truncated: shorter than the 8-byte header length");
+  auto header_size = get_u64_le(length);
+  if (header_size > max_safetensors_header || header_size > size - 8)
+    fail(path_, "header claims " + std::to_string(header_size) + " bytes, but the file holds "
+                  + std::to_string(size - 8) + " after the length (truncated or not safetensors)");
+  std::string text(header_size, '\0');
+  if (std::fread(text.data(), 1, header_size, f.get()) != header_size)
+    fail(path_, "cannot read the header: " + system_error());
+  data_start_ = 8 + header_size;
+  uint64_t data_size = size - data_start_;
+  json::value header;
+  try {
+    header = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(path_, std::string("header: ") + e.what());
+  }
+  auto* members = header.as_object();
+  if (members == nullptr)
+    fail(path_, "header is not a JSON object");
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (auto& [name, info] : *members) {
+    if (name == "__metadata__") {
+      auto* meta = info.as_object();
+      if (meta == nullptr)
+        fail(path_, "__metadata__ is not an object");
+      for (auto& [k, v] : *meta) {
+        auto* s = v.as_string();
+        if (s == nullptr)
+          fail(path_, "__metadata__." + k + " is not a string");
+        metadata_.emplace(k, *s);
+      }
+      continue;
+    }
+    auto where = "tensor '" + name + "': ";
+    auto* dtype = info.find("dtype") ? info.find("dtype")->as_string() : nullptr;
+    if (dtype == nullptr || *dtype != "F32")
+      fail(path_, where + "dtype must be F32 (Troupe's checkpoints hold float32 only)");
+    auto* dims = info.find("shape") ? info.find("shape")->as_array() : nullptr;
+    auto* offsets = info.find("data_offsets") ? info.find("data_offsets")->as_array() : nullptr;
+    if (dims == nullptr || offsets == nullptr || offsets->size() != 2 || dims->size() > 8)
+      fail(path_, where + "needs a shape (at most 8 dimensions) and two data_offsets");
+    entry e;
+    uint64_t elements = 1;
+    for (auto& d : *dims) {
+      auto n = d.as_int();
+      if (!n || *n < 0 || *n > (int64_t{1} << 40))
+        fail(path_, where + "a dimension is not a size");
+      e.shape.push_back(*n);
+      if (*n != 0 && elements > (uint64_t{1} << 40) / static_cast<uint64_t>(*n))
+        fail(path_, where + "shape " + to_string(e.shape) + " is too large");
+      elements *= static_cast<uint64_t>(*n);
+    }
+    auto begin = (*offsets)[0].as_int(), end = (*offsets)[1].as_int();
+    if (!begin || !end || *begin < 0 || *end < *begin
+        || static_cast<uint64_t>(*end) > data_size)
+      fail(path_, where + "data_offsets lie outside the " + std::to_string(data_size)
+                    + " bytes of data (truncated file?)");
+    e.begin = static_cast<uint64_t>(*begin);
+    e.end = static_cast<uint64_t>(*end);
+    if (e.end - e.begin != elements * sizeof(float))
+      fail(path_, where + "shape " + to_string(e.shape) + " needs "
+                    + std::to_string(elements * sizeof(float)) + " bytes, data_offsets hold "
+                    + std::to_string(e.end - e.begin));
+    ranges.emplace_back(e.begin, e.end);
+    entries_.emplace(name, std::move(e));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t covered = 0;
+  for (auto& [b, e] : ranges) {
+    if (b != covered)
+      fail(path_, "tensor data has a hole or an overlap at byte " + std::to_string(covered));
+    covered = e;
+  }
+  if (covered != data_size)
+    fail(path_, std::to_string(data_size - covered) + " bytes follow the last tensor");
+}
+
+tensor safetensors_file::read(const std::string& name) const {
+  auto i = entries_.find(name);
+  if (i == entries_.end())
+    fail(path_, "holds no tensor '" + name + "'");
+  auto& e = i->second;
+  file_ptr f{std::fopen(path_.c_str(), "rb")};
+  if (!f)
+    fail(path_, "cannot open: " + system_error());
+  std::vector<float> values((e.end - e.begin) / sizeof(float));
+  if (std::fseek(f.get(), static_cast<long>(data_start_ + e.begin), SEEK_SET) != 0
+      || std::fread(values.data(), sizeof(float), values.size(), f.get()) != values.size())
+    fail(path_, "cannot read tensor '" + name + "' (truncated?)");
+  return tensor(e.shape, std::move(values));
+}
+
+} // namespace troupe

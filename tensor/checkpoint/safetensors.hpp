@@ -1,0 +1,90 @@
+#pragma once
+// The safetensors format (huggingface/safetensors): an 8-byte little-endian
+// header length, a JSON header naming each tensor's dtype, shape and byte
+// range, then the tensors' bytes, back to back with no holes. Troupe writes
+// float32 ("F32") only. The writer streams: the header comes from the
+// names and shapes known up front, then each tensor is appended as it
+// arrives, so a file never needs the whole set in memory. The reader trusts
+// nothing: the header length against the file size, every range against
+// the data, the shape against the range, coverage without holes or
+// overlaps, before any tensor is read.
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tensor/core/error.hpp"
+#include "tensor/core/tensor.hpp"
+
+namespace troupe {
+
+/// A checkpoint file that is missing, truncated, corrupt or not what its
+/// manifest says; the message names the file.
+struct checkpoint_error : troupe_error {
+  using troupe_error::troupe_error;
+};
+
+/// CRC-32 (zlib's) of `bytes` bytes, continuing from `crc`.
+uint32_t crc32_of(const void* data, size_t bytes, uint32_t crc = 0);
+
+/// CRC-32 and size of a whole file; throws checkpoint_error if unreadable.
+std::pair<uint32_t, uint64_t> file_crc32(const std::string& path);
+
+/// Writes a file to `path` (the caller renames it into place once complete).
+class safetensors_writer {
+public:
+  struct entry {
+    std::string name;
+    shape_t shape;
+  };
+  /// Creates the file and writes the header; throws checkpoint_error.
+  safetensors_writer(std::string path, std::vector<entry> entries,
+                     std::map<std::string, std::string> metadata = {});
+  ~safetensors_writer();
+  safetensors_writer(const safetensors_writer&) = delete;
+  safetensors_writer& operator=(const safetensors_writer&) = delete;
+
+  /// Appends the next tensor (entries' order); its shape must be the entry's.
+  void append(const tensor& value);
+  /// Flushes and syncs; returns the CRC-32 and size of the whole file.
+  std::pair<uint32_t, uint64_t> finish();
+
+private:
+  void put(const void* data, size_t bytes);
+
+  std::string path_;
+  std::vector<entry> entries_;
+  size_t next_ = 0;
+  std::FILE* file_ = nullptr;
+  uint32_t crc_ = 0;
+  uint64_t size_ = 0;
+};
+
+/// A file opened and checked; tensors are read one at a time.
+class safetensors_file {
+public:
+  struct entry {
+    shape_t shape;
+    uint64_t begin = 0; ///< byte offset within the data section
+    uint64_t end = 0;
+  };
+  /// Reads and checks the header; throws checkpoint_error naming the file.
+  explicit safetensors_file(std::string path);
+
+  const std::map<std::string, entry>& entries() const noexcept { return entries_; }
+  const std::map<std::string, std::string>& metadata() const noexcept { return metadata_; }
+  /// Reads tensor `name`; throws checkpoint_error if absent or unreadable.
+  tensor read(const std::string& name) const;
+
+private:
+  std::string path_;
+  uint64_t data_start_ = 0;
+  std::map<std::string, entry> entries_;
+  std::map<std::string, std::string> metadata_;
+};
+
+/// The largest header a reader accepts (the format's own limit).
+constexpr uint64_t max_safetensors_header = 100u << 20;
+
+} // namespace troupe
