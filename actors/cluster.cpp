@@ -44,13 +44,14 @@ ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
 chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
                         const runtime_settings& runtime, int32_t num_workers,
                         std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
-                        std::function<void(const training_result&)> on_finish, spawn_mode mode) {
+                        std::function<void(const training_result&)> on_finish, spawn_mode mode,
+                        std::shared_ptr<const checkpoint_reader> restore_from) {
   cluster_shape shape{static_cast<int32_t>(shards.size()), num_workers};
   require_valid_settings(settings, runtime, shape);
   chief_config config{settings, runtime, num_workers, replicas_of(settings, shape),
                       mode == spawn_mode::detached};
   chief_links links{std::move(shards), make_model(settings.model, model_options_of(settings)),
-                    std::move(test), std::move(on_finish)};
+                    std::move(test), std::move(on_finish), std::move(restore_from)};
   return spawn_as<chief_actor>(sys, mode, chief, std::move(config), std::move(links));
 }
 
@@ -92,7 +93,8 @@ local_cluster spawn_local_cluster(caf::actor_system& sys, const training_setting
                                   const runtime_settings& runtime, int32_t num_shards,
                                   int32_t num_workers, const training_data& data,
                                   std::function<void(const training_result&)> on_finish,
-                                  spawn_mode mode) {
+                                  spawn_mode mode,
+                                  std::shared_ptr<const checkpoint_reader> restore_from) {
   // Settings the chief would refuse are refused before any shard exists.
   require_valid_settings(settings, runtime, {num_shards, num_workers});
   local_cluster out;
@@ -101,7 +103,7 @@ local_cluster spawn_local_cluster(caf::actor_system& sys, const training_setting
   for (int32_t s = 0; s < num_shards; ++s)
     out.shards.push_back(spawn_ps_shard(sys, s, settings, spawn_mode::cooperative));
   out.chief = spawn_chief(sys, settings, runtime, num_workers, out.shards, data.test,
-                          std::move(on_finish), mode);
+                          std::move(on_finish), mode, std::move(restore_from));
   for (int32_t w = 0; w < num_workers; ++w)
     out.workers.push_back(spawn_worker(sys, w, num_workers, settings, runtime, out.chief,
                                        out.shards, data.train, mode));

@@ -54,7 +54,8 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         const runtime_settings& runtime, int32_t num_workers,
                         std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
                         std::function<void(const training_result&)> on_finish,
-                        spawn_mode mode = spawn_mode::detached);
+                        spawn_mode mode = spawn_mode::detached,
+                        std::shared_ptr<const checkpoint_reader> restore_from = nullptr);
 
 /// Worker `index` of num_workers; its share of `train` follows from both.
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
@@ -74,6 +75,7 @@ local_cluster spawn_local_cluster(caf::actor_system& sys, const training_setting
                                   const runtime_settings& runtime, int32_t num_shards,
                                   int32_t num_workers, const training_data& data,
                                   std::function<void(const training_result&)> on_finish,
-                                  spawn_mode mode = spawn_mode::detached);
+                                  spawn_mode mode = spawn_mode::detached,
+                                  std::shared_ptr<const checkpoint_reader> restore_from = nullptr);
 
 } // namespace troupe

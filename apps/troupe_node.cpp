@@ -236,10 +236,10 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
                setup.train.last_step, setup.embedded_defaults ? " (embedded defaults)" : "");
   auto data = load_training_data(setup.train);
   training_result result;
-  auto cluster = spawn_local_cluster(sys, setup.train, setup.runtime,
-                                     static_cast<int32_t>(setup.cluster.ps.size()),
-                                     static_cast<int32_t>(setup.cluster.worker.size()), data,
-                                     [&result](const training_result& r) { result = r; });
+  auto cluster = spawn_local_cluster(
+    sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.ps.size()),
+    static_cast<int32_t>(setup.cluster.worker.size()), data,
+    [&result](const training_result& r) { result = r; }, spawn_mode::detached, setup.restore_from);
   wait_for(sys, cluster.chief);
   print_final(result);
   return result.ok ? exit_ok : exit_failure;
@@ -284,9 +284,10 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
     return exit_failure;
   auto test = load_split(setup.train, "t10k");
   training_result result;
-  auto chief_handle = spawn_chief(sys, setup.train, setup.runtime,
-                                  static_cast<int32_t>(setup.cluster.worker.size()), shards, test,
-                                  [&result](const training_result& r) { result = r; });
+  auto chief_handle = spawn_chief(
+    sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.worker.size()), shards,
+    test, [&result](const training_result& r) { result = r; }, spawn_mode::detached,
+    setup.restore_from);
   if (!publish(sys, setup, chief_handle, setup.cluster.chief[0])) {
     // Lost a race for the port: its shards refuse a second chief's init.
     caf::anon_send_exit(chief_handle, caf::exit_reason::user_shutdown);
@@ -352,6 +353,8 @@ int main(int argc, char** argv) {
     }
   }
   setup_logging(setup.name());
+  for (auto& note : setup.restore_notes)
+    spdlog::info("checkpoint: {}", note);
   warn_without_tls(setup);
   default_heartbeats(cfg);
   auto limits = connection_limits(cfg, setup);

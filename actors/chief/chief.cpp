@@ -85,9 +85,12 @@ caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
   auto answer = st.grants->report(r);
   if (answer.completed) {
     st.examples += r.examples;
+    st.data_positions[r.worker] = {r.worker, r.data_epoch, r.data_offset};
     st.progress.add_step(r.loss, r.correct, r.examples);
     log_progress(self);
+    maybe_save(self);
   }
+  on_grant_settled(self);
   return carry_out(self, r.worker, answer);
 }
 
@@ -123,6 +126,7 @@ void on_step_done(self_ptr self, const step_summary& s) {
   st.progress.add_step(s.loss, s.correct, s.examples);
   st.progress.add_sync(s.straggler_ms, s.dropped, s.tokens);
   log_progress(self);
+  maybe_save(self);
   if (s.step >= st.config.train.last_step)
     finish(self);
 }
@@ -161,10 +165,19 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
   st.config = std::move(config);
   st.links = std::move(links);
   st.progress = progress_meter{st.config.train.log_interval};
+  if (auto& ckpt = st.links.restore_from) {
+    st.first_step = ckpt->manifest().step;
+    for (auto& p : ckpt->manifest().data)
+      st.data_positions[p.worker] = p;
+  }
+  if (auto& c = st.config.train.checkpoint; !c.log_dir.empty())
+    st.schedule.emplace(c.save_interval, c.save_steps, st.first_step, chief_state::clock::now());
   if (st.config.train.mode == update_mode::sync)
     st.replicas.emplace(st.config.train.on_worker_loss, st.config.replicas, st.config.num_workers);
   else
-    st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps);
+    st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps,
+                      st.first_step);
+  st.sync_step = st.first_step;
   st.roster.emplace(st.config.num_workers);
   st.run = draw_run_id();
   spdlog::info("chief: run {}", st.run);
@@ -194,6 +207,8 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     [self](nonfinite_atom, const step_report& r) { return on_nonfinite(self, r); },
     [self](step_done_atom, const step_summary& s) { on_step_done(self, s); },
     [self](tick_atom) { on_tick(self); },
+    [self](saved_atom, int64_t step, bool ok, const std::string& what, uint64_t bytes,
+           double seconds) { on_saved(self, step, ok, what, bytes, seconds); },
   };
 }
 

@@ -16,6 +16,7 @@
 
 #include <caf/actor_addr.hpp>
 
+#include "actors/chief/checkpoint_schedule.hpp"
 #include "actors/chief/evaluator.hpp"
 #include "actors/chief/grant_desk.hpp"
 #include "actors/chief/replica_policy.hpp"
@@ -24,6 +25,7 @@
 #include "actors/common/progress_meter.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "config/settings/settings.hpp"
+#include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/data/dataset.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/plan/training_plan.hpp"
@@ -43,6 +45,8 @@ struct chief_links {
   std::shared_ptr<model> net;          ///< the placement's and evaluation's model
   std::shared_ptr<const dataset> test; ///< evaluated at the end
   std::function<void(const training_result&)> on_finish;
+  /// The checkpoint to start from (null: initialise from the seed).
+  std::shared_ptr<const checkpoint_reader> restore_from;
 };
 
 struct chief_state {
@@ -55,7 +59,7 @@ struct chief_state {
   phase now = phase::initializing;
   std::optional<slice_router> router; // the plan, once placed
   step_coordinator_actor coordinator; // whom workers report to
-  std::vector<caf::typed_response_promise<training_plan>> waiting_ready;
+  std::vector<std::pair<int32_t, caf::typed_response_promise<training_plan>>> waiting_ready;
   run_id run = 0;                                       // this run's identity, drawn at start
   std::optional<worker_roster<caf::actor_addr>> roster; // who holds each worker index
   // async
@@ -71,6 +75,25 @@ struct chief_state {
   clock::time_point created;                // wall_seconds counts from here
   std::optional<clock::time_point> started; // examples/s counts from the first step
   clock::time_point last_worker_seen;
+  // checkpoints
+  int64_t first_step = 0;                      // restored from a checkpoint, else 0
+  std::optional<checkpoint_schedule> schedule; // when checkpoint.log-dir is set
+  struct save_attempt {
+    uint64_t id = 0;
+    bool final = false;
+    bool requested = false; // the shards were asked for their copies
+    int64_t version = 0;
+    clock::time_point began;
+    std::vector<snapshot_index> copies; // per shard
+    size_t answered = 0;
+  };
+  std::optional<save_attempt> saving; // from the fence until the writer reports
+  uint64_t save_attempts = 0;
+  bool final_save_wanted = false;         // finish() came while another save ran
+  std::function<void()> after_final_save; // the end of the run, once the last save is done
+  std::string final_checkpoint_error;
+  int64_t last_saved_step = -1;
+  std::map<int32_t, data_position> data_positions; // each worker's, from its reports
   // shutdown: quit once every shard has gone down after the stop (or at the next tick)
   size_t shards_down = 0;
   caf::error exit_reason;

@@ -81,6 +81,8 @@ void verify(self_ptr self, training_result& r) {
   if (!r.ok)
     return;
   auto problems = st.roster->failures();
+  if (!st.final_checkpoint_error.empty())
+    problems.push_back("the final checkpoint could not be written: " + st.final_checkpoint_error);
   std::vector<bool> holds(st.links.shards.size(), false);
   for (auto& part : st.router->parts())
     holds[static_cast<size_t>(part.shard)] = true;
@@ -112,8 +114,10 @@ void collect_traffic_and_report(self_ptr self, training_result r) {
     summarize_traffic(*result);
     for (auto& line : traffic_table(*result))
       spdlog::info("chief: {}", line);
-    verify(self, *result);
-    report_and_stop(self, *result);
+    save_final_then(self, [self, result] {
+      verify(self, *result);
+      report_and_stop(self, *result);
+    });
   });
   for (auto& shard : st.links.shards)
     self->request(shard, st.config.runtime.request_timeout, stats_atom::value)

@@ -19,19 +19,32 @@ void on_initialized(self_ptr self) {
   if (st.now != chief_state::phase::initializing)
     return;
   st.now = chief_state::phase::training;
+  if (st.first_step >= st.config.train.last_step) {
+    spdlog::warn("chief: the checkpoint is at step {}, at or past last_step {}: nothing to "
+                 "train; raise train.last-step to train on",
+                 st.first_step, st.config.train.last_step);
+    finish(self);
+    return;
+  }
   if (is_sync(self)) // sync steps start now; async ones at the first grant
     start_clock(self);
   spdlog::info("chief: initialised {} variable(s) on {} shard(s); {} worker(s) waiting",
                st.router->plan().size(), st.links.shards.size(), st.waiting_ready.size());
-  for (auto& rp : st.waiting_ready)
-    rp.deliver(plan_message(self));
+  for (auto& [index, rp] : st.waiting_ready)
+    rp.deliver(plan_message(self, index));
   st.waiting_ready.clear();
 }
 
 } // namespace
 
-training_plan plan_message(self_ptr self) {
-  return {self->state.run, self->state.router->plan(), self->state.coordinator};
+training_plan plan_message(self_ptr self, int32_t index) {
+  auto& st = self->state;
+  training_plan plan{st.run, st.router->plan(), st.coordinator, 0, 0};
+  if (auto i = st.data_positions.find(index); i != st.data_positions.end()) {
+    plan.data_epoch = i->second.epoch;
+    plan.data_offset = i->second.offset;
+  }
+  return plan;
 }
 
 void initialize_shards(self_ptr self) {
@@ -49,34 +62,45 @@ void initialize_shards(self_ptr self) {
   shard_options options;
   st.coordinator = caf::actor_cast<step_coordinator_actor>(self);
   if (is_sync(self)) {
-    token_queue_config queue{st.run, t.last_step, {}};
+    token_queue_config queue{st.run, t.last_step, {}, st.first_step};
     for (auto& part : st.router->parts())
       queue.shards.push_back(st.links.shards[static_cast<size_t>(part.shard)].address());
     st.token_queue = self->spawn<caf::linked>(token_queue, queue,
                                               caf::actor_cast<chief_actor>(self));
     st.coordinator = st.token_queue;
-    options = shard_options{true, st.config.replicas, t.last_step, st.token_queue};
+    options = shard_options{true, st.config.replicas, t.last_step, st.token_queue, 0};
     spdlog::info("chief: sync mode: averaging {} of {} workers' gradients per step",
                  st.config.replicas, st.config.num_workers);
   }
-  std::vector<tensor> full; // each variable's first value, computed once
+  options.first_step = st.first_step;
+  std::vector<tensor> full; // each variable's first value, computed once, or restored
   for (auto& v : vars)
-    full.push_back(initial_value(v, t.seed));
+    full.push_back(st.links.restore_from ? st.links.restore_from->assemble(v.name)
+                                         : initial_value(v, t.seed));
   std::vector<std::vector<std::string>> names(st.links.shards.size());
   std::vector<std::vector<tensor>> values(st.links.shards.size());
   for (auto& part : st.router->parts()) {
     names[static_cast<size_t>(part.shard)] = part.names;
     values[static_cast<size_t>(part.shard)] = st.router->cut(part, full);
   }
-  auto join = make_fan_in(st.links.shards.size(), [self] { on_initialized(self); });
-  for (size_t s = 0; s < st.links.shards.size(); ++s)
+  auto join = make_fan_in(st.links.shards.size(), [self] {
+    if (self->state.links.restore_from)
+      restore_slots(self, [self] { on_initialized(self); });
+    else
+      on_initialized(self);
+  });
+  for (size_t s = 0; s < st.links.shards.size(); ++s) {
+    auto shard_opts = options; // a shard holding nothing applies no update
+    if (names[s].empty())
+      shard_opts.first_step = 0;
     self
       ->request(st.links.shards[s], st.config.runtime.request_timeout, init_atom::value, st.run,
-                std::move(names[s]), std::move(values[s]), options)
+                std::move(names[s]), std::move(values[s]), shard_opts)
       .then([join](caf::ok_atom) { join->arrive(); },
             [self, s](caf::error& err) {
               abort_run(self, "initialising ps:" + std::to_string(s) + " failed: " + describe(err));
             });
+  }
 }
 
 } // namespace troupe::chief_run

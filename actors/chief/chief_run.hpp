@@ -35,8 +35,9 @@ inline void start_clock(self_ptr self) {
 /// the waiting workers get the plan when the last shard acknowledged.
 void initialize_shards(self_ptr self);
 
-/// The plan a ready worker gets (once initialised).
-training_plan plan_message(self_ptr self);
+/// The plan worker `index` gets (once initialised), with where it continues
+/// in its data.
+training_plan plan_message(self_ptr self, int32_t index);
 
 /// A worker's ready request: admitted for a free index of the cluster (or
 /// the one it holds); for an index another worker holds, only once a probe
@@ -63,5 +64,24 @@ void on_shard_down(self_ptr self, size_t shard, const caf::error& reason);
 
 /// Quits with the run's exit reason (once the stop is sent), ending the token queue.
 void quit(self_ptr self);
+
+// -- checkpoints (chief_checkpoint.cpp) --
+
+/// A save is due (by time or steps): async, the fence begins (no new
+/// grants until every granted step is in); sync, the shards copy their
+/// state after the next-but-one update. Called after every counted step.
+void maybe_save(self_ptr self);
+/// Async: the fence is complete when no granted step is outstanding; then
+/// the shards are asked for their copies. Called whenever a grant ends.
+void on_grant_settled(self_ptr self);
+/// The checkpoint writer's report.
+void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uint64_t bytes,
+              double seconds);
+/// The end of the run: saves the final checkpoint (if checkpoints are on),
+/// then calls `then`.
+void save_final_then(self_ptr self, std::function<void()> then);
+/// Values, optimizer slots and data positions of the checkpoint to restore,
+/// sent to the shards after their init; calls `done` once all are in.
+void restore_slots(self_ptr self, std::function<void()> done);
 
 } // namespace troupe::chief_run

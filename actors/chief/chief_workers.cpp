@@ -47,14 +47,14 @@ void admit(self_ptr self, int32_t index, const worker_actor& worker) {
 }
 
 // The plan for an admitted worker, now or once the shards are initialised.
-caf::result<training_plan> plan_or_promise(self_ptr self) {
+caf::result<training_plan> plan_or_promise(self_ptr self, int32_t index) {
   auto& st = self->state;
   if (st.now != chief_state::phase::initializing && st.router)
-    return plan_message(self);
+    return plan_message(self, index);
   if (st.now != chief_state::phase::initializing)
     return make_error({errc::training_stopped, "the run ended before it was initialised"});
   auto rp = self->make_response_promise<training_plan>();
-  st.waiting_ready.push_back(rp);
+  st.waiting_ready.emplace_back(index, rp);
   return rp;
 }
 
@@ -92,9 +92,9 @@ caf::result<training_plan> contest(self_ptr self, int32_t index, worker_actor ca
         }
         admit(self, index, candidate);
         if (st.now == chief_state::phase::initializing)
-          st.waiting_ready.push_back(rp);
+          st.waiting_ready.emplace_back(index, rp);
         else if (st.router)
-          rp.deliver(plan_message(self));
+          rp.deliver(plan_message(self, index));
         else
           rp.deliver(make_error({errc::training_stopped, "the run ended before it started"}));
       });
@@ -122,7 +122,7 @@ caf::result<training_plan> on_ready(self_ptr self, int32_t index) {
     case claim::again:
       break;
   }
-  return plan_or_promise(self);
+  return plan_or_promise(self, index);
 }
 
 void on_worker_down(self_ptr self, int32_t index, const caf::error& reason) {
@@ -140,8 +140,10 @@ void on_worker_down(self_ptr self, int32_t index, const caf::error& reason) {
     else
       st.roster->failed(index, describe(reason));
   }
-  if (st.grants)
+  if (st.grants) {
     st.grants->lose(index);
+    on_grant_settled(self);
+  }
   if (normal) {
     spdlog::info("chief: worker:{} finished", index);
     return;

@@ -30,8 +30,8 @@ public:
     bool completed = false; ///< the report completed the worker's grant (an update counted)
   };
 
-  grant_desk(int64_t last_step, int64_t max_refused)
-    : budget_(last_step), max_refused_(max_refused) {}
+  grant_desk(int64_t last_step, int64_t max_refused, int64_t first_step = 0)
+    : budget_(last_step, first_step), max_refused_(max_refused) {}
 
   /// A worker's report (also a non-finite gradient's, with applied = false):
   /// completes or revokes its grant, then hands it its next step.
@@ -49,6 +49,10 @@ public:
     }
     if (budget_.finished()) {
       out.what = outcome::finished;
+      return out;
+    }
+    if (held_) {
+      out.what = outcome::waiting;
       return out;
     }
     if (auto step = budget_.grant(r.worker)) {
@@ -79,6 +83,26 @@ public:
   /// Forgets the waiting workers without answering (an aborted run ends them).
   void drop_waiting() { waiting_.clear(); }
 
+  /// A checkpoint's fence: no new grants until resume(); the steps granted
+  /// finish (or are revoked) meanwhile, and workers asking wait.
+  void hold() noexcept { held_ = true; }
+  /// Held and no step outstanding: every shard has applied the same updates.
+  bool quiescent() const noexcept { return held_ && budget_.outstanding() == 0; }
+  /// Ends the fence: the waiting workers get their steps.
+  void resume() {
+    held_ = false;
+    while (!waiting_.empty()) {
+      auto next = waiting_.begin();
+      auto step = budget_.grant(next->first);
+      if (!step)
+        return; // every step granted: the rest wait for revocations or the end
+      auto reply = std::move(next->second);
+      waiting_.erase(next);
+      reply.deliver(step_grant{*step, false});
+    }
+  }
+  bool held() const noexcept { return held_; }
+
   int64_t global_step() const noexcept { return budget_.global_step(); }
   int64_t refused() const noexcept { return refused_; }
   size_t waiting() const noexcept { return waiting_.size(); }
@@ -88,7 +112,7 @@ private:
   // The step goes to the first waiting worker at once, else back to the pool.
   void revoke(int32_t worker) {
     budget_.revoke(worker);
-    if (waiting_.empty())
+    if (waiting_.empty() || held_)
       return;
     auto next = waiting_.begin();
     if (auto step = budget_.grant(next->first)) {
@@ -101,6 +125,7 @@ private:
   step_budget budget_;
   int64_t max_refused_;
   int64_t refused_ = 0;
+  bool held_ = false;
   std::map<int32_t, Reply> waiting_; // worker -> its reply, lowest index served first
 };
 

@@ -2,7 +2,8 @@
 
 namespace troupe {
 
-step_budget::step_budget(int64_t last_step) : last_step_(last_step) {
+step_budget::step_budget(int64_t last_step, int64_t first_step)
+  : last_step_(last_step), completed_(first_step), next_(first_step) {
 }
 
 std::optional<int64_t> step_budget::grant(int32_t worker) {

@@ -13,7 +13,8 @@ namespace troupe {
 
 class step_budget {
 public:
-  explicit step_budget(int64_t last_step);
+  /// first_step: steps already trained (a restored checkpoint's).
+  explicit step_budget(int64_t last_step, int64_t first_step = 0);
 
   /// The next global step for `worker`, or nullopt when every step is granted.
   /// A worker holds at most one grant; asking again returns the same one.

@@ -29,7 +29,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 6;
+constexpr uint32_t protocol_version = 7;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -46,10 +46,14 @@ using step_done_atom = caf::atom_constant<caf::atom("step_done")>; ///< token qu
 using replicas_atom = caf::atom_constant<caf::atom("replicas")>;   ///< chief -> shard: R
 using stats_atom = caf::atom_constant<caf::atom("stats")>;         ///< chief -> shard: traffic
 using admit_atom = caf::atom_constant<caf::atom("admit")>;         ///< chief -> token queue
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;   ///< chief -> shard: copy state
+using fetch_atom = caf::atom_constant<caf::atom("fetch")>;     ///< chief -> shard: a copied tensor
+using restore_atom = caf::atom_constant<caf::atom("restore")>; ///< chief -> shard: a slot
 // Internal: sent by an actor to itself only, never part of a published interface.
 using run_atom = caf::atom_constant<caf::atom("run")>;           ///< worker: next step
 using tick_atom = caf::atom_constant<caf::atom("tick")>;         ///< chief, shard: timers
 using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>; ///< chief -> its evaluator
+using saved_atom = caf::atom_constant<caf::atom("saved")>;       ///< checkpoint writer -> chief
 
 // -- message types -----------------------------------------------------------
 
@@ -83,12 +87,14 @@ struct step_report {
   double loss = 0;
   uint64_t correct = 0;
   uint64_t examples = 0;
+  uint64_t data_epoch = 0;  ///< where the worker's next example lies: the epoch
+  uint64_t data_offset = 0; ///<   and the offset within its share of it
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_report& x) {
   return f(caf::meta::type_name("step_report"), x.run, x.worker, x.step, x.applied, x.loss,
-           x.correct, x.examples);
+           x.correct, x.examples, x.data_epoch, x.data_offset);
 }
 
 /// The answer to a report: compute at global step `step` next, or stop.
@@ -195,11 +201,14 @@ struct training_plan {
   run_id run = 0;
   std::vector<planned_slice> slices;
   step_coordinator_actor coordinator;
+  uint64_t data_epoch = 0;  ///< where this worker starts in its data (restored
+  uint64_t data_offset = 0; ///<   from a checkpoint; 0, 0 for a fresh run)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
-  return f(caf::meta::type_name("training_plan"), x.run, x.slices, x.coordinator);
+  return f(caf::meta::type_name("training_plan"), x.run, x.slices, x.coordinator, x.data_epoch,
+           x.data_offset);
 }
 
 /// How a shard applies pushes, sent with its first values.
@@ -208,12 +217,30 @@ struct shard_options {
   int32_t replicas_to_aggregate = 1; ///< sync: gradients averaged per update (R)
   int64_t last_step = 0;             ///< sync: no update past this step
   token_queue_actor token_queue;     ///< sync: told after every update
+  int64_t first_step = 0;            ///< the global step training starts at (a restore's)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_options& x) {
   return f(caf::meta::type_name("shard_options"), x.sync, x.replicas_to_aggregate, x.last_step,
-           x.token_queue);
+           x.token_queue, x.first_step);
+}
+
+/// A shard's copy of its state for a checkpoint: its update count and the
+/// names and shapes of what it copied (variables, then "<variable>/<slot>"),
+/// fetched one tensor at a time by index. The ticket, drawn at random by the
+/// shard and known only to the chief, is what a fetch must show: the chief
+/// hands it to the writer that fetches in its place.
+struct snapshot_index {
+  int64_t version = 0;
+  uint64_t ticket = 0;
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> shapes;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, snapshot_index& x) {
+  return f(caf::meta::type_name("snapshot_index"), x.version, x.ticket, x.names, x.shapes);
 }
 
 /// A parameter-server shard (published). The first init makes its sender the
@@ -235,6 +262,15 @@ using ps_shard_actor =
                    caf::reacts_to<replicas_atom, int32_t>,
                    // the chief: bytes, requests and updates so far, in total and per variable
                    caf::replies_to<stats_atom>::with<shard_traffic>,
+                   // the chief, after init and before training: one optimizer slot of a
+                   // restored checkpoint, (run, "<variable>/<slot>", value) -> ok
+                   caf::replies_to<restore_atom, run_id, std::string, tensor>::with<caf::ok_atom>,
+                   // the chief: copy the state once the shard has applied `version` updates
+                   // (at once if it has; snapshot_passed if it is beyond) -> what was copied
+                   caf::replies_to<snapshot_atom, run_id, int64_t>::with<snapshot_index>,
+                   // whoever holds the copy's ticket (the chief's writer): tensor `index`
+                   // of the copy, each once
+                   caf::replies_to<fetch_atom, run_id, uint64_t, int32_t>::with<tensor>,
                    // the chief: training is over, quit
                    caf::reacts_to<stop_atom>>;
 
@@ -259,8 +295,11 @@ using chief_actor =
                    // its token queue, sync: each update
                    caf::reacts_to<step_done_atom, step_summary>>;
 
-/// The chief as implemented: plus its watchdog.
-using chief_impl = chief_actor::extend<caf::reacts_to<tick_atom>>;
+/// The chief as implemented: plus its watchdog and its checkpoint writer's
+/// report (step, ok, the checkpoint's path or the error, bytes, seconds).
+using chief_impl =
+  chief_actor::extend<caf::reacts_to<tick_atom>,
+                      caf::reacts_to<saved_atom, int64_t, bool, std::string, uint64_t, double>>;
 
 /// The worker as implemented: plus the message that starts its next step.
 using worker_impl = worker_actor::extend<caf::reacts_to<run_atom>>;
@@ -284,6 +323,7 @@ using worker_impl = worker_actor::extend<caf::reacts_to<run_atom>>;
   X(std::vector<variable_traffic>)                                                                 \
   X(shard_traffic)                                                                                 \
   X(shard_options)                                                                                 \
+  X(snapshot_index)                                                                                \
   X(step_coordinator_actor)                                                                        \
   X(token_queue_actor)                                                                             \
   X(ps_shard_actor)                                                                                \

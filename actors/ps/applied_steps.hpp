@@ -12,6 +12,9 @@ namespace troupe {
 
 class applied_steps {
 public:
+  /// Every step below `first` counts as applied (a restored run's).
+  explicit applied_steps(int64_t first = 0) : below_(first) {}
+
   /// Whether `step` was applied already.
   bool contains(int64_t step) const { return step < below_ || above_.count(step) > 0; }
 

@@ -1,5 +1,7 @@
 #include "actors/ps/ps_shard.hpp"
 
+#include <random>
+
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/node_id.hpp>
@@ -12,6 +14,31 @@ namespace troupe {
 namespace {
 
 using self_ptr = ps_shard_impl::stateful_pointer<ps_shard_state>;
+
+// What a fetch of a snapshot must show: only the chief learns it.
+uint64_t draw_ticket() {
+  std::random_device entropy;
+  return (static_cast<uint64_t>(entropy()) << 32) | entropy();
+}
+
+// A snapshot waiting for this version gets it now, between two updates; one
+// whose version was passed (never in a fenced run) is told so.
+void answer_wanted_snapshot(self_ptr self) {
+  auto& st = self->state;
+  if (!st.snapshot_wanted)
+    return;
+  auto [version, promise] = *st.snapshot_wanted;
+  auto now = st.store->version();
+  if (now < version)
+    return;
+  st.snapshot_wanted.reset();
+  if (now == version)
+    promise.deliver(st.snapshot.take(st.store->take_snapshot(), draw_ticket()));
+  else
+    promise.deliver(
+      make_error({errc::snapshot_passed, st.label + " is at version " + std::to_string(now)
+                                           + ", past " + std::to_string(version)}));
+}
 
 // Sync mode: once R gradients of the step are in, apply their mean and tell
 // the token queue that this shard reached the next step.
@@ -28,6 +55,7 @@ void apply_if_ready(self_ptr self) {
   }
   self->send(st.options.token_queue, applied_atom::value, st.run, st.index, st.pending->step(),
              st.pending->last_straggler_ms());
+  answer_wanted_snapshot(self);
 }
 
 caf::result<int64_t> sync_push(self_ptr self, int32_t worker, int64_t step,
@@ -89,19 +117,24 @@ caf::error unless_this_run(self_ptr self, run_id run, const char* what) {
 caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<std::string>& names,
                                   std::vector<tensor>& values, const shard_options& options) {
   auto& st = self->state;
-  if (auto err = st.store->initialize(names, std::move(values)))
+  if (options.first_step < 0)
+    return make_error({errc::invalid_request, st.label + ": init at a negative step"});
+  if (auto err = st.store->initialize(names, std::move(values), options.first_step))
     return make_error(*err);
   st.run = run;
   st.options = options;
+  st.applied = applied_steps(options.first_step);
   if (options.sync)
-    st.pending.emplace(names, options.replicas_to_aggregate);
+    st.pending.emplace(names, options.replicas_to_aggregate, options.first_step);
   // The chief that initialised us owns the run: follow it down, obey it only.
   if (auto chief = caf::actor_cast<caf::actor>(self->current_sender())) {
     st.chief = chief.address();
     self->monitor(chief);
   }
-  spdlog::info("{}: initialised {} variable(s), {} bytes for run {}{}", st.label, st.store->size(),
-               st.store->bytes(), run,
+  spdlog::info("{}: initialised {} variable(s), {} bytes for run {}{}{}", st.label,
+               st.store->size(), st.store->bytes(), run,
+               options.first_step > 0 ? " at step " + std::to_string(options.first_step)
+                                      : std::string(),
                options.sync ? ", sync: averaging " + std::to_string(options.replicas_to_aggregate)
                                 + " gradient(s) per step"
                             : std::string());
@@ -129,7 +162,28 @@ caf::result<int64_t> on_push(self_ptr self, run_id run, int32_t worker, int64_t 
     return make_error(*err);
   }
   st.applied.add(step);
+  answer_wanted_snapshot(self);
   return st.store->version();
+}
+
+caf::result<snapshot_index> on_snapshot(self_ptr self, run_id run, int64_t version) {
+  auto& st = self->state;
+  if (auto err = unless_from_chief(self, "a snapshot request"))
+    return err;
+  if (auto err = unless_this_run(self, run, "a snapshot request"))
+    return err;
+  auto now = st.store->version();
+  if (now > version)
+    return make_error({errc::snapshot_passed, st.label + " is at version " + std::to_string(now)
+                                                + ", past " + std::to_string(version)});
+  if (now == version)
+    return st.snapshot.take(st.store->take_snapshot(), draw_ticket());
+  if (st.snapshot_wanted) // superseded: one snapshot at a time
+    st.snapshot_wanted->second.deliver(
+      make_error({errc::invalid_request, st.label + ": a newer snapshot request replaced it"}));
+  auto promise = self->make_response_promise<snapshot_index>();
+  st.snapshot_wanted.emplace(version, promise);
+  return promise;
 }
 
 } // namespace
@@ -190,6 +244,30 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
       auto out = st.traffic.report(st.index, st.store->bytes());
       out.updates = st.store->version();
       return out;
+    },
+    [self](restore_atom, run_id run, const std::string& key,
+           tensor& value) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (auto err = unless_from_chief(self, "a restored slot"))
+        return err;
+      if (auto err = unless_this_run(self, run, "a restored slot"))
+        return err;
+      if (auto err = st.store->restore_slot(key, std::move(value)))
+        return make_error(*err);
+      return caf::ok_atom::value;
+    },
+    [self](snapshot_atom, run_id run, int64_t version) { return on_snapshot(self, run, version); },
+    [self](fetch_atom, run_id run, uint64_t ticket, int32_t index) -> caf::result<tensor> {
+      auto& st = self->state;
+      if (auto err = unless_this_run(self, run, "a snapshot fetch"))
+        return err;
+      auto out = st.snapshot.fetch(st.label, ticket, index);
+      if (auto* err = std::get_if<failure>(&out)) {
+        if (err->code == errc::unauthorized)
+          return refuse(st.label, "a snapshot fetch", self->current_sender(), err->message);
+        return make_error(*err);
+      }
+      return std::move(std::get<tensor>(out));
     },
     [self](replicas_atom, int32_t required) {
       auto& st = self->state;

@@ -4,15 +4,19 @@
 // dropped and answered stale_gradient); refuses bad requests with an error
 // naming the problem; quits on stop or when it loses the chief that
 // initialised it (it never outlives training). Its state and checks are
-// variable_store's, sync mode's averaging sync_accumulator's.
+// variable_store's, sync mode's averaging sync_accumulator's. For a
+// checkpoint it copies its state between two updates (snapshot_copy); a
+// restored run initialises it at the checkpoint's step, slots included.
 #include <chrono>
 #include <cstdint>
 #include <optional>
 
 #include <caf/actor_addr.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/applied_steps.hpp"
+#include "actors/ps/snapshot_copy.hpp"
 #include "actors/ps/sync_accumulator.hpp"
 #include "actors/ps/traffic_counter.hpp"
 #include "actors/ps/variable_store.hpp"
@@ -37,6 +41,9 @@ struct ps_shard_state {
   std::optional<sync_accumulator> pending; // sync mode: gradients of the current step
   applied_steps applied;                   // async mode: each granted step applies once
   traffic_counter traffic;
+  snapshot_copy snapshot; // the last copy for a checkpoint, until fetched
+  /// A snapshot asked for a version the shard has not reached yet (sync).
+  std::optional<std::pair<int64_t, caf::typed_response_promise<snapshot_index>>> snapshot_wanted;
 };
 
 ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_state> self,

@@ -4,8 +4,9 @@
 
 namespace troupe {
 
-sync_accumulator::sync_accumulator(std::vector<std::string> names, int32_t required)
-  : names_(std::move(names)), required_(required) {
+sync_accumulator::sync_accumulator(std::vector<std::string> names, int32_t required,
+                                   int64_t first_step)
+  : names_(std::move(names)), required_(required), step_(first_step) {
 }
 
 sync_accumulator::verdict sync_accumulator::add(int32_t worker, int64_t step,

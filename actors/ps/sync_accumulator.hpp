@@ -19,7 +19,8 @@ public:
   enum class verdict { accepted, stale, duplicate, ahead };
 
   /// names: every variable the shard holds, in the order pushes carry them.
-  sync_accumulator(std::vector<std::string> names, int32_t required);
+  /// first_step: the step training starts at (a restored checkpoint's).
+  sync_accumulator(std::vector<std::string> names, int32_t required, int64_t first_step = 0);
 
   /// Adds one worker's gradients for `step` (already validated: same names,
   /// shapes, finite). Only gradients of the current step are accepted.

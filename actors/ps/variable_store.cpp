@@ -1,5 +1,7 @@
 #include "actors/ps/variable_store.hpp"
 
+#include <algorithm>
+#include <map>
 #include <unordered_set>
 
 #include "tensor/core/ops.hpp"
@@ -7,11 +9,12 @@
 namespace troupe {
 
 variable_store::variable_store(std::string owner, const optimizer_config& optimizer)
-  : owner_(std::move(owner)), optimizer_(make_optimizer(optimizer)) {
+  : owner_(std::move(owner)), slot_names_(slot_names(optimizer.kind)),
+    optimizer_(make_optimizer(optimizer)) {
 }
 
 maybe_failure variable_store::initialize(const std::vector<std::string>& names,
-                                         std::vector<tensor> values) {
+                                         std::vector<tensor> values, int64_t version) {
   if (initialized_)
     return failure{errc::already_initialized,
                    owner_ + " is already initialised; the chief initialises exactly once"};
@@ -28,10 +31,50 @@ maybe_failure variable_store::initialize(const std::vector<std::string>& names,
       return failure{errc::invalid_request,
                      owner_ + ": initial value of '" + names[i] + "' is not finite"};
   }
+  if (version < 0)
+    return failure{errc::invalid_request, owner_ + ": init at a negative version"};
   for (size_t i = 0; i < names.size(); ++i)
     variables_.emplace(names[i], std::move(values[i]));
+  version_ = version;
   initialized_ = true;
   return std::nullopt;
+}
+
+maybe_failure variable_store::restore_slot(const std::string& key, tensor value) {
+  auto cut = key.rfind('/');
+  auto name = cut == std::string::npos ? std::string() : key.substr(0, cut);
+  auto slot = cut == std::string::npos ? key : key.substr(cut + 1);
+  if (std::find(slot_names_.begin(), slot_names_.end(), slot) == slot_names_.end())
+    return failure{errc::invalid_request,
+                   owner_ + ": '" + key + "' names no slot of this shard's optimizer"};
+  auto i = variables_.find(name);
+  if (i == variables_.end())
+    return failure{errc::unknown_variable, "no variable '" + name + "' on " + owner_};
+  if (value.shape() != i->second.shape())
+    return failure{errc::shape_mismatch, "slot '" + key + "' has shape " + to_string(value.shape())
+                                           + " but " + owner_ + " holds its variable as "
+                                           + to_string(i->second.shape())};
+  if (!value.all_finite())
+    return failure{errc::invalid_request, owner_ + ": slot '" + key + "' is not finite"};
+  optimizer_->restore_slot(key, std::move(value));
+  return std::nullopt;
+}
+
+variable_store::snapshot variable_store::take_snapshot() const {
+  snapshot out;
+  out.version = version_;
+  std::map<std::string, const tensor*> sorted;
+  for (auto& [name, value] : variables_)
+    sorted.emplace(name, &value);
+  for (auto& [name, value] : sorted) {
+    out.names.push_back(name);
+    out.values.push_back(*value);
+  }
+  for (auto& [key, value] : optimizer_->slots()) {
+    out.names.push_back(key);
+    out.values.push_back(*value);
+  }
+  return out;
 }
 
 maybe_failure variable_store::lookup(const std::vector<std::string>& names,

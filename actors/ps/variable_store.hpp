@@ -18,7 +18,23 @@ public:
   variable_store(std::string owner, const optimizer_config& optimizer);
 
   /// Sets the first values; refused if already initialised or malformed.
-  maybe_failure initialize(const std::vector<std::string>& names, std::vector<tensor> values);
+  /// `version` is the update count to continue from (a restored checkpoint's).
+  maybe_failure initialize(const std::vector<std::string>& names, std::vector<tensor> values,
+                           int64_t version = 0);
+
+  /// Sets slot `key` ("<variable>/<slot>") of a held variable from a
+  /// checkpoint; refused for an unknown variable or slot, another shape or
+  /// a value that is not finite.
+  maybe_failure restore_slot(const std::string& key, tensor value);
+
+  /// A copy of everything the shard holds at this version: the variables,
+  /// then their slots ("<variable>/<slot>"), each sorted by name.
+  struct snapshot {
+    int64_t version = 0;
+    std::vector<std::string> names;
+    std::vector<tensor> values;
+  };
+  snapshot take_snapshot() const;
 
   /// Copies the named values into `out`, in the order asked.
   maybe_failure read(const std::vector<std::string>& names, std::vector<tensor>& out) const;
@@ -47,6 +63,7 @@ private:
                       std::vector<const tensor*>& found) const;
 
   std::string owner_;
+  std::vector<std::string> slot_names_;
   std::unique_ptr<optimizer> optimizer_;
   bool initialized_ = false;
   int64_t version_ = 0;

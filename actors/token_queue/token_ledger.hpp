@@ -15,7 +15,9 @@ namespace troupe {
 class token_ledger {
 public:
   /// shards: the shards holding variables (each reports every update).
-  token_ledger(int32_t shards, int64_t last_step) : shards_(shards), last_step_(last_step) {}
+  /// first_step: the global step training starts at (a restored checkpoint's).
+  token_ledger(int32_t shards, int64_t last_step, int64_t first_step = 0)
+    : shards_(shards), last_step_(last_step), global_step_(first_step) {}
 
   /// A worker's report. Its figures count towards the update in progress
   /// (applied) or as a dropped gradient. Returns the grant to answer at once

@@ -64,7 +64,8 @@ token_queue_actor::behavior_type
 token_queue(token_queue_actor::stateful_pointer<token_queue_state> self, token_queue_config config,
             chief_actor chief) {
   auto& st = self->state;
-  st.ledger = token_ledger{static_cast<int32_t>(config.shards.size()), config.last_step};
+  st.ledger = token_ledger{static_cast<int32_t>(config.shards.size()), config.last_step,
+                           config.first_step};
   st.run = config.run;
   st.shards = std::move(config.shards);
   st.chief = std::move(chief);

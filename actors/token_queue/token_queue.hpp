@@ -25,6 +25,7 @@ struct token_queue_config {
   int64_t last_step = 1;
   /// The shards holding variables: each reports every update.
   std::vector<caf::actor_addr> shards;
+  int64_t first_step = 0; ///< a restored checkpoint's global step
 };
 
 struct token_queue_state {

@@ -56,6 +56,8 @@ void ask_for_step(self_ptr self, const Handle& to) {
 void compute(self_ptr self) {
   auto& st = self->state;
   st.sampler->next_batch(*st.links.train, static_cast<size_t>(st.config.batch_size), st.current);
+  st.report.data_epoch = st.sampler->epoch();
+  st.report.data_offset = st.sampler->position();
   batch_stats stats;
   try {
     stats = st.staging ? st.links.net->train_step_staged(st.current)
@@ -178,6 +180,17 @@ void on_plan(self_ptr self, training_plan& plan) {
     fail(self, "the chief's plan names no step coordinator",
          make_error({errc::invalid_request, "empty coordinator"}));
     return;
+  }
+  if (plan.data_epoch > 0 || plan.data_offset > 0) {
+    try {
+      st.sampler->seek(plan.data_epoch, plan.data_offset);
+    } catch (const std::exception& e) {
+      fail(self, "cannot continue at the checkpoint's data position",
+           make_error({errc::invalid_request, e.what()}));
+      return;
+    }
+    spdlog::info("{}: continuing its data at epoch {}, example {} of its share", st.label,
+                 plan.data_epoch, plan.data_offset);
   }
   st.staging = st.links.net->staging();
   st.params.resize(vars.size());

@@ -11,6 +11,7 @@
 #include "config/node/ini_scan.hpp"
 #include "config/node/node_config.hpp"
 #include "config/node/tls.hpp"
+#include "tensor/checkpoint/restore.hpp"
 #include "tensor/data/dataset.hpp"
 
 namespace troupe {
@@ -53,6 +54,11 @@ void parse_or_report(const std::string& key, std::vector<std::string>& errors, F
 training_settings typed_settings(const node_config& cfg, std::vector<std::string>& errors) {
   auto t = cfg.train;
   t.seed = static_cast<uint64_t>(cfg.seed);
+  t.checkpoint.save_interval = std::chrono::duration_cast<std::chrono::milliseconds>(
+    cfg.save_interval);
+  if (cfg.save_interval.count() < 0)
+    t.checkpoint.save_interval = std::chrono::milliseconds(-1); // reported as out of range
+  t.checkpoint.keep = static_cast<int32_t>(std::clamp<int64_t>(cfg.keep, -1, 1'000'000));
   if (cfg.seed < 0)
     errors.push_back("train.seed must not be negative");
   t.replicas_to_aggregate = cfg.replicas_to_aggregate;
@@ -138,6 +144,37 @@ void check_max_connections(const node_config& cfg, node_setup& setup,
     return;
   }
   setup.max_connections = static_cast<size_t>(value);
+}
+
+// The chief (or the whole cluster in one process) picks the checkpoint to
+// start from and checks it against the model and optimizer now, so that a
+// mismatch stops the run before any task trains.
+void check_restore(const node_config& cfg, node_setup& setup, std::vector<std::string>& errors) {
+  setup.restore = cfg.restore;
+  if (!setup.whole_cluster && setup.job != job_kind::chief)
+    return;
+  if (cfg.restore != "auto" && cfg.restore != "never" && cfg.restore.empty()) {
+    errors.push_back("--restore must be auto, never or a checkpoint directory");
+    return;
+  }
+  try {
+    auto choice = choose_checkpoint(setup.train.checkpoint.log_dir, cfg.restore);
+    setup.restore_notes = choice.notes;
+    if (!choice.reader)
+      return;
+    auto net = make_model(setup.train.model, model_options_of(setup.train));
+    auto problems = restore_problems(
+      choice.reader->manifest(),
+      checkpoint_fingerprint(setup.train.model, setup.train.optimizer.kind), net->variables());
+    for (auto& p : problems)
+      errors.push_back("checkpoint " + choice.reader->dir() + ": " + p
+                       + "; restore it with the settings it was written with, or pass "
+                         "--restore=never");
+    if (problems.empty())
+      setup.restore_from = choice.reader;
+  } catch (const std::exception& e) {
+    errors.push_back(std::string("checkpoint: ") + e.what());
+  }
 }
 
 // Only tasks that read data need the data directory; they also turn
@@ -317,6 +354,8 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   setup.train.total_num_replicas = shape.workers;
   check_data(setup, out.errors);
   setup.tls = check_tls(cfg, setup, out.errors);
+  if (out.errors.empty())
+    check_restore(cfg, setup, out.errors);
   if (!out.errors.empty())
     out.what = load_outcome::action::fail;
   else if (out.what != load_outcome::action::dump_config)

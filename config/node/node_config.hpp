@@ -8,6 +8,7 @@
 //   ini_checks.cpp what CAF's INI parser lets through (unknown keys, types)
 //   load.cpp       argv + file -> node_setup, and the checks only a node can do
 //   describe.cpp   --help and --dump-config
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 
 #include "config/node/cluster_spec.hpp"
 #include "config/settings/settings.hpp"
+#include "tensor/checkpoint/checkpoint.hpp"
 
 namespace troupe {
 
@@ -31,6 +33,9 @@ public:
   caf::timespan connect_timeout;
   caf::timespan request_timeout;
   caf::timespan worker_wait_timeout;
+  caf::timespan save_interval; // checkpoint
+  int64_t keep = 5;            // checkpoint
+  std::string restore = "auto";
   training_settings train;
   std::string mode = "async";
   std::string optimizer = "sgd";
@@ -60,6 +65,12 @@ struct node_setup {
   bool tls = false; ///< [openssl] configured: every connection is mutual TLS
   /// Connections a listening task holds at most (cluster.max-connections).
   size_t max_connections = 0;
+  /// --restore: auto, never or a checkpoint directory (the chief's).
+  std::string restore = "auto";
+  /// The checkpoint the chief starts from (null: from the seed), and what
+  /// choosing it found (logged at start).
+  std::shared_ptr<const checkpoint_reader> restore_from;
+  std::vector<std::string> restore_notes;
   training_settings train;
   runtime_settings runtime;
   /// "ps:0", or "local" for the whole cluster: the node's name in logs.

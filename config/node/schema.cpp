@@ -10,14 +10,17 @@ namespace troupe {
 
 node_config::node_config()
   : connect_timeout(std::chrono::seconds(60)), request_timeout(std::chrono::seconds(30)),
-    worker_wait_timeout(std::chrono::seconds(120)) {
+    worker_wait_timeout(std::chrono::seconds(120)), save_interval(std::chrono::seconds(600)) {
   load<caf::io::middleman>();
   load<caf::openssl::manager>(); // used only when [openssl] is configured
   opt_group{custom_options_, "global"}
     .add(job_name, "job_name",
          "this task's job: ps, worker or chief (omit to run every task "
          "of the cluster in this process)")
-    .add(task_index, "task_index", "this task's index within its job");
+    .add(task_index, "task_index", "this task's index within its job")
+    .add(restore, "restore",
+         "chief: auto (the latest complete checkpoint in checkpoint.log-dir, if any), never, "
+         "or the path of a checkpoint directory");
   opt_group{custom_options_, "cluster"}
     .add(chief_hosts, "chief", "the chief task's host:port (exactly one)")
     .add(ps_hosts, "ps", "PS tasks' host:port list")
@@ -90,6 +93,14 @@ node_config::node_config()
     .add(on_worker_loss, "on-worker-loss",
          "sync, when fewer than R workers are left: shrink (average over those alive) or "
          "wait (hold the step until one restarts, at most cluster.worker-wait-timeout)");
+  opt_group{custom_options_, "checkpoint"}
+    .add(train.checkpoint.log_dir, "log-dir",
+         "the chief's log directory for checkpoints, relative to its working directory "
+         "(empty: none)")
+    .add(save_interval, "save-interval", "save a checkpoint this often (0: not by time)")
+    .add(train.checkpoint.save_steps, "save-steps",
+         "and/or every this many global steps (0: not by steps); always at the end")
+    .add(keep, "keep", "complete checkpoints kept, newest first (TF's max_to_keep)");
   opt_group{custom_options_, "model"}
     .add(train.network.layers, "layers",
          "model custom: one string per layer, e.g. [\"conv2d filters=32 kernel=5\", \"relu\", "

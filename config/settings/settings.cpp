@@ -116,6 +116,19 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
   if (!(t.clip_norm >= 0) || !std::isfinite(t.clip_norm))
     fail("train.clip-norm must be 0 (off) or a positive number");
   auto steps = std::to_string(limits::max_steps);
+  auto& ckpt = t.checkpoint;
+  if (ckpt.keep < 1 || ckpt.keep > limits::max_checkpoints_kept)
+    fail("checkpoint.keep = " + std::to_string(ckpt.keep) + " is out of range; use 1.."
+         + std::to_string(limits::max_checkpoints_kept));
+  if (ckpt.save_steps < 0 || ckpt.save_steps > limits::max_steps)
+    fail("checkpoint.save-steps must be 0 (off) or up to " + steps);
+  if (ckpt.save_interval.count() != 0
+      && (ckpt.save_interval < limits::min_save_interval
+          || ckpt.save_interval > limits::max_timeout))
+    fail("checkpoint.save-interval = " + std::to_string(ckpt.save_interval.count())
+         + "ms is out of range; use 0 (off) or 1s to 24h, e.g. 600s");
+  if (ckpt.log_dir.size() > 4096)
+    fail("checkpoint.log-dir is longer than 4096 characters");
   if (t.last_step < 1 || t.last_step > limits::max_steps)
     fail("train.last-step = " + std::to_string(t.last_step) + " is out of range; use 1.." + steps);
   if (!(t.epochs >= 0 && t.epochs <= limits::max_epochs))

@@ -51,6 +51,20 @@ struct cluster_shape {
   int32_t workers = 1;
 };
 
+/// Checkpoints (the [checkpoint] section): TF's Supervisor(logdir,
+/// save_model_secs) and Saver(max_to_keep), plus a step interval.
+struct checkpoint_settings {
+  /// The chief's log directory (relative: to its working directory); empty:
+  /// no checkpoints are written or restored.
+  std::string log_dir;
+  /// Save every this long (0: not by time) ...
+  std::chrono::milliseconds save_interval{600000};
+  /// ... and/or every this many global steps (0: not by steps); always at the end.
+  int64_t save_steps = 0;
+  /// Complete checkpoints kept, newest first (TF's max_to_keep).
+  int32_t keep = 5;
+};
+
 struct training_settings {
   /// softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom (model_names()).
   std::string model = "softmax";
@@ -94,6 +108,7 @@ struct training_settings {
   /// late gradients are dropped.
   int64_t total_num_replicas = 0;
   worker_loss_policy on_worker_loss = worker_loss_policy::shrink;
+  checkpoint_settings checkpoint;
 };
 
 struct runtime_settings {
@@ -119,6 +134,8 @@ constexpr std::chrono::milliseconds min_request_timeout{100};
 constexpr std::chrono::milliseconds min_worker_wait_timeout{1000};
 constexpr std::chrono::milliseconds max_timeout{24LL * 3600 * 1000}; ///< a day
 constexpr int64_t max_connections = 65536;                           ///< cluster.max-connections
+constexpr int32_t max_checkpoints_kept = 1000;
+constexpr std::chrono::milliseconds min_save_interval{1000};
 } // namespace limits
 
 /// Every problem with these settings on a cluster of this shape, each

@@ -128,8 +128,8 @@ json::value checkpoint_manifest::to_json() const {
                                     {"offset", t.offset},
                                     {"file", t.file}});
   for (auto& f : files)
-    file_list.emplace_back(json::object{
-      {"name", f.name}, {"crc32", static_cast<int64_t>(f.crc32)}, {"bytes", f.bytes}});
+    file_list.emplace_back(
+      json::object{{"name", f.name}, {"crc32", static_cast<int64_t>(f.crc32)}, {"bytes", f.bytes}});
   for (auto u : shard_updates)
     updates.emplace_back(u);
   for (auto& d : data)
@@ -146,14 +146,13 @@ json::value checkpoint_manifest::to_json() const {
                       {"data_positions", std::move(positions)}};
 }
 
-checkpoint_manifest checkpoint_manifest::from_json(const json::value& v,
-                                                   const std::string& path) {
+checkpoint_manifest checkpoint_manifest::from_json(const json::value& v, const std::string& path) {
   fields top{path, v, ""};
   if (v.as_object() == nullptr || top.text("format") != "troupe-checkpoint")
     fail(path, "not a Troupe checkpoint manifest");
   if (top.integer("version", 0, max_int) != format_version)
-    fail(path, "manifest version " + std::to_string(top.integer("version", 0, max_int))
-                 + " is not " + std::to_string(format_version) + " (another Troupe release?)");
+    fail(path, "manifest version " + std::to_string(top.integer("version", 0, max_int)) + " is not "
+                 + std::to_string(format_version) + " (another Troupe release?)");
   checkpoint_manifest m;
   m.step = top.integer("step", 0, max_int);
   auto* fp = top.get("fingerprint").as_object();
@@ -233,8 +232,8 @@ std::string checkpoint_dir::begin(int64_t step) const {
   fs::create_directories(root_, ec);
   if (ec)
     fail(root_, "cannot create the log directory: " + ec.message());
-  auto staging = (fs::path(root_) / (".saving-" + std::to_string(step) + "-"
-                                     + std::to_string(::getpid())))
+  auto staging = (fs::path(root_)
+                  / (".saving-" + std::to_string(step) + "-" + std::to_string(::getpid())))
                    .string();
   fs::remove_all(staging, ec);
   fs::create_directory(staging, ec);
@@ -350,8 +349,7 @@ tensor checkpoint_reader::assemble(const std::string& variable, const std::strin
                                          : part[d] == (*shape)[d];
     if (!fits)
       fail(dir_, "slice '" + t.key + "' " + to_string(part) + " at offset "
-                   + std::to_string(t.offset) + " does not fit " + what + " "
-                   + to_string(*shape));
+                   + std::to_string(t.offset) + " does not fit " + what + " " + to_string(*shape));
     variable_slice slice;
     slice.name = t.key;
     slice.variable = variable;
@@ -368,8 +366,8 @@ tensor checkpoint_reader::assemble(const std::string& variable, const std::strin
   int64_t next = 0;
   for (auto& [b, e] : covered) {
     if (b != next)
-      fail(dir_, "the slices of " + what + " leave a gap or overlap at index "
-                   + std::to_string(next));
+      fail(dir_,
+           "the slices of " + what + " leave a gap or overlap at index " + std::to_string(next));
     next = e;
   }
   auto dims = shape->empty() ? 1 : (*shape)[static_cast<size_t>(axis)];

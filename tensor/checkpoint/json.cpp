@@ -44,9 +44,9 @@ private:
   }
 
   void skip_space() {
-    while (pos_ < text_.size()
-           && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\r'
-               || text_[pos_] == '\t'))
+    while (
+      pos_ < text_.size()
+      && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\r' || text_[pos_] == '\t'))
       ++pos_;
   }
 

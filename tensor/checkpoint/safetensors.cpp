@@ -204,8 +204,7 @@ safetensors_file::safetensors_file(std::string path) : path_(std::move(path)) {
       elements *= static_cast<uint64_t>(*n);
     }
     auto begin = (*offsets)[0].as_int(), end = (*offsets)[1].as_int();
-    if (!begin || !end || *begin < 0 || *end < *begin
-        || static_cast<uint64_t>(*end) > data_size)
+    if (!begin || !end || *begin < 0 || *end < *begin || static_cast<uint64_t>(*end) > data_size)
       fail(path_, where + "data_offsets lie outside the " + std::to_string(data_size)
                     + " bytes of data (truncated file?)");
     e.begin = static_cast<uint64_t>(*begin);

@@ -44,7 +44,8 @@ struct data_error : troupe_error {
   X(invalid_request)     /* malformed arguments (e.g. names and values differ in count) */         \
   X(stale_gradient)      /* sync: a gradient for a step the shard has already applied */           \
   X(invalid_setting)     /* a setting out of its range, or settings that do not fit together */    \
-  X(unauthorized)        /* from a party that may not send it, or for another run */
+  X(unauthorized)        /* from a party that may not send it, or for another run */               \
+  X(snapshot_passed)     /* a snapshot asked for a version the shard has already passed */
 
 enum class errc : uint8_t {
   first_code_ = 0,

@@ -22,6 +22,21 @@ example_sampler::example_sampler(size_t examples, size_t index, size_t count, ui
   reshuffle();
 }
 
+void example_sampler::seek(size_t epoch, size_t position) {
+  if (position > order_.size())
+    throw data_error("worker " + std::to_string(index_) + ": data position "
+                     + std::to_string(position) + " lies beyond its share of "
+                     + std::to_string(order_.size()) + " examples (another data set?)");
+  // Each epoch shuffles the previous one's order: replay them.
+  std::sort(order_.begin(), order_.end());
+  for (epoch_ = 0;; ++epoch_) {
+    reshuffle();
+    if (epoch_ == epoch)
+      break;
+  }
+  position_ = position;
+}
+
 void example_sampler::reshuffle() {
   position_ = 0;
   if (!shuffle_)

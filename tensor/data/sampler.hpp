@@ -22,6 +22,11 @@ public:
   void next_batch(const dataset& data, size_t batch_size, batch& out);
 
   size_t epoch() const noexcept { return epoch_; }
+  /// The next example's place within this epoch's share.
+  size_t position() const noexcept { return position_; }
+  /// Continues where a checkpoint left off: the order of `epoch`, from
+  /// `position`. Throws data_error for a position beyond the share.
+  void seek(size_t epoch, size_t position);
   /// Examples in this worker's share.
   size_t share_size() const noexcept { return order_.size(); }
 

@@ -204,6 +204,22 @@ private:
 
 } // namespace
 
+std::vector<std::string> slot_names(optimizer_kind kind) {
+  switch (kind) {
+    case optimizer_kind::sgd:
+      return {};
+    case optimizer_kind::momentum:
+      return {"momentum"};
+    case optimizer_kind::adagrad:
+      return {"Adagrad"};
+    case optimizer_kind::rmsprop:
+      return {"RMSProp", "Momentum"};
+    case optimizer_kind::adam:
+      return {"Adam", "Adam_1"};
+  }
+  return {};
+}
+
 std::unique_ptr<optimizer> make_optimizer(const optimizer_config& c) {
   if (auto err = c.check())
     throw troupe_error("optimizer: " + err->message);

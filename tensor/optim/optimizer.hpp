@@ -90,6 +90,10 @@ public:
   /// The slot variables, as "<variable>/<slot>" -> value.
   std::map<std::string, const tensor*> slots() const;
 
+  /// Sets a slot restored from a checkpoint ("<variable>/<slot>"); the
+  /// caller checks the name and shape (variable_store::restore_slot).
+  void restore_slot(const std::string& key, tensor value) { slots_[key] = std::move(value); }
+
   /// The learning rate at a global step.
   double learning_rate_at(int64_t step) const { return schedule_.at(step); }
 
@@ -107,6 +111,10 @@ private:
 
 /// Throws troupe_error when the configuration is invalid.
 std::unique_ptr<optimizer> make_optimizer(const optimizer_config& config);
+
+/// The slots an optimizer keeps per variable, under TF's names ("Adam",
+/// "Adam_1", ...); what a checkpoint must hold beside each variable.
+std::vector<std::string> slot_names(optimizer_kind kind);
 
 /// sqrt(sum of squares) over all tensors (for clipping by global norm).
 double global_norm(const std::vector<tensor>& tensors);

@@ -141,6 +141,109 @@ BOOST_AUTO_TEST_CASE(only_its_chief_steers_it_and_only_its_run_reads_it) {
   BOOST_TEST(pulled->values[0].bit_equal(tensor({2}, 1.0f))); // the first init's values
 }
 
+optimizer_config adam(double rate) {
+  auto c = plain_sgd(rate);
+  c.kind = optimizer_kind::adam;
+  return c;
+}
+
+// A checkpoint's copy: the variables and the optimizer's slots at one
+// version, taken between two updates and fetched one tensor at a time, each
+// once; only the chief may ask for it.
+BOOST_AUTO_TEST_CASE(a_snapshot_copies_variables_and_slots_at_one_version) {
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, adam(0.1)});
+  sched.run();
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w", "b"},
+                                  std::vector<tensor>{tensor({2, 3}, 1.0f), tensor({3}, 0.0f)},
+                                  shard_options{}));
+  auto push = [&](int64_t step) {
+    return ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, step, names{"w", "b"},
+                        std::vector<tensor>{tensor({2, 3}, 0.5f), tensor({3}, -1.0f)});
+  };
+  BOOST_REQUIRE(push(0));
+  auto before = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  auto index = ask<snapshot_index>(s, snapshot_atom::value, test_run, int64_t{1});
+  BOOST_REQUIRE(index);
+  BOOST_TEST(index->version == 1);
+  BOOST_TEST(index->names == (names{"b", "w", "b/Adam", "b/Adam_1", "w/Adam", "w/Adam_1"}));
+  BOOST_TEST(index->shapes[1] == (shape_t{2, 3}));
+  BOOST_TEST(index->shapes[2] == (shape_t{3}));
+  BOOST_REQUIRE(push(1)); // training goes on; the copy stays at version 1
+  auto w = ask<tensor>(s, fetch_atom::value, test_run, index->ticket, int32_t{1});
+  BOOST_REQUIRE(w);
+  BOOST_TEST(w->bit_equal(before->values[0]));
+  auto m = ask<tensor>(s, fetch_atom::value, test_run, index->ticket, int32_t{4});
+  BOOST_REQUIRE(m);
+  BOOST_TEST(std::abs((*m)[0] - 0.05f) < 1e-7f); // Adam's first moment: (1 - 0.9) * 0.5
+  auto again = ask<tensor>(s, fetch_atom::value, test_run, index->ticket, int32_t{1});
+  BOOST_REQUIRE(!again);
+  BOOST_TEST(is(again.error(), errc::invalid_request));
+  auto passed = ask<snapshot_index>(s, snapshot_atom::value, test_run, int64_t{1});
+  BOOST_REQUIRE(!passed);
+  BOOST_TEST(is(passed.error(), errc::snapshot_passed));
+  caf::scoped_actor stranger{sys};
+  BOOST_TEST(
+    is(error_of<snapshot_index>(sched, stranger, s, snapshot_atom::value, test_run, int64_t{2}),
+       errc::unauthorized));
+  BOOST_TEST(is(error_of<tensor>(sched, stranger, s, fetch_atom::value, test_run, index->ticket + 1,
+                                 int32_t{0}),
+                errc::unauthorized)); // without the ticket
+  BOOST_TEST(is(error_of<tensor>(sched, stranger, s, fetch_atom::value, test_run + 1, index->ticket,
+                                 int32_t{0}),
+                errc::unauthorized)); // with it, but for another run
+  BOOST_TEST(is(error_of<caf::ok_atom>(sched, stranger, s, restore_atom::value, test_run,
+                                       std::string("w/Adam"), tensor({2, 3}, 0.0f)),
+                errc::unauthorized));
+}
+
+// A shard restored from another's copy (values, slots, update count) goes
+// on exactly as the original: the next update is bit for bit the same.
+BOOST_AUTO_TEST_CASE(a_restored_shard_continues_as_the_original_would) {
+  auto grads = [](float g) { return std::vector<tensor>{tensor({2, 3}, g), tensor({3}, -g)}; };
+  auto original = sys.spawn(ps_shard, ps_shard_config{0, adam(0.1)});
+  sched.run();
+  BOOST_REQUIRE(ask<caf::ok_atom>(original, init_atom::value, test_run, names{"w", "b"},
+                                  std::vector<tensor>{tensor({2, 3}, 1.0f), tensor({3}, 0.0f)},
+                                  shard_options{}));
+  for (int64_t step = 0; step < 3; ++step)
+    BOOST_REQUIRE(ask<int64_t>(original, push_atom::value, test_run, int32_t{0}, step,
+                               names{"w", "b"}, grads(0.25f * static_cast<float>(step + 1))));
+  auto index = ask<snapshot_index>(original, snapshot_atom::value, test_run, int64_t{3});
+  BOOST_REQUIRE(index);
+  std::vector<tensor> copy;
+  for (int32_t i = 0; i < static_cast<int32_t>(index->names.size()); ++i)
+    copy.push_back(*ask<tensor>(original, fetch_atom::value, test_run, index->ticket, i));
+  auto restored = sys.spawn(ps_shard, ps_shard_config{1, adam(0.1)});
+  sched.run();
+  shard_options at_step_3;
+  at_step_3.first_step = 3;
+  BOOST_REQUIRE(ask<caf::ok_atom>(restored, init_atom::value, test_run, names{"b", "w"},
+                                  std::vector<tensor>{copy[0], copy[1]}, at_step_3));
+  for (size_t i = 2; i < copy.size(); ++i)
+    BOOST_REQUIRE(
+      ask<caf::ok_atom>(restored, restore_atom::value, test_run, index->names[i], copy[i]));
+  auto bad_slot = ask<caf::ok_atom>(restored, restore_atom::value, test_run,
+                                    std::string("w/momentum"), tensor({2, 3}, 0.0f));
+  BOOST_REQUIRE(!bad_slot);
+  BOOST_TEST(is(bad_slot.error(), errc::invalid_request));
+  auto bad_shape = ask<caf::ok_atom>(restored, restore_atom::value, test_run, std::string("w/Adam"),
+                                     tensor({3}, 0.0f));
+  BOOST_REQUIRE(!bad_shape);
+  BOOST_TEST(is(bad_shape.error(), errc::shape_mismatch));
+  // A step below the restored one counts as applied: a late push of it is not applied.
+  BOOST_TEST(*ask<int64_t>(restored, push_atom::value, test_run, int32_t{0}, int64_t{2},
+                           names{"w", "b"}, grads(9.0f))
+             == 3);
+  for (auto shard : {original, restored})
+    BOOST_TEST(*ask<int64_t>(shard, push_atom::value, test_run, int32_t{0}, int64_t{3},
+                             names{"w", "b"}, grads(1.0f))
+               == 4);
+  auto a = ask<pull_reply>(original, pull_atom::value, test_run, names{"w", "b"});
+  auto b = ask<pull_reply>(restored, pull_atom::value, test_run, names{"w", "b"});
+  BOOST_TEST(a->values[0].bit_equal(b->values[0]));
+  BOOST_TEST(a->values[1].bit_equal(b->values[1]));
+}
+
 BOOST_AUTO_TEST_CASE(hello_refuses_another_protocol_version) {
   auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
   sched.run();
@@ -197,6 +300,40 @@ BOOST_AUTO_TEST_CASE(shard_applies_at_the_rth_gradient_and_drops_stale_ones) {
                            std::vector<tensor>{tensor({2}, 1.0f)});
   BOOST_REQUIRE(!past);
   BOOST_TEST(is(past.error(), errc::training_stopped));
+}
+
+// Sync: a snapshot asked for the next version waits for the update that
+// reaches it, and copies the state before the one after.
+BOOST_AUTO_TEST_CASE(a_sync_snapshot_waits_for_its_update) {
+  auto log = std::make_shared<std::vector<applied_event>>();
+  auto queue = sys.spawn(spy_queue, log);
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
+  sched.run();
+  shard_options options{true, 2, 10, queue};
+  options.first_step = 4; // restored at step 4
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
+                                  std::vector<tensor>{tensor({2}, 1.0f)}, options));
+  auto waiting = self->request(s, caf::infinite, snapshot_atom::value, test_run, int64_t{5});
+  sched.run();
+  auto push = [&](int32_t worker, int64_t step) {
+    return ask<int64_t>(s, push_atom::value, test_run, worker, step, names{"w"},
+                        std::vector<tensor>{tensor({2}, 2.0f)});
+  };
+  BOOST_TEST(is(push(0, 3).error(), errc::stale_gradient)); // before the restored step
+  BOOST_TEST(*push(0, 4) == 4);
+  BOOST_TEST(*push(1, 4) == 5); // update 5 applied: the snapshot is taken now
+  BOOST_TEST(*push(0, 5) == 5);
+  BOOST_TEST(*push(1, 5) == 6);
+  std::optional<snapshot_index> index;
+  waiting.receive([&](snapshot_index& x) { index = std::move(x); },
+                  [&](caf::error& e) { BOOST_FAIL(describe(e)); });
+  BOOST_REQUIRE(index);
+  BOOST_TEST(index->version == 5);
+  auto w = ask<tensor>(s, fetch_atom::value, test_run, index->ticket, int32_t{0});
+  BOOST_REQUIRE(w);
+  BOOST_TEST((*w)[0] == 0.0f); // 1 - 0.5 * 2, one update; not the second
+  BOOST_REQUIRE(log->size() == 2u);
+  BOOST_TEST(log->at(0).step == 5);
 }
 
 BOOST_AUTO_TEST_CASE(shrinking_r_applies_a_step_a_lost_worker_blocked) {

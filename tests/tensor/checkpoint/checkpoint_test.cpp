@@ -41,7 +41,8 @@ struct saved_model {
   tensor biases_adam = counting({4}, 2000.0f);
 
   variable_slice part(int i) const {
-    return split_variable(variable_spec{"fc1/weights", {6, 4}, {}}, 2, 0).at(static_cast<size_t>(i));
+    return split_variable(variable_spec{"fc1/weights", {6, 4}, {}}, 2, 0)
+      .at(static_cast<size_t>(i));
   }
 
   std::string save(const checkpoint_dir& dir, int64_t step, int keep = 5) const {
@@ -184,8 +185,9 @@ BOOST_AUTO_TEST_CASE(only_the_newest_are_kept) {
   for (int64_t step = 100; step <= 700; step += 100)
     model.save(dir, step, 3);
   auto kept = dir.complete();
-  BOOST_TEST(kept == (std::vector<std::string>{log.root + "/ckpt-700", log.root + "/ckpt-600",
-                                               log.root + "/ckpt-500"}));
+  BOOST_TEST(kept
+             == (std::vector<std::string>{log.root + "/ckpt-700", log.root + "/ckpt-600",
+                                          log.root + "/ckpt-500"}));
   BOOST_TEST(*dir.latest() == log.root + "/ckpt-700");
 }
 

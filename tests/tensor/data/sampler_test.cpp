@@ -50,4 +50,29 @@ BOOST_AUTO_TEST_CASE(worker_shares_are_disjoint_and_reshuffled) {
   BOOST_CHECK_THROW(example_sampler(10, 3, 3, 1), troupe_error);
 }
 
+// A restored worker continues its data where the checkpoint left it: the
+// same examples in the same order as if it had never stopped.
+BOOST_AUTO_TEST_CASE(seeking_continues_the_same_sequence) {
+  dataset data;
+  data.images = tensor({50, 1});
+  for (int i = 0; i < 50; ++i) {
+    data.images[i] = float(i);
+    data.labels.push_back(i);
+  }
+  example_sampler original(50, 1, 2, 7);
+  batch b;
+  for (int step = 0; step < 13; ++step) // 13 x 4 = 52 examples: into the third epoch
+    original.next_batch(data, 4, b);
+  BOOST_TEST(original.epoch() == 2u);
+  example_sampler restored(50, 1, 2, 7);
+  restored.seek(original.epoch(), original.position());
+  for (int step = 0; step < 10; ++step) {
+    batch x, y;
+    original.next_batch(data, 4, x);
+    restored.next_batch(data, 4, y);
+    BOOST_TEST(x.labels == y.labels);
+  }
+  BOOST_CHECK_THROW(restored.seek(0, 26), data_error); // the share holds 25
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,230 @@
+// The chief's checkpoints (TF's Supervisor saving and restoring): when to
+// save, the fence that makes every shard copy its state at the same update,
+// handing the copies to a detached writer, and restoring the optimizer's
+// slots after the shards' init.
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/chief/checkpoint_writer.hpp"
+#include "actors/chief/chief_run.hpp"
+#include "actors/common/fan_in.hpp"
+#include "tensor/checkpoint/restore.hpp"
+#include "tensor/plan/partitioner.hpp"
+
+namespace troupe::chief_run {
+
+namespace {
+
+double ms_since(chief_state::clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(chief_state::clock::now() - t).count();
+}
+
+// Async saves hold new grants while the shards copy; nothing else pauses.
+void end_fence(self_ptr self) {
+  auto& st = self->state;
+  if (st.grants && st.grants->held() && st.now == chief_state::phase::training)
+    st.grants->resume();
+}
+
+void abandon(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  spdlog::warn("chief: checkpoint at step {} abandoned: {}; training goes on", st.saving->version,
+               why);
+  bool final = st.saving->final;
+  st.saving.reset();
+  end_fence(self);
+  if (final) {
+    st.final_checkpoint_error = why;
+    if (auto then = std::move(st.after_final_save))
+      then();
+  }
+}
+
+void write(self_ptr self) {
+  auto& st = self->state;
+  auto& save = *st.saving;
+  checkpoint_job job;
+  job.run = st.run;
+  job.log_dir = st.config.train.checkpoint.log_dir;
+  job.keep = st.config.train.checkpoint.keep;
+  job.manifest.step = save.version;
+  job.manifest.fingerprint = checkpoint_fingerprint(st.config.train.model,
+                                                    st.config.train.optimizer.kind);
+  for (auto& v : st.links.net->variables())
+    job.manifest.variables.emplace_back(v.name, v.shape);
+  for (auto& copy : save.copies)
+    job.manifest.shard_updates.push_back(copy.version);
+  for (auto& [worker, position] : st.data_positions)
+    job.manifest.data.push_back(position);
+  job.shards = st.links.shards;
+  job.copies = save.copies;
+  job.plan = st.router->plan();
+  job.variables = st.links.net->variables();
+  job.request_timeout = st.config.runtime.request_timeout;
+  self->spawn<caf::detached>(checkpoint_writer, std::move(job), caf::actor_cast<caf::actor>(self));
+}
+
+// Every shard holding variables copies its state once it has applied
+// `version` updates (async: at once, the fence made sure; sync: after that
+// update). Shards holding nothing have nothing to copy.
+void request_copies(self_ptr self, int64_t version) {
+  auto& st = self->state;
+  auto& save = *st.saving;
+  save.requested = true;
+  save.version = version;
+  save.copies.assign(st.links.shards.size(), snapshot_index{});
+  auto parts = st.router->parts().size();
+  auto timeout = st.config.runtime.request_timeout + st.config.runtime.worker_wait_timeout;
+  for (auto& part : st.router->parts())
+    self
+      ->request(st.links.shards[static_cast<size_t>(part.shard)], timeout, snapshot_atom::value,
+                st.run, version)
+      .then(
+        [self, id = save.id, shard = part.shard, parts](snapshot_index& copy) {
+          auto& st = self->state;
+          if (!st.saving || st.saving->id != id)
+            return;
+          st.saving->copies[static_cast<size_t>(shard)] = std::move(copy);
+          if (++st.saving->answered < parts)
+            return;
+          auto paused = ms_since(st.saving->began);
+          end_fence(self);
+          spdlog::info("chief: checkpoint at step {}: every shard copied its state{} {:.1f} ms "
+                       "after the save began",
+                       st.saving->version, is_sync(self) ? "" : " (training paused)", paused);
+          write(self);
+        },
+        [self, id = save.id, shard = part.shard](caf::error& err) {
+          auto& st = self->state;
+          if (st.saving && st.saving->id == id)
+            abandon(self, "ps:" + std::to_string(shard) + ": " + describe(err));
+        });
+}
+
+void begin(self_ptr self, bool final) {
+  auto& st = self->state;
+  auto step = global_step(self);
+  st.saving = chief_state::save_attempt{++st.save_attempts,        final, false, step,
+                                        chief_state::clock::now(), {},    0};
+  st.schedule->began(step, st.saving->began);
+  if (final) {
+    request_copies(self, step); // every step is in: the shards are still
+  } else if (is_sync(self)) {
+    // The update after next: the shards cannot have passed it yet.
+    if (step + 2 > st.config.train.last_step) {
+      st.saving.reset(); // the final save is near
+      return;
+    }
+    request_copies(self, step + 2);
+  } else {
+    st.grants->hold();
+    on_grant_settled(self);
+  }
+}
+
+} // namespace
+
+void maybe_save(self_ptr self) {
+  auto& st = self->state;
+  if (!st.schedule || st.saving || st.now != chief_state::phase::training)
+    return;
+  if (st.schedule->due(global_step(self), chief_state::clock::now()))
+    begin(self, false);
+}
+
+void on_grant_settled(self_ptr self) {
+  auto& st = self->state;
+  if (st.saving && !st.saving->requested && st.grants && st.grants->quiescent())
+    request_copies(self, st.grants->global_step());
+}
+
+void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uint64_t bytes,
+              double seconds) {
+  auto& st = self->state;
+  if (!st.saving || st.saving->version != step)
+    return;
+  bool final = st.saving->final;
+  st.saving.reset();
+  if (ok)
+    st.last_saved_step = step;
+  if (ok)
+    spdlog::info("chief: saved checkpoint {} (step {}, {} bytes, written in {:.0f} ms)", what, step,
+                 bytes, seconds * 1000);
+  else
+    spdlog::error("chief: checkpoint at step {} failed: {}{}", step, what,
+                  final ? "" : "; training goes on, the previous checkpoint stays the latest");
+  if (final) {
+    if (!ok)
+      st.final_checkpoint_error = what;
+    if (auto then = std::move(st.after_final_save))
+      then();
+    return;
+  }
+  if (st.final_save_wanted) {
+    st.final_save_wanted = false;
+    begin(self, true);
+  }
+}
+
+void save_final_then(self_ptr self, std::function<void()> then) {
+  auto& st = self->state;
+  if (!st.schedule) {
+    then();
+    return;
+  }
+  if (!st.saving && st.last_saved_step == global_step(self)) {
+    then(); // the last periodic save holds the final state already
+    return;
+  }
+  st.after_final_save = std::move(then);
+  if (st.saving) {
+    if (st.saving->final)
+      return; // running; it calls `then`
+    if (st.saving->requested && st.saving->version == global_step(self)) {
+      st.saving->final = true; // this one already holds the final state
+      return;
+    }
+    if (!st.saving->requested)
+      st.saving.reset(); // a fence that the end overtook
+    else {
+      st.final_save_wanted = true;
+      return;
+    }
+  }
+  begin(self, true);
+}
+
+void restore_slots(self_ptr self, std::function<void()> done) {
+  auto& st = self->state;
+  auto& ckpt = *st.links.restore_from;
+  auto& vars = st.links.net->variables();
+  std::vector<std::pair<size_t, std::pair<std::string, tensor>>> sends; // shard, (key, value)
+  for (size_t v = 0; v < vars.size(); ++v)
+    for (auto& slot : ckpt.slots_of(vars[v].name)) {
+      auto full = ckpt.assemble(vars[v].name, slot);
+      for (auto& part : st.router->parts())
+        for (auto i : part.slices)
+          if (st.router->variable_of(i) == v)
+            sends.push_back(
+              {static_cast<size_t>(part.shard),
+               {st.router->plan()[i].name + "/" + slot, extract_slice(st.router->slice(i), full)}});
+    }
+  if (sends.empty()) {
+    done();
+    return;
+  }
+  auto join = make_fan_in(sends.size(), std::move(done));
+  for (auto& [shard, slot] : sends)
+    self
+      ->request(st.links.shards[shard], st.config.runtime.request_timeout, restore_atom::value,
+                st.run, slot.first, std::move(slot.second))
+      .then([join](caf::ok_atom) { join->arrive(); },
+            [self, shard = shard, key = slot.first](caf::error& err) {
+              abort_run(self, "restoring " + key + " into ps:" + std::to_string(shard)
+                                + " failed: " + describe(err));
+            });
+}
+
+} // namespace troupe::chief_run

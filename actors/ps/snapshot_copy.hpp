@@ -1,0 +1,59 @@
+#pragma once
+// A shard's copy of its state for a checkpoint, taken between two updates
+// and handed out one tensor at a time, so that the chief never holds more
+// than one tensor of it and the shard frees each as it goes.
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "actors/protocol/protocol.hpp"
+#include "actors/ps/variable_store.hpp"
+
+namespace troupe {
+
+class snapshot_copy {
+public:
+  /// Replaces any earlier copy (its unfetched tensors are dropped); `ticket`
+  /// is what fetches of this copy must show.
+  snapshot_index take(variable_store::snapshot copy, uint64_t ticket) {
+    copy_ = std::move(copy);
+    ticket_ = ticket;
+    fetched_.assign(copy_.values.size(), false);
+    left_ = copy_.values.size();
+    snapshot_index index{copy_.version, ticket, copy_.names, {}};
+    for (auto& v : copy_.values)
+      index.shapes.push_back(v.shape());
+    return index;
+  }
+
+  /// Tensor `index` of the copy with `ticket`, moved out: each once.
+  std::variant<tensor, failure> fetch(const std::string& owner, uint64_t ticket, int32_t index) {
+    if (left_ == 0 || ticket != ticket_)
+      return failure{errc::unauthorized,
+                     owner
+                       + " holds no snapshot with that ticket (fetched, replaced, or never "
+                         "taken)"};
+    if (index < 0 || static_cast<size_t>(index) >= fetched_.size()
+        || fetched_[static_cast<size_t>(index)])
+      return failure{errc::invalid_request, owner + ": snapshot tensor " + std::to_string(index)
+                                              + " does not exist or was fetched already"};
+    auto i = static_cast<size_t>(index);
+    fetched_[i] = true;
+    tensor out = std::move(copy_.values[i]);
+    if (--left_ == 0)
+      copy_ = {};
+    return out;
+  }
+
+  /// Tensors still held.
+  size_t left() const noexcept { return left_; }
+
+private:
+  variable_store::snapshot copy_;
+  uint64_t ticket_ = 0;
+  std::vector<bool> fetched_;
+  size_t left_ = 0;
+};
+
+} // namespace troupe

@@ -1,0 +1,40 @@
+#pragma once
+// Which checkpoint a run starts from (--restore=auto|never|PATH), and
+// whether it fits the model and optimizer configured now: a checkpoint of
+// another model, of other shapes or of another optimizer is refused before
+// anything starts, naming the variable and both shapes.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/checkpoint/checkpoint.hpp"
+#include "tensor/nn/model.hpp"
+#include "tensor/optim/optimizer.hpp"
+
+namespace troupe {
+
+/// What must not change across a restore: the model, the optimizer and the
+/// slots it keeps.
+std::map<std::string, std::string> checkpoint_fingerprint(const std::string& model,
+                                                          optimizer_kind optimizer);
+
+/// Every reason `manifest` cannot be restored into a model with `variables`
+/// trained with `fingerprint`; empty when it can.
+std::vector<std::string> restore_problems(const checkpoint_manifest& manifest,
+                                          const std::map<std::string, std::string>& fingerprint,
+                                          const std::vector<variable_spec>& variables);
+
+struct restore_choice {
+  std::shared_ptr<const checkpoint_reader> reader; ///< null: initialise from the seed
+  std::vector<std::string> notes;                  ///< what was chosen and why, for the log
+};
+
+/// --restore=auto: the checkpoint the pointer file names, or, if it is
+/// corrupt or missing, the newest complete one that checks out (the notes
+/// say which was skipped and why); none in the directory: a fresh start.
+/// never: a fresh start. Anything else: that directory. Throws
+/// checkpoint_error when a named checkpoint, or every one found, is unusable.
+restore_choice choose_checkpoint(const std::string& log_dir, const std::string& restore);
+
+} // namespace troupe
