@@ -353,6 +353,8 @@ int main(int argc, char** argv) {
     }
   }
   setup_logging(setup.name());
+  for (auto& warning : setup.restore_warnings)
+    spdlog::warn("checkpoint: {}", warning);
   for (auto& note : setup.restore_notes)
     spdlog::info("checkpoint: {}", note);
   warn_without_tls(setup);

@@ -160,6 +160,7 @@ void check_restore(const node_config& cfg, node_setup& setup, std::vector<std::s
   try {
     auto choice = choose_checkpoint(setup.train.checkpoint.log_dir, cfg.restore);
     setup.restore_notes = choice.notes;
+    setup.restore_warnings = choice.warnings;
     if (!choice.reader)
       return;
     auto net = make_model(setup.train.model, model_options_of(setup.train));

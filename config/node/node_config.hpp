@@ -71,6 +71,7 @@ struct node_setup {
   /// choosing it found (logged at start).
   std::shared_ptr<const checkpoint_reader> restore_from;
   std::vector<std::string> restore_notes;
+  std::vector<std::string> restore_warnings;
   training_settings train;
   runtime_settings runtime;
   /// "ps:0", or "local" for the whole cluster: the node's name in logs.

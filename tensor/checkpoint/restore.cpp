@@ -71,7 +71,7 @@ restore_choice choose_checkpoint(const std::string& log_dir, const std::string& 
     return out;
   }
   if (!pointer_problem.empty())
-    out.notes.push_back(pointer_problem + "; looking for complete checkpoints instead");
+    out.warnings.push_back(pointer_problem + "; looking for complete checkpoints instead");
   std::vector<std::string> problems;
   for (auto& c : candidates) {
     try {
@@ -80,7 +80,7 @@ restore_choice choose_checkpoint(const std::string& log_dir, const std::string& 
                           + ")");
       return out;
     } catch (const checkpoint_error& e) {
-      out.notes.push_back(std::string(e.what()) + "; trying the previous checkpoint");
+      out.warnings.push_back(std::string(e.what()) + "; trying the previous checkpoint");
       problems.push_back(e.what());
     }
   }

@@ -15,7 +15,9 @@
 #   emulated_gpu_cluster_test.sh TROUPE_NODE_EMULATED ROOT [DATA_DIR]
 set -u
 bin=$1; root=$2; data=${3:-/usr/share/datasets/fashion-mnist}
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
 steps=10
 run() { # name, worker-devices
   timeout 380 "$root/scripts/local-cluster" "$root/config/examples/local-mixed-cnn.conf" --timeout 360 \

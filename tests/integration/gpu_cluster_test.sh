@@ -10,7 +10,9 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "SKIPPED: no CUDA device on this machine (nvidia-smi -L failed); run on a GPU machine"
   exit 77
 fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
 fails=0; passes=0
 for conf in local-gpu-cnn local-mixed-cnn; do
   timeout 580 "$root/scripts/local-cluster" "$root/config/examples/$conf.conf" --timeout 560 --bin "$bin" \

@@ -9,6 +9,7 @@
 set -u
 bin=$1; client=$2; root=$3
 tmp=$(mktemp -d)
+cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT

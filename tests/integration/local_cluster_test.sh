@@ -3,7 +3,9 @@
 # reaches >= 0.80 test accuracy and every process exits 0 within the bound.
 set -u
 bin=$1; root=$2
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
 timeout 280 "$root/scripts/local-cluster" "$root/config/examples/local-2ps-3workers.conf" \
   --timeout 240 --bin "$bin" >"$tmp/log" 2>&1; rc=$?
 grep -E 'final|exited|error|lost' "$tmp/log"

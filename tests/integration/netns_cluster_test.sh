@@ -22,6 +22,7 @@ command -v ip >/dev/null && command -v tc >/dev/null || skip "needs ip and tc (i
 p=tr$$ # namespace and link prefix, unique per run
 ip netns add "${p}sw" 2>/dev/null || skip "cannot create network namespaces"
 tmp=$(mktemp -d)
+cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done

@@ -3,7 +3,9 @@
 # configuration errors that exit 2 with a message naming the key.
 set -u
 bin=$1; root=$2
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
 fails=0; passes=0
 check() { # description, expected exit code, expected text, command...
   local what=$1 want_rc=$2 want_text=$3; shift 3

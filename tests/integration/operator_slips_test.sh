@@ -7,6 +7,7 @@
 set -u
 bin=$1; root=$2
 tmp=$(mktemp -d)
+cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; [ -n "${KEEP_LOGS:-}" ] || rm -rf "$tmp"; }
 trap cleanup EXIT

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tensor/checkpoint/checkpoint.hpp"
+#include "tensor/checkpoint/restore.hpp"
 #include "tensor/plan/partitioner.hpp"
 
 using namespace troupe;
@@ -248,6 +249,50 @@ BOOST_AUTO_TEST_CASE(safetensors_headers_are_checked_before_reading) {
   }
   auto huge = error_of([&] { safetensors_file{log.root + "/g.safetensors"}; });
   BOOST_TEST(contains(huge, "header claims 1099511627776 bytes"), huge);
+}
+
+BOOST_AUTO_TEST_CASE(auto_restores_the_latest_or_the_newest_that_checks_out) {
+  log_dir log;
+  checkpoint_dir dir(log.root);
+  BOOST_TEST(!choose_checkpoint(log.root, "auto").reader); // nothing there: from the seed
+  BOOST_TEST(!choose_checkpoint("", "auto").reader);       // checkpoints off
+  saved_model model;
+  model.save(dir, 100);
+  auto latest = model.save(dir, 200);
+  BOOST_TEST(choose_checkpoint(log.root, "auto").reader->manifest().step == 200);
+  BOOST_TEST(!choose_checkpoint(log.root, "never").reader);
+  BOOST_TEST(choose_checkpoint(log.root, log.root + "/ckpt-100").reader->manifest().step == 100);
+  corrupt_byte(latest + "/ps-0.safetensors", 150);
+  auto fallback = choose_checkpoint(log.root, "auto");
+  BOOST_TEST(fallback.reader->manifest().step == 100);
+  BOOST_REQUIRE(fallback.warnings.size() == 1u);
+  BOOST_TEST(contains(fallback.warnings[0], "ckpt-200/ps-0.safetensors: checksum mismatch"));
+  corrupt_byte(log.root + "/ckpt-100/manifest.json", 3);
+  auto none = error_of([&] { choose_checkpoint(log.root, "auto"); });
+  BOOST_TEST(contains(none, "no usable checkpoint in " + log.root), none);
+  BOOST_TEST(contains(none, "--restore=never"), none);
+  auto named = error_of([&] { choose_checkpoint(log.root, log.root + "/ckpt-999"); });
+  BOOST_TEST(contains(named, "ckpt-999/manifest.json: cannot open"), named);
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_model_or_optimizer_is_refused) {
+  log_dir log;
+  checkpoint_dir dir(log.root);
+  checkpoint_reader r(saved_model{}.save(dir, 10));
+  std::vector<variable_spec> same{{"fc1/weights", {6, 4}, {}}, {"fc1/biases", {4}, {}}};
+  std::map<std::string, std::string> fp{{"model", "test"}, {"optimizer", "adam"}};
+  BOOST_TEST(restore_problems(r.manifest(), fp, same).empty());
+  std::vector<variable_spec> wider{{"fc1/weights", {6, 8}, {}}, {"fc1/biases", {4}, {}},
+                                   {"fc2/weights", {8, 2}, {}}};
+  auto problems = restore_problems(r.manifest(), fp, wider);
+  BOOST_REQUIRE(problems.size() == 2u);
+  BOOST_TEST(problems[0] == "variable fc1/weights is [6, 4] in the checkpoint but [6, 8] in this model");
+  BOOST_TEST(contains(problems[1], "variable fc2/weights [8, 2] is not in the checkpoint"));
+  fp["optimizer"] = "sgd";
+  problems = restore_problems(r.manifest(), fp, same);
+  BOOST_REQUIRE(problems.size() == 1u);
+  BOOST_TEST(problems[0] == "the checkpoint was written with optimizer = 'adam', this run uses 'sgd'");
+  BOOST_TEST(checkpoint_fingerprint("mlp", optimizer_kind::adam).at("slots") == "Adam,Adam_1");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Checkpoints through real processes (MLP, Adam, 2 ps shards, 2 workers):
+#   A  async, saving every 500 steps: checkpoints at each fence and at the end,
+#      keep-N, TF's pointer file; numpy (the reader in docs/operations.md)
+#      reads the last one, and the model in it scores the test accuracy the
+#      run reported.
+#   B  a new run with --restore=auto onto 3 ps shards continues from there
+#      (values, Adam's slots and step, data positions) to a later last-step.
+#   C  the latest checkpoint corrupted: auto falls back to the previous one
+#      and says so.
+#   D  another model, or another optimizer: exit 2 naming the variable and
+#      both shapes, before anything starts; --restore=never starts over.
+#   E  sync mode saves and restores too.
+set -u
+bin=$1; root=$2
+tmp=$(mktemp -d)
+cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
+trap cleanup EXIT
+py=/usr/bin/python3; [ -x "$py" ] || py=python3
+fails=0; passes=0
+expect() { local what=$1; shift
+  if "$@"; then echo "ok: $what"; passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi; }
+wait_exit() { local end=$((SECONDS + $2)); rc=hung
+  while kill -0 "$1" 2>/dev/null; do [ $SECONDS -ge $end ] && return; sleep 0.2; done
+  wait "$1"; rc=$?; }
+# config NAME PS_COUNT LAST_STEP MODE: ports 88x0 (chief), 88x1.. (ps), 89x1.. (workers)
+config() {
+  local ps="" i
+  for ((i = 0; i < $2; i++)); do ps+="${ps:+, }\"127.0.0.1:$((8881 + i))\""; done
+  cat >"$tmp/$1.conf" <<CONF
+[cluster]
+chief = ["127.0.0.1:8880"]
+ps = [$ps]
+worker = ["127.0.0.1:8981", "127.0.0.1:8982"]
+connect-timeout = 60s
+[train]
+model = "mlp"
+mode = "$4"
+optimizer = "adam"
+learning-rate = 0.001
+batch-size = 100
+last-step = $3
+log-interval = 500
+data-dir = "/usr/share/datasets/fashion-mnist"
+[checkpoint]
+log-dir = "logs"
+save-steps = 500
+save-interval = 0s
+keep = 2
+[middleman]
+heartbeat-interval = 1s
+connection-timeout = 10s
+CONF
+}
+run_cluster() { # NAME PS_COUNT [extra chief flags]; waits for every task
+  local name=$1 n=$2 i; shift 2
+  local mine=()
+  "$bin" --config-file="$tmp/$name.conf" --job_name=chief --task_index=0 "$@" >"$tmp/$name-chief.log" 2>&1 &
+  mine+=($!)
+  for ((i = 0; i < n; i++)); do
+    "$bin" --config-file="$tmp/$name.conf" --job_name=ps --task_index=$i >"$tmp/$name-ps$i.log" 2>&1 & mine+=($!); done
+  for i in 0 1; do
+    "$bin" --config-file="$tmp/$name.conf" --job_name=worker --task_index=$i >"$tmp/$name-w$i.log" 2>&1 & mine+=($!); done
+  pids+=("${mine[@]}")
+  chief_rc=0; all_rc=0
+  wait_exit "${mine[0]}" 300; chief_rc=$rc
+  for p in "${mine[@]:1}"; do wait_exit "$p" 60; [ "$rc" = 0 ] || all_rc=$rc; done
+}
+final() { grep -o '{"event":"final".*' "$tmp/$1-chief.log"; }
+field() { final "$1" | grep -o "\"$2\":[^,}]*" | cut -d: -f2; }
+
+# A
+config a 2 1500 async
+run_cluster a 2
+expect "A: the run ends ok (chief $chief_rc, others $all_rc)" test "$chief_rc$all_rc" = 00
+expect "A:   with every step" test "$(field a global_step)" = 1500
+expect "A: it saved during training and at the end" \
+  bash -c "grep -q 'saved checkpoint logs/ckpt-5' '$tmp/a-chief.log' && grep -q 'saved checkpoint logs/ckpt-1500 (step 1500' '$tmp/a-chief.log'"
+expect "A: the fence paused training for milliseconds at most" \
+  bash -c "grep -o 'training paused) [0-9.]* ms' '$tmp/a-chief.log' | awk '{ if (\$3 > 100) bad = 1 } END { exit bad }'"
+expect "A: two are kept, the pointer names the last" \
+  bash -c "[ \$(ls -d '$tmp'/logs/ckpt-* | wc -l) = 2 ] && grep -q 'model_checkpoint_path: \"ckpt-1500\"' '$tmp/logs/checkpoint'"
+"$py" "$root/tests/integration/read_checkpoint_check.py" "$root/docs/operations.md" "$tmp/logs/ckpt-1500" \
+  /usr/share/datasets/fashion-mnist >"$tmp/numpy.txt" 2>&1
+cat "$tmp/numpy.txt" | sed 's/^/    numpy: /'
+reported=$(field a test_accuracy); read_back=$(awk '/^accuracy/ { print $2 }' "$tmp/numpy.txt")
+expect "A: numpy reads it, and its model scores the reported accuracy ($read_back vs $reported)" \
+  awk -v a="${read_back:-0}" -v b="${reported:-1}" 'BEGIN { d = a - b; exit !(d < 0.0006 && d > -0.0006) }'
+expect "A:   with Adam's slots under TF's names" grep -q "hidden1/weights/Adam hidden1/weights/Adam_1" "$tmp/numpy.txt"
+
+# B
+config b 3 2500 async
+cp -r "$tmp/logs" "$tmp/logs-after-a"
+sed -i 's/^keep = 2/keep = 5/' "$tmp/b.conf"
+run_cluster b 3
+expect "B: a new run restores the last checkpoint" grep -q "checkpoint: restoring logs/ckpt-1500 (step 1500)" "$tmp/b-chief.log"
+expect "B:   onto 3 shards at step 1500" bash -c "grep -l 'at step 1500' '$tmp'/b-ps*.log | wc -l | grep -qx 3"
+expect "B:   the workers continue their data" grep -q "continuing its data at epoch" "$tmp/b-w0.log"
+expect "B: it ends ok at last-step 2500 (chief $chief_rc, others $all_rc)" \
+  bash -c "[ '$chief_rc$all_rc' = 00 ] && [ '$(field b global_step)' = 2500 ]"
+expect "B:   having trained the 1000 steps left ($(field b examples) examples)" test "$(field b examples)" = 100000
+acc_b=$(field b test_accuracy)
+expect "B:   and improved on the restored model ($acc_b >= $reported - 0.01)" \
+  awk -v a="${acc_b:-0}" -v b="${reported:-1}" 'BEGIN { exit !(a >= b - 0.01) }'
+
+# C
+rm -rf "$tmp/logs" && cp -r "$tmp/logs-after-a" "$tmp/logs"
+printf 'X' | dd of="$tmp/logs/ckpt-1500/ps-1.safetensors" bs=1 seek=300 conv=notrunc 2>/dev/null
+config c 2 1500 async
+run_cluster c 2
+expect "C: the corrupt checkpoint is named" grep -q "ckpt-1500/ps-1.safetensors: checksum mismatch (corrupt).*trying the previous" "$tmp/c-chief.log"
+expect "C:   and the previous one restored" grep -q "checkpoint: restoring logs/ckpt-10[0-9]* (step 10[0-9]*)" "$tmp/c-chief.log"
+expect "C:   the run ends ok at 1500 (chief $chief_rc, others $all_rc)" \
+  bash -c "[ '$chief_rc$all_rc' = 00 ] && [ '$(field c global_step)' = 1500 ]"
+
+# D
+config d 2 3000 async
+sed -i 's/^model = "mlp"/model = "softmax"/' "$tmp/d.conf"
+"$bin" --config-file="$tmp/d.conf" --job_name=chief --task_index=0 >"$tmp/d.out" 2>&1
+rc=$?
+expect "D: another model is refused with exit 2 (got $rc)" test "$rc" = 2
+expect "D:   naming the variable and its shape" grep -q "variable softmax/weights \[784, 10\] is not in the checkpoint" "$tmp/d.out"
+sed -i 's/^model = "softmax"/model = "mlp"/; s/^optimizer = "adam"/optimizer = "momentum"/' "$tmp/d.conf"
+"$bin" --config-file="$tmp/d.conf" --job_name=chief --task_index=0 >"$tmp/d2.out" 2>&1
+rc=$?
+expect "D: another optimizer is refused with exit 2 (got $rc)" \
+  bash -c "[ $rc = 2 ] && grep -q \"optimizer = 'adam', this run uses 'momentum'\" '$tmp/d2.out'"
+sed -i 's/^optimizer = "momentum"/optimizer = "adam"/' "$tmp/d.conf"
+sed -i 's/^last-step = 3000/last-step = 200/' "$tmp/d.conf"
+run_cluster d 2 --restore=never
+expect "D: --restore=never starts over" \
+  bash -c "grep -q 'restore=never: initialising from the seed' '$tmp/d-chief.log' && [ '$(field d global_step)' = 200 ] && [ '$chief_rc' = 0 ]"
+
+# E
+rm -rf "$tmp/logs"
+config e 2 1200 sync
+run_cluster e 2
+expect "E: sync saves during training and at the end (chief $chief_rc)" \
+  bash -c "[ '$chief_rc$all_rc' = 00 ] && grep -q 'saved checkpoint logs/ckpt-1200 (step 1200' '$tmp/e-chief.log' && grep -q 'saved checkpoint logs/ckpt-50[0-9] ' '$tmp/e-chief.log'"
+sed -i 's/^last-step = 1200/last-step = 1600/' "$tmp/e.conf"
+run_cluster e 2
+expect "E: and a sync run restores it and ends ok at 1600" \
+  bash -c "grep -q 'restoring logs/ckpt-1200 (step 1200)' '$tmp/e-chief.log' && [ '$chief_rc$all_rc' = 00 ] && [ '$(field e global_step)' = 1600 ]"
+
+[ $fails -eq 0 ] || for f in "$tmp"/*.log; do echo "== $f"; tail -5 "$f"; done
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
