@@ -27,8 +27,8 @@ std::vector<std::string> restore_problems(const checkpoint_manifest& manifest,
 
 struct restore_choice {
   std::shared_ptr<const checkpoint_reader> reader; ///< null: initialise from the seed
-  std::vector<std::string> notes;    ///< what was chosen, for the log
-  std::vector<std::string> warnings; ///< checkpoints skipped, and why
+  std::vector<std::string> notes;                  ///< what was chosen, for the log
+  std::vector<std::string> warnings;               ///< checkpoints skipped, and why
 };
 
 /// --restore=auto: the checkpoint the pointer file names, or, if it is

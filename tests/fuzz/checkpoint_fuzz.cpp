@@ -17,8 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string rest(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     if (data[0] % 2 == 0) {
-      static const std::string path =
-        "/tmp/troupe-checkpoint-fuzz-" + std::to_string(::getpid()) + ".safetensors";
+      static const std::string path = "/tmp/troupe-checkpoint-fuzz-" + std::to_string(::getpid())
+                                      + ".safetensors";
       std::ofstream(path, std::ios::binary | std::ios::trunc) << rest;
       troupe::safetensors_file file(path);
       for (auto& [name, entry] : file.entries())

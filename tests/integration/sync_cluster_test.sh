@@ -51,7 +51,7 @@ for t in b_ps b_w0 b_w1; do eval "p=\$pid_$t"; wait_exit "$p" 60
 
 # 3. no backups, policy wait: lose a worker, bring it back
 # Ports of their own: peer_loss_test uses 76xx/77xx and may run alongside.
-sed -e 's/78\([0-9][0-9]\)/86\1/g; s/79\([0-9][0-9]\)/87\1/g' \
+sed -e 's/78\([0-9][0-9]\)/86\1/g; s/79\([0-9][0-9]\)/87\1/g' -e 's|^log-dir = .*|log-dir = "logs/wait"|' \
   "$root/config/examples/local-sync-1ps-2workers.conf" >"$tmp/wait.conf"
 start "$tmp/wait.conf" w_ps ps 0; start "$tmp/wait.conf" w_chief chief 0
 start "$tmp/wait.conf" w_w0 worker 0; start "$tmp/wait.conf" w_w1 worker 1

@@ -282,16 +282,18 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_model_or_optimizer_is_refused) {
   std::vector<variable_spec> same{{"fc1/weights", {6, 4}, {}}, {"fc1/biases", {4}, {}}};
   std::map<std::string, std::string> fp{{"model", "test"}, {"optimizer", "adam"}};
   BOOST_TEST(restore_problems(r.manifest(), fp, same).empty());
-  std::vector<variable_spec> wider{{"fc1/weights", {6, 8}, {}}, {"fc1/biases", {4}, {}},
-                                   {"fc2/weights", {8, 2}, {}}};
+  std::vector<variable_spec> wider{
+    {"fc1/weights", {6, 8}, {}}, {"fc1/biases", {4}, {}}, {"fc2/weights", {8, 2}, {}}};
   auto problems = restore_problems(r.manifest(), fp, wider);
   BOOST_REQUIRE(problems.size() == 2u);
-  BOOST_TEST(problems[0] == "variable fc1/weights is [6, 4] in the checkpoint but [6, 8] in this model");
+  BOOST_TEST(problems[0]
+             == "variable fc1/weights is [6, 4] in the checkpoint but [6, 8] in this model");
   BOOST_TEST(contains(problems[1], "variable fc2/weights [8, 2] is not in the checkpoint"));
   fp["optimizer"] = "sgd";
   problems = restore_problems(r.manifest(), fp, same);
   BOOST_REQUIRE(problems.size() == 1u);
-  BOOST_TEST(problems[0] == "the checkpoint was written with optimizer = 'adam', this run uses 'sgd'");
+  BOOST_TEST(problems[0]
+             == "the checkpoint was written with optimizer = 'adam', this run uses 'sgd'");
   BOOST_TEST(checkpoint_fingerprint("mlp", optimizer_kind::adam).at("slots") == "Adam,Adam_1");
 }
 
