@@ -45,20 +45,23 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         const runtime_settings& runtime, int32_t num_workers,
                         std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
                         std::function<void(const training_result&)> on_finish, spawn_mode mode,
-                        std::shared_ptr<const checkpoint_reader> restore_from) {
+                        std::shared_ptr<const checkpoint_reader> restore_from,
+                        peer_reconnect reconnect) {
   cluster_shape shape{static_cast<int32_t>(shards.size()), num_workers};
   require_valid_settings(settings, runtime, shape);
   chief_config config{settings, runtime, num_workers, replicas_of(settings, shape),
                       mode == spawn_mode::detached};
-  chief_links links{std::move(shards), make_model(settings.model, model_options_of(settings)),
-                    std::move(test), std::move(on_finish), std::move(restore_from)};
+  chief_links links{std::move(shards),       make_model(settings.model, model_options_of(settings)),
+                    std::move(test),         std::move(on_finish),
+                    std::move(restore_from), std::move(reconnect)};
   return spawn_as<chief_actor>(sys, mode, chief, std::move(config), std::move(links));
 }
 
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief_handle, std::vector<ps_shard_actor> shards,
-                          std::shared_ptr<const dataset> train, spawn_mode mode) {
+                          std::shared_ptr<const dataset> train, spawn_mode mode,
+                          peer_reconnect reconnect) {
   require_valid_settings(settings, runtime, {static_cast<int32_t>(shards.size()), num_workers});
   if (index < 0 || index >= num_workers)
     throw troupe_error("worker index " + std::to_string(index) + " outside 0.."
@@ -74,6 +77,7 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   config.step_timeout = runtime.request_timeout + runtime.worker_wait_timeout;
   config.shuffle = settings.shuffle;
   config.clip_norm = settings.clip_norm;
+  config.recovery_timeout = runtime.recovery_timeout;
   // Each worker draws its own dropout masks.
   auto options = model_options_of(settings);
   options.seed += 7919u * static_cast<uint64_t>(index + 1);
@@ -85,7 +89,8 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
                  gpu::describe_device(device), settings.gpu_memory_fraction, config.batch_size);
   else
     spdlog::info("worker:{}: computing on cpu, batch {}", index, config.batch_size);
-  worker_links links{std::move(chief_handle), std::move(shards), std::move(net), std::move(train)};
+  worker_links links{std::move(chief_handle), std::move(shards), std::move(net), std::move(train),
+                     std::move(reconnect)};
   return spawn_as<worker_actor>(sys, mode, worker, config, std::move(links));
 }
 

@@ -55,14 +55,15 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
                         std::function<void(const training_result&)> on_finish,
                         spawn_mode mode = spawn_mode::detached,
-                        std::shared_ptr<const checkpoint_reader> restore_from = nullptr);
+                        std::shared_ptr<const checkpoint_reader> restore_from = nullptr,
+                        peer_reconnect reconnect = {});
 
 /// Worker `index` of num_workers; its share of `train` follows from both.
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief, std::vector<ps_shard_actor> shards,
                           std::shared_ptr<const dataset> train,
-                          spawn_mode mode = spawn_mode::detached);
+                          spawn_mode mode = spawn_mode::detached, peer_reconnect reconnect = {});
 
 struct local_cluster {
   std::vector<ps_shard_actor> shards;

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -108,28 +109,37 @@ caf::error wait_for(caf::actor_system& sys, const Handle& handle) {
   return reason;
 }
 
-// Connects to a published actor of type Handle with retry and backoff until
-// the deadline, then checks the protocol version with a hello.
+// Connects to a published actor of type Handle with retry and backoff for
+// `within` (cluster.connect-timeout at start, cluster.recovery-timeout when
+// a peer is lost), then checks the protocol version with a hello.
 template <class Handle>
 caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup,
-                                 const std::string& what, const host_port& address) {
-  auto deadline = std::chrono::steady_clock::now() + setup.runtime.connect_timeout;
+                                 const std::string& what, const host_port& address,
+                                 std::chrono::milliseconds within) {
+  auto deadline = std::chrono::steady_clock::now() + within;
   auto backoff = std::chrono::milliseconds(100);
   caf::error last;
   for (;;) {
     auto handle = setup.tls ? caf::openssl::remote_actor<Handle>(sys, address.host, address.port)
                             : sys.middleman().remote_actor<Handle>(address.host, address.port);
     if (handle) {
+      // Right after a peer died, CAF may still hand out the dead one's
+      // proxy (its cache is cleared asynchronously): a hello that is not
+      // answered within 3 s means "try again", not "give up".
+      auto wait = std::min(std::chrono::milliseconds(3000), setup.runtime.request_timeout);
       caf::scoped_actor self{sys};
       caf::expected<Handle> result{caf::sec::request_timeout};
       self
-        ->request(*handle, setup.runtime.request_timeout, hello_atom::value, protocol_version,
+        ->request(*handle, wait, hello_atom::value, protocol_version,
                   std::string(name_of(setup.job)), setup.task)
         .receive([&](uint32_t) { result = *handle; },
                  [&](caf::error& err) { result = std::move(err); });
-      return result;
+      if (result || result.error().category() == caf::atom("troupe"))
+        return result; // connected, or refused (another protocol version)
+      last = result.error();
+    } else {
+      last = handle.error();
     }
-    last = handle.error();
     if (last == caf::sec::unexpected_actor_messaging_interface)
       return caf::make_error(caf::sec::unexpected_actor_messaging_interface,
                              what + " at " + address.to_string() + " is not a Troupe " + what
@@ -142,8 +152,7 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
   }
   return caf::make_error(caf::sec::cannot_connect_to_node,
                          "no " + what + " reachable at " + address.to_string() + " within "
-                           + std::to_string(setup.runtime.connect_timeout.count())
-                           + " ms (cluster.connect-timeout): " + sys.render(last)
+                           + std::to_string(within.count()) + " ms: " + sys.render(last)
                            + "; is that task running and listening there?");
 }
 
@@ -213,6 +222,20 @@ void limit_tensors_to_the_model(const training_settings& train) {
   set_max_wire_elements(largest);
 }
 
+// How this task reaches a lost peer again: at the same address, retrying
+// for up to `within`.
+peer_reconnect reconnect_to_peers(caf::actor_system& sys, const node_setup& setup) {
+  peer_reconnect out;
+  out.chief = [&sys, setup](std::chrono::milliseconds within) {
+    return connect_to<chief_actor>(sys, setup, "chief", setup.cluster.chief[0], within);
+  };
+  out.shard = [&sys, setup](int32_t shard, std::chrono::milliseconds within) {
+    return connect_to<ps_shard_actor>(sys, setup, "ps shard",
+                                      setup.cluster.ps[static_cast<size_t>(shard)], within);
+  };
+  return out;
+}
+
 int exit_code_of(const caf::error& reason) {
   return !reason || reason == caf::exit_reason::normal ? exit_ok : exit_failure;
 }
@@ -248,7 +271,8 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
 int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits) {
   if (!address_is_free(setup, setup.cluster.ps[setup.task]))
     return exit_failure;
-  ps_shard_config config{setup.task, setup.train.optimizer, setup.runtime.connect_timeout};
+  ps_shard_config config{setup.task, setup.train.optimizer, setup.runtime.connect_timeout,
+                         setup.runtime.recovery_timeout};
   ps_shard_actor shard = sys.spawn(ps_shard, config); // published without its timer
   if (!publish(sys, setup, shard, setup.cluster.ps[setup.task])) {
     caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
@@ -265,7 +289,8 @@ int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits&
 bool connect_shards(caf::actor_system& sys, const node_setup& setup,
                     std::vector<ps_shard_actor>& shards) {
   for (size_t i = 0; i < setup.cluster.ps.size(); ++i) {
-    auto shard = connect_to<ps_shard_actor>(sys, setup, "ps shard", setup.cluster.ps[i]);
+    auto shard = connect_to<ps_shard_actor>(sys, setup, "ps shard", setup.cluster.ps[i],
+                                            setup.runtime.connect_timeout);
     if (!shard) {
       spdlog::error("ps:{}: {}", i, describe(shard.error()));
       return false;
@@ -287,7 +312,7 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
   auto chief_handle = spawn_chief(
     sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.worker.size()), shards,
     test, [&result](const training_result& r) { result = r; }, spawn_mode::detached,
-    setup.restore_from);
+    setup.restore_from, reconnect_to_peers(sys, setup));
   if (!publish(sys, setup, chief_handle, setup.cluster.chief[0])) {
     // Lost a race for the port: its shards refuse a second chief's init.
     caf::anon_send_exit(chief_handle, caf::exit_reason::user_shutdown);
@@ -300,7 +325,8 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
 }
 
 int run_worker(caf::actor_system& sys, const node_setup& setup) {
-  auto chief_handle = connect_to<chief_actor>(sys, setup, "chief", setup.cluster.chief[0]);
+  auto chief_handle = connect_to<chief_actor>(sys, setup, "chief", setup.cluster.chief[0],
+                                              setup.runtime.connect_timeout);
   if (!chief_handle) {
     spdlog::error("{}", describe(chief_handle.error()));
     return exit_failure;
@@ -312,7 +338,8 @@ int run_worker(caf::actor_system& sys, const node_setup& setup) {
   // Not published: nobody connects to a worker; the chief reaches it over the
   // connection the worker opened (its ready request).
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
-                        setup.train, setup.runtime, *chief_handle, shards, train);
+                        setup.train, setup.runtime, *chief_handle, shards, train,
+                        spawn_mode::detached, reconnect_to_peers(sys, setup));
   return exit_code_of(wait_for(sys, w));
 }
 

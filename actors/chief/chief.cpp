@@ -18,15 +18,6 @@ namespace {
 using namespace chief_run;
 constexpr auto watchdog_period = std::chrono::seconds(1);
 
-// A fresh identity for every run: a node of another cluster or of an earlier
-// run carries another one.
-run_id draw_run_id() {
-  std::random_device entropy;
-  auto high = static_cast<run_id>(entropy()) << 32;
-  auto id = high | entropy();
-  return id ^ static_cast<run_id>(chief_state::clock::now().time_since_epoch().count());
-}
-
 // A progress line every log-interval global steps, over the steps since the last.
 void log_progress(self_ptr self) {
   auto& st = self->state;
@@ -159,6 +150,17 @@ void on_tick(self_ptr self) {
 
 } // namespace
 
+namespace chief_run {
+
+run_id draw_run_id() {
+  std::random_device entropy;
+  auto high = static_cast<run_id>(entropy()) << 32;
+  auto id = high | entropy();
+  return id ^ static_cast<run_id>(chief_state::clock::now().time_since_epoch().count());
+}
+
+} // namespace chief_run
+
 chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, chief_config config,
                                 chief_links links) {
   auto& st = self->state;
@@ -210,6 +212,12 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     [self](tick_atom) { on_tick(self); },
     [self](saved_atom, int64_t step, bool ok, const std::string& what, uint64_t bytes,
            double seconds) { on_saved(self, step, ok, what, bytes, seconds); },
+    [self](shard_back_atom, int32_t shard, ps_shard_actor& handle) {
+      on_shard_back(self, shard, std::move(handle));
+    },
+    [self](shard_back_atom, int32_t shard, const std::string& why) {
+      on_shard_not_back(self, shard, why);
+    },
   };
 }
 

@@ -24,6 +24,7 @@
 #include "actors/chief/worker_roster.hpp"
 #include "actors/common/progress_meter.hpp"
 #include "actors/protocol/protocol.hpp"
+#include "actors/worker/worker.hpp"
 #include "config/settings/settings.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/data/dataset.hpp"
@@ -47,6 +48,8 @@ struct chief_links {
   std::function<void(const training_result&)> on_finish;
   /// The checkpoint to start from (null: initialise from the seed).
   std::shared_ptr<const checkpoint_reader> restore_from;
+  /// Reaching a lost shard again (troupe-node; empty: a lost shard ends the run).
+  peer_reconnect reconnect;
 };
 
 struct chief_state {
@@ -94,6 +97,14 @@ struct chief_state {
   std::string final_checkpoint_error;
   int64_t last_saved_step = -1;
   std::map<int32_t, data_position> data_positions; // each worker's, from its reports
+  // recovery from a lost shard
+  struct shard_recovery {
+    int32_t shard = 0;
+    int64_t lost_at = 0; // global step
+    clock::time_point since;
+  };
+  std::optional<shard_recovery> recovering;
+  bool replan_workers = false; // after the restore: send every live worker the new plan
   // shutdown: quit once every shard has gone down after the stop (or at the next tick)
   size_t shards_down = 0;
   caf::error exit_reason;

@@ -223,8 +223,14 @@ void on_shard_down(self_ptr self, size_t shard, const caf::error& reason) {
     spdlog::warn("chief: lost ps:{} ({}) while finishing", shard, self->system().render(reason));
     return;
   }
-  abort_run(self, "lost ps:" + std::to_string(shard) + " (" + self->system().render(reason)
-                    + "); its variables are gone");
+  if (st.now == chief_state::phase::training) {
+    on_shard_lost(self, shard, reason);
+    return;
+  }
+  abort_run(self,
+            "lost ps:" + std::to_string(shard) + " (" + self->system().render(reason)
+              + (st.recovering ? ") while recovering ps:" + std::to_string(st.recovering->shard)
+                               : "); its variables are gone"));
 }
 
 // The token queue is linked, but a normal exit does not take linked actors

@@ -30,6 +30,12 @@ void on_initialized(self_ptr self) {
     start_clock(self);
   spdlog::info("chief: initialised {} variable(s) on {} shard(s); {} worker(s) waiting",
                st.router->plan().size(), st.links.shards.size(), st.waiting_ready.size());
+  if (st.replan_workers) { // after a recovery: the live workers wait for the new run
+    st.replan_workers = false;
+    for (auto& [index, addr] : st.roster->live())
+      if (auto w = caf::actor_cast<worker_actor>(addr))
+        self->send(w, plan_atom::value, plan_message(self, index));
+  }
   for (auto& [index, rp] : st.waiting_ready)
     rp.deliver(plan_message(self, index));
   st.waiting_ready.clear();
@@ -68,6 +74,8 @@ void initialize_shards(self_ptr self) {
     st.token_queue = self->spawn<caf::linked>(token_queue, queue,
                                               caf::actor_cast<chief_actor>(self));
     st.coordinator = st.token_queue;
+    for (auto& [index, addr] : st.roster->live()) // after a recovery
+      self->send(st.token_queue, admit_atom::value, index, caf::actor_cast<worker_actor>(addr));
     options = shard_options{true, st.config.replicas, t.last_step, st.token_queue, 0};
     spdlog::info("chief: sync mode: averaging {} of {} workers' gradients per step",
                  st.config.replicas, st.config.num_workers);

@@ -65,6 +65,21 @@ void on_shard_down(self_ptr self, size_t shard, const caf::error& reason);
 /// Quits with the run's exit reason (once the stop is sent), ending the token queue.
 void quit(self_ptr self);
 
+/// A fresh identity for a run, or for its next incarnation after a
+/// recovery: messages of the one before are refused.
+run_id draw_run_id();
+
+// -- recovery (chief_recovery.cpp) --
+
+/// A shard was lost while training: with checkpoints and a way to reach it
+/// again, training pauses until it is back and every shard is restored from
+/// the latest checkpoint; otherwise the run ends.
+void on_shard_lost(self_ptr self, size_t shard, const caf::error& reason);
+/// The lost shard answers again: restore every shard, re-plan the workers.
+void on_shard_back(self_ptr self, int32_t shard, ps_shard_actor handle);
+/// It did not come back within cluster.recovery-timeout: the run ends.
+void on_shard_not_back(self_ptr self, int32_t shard, const std::string& why);
+
 // -- checkpoints (chief_checkpoint.cpp) --
 
 /// A save is due (by time or steps): async, the fence begins (no new

@@ -49,11 +49,14 @@ using admit_atom = caf::atom_constant<caf::atom("admit")>;         ///< chief ->
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;   ///< chief -> shard: copy state
 using fetch_atom = caf::atom_constant<caf::atom("fetch")>;     ///< chief -> shard: a copied tensor
 using restore_atom = caf::atom_constant<caf::atom("restore")>; ///< chief -> shard: a slot
+using plan_atom = caf::atom_constant<caf::atom("plan")>; ///< chief -> worker: after a recovery
 // Internal: sent by an actor to itself only, never part of a published interface.
-using run_atom = caf::atom_constant<caf::atom("run")>;           ///< worker: next step
-using tick_atom = caf::atom_constant<caf::atom("tick")>;         ///< chief, shard: timers
-using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>; ///< chief -> its evaluator
-using saved_atom = caf::atom_constant<caf::atom("saved")>;       ///< checkpoint writer -> chief
+using run_atom = caf::atom_constant<caf::atom("run")>;               ///< worker: next step
+using tick_atom = caf::atom_constant<caf::atom("tick")>;             ///< chief, shard: timers
+using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>;     ///< chief -> its evaluator
+using saved_atom = caf::atom_constant<caf::atom("saved")>;           ///< checkpoint writer -> chief
+using shard_back_atom = caf::atom_constant<caf::atom("shard_back")>; ///< reconnector -> chief
+using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;         ///< worker: find a new chief
 
 // -- message types -----------------------------------------------------------
 
@@ -170,24 +173,6 @@ using report_handler = caf::replies_to<report_atom, step_report>::with<step_gran
 /// Whoever hands workers their steps (the chief or the token queue).
 using step_coordinator_actor = caf::typed_actor<report_handler>;
 
-/// A worker (not published: the chief reaches it through its ready request).
-using worker_actor = caf::typed_actor<
-  // the chief: is this worker alive? (before a second one may take its index)
-  hello_handler,
-  // the chief: training is over, quit
-  caf::reacts_to<stop_atom>>;
-
-/// Sync mode's token queue (lives beside the chief, not published).
-using token_queue_actor = caf::typed_actor<
-  // a worker the chief admitted, for itself only
-  report_handler,
-  // a shard of this run: shard `index` applied an update and is now at `step`
-  caf::reacts_to<applied_atom, run_id, int32_t, int64_t, double>,
-  // the chief: worker `index` is this actor from now on
-  caf::reacts_to<admit_atom, int32_t, worker_actor>,
-  // the chief: release every waiting worker with stop
-  caf::reacts_to<stop_atom>>;
-
 /// planned_slice (tensor/plan/training_plan.hpp) on the wire.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, planned_slice& x) {
@@ -210,6 +195,26 @@ typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
   return f(caf::meta::type_name("training_plan"), x.run, x.slices, x.coordinator, x.data_epoch,
            x.data_offset);
 }
+
+/// A worker (not published: the chief reaches it through its ready request).
+using worker_actor = caf::typed_actor<
+  // the chief: is this worker alive? (before a second one may take its index)
+  hello_handler,
+  // the chief: training is over, quit
+  caf::reacts_to<stop_atom>,
+  // its chief, after restoring every shard from a checkpoint: the new run's plan
+  caf::reacts_to<plan_atom, training_plan>>;
+
+/// Sync mode's token queue (lives beside the chief, not published).
+using token_queue_actor = caf::typed_actor<
+  // a worker the chief admitted, for itself only
+  report_handler,
+  // a shard of this run: shard `index` applied an update and is now at `step`
+  caf::reacts_to<applied_atom, run_id, int32_t, int64_t, double>,
+  // the chief: worker `index` is this actor from now on
+  caf::reacts_to<admit_atom, int32_t, worker_actor>,
+  // the chief: release every waiting worker with stop
+  caf::reacts_to<stop_atom>>;
 
 /// How a shard applies pushes, sent with its first values.
 struct shard_options {
@@ -299,10 +304,13 @@ using chief_actor =
 /// report (step, ok, the checkpoint's path or the error, bytes, seconds).
 using chief_impl =
   chief_actor::extend<caf::reacts_to<tick_atom>,
-                      caf::reacts_to<saved_atom, int64_t, bool, std::string, uint64_t, double>>;
+                      caf::reacts_to<saved_atom, int64_t, bool, std::string, uint64_t, double>,
+                      caf::reacts_to<shard_back_atom, int32_t, ps_shard_actor>,
+                      caf::reacts_to<shard_back_atom, int32_t, std::string>>;
 
 /// The worker as implemented: plus the message that starts its next step.
-using worker_impl = worker_actor::extend<caf::reacts_to<run_atom>>;
+using worker_impl = worker_actor::extend<caf::reacts_to<run_atom>, caf::reacts_to<rejoin_atom>,
+                                         caf::reacts_to<tick_atom>>;
 
 // -- registration ---------------------------------------------------------------
 

@@ -114,11 +114,43 @@ caf::error unless_this_run(self_ptr self, run_id run, const char* what) {
                   + std::to_string(st.run) + ")");
 }
 
+// A recovery: the shard's chief restores every shard for a new run after
+// losing one, or a new chief takes over after the old one was lost. Either
+// way the old state goes, and with it anything of the old run in flight.
+bool replaces_state(self_ptr self, run_id run) {
+  auto& st = self->state;
+  if (!st.store->initialized())
+    return false;
+  auto sender = self->current_sender();
+  bool own_chief = st.chief && sender && sender->address() == st.chief;
+  return (own_chief && run != st.run) || st.chief_lost_since.has_value();
+}
+
+void reset_state(self_ptr self) {
+  auto& st = self->state;
+  st.store.emplace(st.label, st.config.optimizer);
+  st.pending.reset();
+  st.snapshot = snapshot_copy{};
+  if (st.snapshot_wanted)
+    st.snapshot_wanted->second.deliver(
+      make_error({errc::training_stopped, st.label + " was re-initialised for a new run"}));
+  st.snapshot_wanted.reset();
+  if (st.chief)
+    self->demonitor(st.chief);
+  st.chief = caf::actor_addr{};
+  st.chief_lost_since.reset();
+}
+
 caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<std::string>& names,
                                   std::vector<tensor>& values, const shard_options& options) {
   auto& st = self->state;
   if (options.first_step < 0)
     return make_error({errc::invalid_request, st.label + ": init at a negative step"});
+  if (replaces_state(self, run)) {
+    spdlog::info("{}: run {} ends here; a {} initialises it for run {}", st.label, st.run,
+                 st.chief_lost_since ? "new chief" : "recovering chief", run);
+    reset_state(self);
+  }
   if (auto err = st.store->initialize(names, std::move(values), options.first_step))
     return make_error(*err);
   st.run = run;
@@ -191,13 +223,26 @@ caf::result<snapshot_index> on_snapshot(self_ptr self, run_id run, int64_t versi
 ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_state> self,
                                       ps_shard_config config) {
   auto& st = self->state;
+  st.config = config;
   st.index = config.index;
   st.label = "ps:" + std::to_string(config.index);
   st.store.emplace(st.label, config.optimizer);
   self->set_down_handler([self](const caf::down_msg& msg) {
-    spdlog::error("{}: lost the chief ({}); shutting down: the run cannot go on without it",
-                  self->state.label, self->system().render(msg.reason));
-    self->quit(msg.reason);
+    auto& st = self->state;
+    if (msg.source != st.chief)
+      return;
+    if (st.config.recovery_timeout.count() == 0) {
+      spdlog::error("{}: lost the chief ({}); shutting down: the run cannot go on without it",
+                    st.label, self->system().render(msg.reason));
+      self->quit(msg.reason);
+      return;
+    }
+    spdlog::warn("{}: lost the chief ({}) after {} update(s); keeping the variables and waiting "
+                 "up to {} ms for a new chief (cluster.recovery-timeout)",
+                 st.label, self->system().render(msg.reason), st.store->version(),
+                 st.config.recovery_timeout.count());
+    st.chief_lost_since = std::chrono::steady_clock::now();
+    self->delayed_send(self, st.config.recovery_timeout, tick_atom::value);
   });
   if (config.init_timeout.count() > 0)
     self->delayed_send(self, config.init_timeout, tick_atom::value);
@@ -288,6 +333,15 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
       self->quit(caf::exit_reason::normal);
     },
     [self](tick_atom) {
+      auto& st = self->state;
+      if (st.chief_lost_since) {
+        if (std::chrono::steady_clock::now() - *st.chief_lost_since < st.config.recovery_timeout)
+          return;
+        spdlog::error("{}: no new chief within {} ms (cluster.recovery-timeout); shutting down",
+                      st.label, st.config.recovery_timeout.count());
+        self->quit(make_error({errc::training_stopped, "no new chief came"}));
+        return;
+      }
       if (self->state.store->initialized())
         return;
       spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout); "

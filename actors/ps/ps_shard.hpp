@@ -3,7 +3,8 @@
 // gradients of the current step before applying them (sync, stale ones
 // dropped and answered stale_gradient); refuses bad requests with an error
 // naming the problem; quits on stop or when it loses the chief that
-// initialised it (it never outlives training). Its state and checks are
+// initialised it (it never outlives training, unless told to wait for a new
+// chief: cluster.recovery-timeout). Its state and checks are
 // variable_store's, sync mode's averaging sync_accumulator's. For a
 // checkpoint it copies its state between two updates (snapshot_copy); a
 // restored run initialises it at the checkpoint's step, slots included.
@@ -28,14 +29,19 @@ struct ps_shard_config {
   optimizer_config optimizer;
   /// Quit with an error when no chief initialised the shard this long (0: wait).
   std::chrono::milliseconds init_timeout{0};
+  /// When its chief is lost: 0, quit with it; else keep the state and wait
+  /// this long for a new chief, whose init replaces it (cluster.recovery-timeout).
+  std::chrono::milliseconds recovery_timeout{0};
 };
 
 struct ps_shard_state {
   static inline const char* name = "troupe.ps_shard";
+  ps_shard_config config;
   int32_t index = 0;
   std::string label; // "ps:0"
   std::optional<variable_store> store;
-  caf::actor_addr chief;                   // whoever initialised it: the only one it obeys
+  caf::actor_addr chief; // whoever initialised it: the only one it obeys
+  std::optional<std::chrono::steady_clock::time_point> chief_lost_since; // waiting for a new one
   run_id run = 0;                          // the run it was initialised for
   shard_options options;                   // from the chief's init
   std::optional<sync_accumulator> pending; // sync mode: gradients of the current step

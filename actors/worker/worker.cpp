@@ -20,6 +20,46 @@ void fail(self_ptr self, const std::string& what, const caf::error& err) {
   self->quit(err);
 }
 
+bool can_recover(self_ptr self) {
+  auto& st = self->state;
+  return static_cast<bool>(st.links.reconnect) && st.config.recovery_timeout.count() > 0;
+}
+
+// A peer is gone or a request of the run failed: the chief restores the run
+// and sends a new plan (a lost shard), or the worker finds the restarted
+// chief (a lost chief). Replies of the step in flight are dropped from here.
+void wait_for_recovery(self_ptr self, const std::string& why, const caf::error& err) {
+  auto& st = self->state;
+  if (!can_recover(self)) {
+    fail(self, why, err);
+    return;
+  }
+  ++st.generation;
+  if (st.waiting_since)
+    return;
+  st.waiting_since = std::chrono::steady_clock::now();
+  spdlog::warn("{}: {}: {}; waiting up to {} ms for the run to recover (cluster.recovery-timeout)",
+               st.label, why, describe(err), st.config.recovery_timeout.count());
+  self->delayed_send(self, st.config.recovery_timeout, tick_atom::value);
+}
+
+// Reconnects to the shards lost since the last plan; false (logged) if one
+// stays away.
+bool reconnect_lost_shards(self_ptr self) {
+  auto& st = self->state;
+  for (auto shard : st.lost_shards) {
+    auto back = st.links.reconnect.shard(shard, st.config.recovery_timeout);
+    if (!back) {
+      fail(self, "ps:" + std::to_string(shard) + " did not come back", back.error());
+      return false;
+    }
+    st.links.shards[static_cast<size_t>(shard)] = *back;
+    self->monitor(*back);
+  }
+  st.lost_shards.clear();
+  return true;
+}
+
 void pull_all(self_ptr self);
 void push_all(self_ptr self);
 
@@ -49,8 +89,15 @@ template <class Atom, class Handle>
 void ask_for_step(self_ptr self, const Handle& to) {
   auto& st = self->state;
   self->request(to, st.config.step_timeout, Atom::value, st.report)
-    .then([self](const step_grant& grant) { on_grant(self, grant); },
-          [self](caf::error& err) { fail(self, "waiting for the next step failed", err); });
+    .then(
+      [self, gen = st.generation](const step_grant& grant) {
+        if (self->state.generation == gen)
+          on_grant(self, grant);
+      },
+      [self, gen = st.generation](caf::error& err) {
+        if (self->state.generation == gen)
+          wait_for_recovery(self, "waiting for the next step failed", err);
+      });
 }
 
 void compute(self_ptr self) {
@@ -91,8 +138,10 @@ void pull_all(self_ptr self) {
       ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
                 pull_atom::value, st.report.run, part.names)
       .then(
-        [self, join, &part](pull_reply& reply) {
+        [self, join, &part, gen = st.generation](pull_reply& reply) {
           auto& st = self->state;
+          if (st.generation != gen)
+            return;
           try {
             if (st.staging)
               st.router->gather(part, reply.values, st.staging->params);
@@ -105,8 +154,9 @@ void pull_all(self_ptr self) {
           }
           join->arrive();
         },
-        [self, shard = part.shard](caf::error& err) {
-          fail(self, "pull from ps:" + std::to_string(shard), err);
+        [self, shard = part.shard, gen = st.generation](caf::error& err) {
+          if (self->state.generation == gen)
+            wait_for_recovery(self, "pull from ps:" + std::to_string(shard) + " failed", err);
         });
 }
 
@@ -132,7 +182,7 @@ bool on_push_refused(self_ptr self, int32_t shard, const caf::error& err) {
   auto& st = self->state;
   auto code = static_cast<errc>(err.code());
   if (err.category() != caf::atom("troupe") || code == errc::not_initialized) {
-    fail(self, "push to ps:" + std::to_string(shard) + " failed", err);
+    wait_for_recovery(self, "push to ps:" + std::to_string(shard) + " failed", err);
     return false;
   }
   // Stale (a backup's late gradient) and past-the-end pushes are part of sync
@@ -156,12 +206,42 @@ void push_all(self_ptr self) {
       ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
                 push_atom::value, st.report.run, st.config.index, st.report.step, part.names,
                 std::move(grads))
-      .then([join](int64_t) { join->arrive(); },
-            [self, join, shard = part.shard](caf::error& err) {
-              if (on_push_refused(self, shard, err))
-                join->arrive();
-            });
+      .then(
+        [self, join, gen = st.generation](int64_t) {
+          if (self->state.generation == gen)
+            join->arrive();
+        },
+        [self, join, shard = part.shard, gen = st.generation](caf::error& err) {
+          if (self->state.generation == gen && on_push_refused(self, shard, err))
+            join->arrive();
+        });
   }
+}
+
+void on_plan(self_ptr self, training_plan& plan);
+
+void ask_for_plan(self_ptr self) {
+  auto& st = self->state;
+  self->request(st.links.chief, st.config.ready_timeout, ready_atom::value, st.config.index)
+    .then([self](training_plan& plan) { on_plan(self, plan); },
+          [self](caf::error& err) { fail(self, "the chief refused the ready request", err); });
+}
+
+// The chief was lost: find the restarted one (and any shard lost meanwhile)
+// and ask it for the plan, as at the start. Blocks this worker's thread.
+void rejoin(self_ptr self) {
+  auto& st = self->state;
+  auto chief = st.links.reconnect.chief(st.config.recovery_timeout);
+  if (!chief) {
+    fail(self, "the chief did not come back", chief.error());
+    return;
+  }
+  st.links.chief = *chief;
+  self->monitor(*chief);
+  if (!reconnect_lost_shards(self))
+    return;
+  spdlog::info("{}: reached the restarted chief; asking for its plan", st.label);
+  ask_for_plan(self);
 }
 
 void on_plan(self_ptr self, training_plan& plan) {
@@ -176,6 +256,9 @@ void on_plan(self_ptr self, training_plan& plan) {
   }
   st.coordinator = plan.coordinator;
   st.report.run = plan.run;
+  st.report.step = -1; // a new run (or a restored one) starts by asking
+  st.report.applied = false;
+  st.waiting_since.reset();
   if (!st.coordinator) {
     fail(self, "the chief's plan names no step coordinator",
          make_error({errc::invalid_request, "empty coordinator"}));
@@ -218,13 +301,23 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
   for (auto& shard : st.links.shards)
     self->monitor(shard);
   self->set_down_handler([self](const caf::down_msg& msg) {
+    auto& st = self->state;
     if (msg.reason == caf::exit_reason::normal)
       return; // the chief's stop grant follows, or the shard finished with the run
-    fail(self, "lost a peer", msg.reason);
+    if (msg.source == st.links.chief.address()) {
+      wait_for_recovery(self, "lost the chief", msg.reason);
+      if (can_recover(self))
+        self->send(self, rejoin_atom::value);
+      return;
+    }
+    for (size_t s = 0; s < st.links.shards.size(); ++s)
+      if (msg.source == st.links.shards[s].address()) {
+        st.lost_shards.push_back(static_cast<int32_t>(s));
+        wait_for_recovery(self, "lost ps:" + std::to_string(s), msg.reason);
+        return;
+      }
   });
-  self->request(st.links.chief, config.ready_timeout, ready_atom::value, config.index)
-    .then([self](training_plan& plan) { on_plan(self, plan); },
-          [self](caf::error& err) { fail(self, "the chief refused the ready request", err); });
+  ask_for_plan(self);
   // Only the chief (or this process) ends a worker; an exception ends it at
   // once with the error logged, so its task exits non-zero.
   self->set_exit_handler([self](caf::exit_msg& msg) {
@@ -249,6 +342,27 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
       return answer_hello(version, job, task, self->state.label);
     },
     [self](run_atom) { ask_for_step<report_atom>(self, self->state.coordinator); },
+    [self](rejoin_atom) { rejoin(self); },
+    [self](plan_atom, training_plan& plan) {
+      auto& st = self->state;
+      if (!from_chief_or_here(self, self->current_sender())) {
+        refuse(st.label, "a plan", self->current_sender(), "only its chief plans its work");
+        return;
+      }
+      spdlog::info("{}: the run was restored; continuing with run {}", st.label, plan.run);
+      ++st.generation; // whatever was in flight belongs to the run before
+      if (reconnect_lost_shards(self))
+        on_plan(self, plan);
+    },
+    [self](tick_atom) {
+      auto& st = self->state;
+      if (st.waiting_since
+          && std::chrono::steady_clock::now() - *st.waiting_since >= st.config.recovery_timeout)
+        fail(self, "the run did not recover",
+             make_error({errc::training_stopped,
+                         "nothing within " + std::to_string(st.config.recovery_timeout.count())
+                           + " ms (cluster.recovery-timeout)"}));
+    },
     [self](stop_atom) {
       if (!from_chief_or_here(self, self->current_sender())) {
         refuse(self->state.label, "a stop", self->current_sender(), "only its chief stops it");

@@ -10,6 +10,10 @@
 #include <optional>
 #include <vector>
 
+#include <functional>
+
+#include <caf/expected.hpp>
+
 #include "actors/common/progress_meter.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/worker/gradient_guard.hpp"
@@ -18,6 +22,16 @@
 #include "tensor/plan/training_plan.hpp"
 
 namespace troupe {
+
+/// How a task of troupe-node reaches a peer again after it was lost: they
+/// connect (with retries, at most `within`) to the address the cluster file
+/// gives. The library's in-process clusters leave them empty.
+struct peer_reconnect {
+  std::function<caf::expected<chief_actor>(std::chrono::milliseconds within)> chief;
+  std::function<caf::expected<ps_shard_actor>(int32_t shard, std::chrono::milliseconds within)>
+    shard;
+  explicit operator bool() const { return chief && shard; }
+};
 
 struct worker_config {
   int32_t index = 0;
@@ -33,6 +47,9 @@ struct worker_config {
   std::chrono::milliseconds step_timeout{150000};
   bool shuffle = true;
   double clip_norm = 0; ///< > 0: clip gradients to this global norm before pushing
+  /// How long to wait for a lost shard or chief to come back (used only when
+  /// the links can reconnect).
+  std::chrono::milliseconds recovery_timeout{120000};
 };
 
 /// What a worker talks to and computes on.
@@ -41,6 +58,9 @@ struct worker_links {
   std::vector<ps_shard_actor> shards;
   std::shared_ptr<model> net;
   std::shared_ptr<const dataset> train;
+  /// Reaching a peer again after it was lost (troupe-node sets both; empty:
+  /// a lost peer ends the worker). They block: the worker is detached.
+  peer_reconnect reconnect;
 };
 
 struct worker_state {
@@ -62,6 +82,10 @@ struct worker_state {
   step_report report; // of the step in flight / last finished
   int64_t local_step = 0;
   progress_meter progress{0};
+  // recovery: replies of an earlier generation are ignored
+  uint64_t generation = 0;
+  std::optional<std::chrono::steady_clock::time_point> waiting_since; // for a new plan
+  std::vector<int32_t> lost_shards;
 };
 
 worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,

@@ -10,7 +10,8 @@ namespace troupe {
 
 node_config::node_config()
   : connect_timeout(std::chrono::seconds(60)), request_timeout(std::chrono::seconds(30)),
-    worker_wait_timeout(std::chrono::seconds(120)), save_interval(std::chrono::seconds(600)) {
+    worker_wait_timeout(std::chrono::seconds(120)), recovery_timeout(std::chrono::seconds(120)),
+    save_interval(std::chrono::seconds(600)) {
   load<caf::io::middleman>();
   load<caf::openssl::manager>(); // used only when [openssl] is configured
   opt_group{custom_options_, "global"}
@@ -29,6 +30,9 @@ node_config::node_config()
     .add(request_timeout, "request-timeout", "how long any request waits for its reply")
     .add(worker_wait_timeout, "worker-wait-timeout",
          "the chief fails when no worker has been connected this long")
+    .add(recovery_timeout, "recovery-timeout",
+         "how long the other tasks wait for a lost ps task or chief to be restarted before "
+         "they give up")
     .add(max_connections, "max-connections",
          "connections a ps or chief task holds at most (0: 2 x tasks + 64); "
          "connections silent for 2 x middleman.connection-timeout are closed");

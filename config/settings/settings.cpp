@@ -149,7 +149,9 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
         duration_key{"cluster.request-timeout", runtime.request_timeout,
                      limits::min_request_timeout},
         duration_key{"cluster.worker-wait-timeout", runtime.worker_wait_timeout,
-                     limits::min_worker_wait_timeout}})
+                     limits::min_worker_wait_timeout},
+        duration_key{"cluster.recovery-timeout", runtime.recovery_timeout,
+                     limits::min_recovery_timeout}})
     if (value < min || value > limits::max_timeout)
       fail(std::string(name) + " = " + std::to_string(value.count()) + "ms is out of range; use "
            + std::to_string(min.count()) + "ms to 24h, e.g. 30s");

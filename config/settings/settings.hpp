@@ -120,6 +120,9 @@ struct runtime_settings {
   int64_t max_refused_steps = 100;
   /// The chief fails when no worker has been alive for this long.
   std::chrono::milliseconds worker_wait_timeout{120000};
+  /// How long the others wait for a lost ps shard or chief to come back
+  /// (troupe-node; the library's in-process clusters do not recover).
+  std::chrono::milliseconds recovery_timeout{120000};
 };
 
 /// The ranges check_settings enforces beyond "positive": far above any real
@@ -132,6 +135,7 @@ constexpr double max_epochs = 1e6;
 constexpr std::chrono::milliseconds min_connect_timeout{1000};
 constexpr std::chrono::milliseconds min_request_timeout{100};
 constexpr std::chrono::milliseconds min_worker_wait_timeout{1000};
+constexpr std::chrono::milliseconds min_recovery_timeout{1000};
 constexpr std::chrono::milliseconds max_timeout{24LL * 3600 * 1000}; ///< a day
 constexpr int64_t max_connections = 65536;                           ///< cluster.max-connections
 constexpr int32_t max_checkpoints_kept = 1000;
