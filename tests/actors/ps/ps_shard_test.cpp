@@ -244,6 +244,59 @@ BOOST_AUTO_TEST_CASE(a_restored_shard_continues_as_the_original_would) {
   BOOST_TEST(a->values[1].bit_equal(b->values[1]));
 }
 
+// Recovery after a lost shard: the chief initialises every shard again for
+// a new run; the old run's pushes are refused from then on.
+BOOST_AUTO_TEST_CASE(its_chief_reinitialises_it_for_a_new_run) {
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
+  sched.run();
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
+                                  std::vector<tensor>{tensor({2}, 1.0f)}, shard_options{}));
+  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
+                             std::vector<tensor>{tensor({2}, 1.0f)}));
+  shard_options restored;
+  restored.first_step = 40;
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run + 1, names{"w"},
+                                  std::vector<tensor>{tensor({2}, 7.0f)}, restored));
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run + 1, names{"w"});
+  BOOST_REQUIRE(pulled);
+  BOOST_TEST(pulled->version == 40);
+  BOOST_TEST(pulled->values[0][0] == 7.0f);
+  auto old = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, names{"w"},
+                          std::vector<tensor>{tensor({2}, 1.0f)});
+  BOOST_REQUIRE(!old);
+  BOOST_TEST(is(old.error(), errc::unauthorized));
+  // The same run again is not a recovery: init stays once per run.
+  auto again = ask<caf::ok_atom>(s, init_atom::value, test_run + 1, names{"w"},
+                                 std::vector<tensor>{tensor({2}, 9.0f)}, restored);
+  BOOST_REQUIRE(!again);
+  BOOST_TEST(is(again.error(), errc::already_initialized));
+}
+
+// The chief is lost: with a recovery timeout the shard keeps its state and
+// a new chief's init replaces it; a stranger could not before.
+BOOST_AUTO_TEST_CASE(a_shard_waits_for_a_new_chief_when_its_chief_is_lost) {
+  ps_shard_config config{0, plain_sgd(0.5)};
+  config.recovery_timeout = std::chrono::seconds(60);
+  auto s = sys.spawn(ps_shard, config);
+  sched.run();
+  auto old_chief = sys.spawn([s](caf::event_based_actor* me) {
+    me->request(s, caf::infinite, init_atom::value, test_run, names{"w"},
+                std::vector<tensor>{tensor({2}, 1.0f)}, shard_options{})
+      .then([me](caf::ok_atom) { me->quit(caf::exit_reason::kill); });
+  });
+  sched.run();
+  BOOST_TEST(!sched.has_job());
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  BOOST_REQUIRE(pulled); // alive, and still serving its state
+  BOOST_TEST(pulled->values[0][0] == 1.0f);
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run + 5, names{"w"},
+                                  std::vector<tensor>{tensor({2}, 3.0f)}, shard_options{}));
+  auto stats = ask<shard_traffic>(s, stats_atom::value); // the new chief steers it now
+  BOOST_REQUIRE(stats);
+  self->send(s, stop_atom::value); // else it would wait for a chief after this test's
+  sched.run();
+}
+
 BOOST_AUTO_TEST_CASE(hello_refuses_another_protocol_version) {
   auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
   sched.run();

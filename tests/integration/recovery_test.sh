@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The death of any one process (kill -9 at a random moment of training),
+# restarted, with checkpoints every 300 steps (MLP, Adam, 2 ps, 2 workers):
+# training completes, every process exits 0, and the test accuracy is within
+# 1 point of the same run without a kill.
+#   async: a ps shard, the chief, a worker, the chief in the middle of a save
+#   sync:  a ps shard, the chief
+set -u
+bin=$1
+tmp=$(mktemp -d)
+cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
+trap cleanup EXIT
+fails=0; passes=0
+expect() { local what=$1; shift
+  if "$@"; then echo "ok: $what"; passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi; }
+wait_for_line() { local end=$((SECONDS + $3))
+  while [ $SECONDS -lt $end ]; do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+config() { # NAME MODE
+  cat >"$tmp/$1.conf" <<CONF
+[cluster]
+chief = ["127.0.0.1:8740"]
+ps = ["127.0.0.1:8741", "127.0.0.1:8742"]
+worker = ["127.0.0.1:8751", "127.0.0.1:8752"]
+recovery-timeout = 60s
+[train]
+model = "mlp"
+mode = "$2"
+optimizer = "adam"
+learning-rate = 0.001
+last-step = 3000
+log-interval = 100
+seed = 7
+data-dir = "/usr/share/datasets/fashion-mnist"
+[checkpoint]
+log-dir = "logs-$1"
+save-steps = 300
+save-interval = 0s
+[middleman]
+heartbeat-interval = 1s
+connection-timeout = 5s
+CONF
+}
+declare -A pid
+start() { # RUN TASK(job:index) LOGNAME
+  "$bin" --config-file="$tmp/$1.conf" --job_name="${2%:*}" --task_index="${2#*:}" >"$tmp/$1-$3.log" 2>&1 &
+  pid[$2]=$!; pids+=($!)
+}
+# run NAME MODE VICTIM(none|ps:1|chief:0|worker:0) [save]: one run, one kill, one restart
+run() {
+  local name=$1 mode=$2 victim=$3 when=${4:-}
+  config "$name" "$mode"
+  for t in chief:0 ps:0 ps:1 worker:0 worker:1; do start "$name" "$t" "$t"; done
+  if [ "$victim" != none ]; then
+    if [ "$when" = save ]; then
+      wait_for_line "$tmp/$name-chief:0.log" "every shard copied its state" 120
+    else
+      local at=$((500 + RANDOM % 1000 / 100 * 100)) # 500..1400
+      wait_for_line "$tmp/$name-chief:0.log" "global_step=$at/" 120
+    fi
+    kill -9 "${pid[$victim]}"
+    echo "    $name: killed $victim at $(grep -o 'global_step=[0-9]*' "$tmp/$name-chief:0.log" | tail -1)"
+    sleep 1
+    start "$name" "$victim" "$victim-restarted"
+  fi
+  local rc_all=""
+  for t in chief:0 ps:0 ps:1 worker:0 worker:1; do
+    local end=$((SECONDS + 240))
+    while kill -0 "${pid[$t]}" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+    if kill -0 "${pid[$t]}" 2>/dev/null; then rc_all+=" $t:hung"; else wait "${pid[$t]}"; rc_all+=" $t:$?"; fi
+  done
+  rcs[$name]=$rc_all
+  accuracy[$name]=$(cat "$tmp/$name"-chief*.log | grep -o '"test_accuracy":[0-9.]*' | tail -1 | cut -d: -f2)
+}
+declare -A rcs accuracy
+all_zero() { local tok; [ -n "${accuracy[$1]}" ] || return 1
+  for tok in ${rcs[$1]}; do [ "${tok##*:}" = 0 ] || return 1; done; }
+close_to() { awk -v a="${accuracy[$1]:-0}" -v b="${accuracy[$2]:-1}" 'BEGIN { d = a - b; exit !(d < 0.01 && d > -0.01) }'; }
+ok_line() { cat "$tmp/$1"-chief*.log | grep -q '"ok":true,"mode":"'"$2"'","global_step":3000,'; }
+
+for mode in async sync; do
+  run "base-$mode" "$mode" none
+  expect "$mode without a kill: every process exits 0 (${rcs[base-$mode]}), accuracy ${accuracy[base-$mode]}" all_zero "base-$mode"
+done
+for case in "async ps:1" "async chief:0" "async worker:0" "async chief:0 save" "sync ps:1" "sync chief:0"; do
+  set -- $case
+  name="$1-${2%:*}${3:+-$3}"
+  run "$name" "$1" "$2" "${3:-}"
+  expect "$name: training completes, every process exits 0 (${rcs[$name]})" all_zero "$name"
+  expect "$name:   the final line says ok with all 3000 steps" ok_line "$name" "$1"
+  expect "$name:   accuracy ${accuracy[$name]} within 1 point of ${accuracy[base-$1]}" close_to "$name" "base-$1"
+  case $2 in
+    ps:*) expect "$name:   the chief says what was lost and restored" \
+            grep -q "lost at step [0-9]*; every shard restored from step [0-9]*.*steps to redo" "$tmp/$name-chief:0.log" ;;
+    chief:*) expect "$name:   the restarted chief restored a checkpoint" \
+               grep -q "checkpoint: restoring logs-$name/ckpt-[0-9]* (step" "$tmp/$name-chief:0-restarted.log" ;;
+  esac
+done
+
+[ $fails -eq 0 ] || for f in "$tmp"/*.log; do echo "== $f"; grep -E "error|warn" "$f" | tail -4; done
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
