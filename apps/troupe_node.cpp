@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -236,6 +237,40 @@ peer_reconnect reconnect_to_peers(caf::actor_system& sys, const node_setup& setu
   return out;
 }
 
+// SIGTERM (a preemption, Kubernetes' normal stop): the chief saves a
+// checkpoint and stops the cluster. Other tasks keep the default action and
+// die at once, which the others treat as a loss.
+volatile std::sig_atomic_t sigterm_received = 0;
+
+void on_sigterm(int) {
+  sigterm_received = 1;
+}
+
+// Until `chief` ends: tells it when SIGTERM arrives (a signal handler may not
+// send messages itself).
+class sigterm_relay {
+public:
+  sigterm_relay(caf::actor_system& sys, const chief_actor& chief)
+    : thread_([this, &sys, target = caf::actor_cast<caf::actor>(chief)] {
+        while (!done_) {
+          if (sigterm_received) {
+            caf::scoped_actor relay{sys};
+            relay->send(target, stop_atom::value);
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      }) {}
+  ~sigterm_relay() {
+    done_ = true;
+    thread_.join();
+  }
+
+private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
 int exit_code_of(const caf::error& reason) {
   return !reason || reason == caf::exit_reason::normal ? exit_ok : exit_failure;
 }
@@ -263,9 +298,12 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
     sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.ps.size()),
     static_cast<int32_t>(setup.cluster.worker.size()), data,
     [&result](const training_result& r) { result = r; }, spawn_mode::detached, setup.restore_from);
-  wait_for(sys, cluster.chief);
+  {
+    sigterm_relay relay{sys, cluster.chief};
+    wait_for(sys, cluster.chief);
+  }
   print_final(result);
-  return result.ok ? exit_ok : exit_failure;
+  return result.ok || result.preempted ? exit_ok : exit_failure;
 }
 
 int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits) {
@@ -319,9 +357,12 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
     return exit_failure;
   }
   auto warden = guard_port(setup, limits, setup.cluster.chief[0]);
-  wait_for(sys, chief_handle);
+  {
+    sigterm_relay relay{sys, chief_handle};
+    wait_for(sys, chief_handle);
+  }
   print_final(result);
-  return result.ok ? exit_ok : exit_failure;
+  return result.ok || result.preempted ? exit_ok : exit_failure;
 }
 
 int run_worker(caf::actor_system& sys, const node_setup& setup) {
@@ -380,6 +421,8 @@ int main(int argc, char** argv) {
     }
   }
   setup_logging(setup.name());
+  if (setup.whole_cluster || setup.job == job_kind::chief)
+    std::signal(SIGTERM, on_sigterm);
   for (auto& warning : setup.restore_warnings)
     spdlog::warn("checkpoint: {}", warning);
   for (auto& note : setup.restore_notes)

@@ -218,6 +218,14 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     [self](shard_back_atom, int32_t shard, const std::string& why) {
       on_shard_not_back(self, shard, why);
     },
+    [self](stop_atom) {
+      auto sender = self->current_sender();
+      if (!sender || sender->node() != self->node()) {
+        refuse("chief", "a stop", sender, "only its own process (SIGTERM) stops the chief");
+        return;
+      }
+      on_preempted(self);
+    },
   };
 }
 

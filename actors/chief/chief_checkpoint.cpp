@@ -24,7 +24,8 @@ double ms_since(chief_state::clock::time_point t) {
 // Async saves hold new grants while the shards copy; nothing else pauses.
 void end_fence(self_ptr self) {
   auto& st = self->state;
-  if (st.grants && st.grants->held() && st.now == chief_state::phase::training)
+  bool stopping = st.saving && st.saving->final; // a preemption's: no more steps
+  if (st.grants && st.grants->held() && st.now == chief_state::phase::training && !stopping)
     st.grants->resume();
 }
 
@@ -109,12 +110,14 @@ void begin(self_ptr self, bool final) {
   st.saving = chief_state::save_attempt{++st.save_attempts,        final, false, step,
                                         chief_state::clock::now(), {},    0};
   st.schedule->began(step, st.saving->began);
-  if (final) {
+  if (final && st.now != chief_state::phase::training) {
     request_copies(self, step); // every step is in: the shards are still
   } else if (is_sync(self)) {
     // The update after next: the shards cannot have passed it yet.
     if (step + 2 > st.config.train.last_step) {
       st.saving.reset(); // the final save is near
+      if (final && st.after_final_save)
+        std::exchange(st.after_final_save, nullptr)();
       return;
     }
     request_copies(self, step + 2);
@@ -166,6 +169,30 @@ void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uin
     st.final_save_wanted = false;
     begin(self, true);
   }
+}
+
+void on_preempted(self_ptr self) {
+  auto& st = self->state;
+  if (st.now != chief_state::phase::training) {
+    spdlog::warn("chief: SIGTERM while {}; stopping the cluster",
+                 st.now == chief_state::phase::initializing ? "initialising" : "finishing");
+    if (st.now == chief_state::phase::initializing)
+      abort_run(self, "stopped by SIGTERM before training began");
+    return;
+  }
+  spdlog::warn("chief: SIGTERM at step {}: saving a checkpoint, then stopping the cluster",
+               global_step(self));
+  if (!st.schedule) {
+    stop_preempted(self);
+    return;
+  }
+  if (st.saving && !st.saving->final && !st.saving->requested)
+    st.saving.reset(); // a fence begun for a periodic save: the final one takes over
+  st.after_final_save = [self] { stop_preempted(self); };
+  if (st.saving)
+    st.final_save_wanted = true;
+  else
+    begin(self, true);
 }
 
 void save_final_then(self_ptr self, std::function<void()> then) {

@@ -200,6 +200,23 @@ void finish(self_ptr self) {
         });
 }
 
+void stop_preempted(self_ptr self) {
+  auto& st = self->state;
+  auto r = base_result(self);
+  r.preempted = true;
+  r.error = "stopped by SIGTERM at step " + std::to_string(r.global_step) + "; "
+            + (!st.schedule ? std::string("checkpoints are off (checkpoint.log-dir)")
+               : st.final_checkpoint_error.empty()
+                 ? "checkpoint saved at step " + std::to_string(st.last_saved_step)
+                     + "; start the job again to continue from it"
+                 : "no checkpoint was saved (" + st.final_checkpoint_error
+                     + "); a restart begins from the latest one there is");
+  spdlog::warn("chief: {}", r.error);
+  if (st.links.on_finish)
+    st.links.on_finish(r);
+  stop_everyone(self, caf::exit_reason::normal);
+}
+
 void abort_run(self_ptr self, const std::string& why) {
   auto& st = self->state;
   if (st.now == chief_state::phase::done)

@@ -92,6 +92,11 @@ void on_grant_settled(self_ptr self);
 /// The checkpoint writer's report.
 void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uint64_t bytes,
               double seconds);
+/// SIGTERM (a preemption): save a checkpoint at one consistent step, then
+/// stop every task normally; the final line says preempted.
+void on_preempted(self_ptr self);
+/// The end of a preempted run: reports it and stops every task normally.
+void stop_preempted(self_ptr self);
 /// The end of the run: saves the final checkpoint (if checkpoints are on),
 /// then calls `then`.
 void save_final_then(self_ptr self, std::function<void()> then);

@@ -32,6 +32,8 @@ std::string training_result::to_json() const {
                 static_cast<unsigned long long>(dropped_gradients),
                 static_cast<unsigned long long>(lost_workers), ps_imbalance);
   std::string out = buf;
+  if (preempted)
+    out += ",\"preempted\":true";
   if (!ok)
     out += ",\"error\":" + json_string(error);
   return out + "}";

@@ -24,6 +24,9 @@ struct training_result {
   int64_t refused_steps = 0;      ///< async: updates not applied (refused, non-finite)
   uint64_t dropped_gradients = 0; ///< sync: gradients not applied (stale, refused)
   uint64_t lost_workers = 0;      ///< workers killed or cut off while training (survived)
+  /// Stopped by SIGTERM after saving a checkpoint: not done, but not failed
+  /// either (ok is false; the node exits 0 and a restart continues).
+  bool preempted = false;
   /// Per-shard traffic, in shard order, and max / mean of bytes in + out
   /// (0 if unknown).
   std::vector<shard_traffic> traffic;

@@ -300,13 +300,16 @@ using chief_actor =
                    // its token queue, sync: each update
                    caf::reacts_to<step_done_atom, step_summary>>;
 
-/// The chief as implemented: plus its watchdog and its checkpoint writer's
-/// report (step, ok, the checkpoint's path or the error, bytes, seconds).
+/// The chief as implemented: plus its watchdog, its checkpoint writer's
+/// report (step, ok, the checkpoint's path or the error, bytes, seconds),
+/// its shard reconnector's answer, and `stop` from its own process
+/// (SIGTERM: save a checkpoint, then stop the cluster).
 using chief_impl =
   chief_actor::extend<caf::reacts_to<tick_atom>,
                       caf::reacts_to<saved_atom, int64_t, bool, std::string, uint64_t, double>,
                       caf::reacts_to<shard_back_atom, int32_t, ps_shard_actor>,
-                      caf::reacts_to<shard_back_atom, int32_t, std::string>>;
+                      caf::reacts_to<shard_back_atom, int32_t, std::string>,
+                      caf::reacts_to<stop_atom>>;
 
 /// The worker as implemented: plus the message that starts its next step.
 using worker_impl = worker_actor::extend<caf::reacts_to<run_atom>, caf::reacts_to<rejoin_atom>,

@@ -5,6 +5,8 @@
 # 1 point of the same run without a kill.
 #   async: a ps shard, the chief, a worker, the chief in the middle of a save
 #   sync:  a ps shard, the chief
+# and SIGTERM to the chief in both modes: a checkpoint, every task exits 0,
+# and the job started again finishes.
 set -u
 bin=$1
 tmp=$(mktemp -d)
@@ -97,6 +99,32 @@ for case in "async ps:1" "async chief:0" "async worker:0" "async chief:0 save" "
     chief:*) expect "$name:   the restarted chief restored a checkpoint" \
                grep -q "checkpoint: restoring logs-$name/ckpt-[0-9]* (step" "$tmp/$name-chief:0-restarted.log" ;;
   esac
+done
+
+# SIGTERM to the chief (a preemption): a checkpoint, then every task exits
+# 0; starting the job again finishes it.
+wait_all() { rc_all=""
+  for t in chief:0 ps:0 ps:1 worker:0 worker:1; do
+    local end=$((SECONDS + 240))
+    while kill -0 "${pid[$t]}" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+    if kill -0 "${pid[$t]}" 2>/dev/null; then rc_all+=" $t:hung"; else wait "${pid[$t]}"; rc_all+=" $t:$?"; fi
+  done; }
+for mode in async sync; do
+  name="$mode-sigterm"
+  config "$name" "$mode"
+  for t in chief:0 ps:0 ps:1 worker:0 worker:1; do start "$name" "$t" "$t"; done
+  wait_for_line "$tmp/$name-chief:0.log" "global_step=800/" 120
+  kill -TERM "${pid[chief:0]}"
+  wait_all; rcs[$name]=$rc_all; accuracy[$name]=0
+  expect "$name: every task exits 0 (${rcs[$name]})" all_zero "$name"
+  expect "$name:   the final line says preempted, with the checkpoint it saved" \
+    grep -q '"preempted":true,"error":"stopped by SIGTERM at step [0-9]*; checkpoint saved at step' "$tmp/$name-chief:0.log"
+  for t in chief:0 ps:0 ps:1 worker:0 worker:1; do start "$name" "$t" "$t-again"; done
+  wait_all; rcs[$name]=$rc_all
+  accuracy[$name]=$(grep -o '"test_accuracy":[0-9.]*' "$tmp/$name-chief:0-again.log" | cut -d: -f2)
+  expect "$name: started again, it finishes (${rcs[$name]})" all_zero "$name"
+  expect "$name:   with all 3000 steps, accuracy ${accuracy[$name]}" \
+    grep -q '"ok":true,"mode":"'"$mode"'","global_step":3000,' "$tmp/$name-chief:0-again.log"
 done
 
 [ $fails -eq 0 ] || for f in "$tmp"/*.log; do echo "== $f"; grep -E "error|warn" "$f" | tail -4; done
