@@ -38,7 +38,8 @@ struct chief_config {
   runtime_settings runtime;
   int32_t num_workers = 1;         ///< N
   int32_t replicas = 1;            ///< sync: R as configured
-  bool detached_evaluation = true; ///< evaluate on a thread of its own (false in tests)
+  bool detached_evaluation = true; ///< evaluate and write checkpoints on threads of their own
+                                   ///< (false in deterministic tests)
 };
 
 struct chief_links {

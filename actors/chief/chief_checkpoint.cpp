@@ -64,7 +64,11 @@ void write(self_ptr self) {
   job.plan = st.router->plan();
   job.variables = st.links.net->variables();
   job.request_timeout = st.config.runtime.request_timeout;
-  self->spawn<caf::detached>(checkpoint_writer, std::move(job), caf::actor_cast<caf::actor>(self));
+  auto chief = caf::actor_cast<caf::actor>(self);
+  if (st.config.detached_evaluation)
+    self->spawn<caf::detached>(checkpoint_writer, std::move(job), std::move(chief));
+  else
+    self->spawn(checkpoint_writer, std::move(job), std::move(chief));
 }
 
 // Every shard holding variables copies its state once it has applied

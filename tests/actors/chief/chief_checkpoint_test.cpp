@@ -1,0 +1,96 @@
+// The chief's checkpoints and restore through whole clusters on CAF's
+// test_coordinator: every save copies every shard at the same version (the
+// fence), the writer's files restore onto another number of shards, and the
+// restored run continues from the checkpoint's step with its slots.
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <caf/all.hpp>
+
+#include "actors/cluster.hpp"
+#include "tensor/checkpoint/checkpoint.hpp"
+#include "tests/support/actors.hpp"
+#include "tests/support/synthetic_data.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct log_dir {
+  std::string root =
+    (fs::temp_directory_path() / ("troupe-chief-ckpt-" + std::to_string(::getpid()))).string();
+  log_dir() { fs::remove_all(root); }
+  ~log_dir() { fs::remove_all(root); }
+};
+
+training_settings with_checkpoints(int64_t last_step, const std::string& dir) {
+  auto s = small_settings(last_step);
+  s.optimizer.kind = optimizer_kind::adam;
+  s.optimizer.learning_rate.base = 0.01;
+  s.checkpoint.log_dir = dir;
+  s.checkpoint.save_interval = std::chrono::milliseconds(0);
+  s.checkpoint.save_steps = 10;
+  s.checkpoint.keep = 3;
+  return s;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(chief_checkpoints, deterministic_fixture)
+
+BOOST_AUTO_TEST_CASE(every_save_copies_every_shard_at_one_version_and_restores_onto_three) {
+  log_dir dir;
+  training_result first;
+  auto run = spawn_local_cluster(
+    sys, with_checkpoints(40, dir.root), runtime_settings{}, 2, 3, synthetic_data(),
+    [&](const training_result& r) { first = r; }, spawn_mode::cooperative);
+  // version -> the shards asked to copy at it
+  std::map<int64_t, std::set<caf::abstract_actor*>> copies;
+  std::set<caf::abstract_actor*> shards{raw(run.shards[0]), raw(run.shards[1])};
+  run_observed(sched, [&](caf::abstract_actor* who, const caf::type_erased_tuple& msg) {
+    if (msg.match_element<snapshot_atom>(0))
+      copies[msg.get_as<int64_t>(2)].insert(who);
+  });
+  BOOST_TEST(first.ok, first.error);
+  BOOST_TEST(first.global_step == 40);
+  BOOST_REQUIRE(copies.size() >= 4u); // a save every 10 steps, and the end
+  for (auto& [version, who] : copies)
+    BOOST_TEST((who == shards), "both shards copy at version " << version);
+  checkpoint_dir saved(dir.root);
+  BOOST_REQUIRE(saved.latest());
+  BOOST_TEST(*saved.latest() == dir.root + "/ckpt-40");
+  BOOST_TEST(saved.complete().size() == 3u); // keep = 3
+  auto reader = std::make_shared<checkpoint_reader>(*saved.latest());
+  BOOST_TEST(reader->slots_of("softmax/weights") == (std::vector<std::string>{"Adam", "Adam_1"}));
+
+  // The same model on three shards, from step 40 to 60.
+  training_result second;
+  std::map<caf::abstract_actor*, int64_t> first_steps;
+  int slots_restored = 0;
+  auto again = spawn_local_cluster(
+    sys, with_checkpoints(60, dir.root), runtime_settings{}, 3, 2, synthetic_data(),
+    [&](const training_result& r) { second = r; }, spawn_mode::cooperative, reader);
+  run_observed(sched, [&](caf::abstract_actor* who, const caf::type_erased_tuple& msg) {
+    if (msg.match_element<init_atom>(0))
+      first_steps[who] = msg.get_as<shard_options>(4).first_step;
+    if (msg.match_element<restore_atom>(0))
+      ++slots_restored;
+  });
+  BOOST_TEST(second.ok, second.error);
+  BOOST_TEST(second.global_step == 60);
+  BOOST_TEST(second.examples == 20u * 4u); // only the 20 steps after the checkpoint
+  int holding = 0;
+  for (auto& [who, step] : first_steps)
+    holding += step == 40 ? 1 : 0;
+  BOOST_TEST(holding >= 2);        // every shard holding variables starts at step 40
+  BOOST_TEST(slots_restored >= 4); // Adam's two slots of weights and biases, per slice
+  BOOST_TEST(*checkpoint_dir(dir.root).latest() == dir.root + "/ckpt-60");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
