@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <thread>
@@ -271,6 +272,19 @@ private:
   std::thread thread_;
 };
 
+// The run is over and its exit code known; CAF's shutdown then waits for
+// every actor, and a connect to a peer that accepts but never answers (a
+// frozen process) never returns. Give the shutdown 10 s, then exit anyway.
+void exit_if_shutdown_hangs(int code) {
+  std::thread([code] {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    spdlog::warn("shutdown still waits for a peer that does not answer; exiting ({})", code);
+    spdlog::default_logger()->flush();
+    std::cout.flush();
+    std::_Exit(code);
+  }).detach();
+}
+
 int exit_code_of(const caf::error& reason) {
   return !reason || reason == caf::exit_reason::normal ? exit_ok : exit_failure;
 }
@@ -433,17 +447,12 @@ int main(int argc, char** argv) {
   limit_tensors_to_the_model(setup.train);
   try {
     caf::actor_system sys{cfg};
-    if (setup.whole_cluster)
-      return run_whole_cluster(sys, setup);
-    switch (setup.job) {
-      case job_kind::ps:
-        return run_ps(sys, setup, limits);
-      case job_kind::chief:
-        return run_chief(sys, setup, limits);
-      case job_kind::worker:
-        break;
-    }
-    return run_worker(sys, setup);
+    int code = setup.whole_cluster            ? run_whole_cluster(sys, setup)
+               : setup.job == job_kind::ps    ? run_ps(sys, setup, limits)
+               : setup.job == job_kind::chief ? run_chief(sys, setup, limits)
+                                              : run_worker(sys, setup);
+    exit_if_shutdown_hangs(code);
+    return code; // the actor system shuts down here
   } catch (const data_error& e) {
     spdlog::error("data: {}", e.what());
     return exit_failure;

@@ -132,6 +132,13 @@ void on_tick(self_ptr self) {
     quit(self);
     return;
   }
+  // The reconnector may hang on a peer that accepts but never answers (a
+  // frozen process): the bound is kept here.
+  if (st.recovering && now - st.recovering->since > st.config.runtime.recovery_timeout) {
+    on_shard_not_back(self, st.recovering->shard, "it does not answer");
+    self->delayed_send(self, watchdog_period, tick_atom::value);
+    return;
+  }
   if (st.now != chief_state::phase::finishing) {
     if (st.replicas && st.replicas->short_for_longer_than(limit, now))
       abort_run(self, "fewer than " + std::to_string(st.config.replicas) + " workers for "

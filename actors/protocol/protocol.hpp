@@ -304,16 +304,18 @@ using chief_actor =
 /// report (step, ok, the checkpoint's path or the error, bytes, seconds),
 /// its shard reconnector's answer, and `stop` from its own process
 /// (SIGTERM: save a checkpoint, then stop the cluster).
-using chief_impl =
-  chief_actor::extend<caf::reacts_to<tick_atom>,
-                      caf::reacts_to<saved_atom, int64_t, bool, std::string, uint64_t, double>,
-                      caf::reacts_to<shard_back_atom, int32_t, ps_shard_actor>,
-                      caf::reacts_to<shard_back_atom, int32_t, std::string>,
-                      caf::reacts_to<stop_atom>>;
+using chief_impl = chief_actor::extend<
+  caf::reacts_to<tick_atom>,
+  caf::reacts_to<saved_atom, int64_t, bool, std::string, uint64_t, double>,
+  caf::reacts_to<shard_back_atom, int32_t, ps_shard_actor>,
+  caf::reacts_to<shard_back_atom, int32_t, std::string>, caf::reacts_to<stop_atom>>;
 
-/// The worker as implemented: plus the message that starts its next step.
-using worker_impl = worker_actor::extend<caf::reacts_to<run_atom>, caf::reacts_to<rejoin_atom>,
-                                         caf::reacts_to<tick_atom>>;
+/// The worker as implemented: plus the message that starts its next step,
+/// the one that makes it look for a new chief and its helper's answer (the
+/// chief found, or why not), and its recovery deadline.
+using worker_impl = worker_actor::extend<
+  caf::reacts_to<run_atom>, caf::reacts_to<rejoin_atom>, caf::reacts_to<rejoin_atom, chief_actor>,
+  caf::reacts_to<rejoin_atom, std::string>, caf::reacts_to<tick_atom>>;
 
 // -- registration ---------------------------------------------------------------
 

@@ -35,8 +35,10 @@ void wait_for_recovery(self_ptr self, const std::string& why, const caf::error& 
     return;
   }
   ++st.generation;
-  if (st.waiting_since)
+  if (st.waiting_since) {
+    spdlog::info("{}: while waiting, also {}: {}", st.label, why, describe(err));
     return;
+  }
   st.waiting_since = std::chrono::steady_clock::now();
   spdlog::warn("{}: {}: {}; waiting up to {} ms for the run to recover (cluster.recovery-timeout)",
                st.label, why, describe(err), st.config.recovery_timeout.count());
@@ -227,20 +229,34 @@ void ask_for_plan(self_ptr self) {
           [self](caf::error& err) { fail(self, "the chief refused the ready request", err); });
 }
 
-// The chief was lost: find the restarted one (and any shard lost meanwhile)
-// and ask it for the plan, as at the start. Blocks this worker's thread.
+// The chief was lost: a helper finds the restarted one at its address (a
+// connect can hang on a frozen peer, so not on this actor's thread, whose
+// deadline must fire).
 void rejoin(self_ptr self) {
   auto& st = self->state;
-  auto chief = st.links.reconnect.chief(st.config.recovery_timeout);
-  if (!chief) {
-    fail(self, "the chief did not come back", chief.error());
+  auto reconnect = st.links.reconnect.chief;
+  auto within = st.config.recovery_timeout;
+  auto worker = caf::actor_cast<caf::actor>(self);
+  self->spawn<caf::detached>([=](caf::event_based_actor* helper) {
+    auto chief = reconnect(within);
+    if (chief)
+      helper->send(worker, rejoin_atom::value, *chief);
+    else
+      helper->send(worker, rejoin_atom::value, describe(chief.error()));
+  });
+}
+
+// The chief answers again: reconnect any shard lost meanwhile and ask it for
+// the plan, as at the start.
+void on_chief_back(self_ptr self, const chief_actor& chief) {
+  auto& st = self->state;
+  if (!st.waiting_since)
     return;
-  }
-  st.links.chief = *chief;
-  self->monitor(*chief);
+  st.links.chief = chief;
+  self->monitor(chief);
   if (!reconnect_lost_shards(self))
     return;
-  spdlog::info("{}: reached the restarted chief; asking for its plan", st.label);
+  spdlog::info("{}: reached the chief again; asking for its plan", st.label);
   ask_for_plan(self);
 }
 
@@ -343,6 +359,14 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
     },
     [self](run_atom) { ask_for_step<report_atom>(self, self->state.coordinator); },
     [self](rejoin_atom) { rejoin(self); },
+    [self](rejoin_atom, const chief_actor& chief) {
+      if (self->current_sender() && self->current_sender()->node() == self->node())
+        on_chief_back(self, chief);
+    },
+    [self](rejoin_atom, const std::string& why) {
+      if (self->current_sender() && self->current_sender()->node() == self->node())
+        fail(self, "the chief did not come back", make_error({errc::training_stopped, why}));
+    },
     [self](plan_atom, training_plan& plan) {
       auto& st = self->state;
       if (!from_chief_or_here(self, self->current_sender())) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lost peers between real processes: a worker killed with -9 is noticed and
 # training goes on; a restarted worker rejoins; a frozen PS is noticed through
-# heartbeats, the run fails clearly and every process exits 1 - none hangs.
+# heartbeats; with a short cluster.recovery-timeout nobody waits long for it:
+# the run fails clearly and every process exits 1 - none hangs.
 set -u
 bin=$1; root=$2
 tmp=$(mktemp -d)
@@ -13,7 +14,8 @@ sed -e 's/7200/7600/; s/7201/7601/; s/7301/7701/; s/7302/7702/' \
     -e 's/^last-step = .*/last-step = 1000000/' -e 's/^log-interval = .*/log-interval = 0/' \
     "$root/config/examples/local-1ps-2workers.conf" >"$tmp/c.conf"
 start() { # name job index
-  "$bin" --config-file="$tmp/c.conf" --job_name="$2" --task_index="$3" >"$tmp/$1.log" 2>&1 &
+  "$bin" --config-file="$tmp/c.conf" --job_name="$2" --task_index="$3" --cluster.recovery-timeout=3s \
+    >"$tmp/$1.log" 2>&1 &
   pids+=($!); eval "pid_$1=$!"
 }
 fails=0; passes=0
