@@ -113,6 +113,11 @@ void on_step_done(self_ptr self, const step_summary& s) {
     return;
   st.sync_step = s.step;
   st.examples += s.examples;
+  if (s.position_epochs.size() == s.position_workers.size()
+      && s.position_offsets.size() == s.position_workers.size())
+    for (size_t i = 0; i < s.position_workers.size(); ++i)
+      st.data_positions[s.position_workers[i]] = {s.position_workers[i], s.position_epochs[i],
+                                                  s.position_offsets[i]};
   st.dropped += s.dropped;
   st.progress.add_step(s.loss, s.correct, s.examples);
   st.progress.add_sync(s.straggler_ms, s.dropped, s.tokens);

@@ -120,12 +120,17 @@ struct step_summary {
   double straggler_ms = 0; ///< first to R-th gradient, slowest shard
   uint64_t dropped = 0;    ///< gradients of this step not applied (stale, refused)
   uint64_t tokens = 0;     ///< tokens released by this update
+  /// Where each worker's next example lies, as last reported (for checkpoints).
+  std::vector<int32_t> position_workers;
+  std::vector<uint64_t> position_epochs;
+  std::vector<uint64_t> position_offsets;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
   return f(caf::meta::type_name("step_summary"), x.step, x.loss, x.correct, x.examples,
-           x.straggler_ms, x.dropped, x.tokens);
+           x.straggler_ms, x.dropped, x.tokens, x.position_workers, x.position_epochs,
+           x.position_offsets);
 }
 
 /// One variable's (or slice's) traffic on a shard.

@@ -35,6 +35,8 @@ caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
     return refuse(label, "a report claiming worker:" + std::to_string(r.worker), sender,
                   "only the worker the chief admitted under that index, of this run, reports "
                   "for it");
+  if (r.step >= 0)
+    st.positions[r.worker] = {r.data_epoch, r.data_offset};
   if (auto now = st.ledger.report(r))
     return *now;
   auto rp = self->make_response_promise<step_grant>();
@@ -54,6 +56,11 @@ void on_applied(self_ptr self, run_id run, int64_t step, double straggler_ms) {
   if (done.empty())
     return;
   release(self);
+  for (auto& [worker, position] : st.positions) {
+    done.back().position_workers.push_back(worker);
+    done.back().position_epochs.push_back(position.first);
+    done.back().position_offsets.push_back(position.second);
+  }
   for (auto& summary : done)
     self->send(st.chief, step_done_atom::value, summary);
 }

@@ -36,6 +36,7 @@ struct token_queue_state {
   std::vector<caf::actor_addr> shards;
   std::map<int32_t, caf::actor_addr> workers; // admitted by the chief, by index
   std::vector<caf::typed_response_promise<step_grant>> waiting;
+  std::map<int32_t, std::pair<uint64_t, uint64_t>> positions; // worker -> (epoch, offset)
 };
 
 token_queue_actor::behavior_type

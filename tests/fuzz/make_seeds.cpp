@@ -97,18 +97,21 @@ int main(int argc, char** argv) {
   report.loss = 0.5;
   seed(sys, messages, 7, "step_report", report);
   seed(sys, messages, 8, "step_grant", step_grant{13, false});
-  seed(sys, messages, 9, "step_summary", step_summary{13, 0.4, 90, 100, 1.5, 1, 2});
+  seed(sys, messages, 9, "step_summary",
+       step_summary{13, 0.4, 90, 100, 1.5, 1, 2, {0, 1}, {3, 4}, {17, 5}});
   seed(sys, messages, 10, "variable_traffic", variable_traffic{"w", 100, 200});
   seed(sys, messages, 11, "variable_traffics", std::vector<variable_traffic>{{"w", 1, 2}});
   shard_traffic traffic;
   traffic.variables = {{"w", 1, 2}};
   seed(sys, messages, 12, "shard_traffic", traffic);
-  seed(sys, messages, 13, "shard_options", shard_options{true, 2, 100, {}});
-  seed(sys, messages, 14, "step_coordinator_actor", step_coordinator_actor{});
-  seed(sys, messages, 15, "token_queue_actor", token_queue_actor{});
-  seed(sys, messages, 16, "ps_shard_actor", ps_shard_actor{});
-  seed(sys, messages, 17, "chief_actor", chief_actor{});
-  seed(sys, messages, 18, "worker_actor", worker_actor{});
+  seed(sys, messages, 13, "shard_options", shard_options{true, 2, 100, {}, 40});
+  seed(sys, messages, 14, "snapshot_index",
+       snapshot_index{40, 0x1234567890abcdefULL, {"w", "w/Adam"}, {{2, 3}, {2, 3}}});
+  seed(sys, messages, 15, "step_coordinator_actor", step_coordinator_actor{});
+  seed(sys, messages, 16, "token_queue_actor", token_queue_actor{});
+  seed(sys, messages, 17, "ps_shard_actor", ps_shard_actor{});
+  seed(sys, messages, 18, "chief_actor", chief_actor{});
+  seed(sys, messages, 19, "worker_actor", worker_actor{});
 
   auto wire = root / "tensor_wire";
   for (auto [name, t] : {std::pair{"matrix", small}, std::pair{"empty", tensor()},

@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   self->send(*shard, stop_atom::value);
   self->send_exit(*shard, caf::exit_reason::user_shutdown);
   std::printf("sent: replicas, stop and an exit message to the shard\n");
-  self->send(*chief, step_done_atom::value, step_summary{999999, 0, 0, 0, 0, 0, 0});
+  self->send(*chief, step_done_atom::value, step_summary{999999, 0, 0, 0, 0, 0, 0, {}, {}, {}});
   std::printf("sent: step_done to the chief\n");
   // Let the one-way messages leave before the connections close.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

@@ -93,4 +93,23 @@ BOOST_AUTO_TEST_CASE(every_save_copies_every_shard_at_one_version_and_restores_o
   BOOST_TEST(*checkpoint_dir(dir.root).latest() == dir.root + "/ckpt-60");
 }
 
+// Sync: the workers' data positions reach the checkpoint through the token
+// queue, and a save waits for an update instead of pausing anyone.
+BOOST_AUTO_TEST_CASE(a_sync_checkpoint_holds_every_workers_data_position) {
+  log_dir dir;
+  auto settings = with_checkpoints(30, dir.root);
+  settings.mode = update_mode::sync;
+  training_result result;
+  spawn_local_cluster(
+    sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
+    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  sched.run();
+  BOOST_TEST(result.ok, result.error);
+  checkpoint_reader last(*checkpoint_dir(dir.root).latest());
+  BOOST_TEST(last.manifest().step == 30);
+  BOOST_REQUIRE(last.manifest().data.size() == 2u);
+  for (auto& p : last.manifest().data)
+    BOOST_TEST(p.epoch * 20 + p.offset >= 30u * 4u / 2u); // each read ~half of 30 x 4 examples
+}
+
 BOOST_AUTO_TEST_SUITE_END()
