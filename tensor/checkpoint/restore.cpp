@@ -33,10 +33,10 @@ std::vector<std::string> restore_problems(const checkpoint_manifest& manifest,
       out.push_back("variable " + v.name + " is " + to_string(*shape) + " in the checkpoint but "
                     + to_string(v.shape) + " in this model");
   }
-  for (auto& [name, shape] : manifest.variables)
+  for (auto& saved : manifest.variables)
     if (std::none_of(variables.begin(), variables.end(),
-                     [&](const variable_spec& v) { return v.name == name; }))
-      out.push_back("the checkpoint holds variable " + name + " " + to_string(shape)
+                     [&](const variable_spec& v) { return v.name == saved.first; }))
+      out.push_back("the checkpoint holds variable " + saved.first + " " + to_string(saved.second)
                     + ", which this model lacks");
   return out;
 }
