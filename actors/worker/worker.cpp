@@ -283,6 +283,10 @@ void on_plan(self_ptr self, training_plan& plan) {
   if (plan.data_epoch > 0 || plan.data_offset > 0) {
     try {
       st.sampler->seek(plan.data_epoch, plan.data_offset);
+      // Every step so far read one batch: the dropout masks continue from there.
+      auto examples = plan.data_epoch * st.sampler->share_size() + plan.data_offset;
+      st.links.net->skip_training_steps(examples / static_cast<uint64_t>(st.config.batch_size),
+                                        st.config.batch_size);
     } catch (const std::exception& e) {
       fail(self, "cannot continue at the checkpoint's data position",
            make_error({errc::invalid_request, e.what()}));

@@ -113,6 +113,8 @@ public:
   virtual void forward(device_context& cx, int64_t batch, const float* x, float* y,
                        const float* const* params, bool training) = 0;
   /// dx may be null (the first layer); grads follow the layer's variables.
+  /// See layer::skip_training_steps.
+  virtual void skip_training_steps(uint64_t /*steps*/, int64_t /*batch*/) {}
   virtual void backward(device_context& cx, int64_t batch, const float* x, const float* y,
                         const float* dy, float* dx, const float* const* params,
                         float* const* grads) = 0;
@@ -249,6 +251,10 @@ public:
                     cx.compute);
     counter_ = shared::dropout_advance(counter_, n); // the draws the CPU layer makes
   }
+  void skip_training_steps(uint64_t steps, int64_t batch) override {
+    counter_ = shared::dropout_after_steps(d_.seed, steps,
+                                           static_cast<uint64_t>(batch * num_elements(d_.input)));
+  }
   void backward(device_context& cx, int64_t batch, const float*, const float*, const float* dy,
                 float* dx, const float* const*, float* const*) override {
     if (!dx)
@@ -362,6 +368,11 @@ public:
   host_staging* staging() noexcept override { return &staging_; }
 
   batch_stats train_step_staged(const batch& b) override { return step(nullptr, b, nullptr); }
+  void skip_training_steps(uint64_t steps, int64_t batch) override {
+    for (auto& l : layers_)
+      if (l)
+        l->skip_training_steps(steps, batch);
+  }
 
   batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
     check_params(params);

@@ -670,7 +670,14 @@ public:
       throw shape_error(name_ + ": dropout rate must be in [0, 1)");
   }
   std::string describe() const override { return "dropout rate " + std::to_string(rate_); }
-  shape_t configure(const shape_t& input) override { return input; }
+  shape_t configure(const shape_t& input) override {
+    per_example_ = static_cast<uint64_t>(num_elements(input));
+    return input;
+  }
+  void skip_training_steps(uint64_t steps, int64_t batch) override {
+    counter_ = shared::dropout_after_steps(seed_, steps,
+                                           static_cast<uint64_t>(batch) * per_example_);
+  }
   layer_desc desc() const override {
     layer_desc d;
     d.type = layer_desc::kind::dropout;
@@ -714,6 +721,7 @@ private:
   float rate_;
   uint64_t seed_;
   uint64_t counter_;
+  uint64_t per_example_ = 0; // values of one example at this layer
   bool training_ = false;
   tensor mask_;
 };

@@ -39,6 +39,9 @@ public:
   virtual layer_desc desc() const = 0;
 
   /// True for ReLU, which the model may fold into the layer after it.
+  /// A worker restored from a checkpoint continues its random streams as if
+  /// it had taken `steps` training steps of `batch` examples (dropout).
+  virtual void skip_training_steps(uint64_t /*steps*/, int64_t /*batch*/) {}
   virtual bool is_relu() const { return false; }
 
   /// Asks this layer to apply a ReLU to its input itself (max-pool can:

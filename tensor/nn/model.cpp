@@ -93,6 +93,11 @@ public:
 
   shape_t input_shape() const override { return input_; }
 
+  void skip_training_steps(uint64_t steps, int64_t batch) override {
+    for (auto& l : layers_)
+      l->skip_training_steps(steps, batch);
+  }
+
   batch_stats train_step(const std::vector<tensor>& params, const batch& b,
                          std::vector<tensor>& grads) override {
     check_params(params);

@@ -99,6 +99,11 @@ public:
   /// left in staging()->grads. Throws troupe_error where staging() is null.
   virtual batch_stats train_step_staged(const batch& b);
 
+  /// Continues the model's random streams (dropout masks) as if it had
+  /// taken `steps` training steps of `batch` examples: a worker restored
+  /// from a checkpoint draws the masks it would have drawn.
+  virtual void skip_training_steps(uint64_t steps, int64_t batch) = 0;
+
   /// One line per layer and variable (name, shape, size), for --dump-config.
   virtual std::string describe() const = 0;
 

@@ -49,6 +49,13 @@ TROUPE_HD inline uint64_t dropout_advance(uint64_t counter, uint64_t n) {
   return counter + ((n + 1) / 2) * golden_gamma;
 }
 
+/// The counter after `steps` training steps over n values each: where a
+/// worker restored from a checkpoint continues (dropout_advance `steps`
+/// times, modulo 2^64).
+TROUPE_HD inline uint64_t dropout_after_steps(uint64_t seed, uint64_t steps, uint64_t n) {
+  return seed + steps * ((n + 1) / 2) * golden_gamma;
+}
+
 // -- softmax cross-entropy, one row -------------------------------------------
 
 TROUPE_HD inline float exp_of(float x) {

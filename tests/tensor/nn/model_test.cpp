@@ -83,4 +83,33 @@ BOOST_AUTO_TEST_CASE(evaluation_covers_the_whole_dataset) {
   BOOST_TEST(stats.correct == 4u);
 }
 
+// A worker restored from a checkpoint skips the dropout masks of the steps
+// it already took: its next step draws what the uninterrupted one draws.
+BOOST_AUTO_TEST_CASE(a_restored_model_continues_its_dropout_masks) {
+  model_options options;
+  options.layers = {"flatten", "dense units=16", "relu", "dropout rate=0.5", "dense units=10"};
+  options.input = {4, 4, 1};
+  auto original = make_model("custom", options), restored = make_model("custom", options);
+  std::vector<tensor> params;
+  for (auto& v : original->variables())
+    params.push_back(initial_value(v, 3));
+  batch b;
+  b.images = tensor({5, 16});
+  for (size_t i = 0; i < b.images.size(); ++i)
+    b.images[i] = static_cast<float>(i % 7) / 7.0f;
+  b.labels = {0, 1, 2, 3, 4};
+  std::vector<tensor> grads, restored_grads;
+  for (int step = 0; step < 3; ++step)
+    original->train_step(params, b, grads);
+  restored->skip_training_steps(3, 5);
+  original->train_step(params, b, grads);
+  restored->train_step(params, b, restored_grads);
+  for (size_t i = 0; i < grads.size(); ++i)
+    BOOST_TEST(grads[i].bit_equal(restored_grads[i]));
+  auto fresh = make_model("custom", options); // without the skip: other masks
+  std::vector<tensor> fresh_grads;
+  fresh->train_step(params, b, fresh_grads);
+  BOOST_TEST(!grads[0].bit_equal(fresh_grads[0]));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
