@@ -98,9 +98,9 @@ BOOST_AUTO_TEST_CASE(a_restored_model_continues_its_dropout_masks) {
   for (size_t i = 0; i < b.images.size(); ++i)
     b.images[i] = static_cast<float>(i % 7) / 7.0f;
   b.labels = {0, 1, 2, 3, 4};
-  std::vector<tensor> grads, restored_grads;
+  std::vector<tensor> earlier, grads, restored_grads;
   for (int step = 0; step < 3; ++step)
-    original->train_step(params, b, grads);
+    original->train_step(params, b, earlier);
   restored->skip_training_steps(3, 5);
   original->train_step(params, b, grads);
   restored->train_step(params, b, restored_grads);
