@@ -22,7 +22,11 @@ public:
   void add(int64_t step) {
     if (contains(step))
       return;
-    above_.insert(step);
+    if (step != below_) {
+      above_.insert(step); // out of order: remembered until the gap closes
+      return;
+    }
+    ++below_; // the usual case, in order: no allocation
     while (!above_.empty() && *above_.begin() == below_) {
       above_.erase(above_.begin());
       ++below_;

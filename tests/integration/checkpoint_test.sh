@@ -12,6 +12,7 @@
 #      both shapes, before anything starts; --restore=never starts over.
 #   E  sync mode saves and restores too.
 set -u
+. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
 bin=$1; root=$2
 tmp=$(mktemp -d)
 cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
@@ -20,12 +21,6 @@ cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
   [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
 trap cleanup EXIT
 py=/usr/bin/python3; [ -x "$py" ] || py=python3
-fails=0; passes=0
-expect() { local what=$1; shift
-  if "$@"; then echo "ok: $what"; passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi; }
-wait_exit() { local end=$((SECONDS + $2)); rc=hung
-  while kill -0 "$1" 2>/dev/null; do [ $SECONDS -ge $end ] && return; sleep 0.2; done
-  wait "$1"; rc=$?; }
 # config NAME PS_COUNT LAST_STEP MODE: ports 88x0 (chief), 88x1.. (ps), 89x1.. (workers)
 config() {
   local ps="" i

@@ -7,6 +7,7 @@
 # attempt must be refused and logged with the stranger's address, and the run
 # must finish "ok":true with every step and the accuracy it has without him.
 set -u
+. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
 bin=$1; client=$2; root=$3
 tmp=$(mktemp -d)
 cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
@@ -20,14 +21,6 @@ start() { # name job index
   "$bin" --config-file="$tmp/c.conf" --job_name="$2" --task_index="$3" >"$tmp/$1.log" 2>&1 &
   pids+=($!); eval "pid_$1=$!"
 }
-fails=0; passes=0
-expect() { local what=$1; shift
-  if "$@"; then echo "ok: $what"; passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi; }
-wait_for_line() { local end=$((SECONDS + $3))
-  while [ $SECONDS -lt $end ]; do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done; return 1; }
-wait_exit() { local end=$((SECONDS + $2)); rc=hung
-  while kill -0 "$1" 2>/dev/null; do [ $SECONDS -ge $end ] && return; sleep 0.2; done
-  wait "$1"; rc=$?; }
 
 start ps ps 0; start chief chief 0; start w0 worker 0; start w1 worker 1
 expect "the sync cluster trains" wait_for_line "$tmp/chief.log" "global_step=500/" 90

@@ -6,6 +6,7 @@
 # cluster's own connections (heartbeats every second) are never closed: the
 # run finishes "ok":true with every step.
 set -u
+. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
 bin=$1; client=$2; root=$3
 tmp=$(mktemp -d)
 cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
@@ -22,14 +23,6 @@ start() { # name job index
   "$bin" --config-file="$tmp/c.conf" --job_name="$2" --task_index="$3" >"$tmp/$1.log" 2>&1 &
   pids+=($!); eval "pid_$1=$!"
 }
-fails=0; passes=0
-expect() { local what=$1; shift
-  if "$@"; then echo "ok: $what"; passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi; }
-wait_for_line() { local end=$((SECONDS + $3))
-  while [ $SECONDS -lt $end ]; do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done; return 1; }
-wait_exit() { local end=$((SECONDS + $2)); rc=hung
-  while kill -0 "$1" 2>/dev/null; do [ $SECONDS -ge $end ] && return; sleep 0.2; done
-  wait "$1"; rc=$?; }
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 

@@ -16,6 +16,7 @@
 #      fewer steps than the others) and ends "ok":true.
 # Needs root, ip netns, bridges and tc; skipped (exit 77) where missing.
 set -u
+. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
 bin=$1; client=$2
 skip() { echo "netns_cluster_test: $1; skipped"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root"
@@ -49,14 +50,6 @@ done
 cut() { ip -n "${p}sw" link set "$p$1s" down; }
 heal() { ip -n "${p}sw" link set "$p$1s" up; }
 
-fails=0; passes=0
-expect() { local what=$1; shift
-  if "$@"; then echo "ok: $what"; passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi; }
-wait_for_line() { local end=$((SECONDS + $3))
-  while [ $SECONDS -lt $end ]; do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done; return 1; }
-wait_exit() { local end=$((SECONDS + $2)); rc=hung
-  while kill -0 "$1" 2>/dev/null; do [ $SECONDS -ge $end ] && return; sleep 0.2; done
-  wait "$1"; rc=$?; }
 config() { # name mode last_step workers replicas [recovery-timeout]
   local workers="" i
   for ((i = 0; i < $4; i++)); do workers+="${workers:+, }\"${addr[w$i]}:7300\""; done

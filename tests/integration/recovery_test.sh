@@ -9,6 +9,7 @@
 # and SIGTERM to the chief in both modes: a checkpoint, every task exits 0,
 # and the job started again finishes.
 set -u
+. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
 bin=$1
 tmp=$(mktemp -d)
 cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
@@ -16,11 +17,6 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
   [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
 trap cleanup EXIT
-fails=0; passes=0
-expect() { local what=$1; shift
-  if "$@"; then echo "ok: $what"; passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi; }
-wait_for_line() { local end=$((SECONDS + $3))
-  while [ $SECONDS -lt $end ]; do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 # Async runs have one worker, so that a run is deterministic: a restored one
 # must then reach the accuracy of the run without a kill almost exactly
 # (with two, async interleaving alone moves it by up to a point).

@@ -6,6 +6,7 @@
 # nodes' memory bounded, and do not harm the run. With troupe-foreign-client
 # (third argument), the stranger of hostile_peer_test cannot even connect.
 set -u
+. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
 bin=$1; root=$2; client=${3:-}
 command -v openssl >/dev/null || { echo "tls_cluster_test: openssl missing; skipped"; exit 77; }
 tmp=$(mktemp -d)
@@ -26,14 +27,6 @@ start() { # name config job index
   "$bin" --config-file="$tmp/$2.conf" --job_name="$3" --task_index="$4" >"$tmp/$1.log" 2>&1 &
   pids+=($!); eval "pid_$1=$!"
 }
-fails=0; passes=0
-expect() { local what=$1; shift
-  if "$@"; then echo "ok: $what"; passes=$((passes + 1)); else echo "FAIL: $what"; fails=$((fails + 1)); fi; }
-wait_for_line() { local end=$((SECONDS + $3))
-  while [ $SECONDS -lt $end ]; do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done; return 1; }
-wait_exit() { local end=$((SECONDS + $2)); rc=hung
-  while kill -0 "$1" 2>/dev/null; do [ $SECONDS -ge $end ] && return; sleep 0.2; done
-  wait "$1"; rc=$?; }
 peak_mib() { awk '/VmHWM/ { print int($2 / 1024) }' "/proc/$1/status"; }
 
 start ps tls ps 0; start chief tls chief 0; start w0 tls worker 0; start w1 tls worker 1

@@ -279,7 +279,7 @@ BOOST_AUTO_TEST_CASE(a_shard_waits_for_a_new_chief_when_its_chief_is_lost) {
   config.recovery_timeout = std::chrono::seconds(60);
   auto s = sys.spawn(ps_shard, config);
   sched.run();
-  auto old_chief = sys.spawn([s](caf::event_based_actor* me) {
+  sys.spawn([s](caf::event_based_actor* me) { // the old chief: inits, then dies
     me->request(s, caf::infinite, init_atom::value, test_run, names{"w"},
                 std::vector<tensor>{tensor({2}, 1.0f)}, shard_options{})
       .then([me](caf::ok_atom) { me->quit(caf::exit_reason::kill); });
