@@ -26,6 +26,16 @@ Eigen::Map<const Eigen::ArrayXf> const_array_map(const tensor& t) {
   return {t.data(), static_cast<Eigen::Index>(t.size())};
 }
 
+// out = the sum of the rows of `rows`, added row by row: Eigen's colwise()
+// sum picks its summation order by the destination's alignment, so the same
+// gradient came out a few ulps apart in a reused buffer and a fresh one.
+void sum_rows_into(const_matrix_map rows, float* out) {
+  Eigen::Map<Eigen::RowVectorXf> sum(out, rows.cols());
+  sum.setZero();
+  for (Eigen::Index r = 0; r < rows.rows(); ++r)
+    sum += rows.row(r);
+}
+
 int64_t batch_of(const tensor& x, int64_t per_example) {
   if (per_example <= 0 || x.size() % static_cast<size_t>(per_example) != 0)
     throw shape_error("a batch of " + std::to_string(x.size())
@@ -102,7 +112,7 @@ public:
     grads[0].resize({in_, units_});
     grads[1].resize({units_});
     matrix_map(grads[0].data(), in_, units_).noalias() = xv.transpose() * dyv;
-    Eigen::Map<Eigen::RowVectorXf>(grads[1].data(), units_).noalias() = dyv.colwise().sum();
+    sum_rows_into(dyv, grads[1].data());
     if (dx) {
       dx->resize(x.shape());
       const_matrix_map w(params[0].data(), in_, units_);
@@ -212,8 +222,7 @@ public:
         });
       }
     } else {
-      Eigen::Map<Eigen::RowVectorXf>(grads[1].data(), filters_)
-        .noalias() = const_matrix_map(dy.data(), batch_ * oh_ * ow_, filters_).colwise().sum();
+      sum_rows_into(const_matrix_map(dy.data(), batch_ * oh_ * ow_, filters_), grads[1].data());
     }
     if (dx) {
       dx->resize(x.shape());

@@ -112,4 +112,37 @@ BOOST_AUTO_TEST_CASE(a_restored_model_continues_its_dropout_masks) {
   BOOST_TEST(!grads[0].bit_equal(fresh_grads[0]));
 }
 
+// Workers reuse one gradient buffer across steps: where it lies in memory
+// must not change a single bit of the gradients (Eigen's column sums once
+// followed the destination's alignment).
+BOOST_AUTO_TEST_CASE(gradients_do_not_depend_on_the_buffer_they_land_in) {
+  model_options options;
+  options.layers = {
+    "conv2d filters=3 kernel=3", "relu", "flatten", "dense units=16", "relu", "dense units=10"};
+  options.input = {4, 4, 1};
+  auto reusing = make_model("custom", options), fresh = make_model("custom", options);
+  std::vector<tensor> params;
+  for (auto& v : reusing->variables())
+    params.push_back(initial_value(v, 3));
+  batch b;
+  b.images = tensor({5, 16});
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (size_t i = 0; i < b.images.size(); ++i)
+    b.images[i] = dist(rng);
+  b.labels = {0, 1, 2, 3, 4};
+  std::vector<tensor> reused;
+  for (int step = 0; step < 4; ++step) {
+    reusing->train_step(params, b, reused);
+    // Fresh buffers at every offset a float allocation may have.
+    for (size_t shift = 0; shift < 8; ++shift) {
+      std::vector<float> pad(shift + 1);
+      std::vector<tensor> grads;
+      fresh->train_step(params, b, grads);
+      for (size_t i = 0; i < grads.size(); ++i)
+        BOOST_TEST(grads[i].bit_equal(reused[i]), reusing->variables()[i].name << " step " << step);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
