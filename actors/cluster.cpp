@@ -23,16 +23,22 @@ Handle spawn_as(caf::actor_system& sys, spawn_mode mode, Fun fun, Ts&&... xs) {
 
 } // namespace
 
-std::shared_ptr<const dataset> load_split(const training_settings& settings,
-                                          const std::string& split) {
-  auto data = load_mnist_split(settings.data_dir, split);
-  check_dataset(data, model_options_of(settings).classes,
-                settings.data_dir + "/" + split + " (Fashion-MNIST format)");
-  return std::make_shared<const dataset>(std::move(data));
+training_data::training_data(std::shared_ptr<const dataset> train_set,
+                             std::shared_ptr<const dataset> test_set)
+  : train(split_in_memory(std::move(train_set), "training set")), test(std::move(test_set)) {
+}
+
+training_data::training_data(std::shared_ptr<const data_split> train_set,
+                             std::shared_ptr<const dataset> test_set)
+  : train(std::move(train_set)), test(std::move(test_set)) {
+}
+
+training_data training_data_of(const data_catalog& catalog) {
+  return {catalog.train, std::make_shared<const dataset>(load_all(catalog.evaluation()))};
 }
 
 training_data load_training_data(const training_settings& settings) {
-  return {load_split(settings, "train"), load_split(settings, "t10k")};
+  return training_data_of(catalog_data(settings.data, settings.data_dir));
 }
 
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
@@ -60,7 +66,7 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief_handle, std::vector<ps_shard_actor> shards,
-                          std::shared_ptr<const dataset> train, spawn_mode mode,
+                          std::shared_ptr<const data_split> train, spawn_mode mode,
                           peer_reconnect reconnect) {
   require_valid_settings(settings, runtime, {static_cast<int32_t>(shards.size()), num_workers});
   if (index < 0 || index >= num_workers)
@@ -76,6 +82,8 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   config.ready_timeout = runtime.connect_timeout;
   config.step_timeout = runtime.request_timeout + runtime.worker_wait_timeout;
   config.shuffle = settings.shuffle;
+  config.shuffle_buffer = static_cast<size_t>(settings.data.shuffle_buffer);
+  config.prefetch = static_cast<size_t>(settings.data.prefetch);
   config.clip_norm = settings.clip_norm;
   config.recovery_timeout = runtime.recovery_timeout;
   // Each worker draws its own dropout masks.

@@ -26,18 +26,24 @@ namespace troupe {
 /// CAF's scheduler); cooperative ones run on the scheduler (deterministic tests).
 enum class spawn_mode { detached, cooperative };
 
+/// What a run trains and evaluates on: workers stream their shares of
+/// `train` (stream.hpp); the chief evaluates on `test`, held in memory.
 struct training_data {
-  std::shared_ptr<const dataset> train;
+  std::shared_ptr<const data_split> train;
   std::shared_ptr<const dataset> test;
+  training_data() = default;
+  /// Sets made in memory (tests, programs with their own data); not checked.
+  training_data(std::shared_ptr<const dataset> train_set, std::shared_ptr<const dataset> test_set);
+  training_data(std::shared_ptr<const data_split> train_set,
+                std::shared_ptr<const dataset> test_set);
 };
 
-/// Loads one split ("train" or "t10k") of Fashion-MNIST from settings.data_dir
-/// and checks it (check_dataset: examples, labels in range, finite features);
-/// throws data_error naming the problem.
-std::shared_ptr<const dataset> load_split(const training_settings& settings,
-                                          const std::string& split);
+/// The catalogued sets (catalog_data), with the evaluation set (validation,
+/// else test) loaded into memory.
+training_data training_data_of(const data_catalog& catalog);
 
-/// Both splits, checked.
+/// settings.data's files (Fashion-MNIST from settings.data_dir when it names
+/// none), catalogued and checked; throws data_error naming the problem.
 training_data load_training_data(const training_settings& settings);
 
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
@@ -58,11 +64,12 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         std::shared_ptr<const checkpoint_reader> restore_from = nullptr,
                         peer_reconnect reconnect = {});
 
-/// Worker `index` of num_workers; its share of `train` follows from both.
+/// Worker `index` of num_workers; its share of `train` follows from both
+/// (share_of).
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief, std::vector<ps_shard_actor> shards,
-                          std::shared_ptr<const dataset> train,
+                          std::shared_ptr<const data_split> train,
                           spawn_mode mode = spawn_mode::detached, peer_reconnect reconnect = {});
 
 struct local_cluster {

@@ -15,6 +15,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -217,6 +219,12 @@ bool address_is_free(const node_setup& setup, const host_port& address) {
 // tensor arriving from a peer may be either: the wire format refuses one
 // before allocating for it.
 void limit_tensors_to_the_model(const training_settings& train) {
+  if (train.network.input.empty() || train.network.classes == 0) {
+    spdlog::info("the model's shapes come from data this task does not read: tensors are "
+                 "bounded by the default limit; give model.input and model.classes for a "
+                 "tighter one");
+    return;
+  }
   auto net = make_model(train.model, model_options_of(train));
   size_t largest = 1;
   for (auto& v : net->variables())
@@ -301,12 +309,34 @@ void print_final(const training_result& r) {
                   errno ? std::strerror(errno) : "stream error", r.to_json());
 }
 
+// The data as the run sees it: logged, and saved with the run
+// (<log-dir>/data.json) so that evaluation and prediction later transform
+// examples the same way. Returns the final line's summary.
+std::string announce_data(const node_setup& setup) {
+  auto& catalog = *setup.data;
+  for (auto& line : describe_lines(catalog))
+    spdlog::info("{}", line);
+  auto& dir = setup.train.checkpoint.log_dir;
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    auto path = dir + "/data.json";
+    std::ofstream out(path + ".tmp");
+    out << describe_json(catalog) << "\n";
+    out.close();
+    if (!out || ec || std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
+      spdlog::warn("could not save {} (the data's description)", path);
+  }
+  return data_summary_json(catalog);
+}
+
 int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
   spdlog::info("whole cluster in this process: {} PS shard(s), {} worker(s), model {}, "
                "last_step {}{}",
                setup.cluster.ps.size(), setup.cluster.worker.size(), setup.train.model,
                setup.train.last_step, setup.embedded_defaults ? " (embedded defaults)" : "");
-  auto data = load_training_data(setup.train);
+  auto summary = announce_data(setup);
+  auto data = training_data_of(*setup.data);
   training_result result;
   auto cluster = spawn_local_cluster(
     sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.ps.size()),
@@ -316,6 +346,7 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
     sigterm_relay relay{sys, cluster.chief};
     wait_for(sys, cluster.chief);
   }
+  result.data_json = summary;
   print_final(result);
   return result.ok || result.preempted ? exit_ok : exit_failure;
 }
@@ -359,7 +390,8 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
   std::vector<ps_shard_actor> shards;
   if (!connect_shards(sys, setup, shards))
     return exit_failure;
-  auto test = load_split(setup.train, "t10k");
+  auto summary = announce_data(setup);
+  auto test = std::make_shared<const dataset>(load_all(setup.data->evaluation()));
   training_result result;
   auto chief_handle = spawn_chief(
     sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.worker.size()), shards,
@@ -375,6 +407,7 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
     sigterm_relay relay{sys, chief_handle};
     wait_for(sys, chief_handle);
   }
+  result.data_json = summary;
   print_final(result);
   return result.ok || result.preempted ? exit_ok : exit_failure;
 }
@@ -389,7 +422,7 @@ int run_worker(caf::actor_system& sys, const node_setup& setup) {
   std::vector<ps_shard_actor> shards;
   if (!connect_shards(sys, setup, shards))
     return exit_failure;
-  auto train = load_split(setup.train, "train");
+  auto train = setup.data->train;
   // Not published: nobody connects to a worker; the chief reaches it over the
   // connection the worker opened (its ready request).
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
@@ -399,6 +432,18 @@ int run_worker(caf::actor_system& sys, const node_setup& setup) {
 }
 
 } // namespace
+
+// The process's peak resident memory (VmHWM), for operators sizing their
+// machines (and the large-data test, which checks that streaming keeps a
+// worker's memory bounded).
+static void log_peak_memory() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) {
+      spdlog::info("peak resident memory: {} MiB", std::stoll(line.substr(6)) / 1024);
+      return;
+    }
+}
 
 int main(int argc, char** argv) {
   // A closed stdout or stderr must not end a run (see print_final).
@@ -451,6 +496,7 @@ int main(int argc, char** argv) {
                : setup.job == job_kind::ps    ? run_ps(sys, setup, limits)
                : setup.job == job_kind::chief ? run_chief(sys, setup, limits)
                                               : run_worker(sys, setup);
+    log_peak_memory();
     exit_if_shutdown_hangs(code);
     return code; // the actor system shuts down here
   } catch (const data_error& e) {

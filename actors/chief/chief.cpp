@@ -80,6 +80,7 @@ caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
     st.progress.add_step(r.loss, r.correct, r.examples);
     log_progress(self);
     maybe_save(self);
+    maybe_evaluate(self);
   }
   on_grant_settled(self);
   return carry_out(self, r.worker, answer);
@@ -123,6 +124,7 @@ void on_step_done(self_ptr self, const step_summary& s) {
   st.progress.add_sync(s.straggler_ms, s.dropped, s.tokens);
   log_progress(self);
   maybe_save(self);
+  maybe_evaluate(self);
   if (s.step >= st.config.train.last_step)
     finish(self);
 }

@@ -98,6 +98,11 @@ struct chief_state {
   std::string final_checkpoint_error;
   int64_t last_saved_step = -1;
   std::map<int32_t, data_position> data_positions; // each worker's, from its reports
+  // evaluation while training (train.eval-interval)
+  int64_t next_evaluation = 0;     // the global step of the next one (0: off)
+  bool evaluating = false;         // one at a time
+  std::shared_ptr<model> eval_net; // its own scratch buffers: the final one may overlap
+  std::vector<evaluation_point> evaluations;
   // recovery from a lost shard
   struct shard_recovery {
     int32_t shard = 0;

@@ -30,6 +30,7 @@ training_result base_result(self_ptr self) {
   r.refused_steps = st.grants ? st.grants->refused() : 0;
   r.dropped_gradients = st.dropped;
   r.lost_workers = st.roster->lost_count();
+  r.evaluations = st.evaluations;
   return r;
 }
 
@@ -173,30 +174,47 @@ void finish(self_ptr self) {
   double train_seconds = st.started ? seconds_since(*st.started) : 0.0;
   spdlog::info("chief: reached last_step {}; evaluating on {} test examples",
                st.config.train.last_step, st.links.test->size());
-  auto& vars = st.links.net->variables();
+  read_values(
+    self,
+    [self, train_seconds](std::vector<tensor> values) {
+      evaluate(self, std::move(values), train_seconds);
+    },
+    [self](const std::string& why) { abort_run(self, "reading the final values: " + why); });
+}
+
+void read_values(self_ptr self, std::function<void(std::vector<tensor>)> done,
+                 std::function<void(const std::string&)> failed) {
+  auto& st = self->state;
   auto params = std::make_shared<std::vector<tensor>>();
-  for (auto& v : vars)
+  for (auto& v : st.links.net->variables())
     params->emplace_back(v.shape);
-  auto join = make_fan_in(st.router->parts().size(), [self, params, train_seconds] {
-    evaluate(self, std::move(*params), train_seconds);
+  auto settled = std::make_shared<bool>(false); // the first failure ends it
+  auto join = make_fan_in(st.router->parts().size(), [params, done, settled] {
+    if (!*settled)
+      done(std::move(*params));
   });
+  auto fail_once = [failed, settled](const std::string& why) {
+    if (*settled)
+      return;
+    *settled = true;
+    failed(why);
+  };
   for (auto& part : st.router->parts())
     self
       ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.runtime.request_timeout,
                 pull_atom::value, st.run, part.names)
       .then(
-        [self, params, join, part](pull_reply& reply) {
+        [self, params, join, part, fail_once](pull_reply& reply) {
           try {
             self->state.router->gather(part, std::move(reply.values), *params);
           } catch (const std::exception& e) {
-            abort_run(self, std::string("reading the final values: ") + e.what());
+            fail_once(e.what());
             return;
           }
           join->arrive();
         },
-        [self, shard = part.shard](caf::error& err) {
-          abort_run(self, "reading the final values from ps:" + std::to_string(shard)
-                            + " failed: " + describe(err));
+        [shard = part.shard, fail_once](caf::error& err) {
+          fail_once("ps:" + std::to_string(shard) + " did not answer: " + describe(err));
         });
 }
 

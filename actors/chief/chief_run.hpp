@@ -4,7 +4,9 @@
 // handles their losses; chief.cpp runs training (steps, the watchdog);
 // chief_end.cpp ends a run (final values, evaluation, traffic, the checks of
 // the result, stopping everyone).
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "actors/chief/chief.hpp"
 
@@ -55,6 +57,16 @@ caf::error unless_admitted(self_ptr self, const step_report& r, const char* what
 /// last_step reached: reads the final values, has them evaluated, collects
 /// the shards' traffic, reports the result and stops every task.
 void finish(self_ptr self);
+
+/// Reads every variable's current value from the shards (in model order);
+/// `failed` gets the first problem instead.
+void read_values(self_ptr self, std::function<void(std::vector<tensor>)> done,
+                 std::function<void(const std::string&)> failed);
+
+/// train.eval-interval: every so many global steps, evaluates the current
+/// values on the evaluation set on an actor of its own and logs the result
+/// (one evaluation at a time; the steps go on meanwhile).
+void maybe_evaluate(self_ptr self);
 
 /// Fails the run: reports the error and ends every task with user_shutdown.
 void abort_run(self_ptr self, const std::string& why);

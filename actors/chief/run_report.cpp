@@ -34,6 +34,19 @@ std::string training_result::to_json() const {
   std::string out = buf;
   if (preempted)
     out += ",\"preempted\":true";
+  if (!evaluations.empty()) {
+    out += ",\"evaluations\":[";
+    for (size_t i = 0; i < evaluations.size(); ++i) {
+      char point[128];
+      std::snprintf(point, sizeof(point), "%s{\"step\":%lld,\"accuracy\":%.4f,\"loss\":%.4f}",
+                    i ? "," : "", static_cast<long long>(evaluations[i].step),
+                    evaluations[i].accuracy, evaluations[i].loss);
+      out += point;
+    }
+    out += "]";
+  }
+  if (!data_json.empty())
+    out += ",\"data\":" + data_json;
   if (!ok)
     out += ",\"error\":" + json_string(error);
   return out + "}";

@@ -11,6 +11,13 @@
 
 namespace troupe {
 
+/// One evaluation while training (train.eval-interval).
+struct evaluation_point {
+  int64_t step = 0;
+  double accuracy = 0;
+  double loss = 0;
+};
+
 struct training_result {
   bool ok = false;
   std::string error; ///< why training failed, if it did
@@ -34,6 +41,10 @@ struct training_result {
   /// The trained model: every variable, in model order (empty on failure).
   std::vector<std::string> variables;
   std::vector<tensor> values;
+  /// The evaluations while training, in step order.
+  std::vector<evaluation_point> evaluations;
+  /// What the data became (data_summary_json), added by the node: "" for none.
+  std::string data_json;
 
   /// The final line the node prints: {"event":"final","ok":...}.
   std::string to_json() const;

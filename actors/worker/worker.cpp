@@ -104,10 +104,16 @@ void ask_for_step(self_ptr self, const Handle& to) {
 
 void compute(self_ptr self) {
   auto& st = self->state;
-  st.sampler->next_batch(*st.links.train, static_cast<size_t>(st.config.batch_size), st.current);
-  st.report.data_epoch = st.sampler->epoch();
-  st.report.data_offset = st.sampler->position();
   batch_stats stats;
+  try {
+    st.data->next_batch(st.current);
+  } catch (const std::exception& e) {
+    fail(self, "reading its data failed at step " + std::to_string(st.report.step),
+         caf::make_error(caf::sec::runtime_error, e.what()));
+    return;
+  }
+  st.report.data_epoch = st.data->position().epoch;
+  st.report.data_offset = st.data->position().offset;
   try {
     stats = st.staging ? st.links.net->train_step_staged(st.current)
                        : st.links.net->train_step(st.params, st.current, st.grads);
@@ -282,9 +288,9 @@ void on_plan(self_ptr self, training_plan& plan) {
   }
   if (plan.data_epoch > 0 || plan.data_offset > 0) {
     try {
-      st.sampler->seek(plan.data_epoch, plan.data_offset);
+      st.data->seek({plan.data_epoch, plan.data_offset});
       // Every step so far read one batch: the dropout masks continue from there.
-      auto examples = plan.data_epoch * st.sampler->share_size() + plan.data_offset;
+      auto examples = plan.data_epoch * st.data->share_size() + plan.data_offset;
       st.links.net->skip_training_steps(examples / static_cast<uint64_t>(st.config.batch_size),
                                         st.config.batch_size);
     } catch (const std::exception& e) {
@@ -299,8 +305,8 @@ void on_plan(self_ptr self, training_plan& plan) {
   st.params.resize(vars.size());
   st.grads.resize(vars.size());
   st.progress.restart();
-  spdlog::info("{}: ready; training on {} of {} examples", st.label, st.sampler->share_size(),
-               st.links.train->size());
+  spdlog::info("{}: ready; training on {} of {} examples", st.label, st.data->share_size(),
+               st.data->total_examples());
   self->send(self, run_atom::value);
 }
 
@@ -312,8 +318,15 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
   st.label = "worker:" + std::to_string(config.index);
   st.config = config;
   st.links = std::move(links);
-  st.sampler.emplace(st.links.train->size(), static_cast<size_t>(config.index),
-                     static_cast<size_t>(config.num_workers), config.seed, config.shuffle);
+  stream_options data_options;
+  data_options.index = static_cast<size_t>(config.index);
+  data_options.count = static_cast<size_t>(config.num_workers);
+  data_options.seed = config.seed;
+  data_options.shuffle = config.shuffle;
+  data_options.shuffle_buffer = config.shuffle_buffer;
+  data_options.prefetch = config.prefetch;
+  data_options.batch_size = static_cast<size_t>(config.batch_size);
+  st.data = std::make_unique<example_stream>(st.links.train, data_options);
   st.guard.emplace(config.clip_norm);
   st.progress = progress_meter{config.log_interval};
   st.report.worker = config.index;

@@ -17,7 +17,7 @@
 #include "actors/common/progress_meter.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/worker/gradient_guard.hpp"
-#include "tensor/data/sampler.hpp"
+#include "tensor/data/stream.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/plan/training_plan.hpp"
 
@@ -46,7 +46,9 @@ struct worker_config {
   /// long as the slowest worker (or a lost worker's restart).
   std::chrono::milliseconds step_timeout{150000};
   bool shuffle = true;
-  double clip_norm = 0; ///< > 0: clip gradients to this global norm before pushing
+  size_t shuffle_buffer = 10000; ///< examples (data.shuffle-buffer)
+  size_t prefetch = 4;           ///< batches read ahead (data.prefetch)
+  double clip_norm = 0;          ///< > 0: clip gradients to this global norm before pushing
   /// How long to wait for a lost shard or chief to come back (used only when
   /// the links can reconnect).
   std::chrono::milliseconds recovery_timeout{120000};
@@ -57,7 +59,7 @@ struct worker_links {
   chief_actor chief;
   std::vector<ps_shard_actor> shards;
   std::shared_ptr<model> net;
-  std::shared_ptr<const dataset> train;
+  std::shared_ptr<const data_split> train;
   /// Reaching a peer again after it was lost (troupe-node sets both; empty:
   /// a lost peer ends the worker). They block: the worker is detached.
   peer_reconnect reconnect;
@@ -68,8 +70,8 @@ struct worker_state {
   std::string label; // "worker:0"
   worker_config config;
   worker_links links;
-  std::optional<example_sampler> sampler; // this worker's share of the data
-  std::optional<slice_router> router;     // the chief's plan, checked against the model
+  std::unique_ptr<example_stream> data; // this worker's share, read ahead
+  std::optional<slice_router> router;   // the chief's plan, checked against the model
   std::optional<gradient_guard> guard;
   step_coordinator_actor coordinator; // chief (async) or token queue (sync)
   // Parameters and gradients: the model's own pinned buffers when it offers

@@ -70,6 +70,20 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
   t.optimizer.kind = parse_choice("train.optimizer", cfg.optimizer, t.optimizer.kind, errors);
   t.optimizer.learning_rate.type = parse_choice("train.lr-schedule", cfg.lr_schedule,
                                                 t.optimizer.learning_rate.type, errors);
+  t.data.normalize = parse_choice("data.normalize", cfg.normalize, t.data.normalize, errors);
+  t.data.bad_records = parse_choice("data.bad-records", cfg.bad_records, t.data.bad_records,
+                                    errors);
+  if (cfg.csv_delimiter == "tab" || cfg.csv_delimiter == "\\t" || cfg.csv_delimiter == "\t")
+    t.data.csv.delimiter = '\t';
+  else if (cfg.csv_delimiter.size() == 1 && cfg.csv_delimiter != "\"")
+    t.data.csv.delimiter = cfg.csv_delimiter[0];
+  else
+    errors.push_back("data.csv-delimiter = \"" + cfg.csv_delimiter
+                     + "\": give one character (e.g. \",\" or \";\") or \"tab\"");
+  // The model's input and classes come from the data (catalog_for_node);
+  // tasks that read none check the model against [model] where it is given.
+  t.network.input = cfg.model_input;
+  t.network.classes = cfg.model_classes;
   parse_or_report("train.partitioners", errors,
                   [&] { t.partitioners = parse_partition_rules(cfg.partitioners); });
   parse_or_report("train.device", errors, [&] { t.device = gpu::parse_device(cfg.device); });
@@ -178,27 +192,69 @@ void check_restore(const node_config& cfg, node_setup& setup, std::vector<std::s
   }
 }
 
-// Only tasks that read data need the data directory; they also turn
-// train.epochs into last_step from the training set's size, the same on
-// every task.
-void check_data(node_setup& setup, std::vector<std::string>& errors) {
-  bool reads_data = setup.whole_cluster || setup.job != job_kind::ps;
+bool reads_data(const node_setup& setup) {
+  return setup.whole_cluster || setup.job != job_kind::ps;
+}
+
+// Tasks that read data catalogue it (every file read once, the same on
+// every task) and take one example's shape and the classes from it,
+// checked against [model] where that gives them.
+void catalog_for_node(const node_config& cfg, node_setup& setup, std::vector<std::string>& errors) {
   auto& t = setup.train;
-  if (!reads_data)
-    return;
-  if (auto missing = check_mnist_dir(t.data_dir)) {
-    errors.push_back("train.data-dir: " + missing->message
-                     + "; install Debian's dataset-fashion-mnist package or point "
-                       "train.data-dir at a directory with the four MNIST-format .gz files");
+  if (!reads_data(setup)) {
+    // A ps task reads no data: it knows the shapes where the files are
+    // Fashion-MNIST's or the config gives them ([model] or [data]), and
+    // checks the model (and bounds what it accepts) by them.
+    bool fashion_mnist = t.data.train.empty();
+    t.network.input = !cfg.model_input.empty()      ? cfg.model_input
+                      : !t.data.input_shape.empty() ? t.data.input_shape
+                      : fashion_mnist               ? shape_t{28, 28, 1}
+                                                    : shape_t{};
+    t.network.classes = cfg.model_classes > 0 ? cfg.model_classes
+                        : t.data.classes > 0  ? t.data.classes
+                        : fashion_mnist       ? 10
+                                              : 0;
     return;
   }
-  if (!errors.empty())
+  if (!data_option_problems(t.data).empty())
     return;
-  uint64_t examples = 0;
-  parse_or_report("train.data-dir", errors,
-                  [&] { examples = idx_item_count(t.data_dir + "/train-labels-idx1-ubyte.gz"); });
-  if (!errors.empty())
+  try {
+    auto catalog = std::make_shared<data_catalog>(catalog_data(t.data, t.data_dir));
+    setup.data = catalog;
+  } catch (const data_error& e) {
+    std::string why = e.what();
+    if (t.data.train.empty())
+      why += "; install Debian's dataset-fashion-mnist package, point train.data-dir at a "
+             "directory with the four MNIST-format .gz files, or name your files in [data]";
+    errors.push_back(std::string("data: ") + why);
     return;
+  }
+  auto& data = *setup.data->train;
+  if (!cfg.model_input.empty() && num_elements(cfg.model_input) != data.features()) {
+    errors.push_back("model.input = " + to_string(cfg.model_input) + " holds "
+                     + std::to_string(num_elements(cfg.model_input))
+                     + " values per example, but the data's examples have shape "
+                     + to_string(data.item_shape) + " (" + std::to_string(data.features())
+                     + " values); remove model.input or set data.input-shape");
+    return;
+  }
+  if (cfg.model_classes > 0 && cfg.model_classes != data.classes) {
+    errors.push_back("model.classes = " + std::to_string(cfg.model_classes) + ", but the data has "
+                     + std::to_string(data.classes)
+                     + " classes; remove model.classes or set data.classes");
+    return;
+  }
+  t.network.input = cfg.model_input.empty() ? data.item_shape : cfg.model_input;
+  t.network.classes = data.classes;
+}
+
+// Checks that need the data's size: every batch fits the training set;
+// train.epochs becomes last_step, the same on every task.
+void check_data_size(node_setup& setup, std::vector<std::string>& errors) {
+  if (!setup.data || !errors.empty())
+    return;
+  auto& t = setup.train;
+  uint64_t examples = setup.data->train->usable_records();
   auto shape = setup.cluster.shape();
   for (int32_t w = 0; w < shape.workers; ++w)
     if (static_cast<uint64_t>(batch_size_of(t, w)) > examples) {
@@ -349,12 +405,13 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   // The tasks listed, whether or not each address parsed.
   cluster_shape shape{static_cast<int32_t>(cfg.ps_hosts.size()),
                       static_cast<int32_t>(cfg.worker_hosts.size())};
+  catalog_for_node(cfg, setup, out.errors);
   for (auto& problem : check_settings(setup.train, setup.runtime, shape))
     out.errors.push_back(problem.message);
   // What the run derives, the same on every task: R, N and (from the data) last_step.
   setup.train.replicas_to_aggregate = replicas_of(setup.train, shape);
   setup.train.total_num_replicas = shape.workers;
-  check_data(setup, out.errors);
+  check_data_size(setup, out.errors);
   setup.tls = check_tls(cfg, setup, out.errors);
   if (out.errors.empty())
     check_restore(cfg, setup, out.errors);

@@ -50,6 +50,12 @@ public:
   int64_t max_refused_steps = 100;
   int64_t max_connections = 0; // cluster: 0 = 2 x tasks + 64
   int64_t replicas_to_aggregate = 0;
+  // [data] values written as text, and [model] values the data may supply
+  std::string csv_delimiter = ",";
+  std::string normalize = "auto";
+  std::string bad_records = "fail";
+  std::vector<int64_t> model_input; // empty: the data's
+  int64_t model_classes = 0;        // 0: the data's
   int64_t total_num_replicas = 0;
 
   const caf::config_option_set& options() const noexcept { return custom_options_; }
@@ -75,6 +81,8 @@ struct node_setup {
   std::vector<std::string> restore_warnings;
   training_settings train;
   runtime_settings runtime;
+  /// The data as catalogued at start (tasks that read data; null on ps).
+  std::shared_ptr<const data_catalog> data;
   /// "ps:0", or "local" for the whole cluster: the node's name in logs.
   std::string name() const;
 };

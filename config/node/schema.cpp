@@ -69,8 +69,12 @@ node_config::node_config()
     .add(train.epochs, "epochs",
          "if > 0: passes over the training set instead of last-step (sets last-step)")
     .add(seed, "seed", "seed of initial values and data order")
-    .add(train.data_dir, "data-dir", "directory with the Fashion-MNIST .gz files")
+    .add(train.data_dir, "data-dir",
+         "directory with the Fashion-MNIST .gz files (the data when [data] names none)")
     .add(train.log_interval, "log-interval", "progress line every N steps (0: off)")
+    .add(train.eval_interval, "eval-interval",
+         "the chief evaluates on the test (or validation) set every N global steps while "
+         "training (0: only at the end)")
     .add(placement, "placement",
          "variables over PS shards: round_robin (TF), greedy_bytes, or balanced (splits "
          "variables so that no shard holds more than (1 + placement-epsilon) x the mean)")
@@ -109,9 +113,47 @@ node_config::node_config()
     .add(train.network.layers, "layers",
          "model custom: one string per layer, e.g. [\"conv2d filters=32 kernel=5\", \"relu\", "
          "\"max_pool size=2\", \"flatten\", \"dense units=10\"]")
-    .add(train.network.input, "input", "model custom: one example's shape, e.g. [28, 28, 1]")
+    .add(model_input, "input",
+         "one example's shape, e.g. [28, 28, 1] (default: the data's; a shape with as many "
+         "values reshapes it)")
+    .add(model_classes, "classes", "classes to tell apart (default: the data's)")
     .add(train.network.vgg_width, "vgg-width",
          "vgg11/16/19: multiplies the channel and fc widths (1 = the paper's)");
+  auto& d = train.data;
+  opt_group{custom_options_, "data"}
+    .add(d.train, "train",
+         "training files: a list of paths and globs, e.g. [\"data/train-*.csv\"] (none: "
+         "Fashion-MNIST from train.data-dir)")
+    .add(d.train_labels, "train-labels", "IDX and .npy: one labels file per training file")
+    .add(d.test, "test", "test files (the chief evaluates on them)")
+    .add(d.test_labels, "test-labels", "IDX and .npy: one labels file per test file")
+    .add(d.validation, "validation", "validation files; evaluated instead of test where given")
+    .add(d.validation_labels, "validation-labels",
+         "IDX and .npy: one labels file per validation file")
+    .add(d.format, "format", "idx, csv or npy (default: from the first file's name)")
+    .add(d.csv.header, "csv-header", "CSV: the first line names the columns")
+    .add(csv_delimiter, "csv-delimiter", "CSV: the column separator, one character or \"tab\"")
+    .add(d.csv.label_column, "label-column",
+         "CSV: the label's column, a name from the header or a 0-based index as text (\"0\")")
+    .add(d.csv.ignore_columns, "ignore-columns",
+         "CSV: columns that are neither features nor the label (names or indices)")
+    .add(d.label_names, "label-names",
+         "the classes' names in class order, for labels written as names (default: sorted)")
+    .add(d.classes, "classes", "classes (0: one more than the largest integer label)")
+    .add(d.input_shape, "input-shape",
+         "one example's shape, e.g. [28, 28, 1] for 784 columns (default: the files')")
+    .add(normalize, "normalize",
+         "auto (uint8 IDX/.npy scaled to [0, 1], else none), none, scale (x * data.scale) or "
+         "standardize ((x - mean) / stddev per feature)")
+    .add(d.scale, "scale", "normalize = scale: the factor")
+    .add(d.mean, "mean", "normalize = standardize: per-feature means (default: the training set's)")
+    .add(d.stddev, "stddev",
+         "normalize = standardize: per-feature standard deviations (default: the training set's)")
+    .add(bad_records, "bad-records",
+         "fail (a bad record ends the run, naming it) or skip (counted per file and reported)")
+    .add(d.shuffle_buffer, "shuffle-buffer",
+         "examples each worker holds to shuffle from (tf.data's shuffle buffer)")
+    .add(d.prefetch, "prefetch", "batches each worker's reader thread prepares ahead (0: none)");
 }
 
 } // namespace troupe

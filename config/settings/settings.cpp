@@ -46,13 +46,10 @@ void check_model(const training_settings& t, std::vector<failure>& out) {
     fail("model.vgg-width must be in (0, 4] (1 = the paper's widths)");
     return;
   }
-  if (t.model == "custom" && num_elements(t.network.input) != 784) {
-    fail("model.input = " + to_string(t.network.input) + " holds "
-         + std::to_string(num_elements(t.network.input))
-         + " values per example, but Fashion-MNIST examples hold 784 (e.g. [28, 28, 1] or "
-           "[784])");
+  // A ps task reads no data: where [model] does not give the shape, the
+  // chief's and workers' checks against the data are the ones that count.
+  if (t.network.input.empty() || t.network.classes == 0)
     return;
-  }
   try {
     auto net = make_model(t.model, model_options_of(t));
     try {
@@ -135,6 +132,10 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
     fail("train.epochs must be 0 (use last-step) or a number of passes up to 1e6");
   if (t.log_interval < 0 || t.log_interval > limits::max_steps)
     fail("train.log-interval must be 0 (off) or up to " + steps);
+  if (t.eval_interval < 0 || t.eval_interval > limits::max_steps)
+    fail("train.eval-interval must be 0 (off) or up to " + steps);
+  for (auto& problem : data_option_problems(t.data))
+    fail(problem);
   if (runtime.max_refused_steps < 0 || runtime.max_refused_steps > limits::max_steps)
     fail("train.max-refused-steps must be 0.." + steps);
   using std::chrono::milliseconds;

@@ -13,6 +13,7 @@
 #include "gpu/device_spec.hpp"
 #include "tensor/core/enum_names.hpp"
 #include "tensor/core/error.hpp"
+#include "tensor/data/catalog.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/optim/optimizer.hpp"
 #include "tensor/plan/placement.hpp"
@@ -81,8 +82,14 @@ struct training_settings {
   /// last_step = ceil(epochs * examples / (batch_size * gradients per update)).
   double epochs = 0;
   uint64_t seed = 42;
+  /// Where Fashion-MNIST lies: the data when `data` names no files.
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  /// The [data] section: the files, their format, normalisation, sharding.
+  data_options data;
   int64_t log_interval = 200;
+  /// If > 0, the chief evaluates on the test (or validation) set every this
+  /// many global steps while training runs.
+  int64_t eval_interval = 0;
   placement_strategy placement = placement_strategy::balanced;
   /// Partitioner rules (parse_partition_rules): the first rule whose pattern
   /// matches a variable's name splits it.

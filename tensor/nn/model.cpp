@@ -247,18 +247,19 @@ namespace {
 
 // TF's mnist.py: two ReLU hidden layers, weights ~ truncated normal with
 // stddev 1/sqrt(fan_in), zero biases.
-std::unique_ptr<model> make_mlp() {
+std::unique_ptr<model> make_mlp(int64_t features, int64_t classes) {
   std::vector<std::unique_ptr<layer>> layers;
-  layers.push_back(make_dense("hidden1", 256, truncated(1.0f / 28.0f), zeros()));
+  float stddev = 1.0f / std::sqrt(static_cast<float>(features));
+  layers.push_back(make_dense("hidden1", 256, truncated(stddev), zeros()));
   layers.push_back(make_relu("hidden1/relu"));
   layers.push_back(make_dense("hidden2", 256, truncated(1.0f / 16.0f), zeros()));
   layers.push_back(make_relu("hidden2/relu"));
-  layers.push_back(make_dense("softmax_linear", 10, truncated(1.0f / 16.0f), zeros()));
-  return make_sequential("mlp", {784}, 10, std::move(layers));
+  layers.push_back(make_dense("softmax_linear", classes, truncated(1.0f / 16.0f), zeros()));
+  return make_sequential("mlp", {features}, classes, std::move(layers));
 }
 
 // The seeds' "deepnn": weights ~ truncated normal(0.1), biases 0.1.
-std::unique_ptr<model> make_cnn(uint64_t seed) {
+std::unique_ptr<model> make_cnn(const shape_t& input, int64_t classes, uint64_t seed) {
   std::vector<std::unique_ptr<layer>> layers;
   layers.push_back(
     make_conv2d("conv1", 32, 5, 5, 1, padding::same, truncated(0.1f), constant(0.1f)));
@@ -272,15 +273,15 @@ std::unique_ptr<model> make_cnn(uint64_t seed) {
   layers.push_back(make_dense("fc1", 1024, truncated(0.1f), constant(0.1f)));
   layers.push_back(make_relu("fc1/relu"));
   layers.push_back(make_dropout("dropout", 0.5f, seed));
-  layers.push_back(make_dense("fc2", 10, truncated(0.1f), constant(0.1f)));
-  return make_sequential("cnn", {28, 28, 1}, 10, std::move(layers));
+  layers.push_back(make_dense("fc2", classes, truncated(0.1f), constant(0.1f)));
+  return make_sequential("cnn", input, classes, std::move(layers));
 }
 
-// VGG-11/16/19 for 28x28 inputs: 3x3 SAME convolutions in five blocks with
-// max-pooling after each (28 -> 14 -> 7 -> 4 -> 2 -> 1), two hidden fully
+// VGG-11/16/19: 3x3 SAME convolutions in five blocks with max-pooling after
+// each (28 -> 14 -> 7 -> 4 -> 2 -> 1 for 28x28 inputs), two hidden fully
 // connected layers; every width multiplied by `width` (VGG's 64..512, 4096).
-std::unique_ptr<model> make_vgg(const std::string& name, const std::vector<int>& block_convs,
-                                double width, uint64_t seed) {
+std::unique_ptr<model> make_vgg(const std::string& name, const shape_t& input, int64_t classes,
+                                const std::vector<int>& block_convs, double width, uint64_t seed) {
   auto scaled = [&](int channels) {
     return std::max<int64_t>(1, static_cast<int64_t>(channels * width + 0.5));
   };
@@ -302,8 +303,8 @@ std::unique_ptr<model> make_vgg(const std::string& name, const std::vector<int>&
     layers.push_back(make_relu(id + "/relu"));
     layers.push_back(make_dropout(id + "/dropout", 0.5f, seed + fc));
   }
-  layers.push_back(make_dense("fc3", 10, {initializer::kind::glorot_uniform, 0}, zeros()));
-  return make_sequential(name, {28, 28, 1}, 10, std::move(layers));
+  layers.push_back(make_dense("fc3", classes, {initializer::kind::glorot_uniform, 0}, zeros()));
+  return make_sequential(name, input, classes, std::move(layers));
 }
 
 } // namespace
@@ -315,18 +316,33 @@ const std::vector<std::string>& model_names() {
 }
 
 std::unique_ptr<model> make_model(const std::string& name, const model_options& options) {
-  if (name == "softmax")
-    return make_softmax_model();
-  if (name == "mlp")
-    return make_mlp();
-  if (name == "cnn")
-    return make_cnn(options.seed);
-  if (name == "vgg11")
-    return make_vgg(name, {1, 1, 2, 2, 2}, options.vgg_width, options.seed);
-  if (name == "vgg16")
-    return make_vgg(name, {2, 2, 3, 3, 3}, options.vgg_width, options.seed);
-  if (name == "vgg19")
-    return make_vgg(name, {2, 2, 4, 4, 4}, options.vgg_width, options.seed);
+  auto& input = options.input;
+  auto classes = options.classes;
+  if (classes < 2)
+    throw troupe_error("model " + name + ": needs at least 2 classes, not "
+                       + std::to_string(classes));
+  bool convolutional = name == "cnn" || name.rfind("vgg", 0) == 0;
+  if (convolutional && input.size() != 3)
+    throw troupe_error("model " + name + " takes examples of shape [height, width, channels]; "
+                       + "the data's are " + to_string(input)
+                       + " (set data.input-shape, e.g. [28, 28, 1])");
+  try {
+    if (name == "softmax")
+      return make_softmax_model(num_elements(input), classes);
+    if (name == "mlp")
+      return make_mlp(num_elements(input), classes);
+    if (name == "cnn")
+      return make_cnn(input, classes, options.seed);
+    if (name == "vgg11")
+      return make_vgg(name, input, classes, {1, 1, 2, 2, 2}, options.vgg_width, options.seed);
+    if (name == "vgg16")
+      return make_vgg(name, input, classes, {2, 2, 3, 3, 3}, options.vgg_width, options.seed);
+    if (name == "vgg19")
+      return make_vgg(name, input, classes, {2, 2, 4, 4, 4}, options.vgg_width, options.seed);
+  } catch (const shape_error& e) {
+    throw troupe_error("model " + name + " does not fit examples of shape " + to_string(input)
+                       + ": " + e.what());
+  }
   if (name == "custom") {
     if (options.layers.empty())
       throw troupe_error("model custom: list its layers in model.layers");

@@ -126,15 +126,17 @@ struct model_options {
   uint64_t seed = 42;              // dropout masks
   double vgg_width = 0.25;         // multiplies VGG's channel and fc widths
   std::vector<std::string> layers; // custom: see tensor/layer_spec.hpp
-  shape_t input{28, 28, 1};        // custom: one example's shape
-  int64_t classes = 10;            // custom
+  shape_t input{28, 28, 1};        // one example's shape (troupe-node: the data's)
+  int64_t classes = 10;            // logits of the last layer (troupe-node: the data's)
 };
 
 /// Softmax regression: logits = x W + b, W [features, classes].
 std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classes = 10);
 
 /// A built-in model by name (softmax, mlp, cnn, vgg11, vgg16, vgg19), or
-/// "custom" built from options.layers; throws troupe_error naming the problem.
+/// "custom" built from options.layers, for examples of options.input and
+/// options.classes classes (softmax and mlp take any input; cnn and vgg an
+/// [H, W, C] their layers fit); throws troupe_error naming the problem.
 std::unique_ptr<model> make_model(const std::string& name, const model_options& options = {});
 
 /// The names make_model accepts.

@@ -75,9 +75,20 @@ BOOST_AUTO_TEST_CASE(shrink_lets_training_finish_without_a_lost_worker) {
 
 // One sync step of N = 2 workers with batch b equals one step of a single
 // worker with batch 2b over the same examples (plain SGD, fixed data order);
-// so do 20 steps.
+// so do 20 steps. Worker 0 reads examples 0..19 and worker 1 20..39: the
+// single worker reads them interleaved four by four, so that its step k
+// takes exactly the examples of their step k.
 BOOST_AUTO_TEST_CASE(two_workers_equal_one_worker_with_twice_the_batch) {
   auto data = synthetic_data();
+  auto& all = *data.train->memory;
+  auto interleaved = std::make_shared<dataset>(all);
+  for (size_t k = 0; k < 5; ++k)
+    for (size_t j = 0; j < 8; ++j) {
+      size_t from = (j < 4 ? 0 : 20) + 4 * k + j % 4, to = 8 * k + j;
+      std::copy_n(all.images.data() + from * 784, 784, interleaved->images.data() + to * 784);
+      interleaved->labels[to] = all.labels[from];
+    }
+  training_data single_data{interleaved, data.test};
   for (int64_t steps : {1, 20}) {
     training_result two, one;
     spawn_local_cluster(
@@ -87,8 +98,8 @@ BOOST_AUTO_TEST_CASE(two_workers_equal_one_worker_with_twice_the_batch) {
     auto single = sync_settings(steps, 8);
     single.mode = update_mode::async;
     spawn_local_cluster(
-      sys, single, runtime_settings{}, 1, 1, data, [&](const training_result& r) { one = r; },
-      spawn_mode::cooperative);
+      sys, single, runtime_settings{}, 1, 1, single_data,
+      [&](const training_result& r) { one = r; }, spawn_mode::cooperative);
     sched.run();
     BOOST_REQUIRE(two.ok);
     BOOST_REQUIRE(one.ok);

@@ -1,36 +1,59 @@
-// Fuzz target: the data readers (tensor/data). The input is split into an
-// IDX image file and an IDX label file (the first two bytes, little-endian,
-// give the image file's length); whatever
-// the headers claim, reading either ends in a data set that passes
-// check_dataset or in a troupe_error naming the file, and memory follows the
-// bytes present.
+// Fuzz target: the data readers and the catalog (tensor/data). The first
+// byte picks the format (0 IDX, 1 .npy, 2 CSV, 3 CSV with bad records
+// skipped and the features standardised), the next two (little-endian) the
+// first file's length; the rest is the second file (IDX and .npy labels).
+// Whatever the files claim, cataloguing and reading them ends in examples
+// that are finite with labels in range, or in a data_error naming the file;
+// memory follows the bytes present, never a header's claim.
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
-#include "tensor/data/dataset.hpp"
+#include "tensor/data/catalog.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
+#define FUZZ_CHECK(condition)                                                                      \
+  do {                                                                                             \
+    if (!(condition))                                                                              \
+      std::abort();                                                                                \
+  } while (false)
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 2)
+  if (size < 3)
     return 0;
   static const std::string stem = "/tmp/troupe-data-fuzz-" + std::to_string(::getpid());
-  static const std::string images = stem + "-images", labels = stem + "-labels";
-  size_t image_bytes = std::min<size_t>(size - 2, data[0] | size_t{data[1]} << 8);
-  std::ofstream(images, std::ios::binary | std::ios::trunc)
-    .write(reinterpret_cast<const char*>(data + 2), static_cast<std::streamsize>(image_bytes));
-  std::ofstream(labels, std::ios::binary | std::ios::trunc)
-    .write(reinterpret_cast<const char*>(data + 2 + image_bytes),
-           static_cast<std::streamsize>(size - 2 - image_bytes));
-  try {
-    troupe::idx_item_count(labels);
-  } catch (const troupe::troupe_error&) {
+  int format = data[0] % 4;
+  static const char* suffix[] = {".idx", ".npy", ".csv", ".csv"};
+  auto first = stem + "-features" + suffix[format], second = stem + "-labels" + suffix[format];
+  size_t first_bytes = std::min<size_t>(size - 3, data[1] | size_t{data[2]} << 8);
+  std::ofstream(first, std::ios::binary | std::ios::trunc)
+    .write(reinterpret_cast<const char*>(data + 3), static_cast<std::streamsize>(first_bytes));
+  std::ofstream(second, std::ios::binary | std::ios::trunc)
+    .write(reinterpret_cast<const char*>(data + 3 + first_bytes),
+           static_cast<std::streamsize>(size - 3 - first_bytes));
+  troupe::data_options options;
+  options.train = {first};
+  options.test = {first};
+  if (format < 2) {
+    options.train_labels = {second};
+    options.test_labels = {second};
+  }
+  if (format == 3) {
+    options.bad_records = troupe::bad_record_policy::skip;
+    options.normalize = troupe::normalization::standardize;
   }
   try {
-    auto set = troupe::load_idx(images, labels);
-    troupe::check_dataset(set, 10, "fuzz input");
+    auto catalog = troupe::catalog_data(options, "");
+    auto set = troupe::load_all(catalog.train);
+    FUZZ_CHECK(set.size() == catalog.train->usable_records());
+    for (auto label : set.labels)
+      FUZZ_CHECK(label >= 0 && label < catalog.train->classes);
+    FUZZ_CHECK(set.images.first_non_finite() == set.images.size());
+    troupe::describe_json(catalog);
   } catch (const troupe::troupe_error&) {
     // refused, with a message: the expected outcome for most inputs
   }

@@ -122,14 +122,36 @@ int main(int argc, char** argv) {
     write(wire / name, bytes);
   }
 
-  // The data target: two bytes (little-endian) = the image file's length.
-  auto images = idx(2051, {2, 2, 2}, {0, 64, 128, 255, 1, 2, 3, 4});
-  auto labels = idx(2049, {2}, {3, 9});
-  std::vector<char> pair{static_cast<char>(images.size() & 0xff),
-                         static_cast<char>(images.size() >> 8)};
-  pair.insert(pair.end(), images.begin(), images.end());
-  pair.insert(pair.end(), labels.begin(), labels.end());
-  write(root / "data" / "two_examples", pair);
+  // The data target: a format byte (0 IDX, 1 .npy, 2 CSV, 3 CSV with
+  // skip), two bytes (little-endian) = the first file's length, the files.
+  auto data_seed = [&](const char* name, char format, const std::vector<char>& first,
+                       const std::vector<char>& second) {
+    std::vector<char> bytes{format, static_cast<char>(first.size() & 0xff),
+                            static_cast<char>(first.size() >> 8)};
+    bytes.insert(bytes.end(), first.begin(), first.end());
+    bytes.insert(bytes.end(), second.begin(), second.end());
+    write(root / "data" / name, bytes);
+  };
+  data_seed("idx_two_examples", 0, idx(2051, {2, 2, 2}, {0, 64, 128, 255, 1, 2, 3, 4}),
+            idx(2049, {2}, {3, 9}));
+  auto npy = [](const std::string& descr, const std::string& shape, const std::vector<char>& data) {
+    std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape
+                         + ", }";
+    while ((10 + header.size() + 1) % 64 != 0)
+      header += ' ';
+    header += '\n';
+    std::vector<char> out{'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(header.size()),
+                          0};
+    out.insert(out.end(), header.begin(), header.end());
+    out.insert(out.end(), data.begin(), data.end());
+    return out;
+  };
+  data_seed("npy_two_examples", 1, npy("|u1", "(2, 3)", {0, 10, 20, 30, 40, (char)250}),
+            npy("|u1", "(2,)", {1, 0}));
+  std::string csv = "a,b,label\n1.5,2,cat\n-3,4e1,dog\n\"5\",6,cat\n";
+  data_seed("csv_three_rows", 2, {csv.begin(), csv.end()}, {});
+  std::string bad = "a,b,label\n1,x,0\n2,3\n4,5,1\n6,nan,1\n";
+  data_seed("csv_bad_rows_skipped", 3, {bad.begin(), bad.end()}, {});
   std::printf("seeds written under %s\n", root.c_str());
   return 0;
 }

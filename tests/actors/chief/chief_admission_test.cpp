@@ -154,9 +154,9 @@ BOOST_AUTO_TEST_CASE(updates_the_chief_did_not_count_make_the_run_fail) {
 // the other worker finishes the steps.
 BOOST_AUTO_TEST_CASE(a_worker_failing_of_its_own_error_makes_the_run_fail) {
   auto data = synthetic_data();
-  auto bad = std::make_shared<dataset>(*data.train);
-  bad->labels[1] = 200; // example 1: worker 1's share
-  data.train = bad;
+  auto bad = std::make_shared<dataset>(*data.train->memory);
+  bad->labels[21] = 200; // example 21: in worker 1's share (examples 20..39)
+  data.train = split_in_memory(bad, "training set");
   training_result result;
   spawn_local_cluster(
     sys, small_settings(12), runtime_settings{}, 1, 2, data,

@@ -1,0 +1,99 @@
+#pragma once
+// Readers of one data file each, record by record, in the formats users
+// bring: IDX (MNIST-style; items of rank 1 to 3), CSV and NumPy .npy, each
+// gzipped or not (zlib reads plain files transparently). A reader holds one
+// record and a read buffer, never the file: memory does not grow with the
+// data. What the values mean (labels, classes, normalisation) is catalog's.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensor/core/enum_names.hpp"
+#include "tensor/core/error.hpp"
+#include "tensor/core/tensor.hpp"
+
+namespace troupe {
+
+enum class data_format { idx, csv, npy };
+
+template <>
+struct enum_names<data_format> {
+  static constexpr std::pair<data_format, const char*> table[] = {
+    {data_format::idx, "idx"}, {data_format::csv, "csv"}, {data_format::npy, "npy"}};
+};
+
+/// The format a file name suggests: .csv(.gz) is CSV, .npy(.gz) NumPy,
+/// anything else IDX.
+data_format format_of_name(const std::string& path);
+
+/// A record the file holds but that cannot be trained on (a row with the
+/// wrong number of columns, a value that is not a number, a label out of
+/// range, ...): data.bad-records = skip passes over these. Anything else
+/// wrong with a file (missing, truncated, wrong header) is a plain
+/// data_error and ends the read.
+struct bad_record : data_error {
+  using data_error::data_error;
+};
+
+/// How CSV files are laid out.
+struct csv_layout {
+  char delimiter = ',';
+  bool header = true;
+  /// The label's column: a name from the header, or a 0-based index.
+  std::string label_column = "label";
+  /// Columns that are neither feature nor label (names or indices).
+  std::vector<std::string> ignore_columns;
+};
+
+/// One example as the file holds it, before labels are mapped to classes
+/// and features normalised.
+struct raw_record {
+  std::vector<float> features;
+  int64_t label = 0;           ///< IDX, .npy
+  std::string_view label_text; ///< CSV: the label field (valid until the next read)
+};
+
+/// The data of one split lies in files; each is read by one of these.
+class record_reader {
+public:
+  virtual ~record_reader() = default;
+  /// Reads the next record into `out`; false at the end of the file.
+  /// Throws bad_record for a record that cannot be used (the reader is then
+  /// at the following record), data_error when the file itself is wrong.
+  virtual bool next(raw_record& out) = 0;
+  /// Moves to record `index` (0-based; the first data row of a CSV file).
+  virtual void seek(uint64_t index) = 0;
+  /// Values per record.
+  virtual int64_t features() const = 0;
+  /// One record's shape (IDX, .npy: from the header; CSV: [features]).
+  virtual const shape_t& item_shape() const = 0;
+  /// The records the file holds, where its header says (IDX, .npy); -1 for CSV.
+  virtual int64_t declared_records() const = 0;
+  /// "file.csv line 17", "x.npy record 3": where the last record read lies.
+  virtual std::string where() const = 0;
+  /// The label column's name (CSV with a header), else "".
+  virtual std::string label_name() const { return {}; }
+  /// The file stores bytes 0..255 (uint8 IDX, .npy): data.normalize = auto
+  /// scales them to [0, 1].
+  virtual bool holds_bytes() const { return false; }
+};
+
+/// IDX: `features` holds the items (magic 0x0000TTDD: type TT, DD dims),
+/// `labels` one integer per item. Both are checked against each other.
+std::unique_ptr<record_reader> open_idx(const std::string& features, const std::string& labels);
+
+/// .npy: `features` of shape [N, ...] (float32, float64 or uint8), `labels`
+/// integers of shape [N]; little-endian, C order.
+std::unique_ptr<record_reader> open_npy(const std::string& features, const std::string& labels);
+
+/// CSV: every column other than the label's and the ignored ones is a
+/// numeric feature.
+std::unique_ptr<record_reader> open_csv(const std::string& path, const csv_layout& layout);
+
+/// The reader for `format`; `labels` is unused for CSV.
+std::unique_ptr<record_reader> open_records(data_format format, const std::string& features,
+                                            const std::string& labels, const csv_layout& layout);
+
+} // namespace troupe

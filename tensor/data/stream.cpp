@@ -1,0 +1,243 @@
+#include "tensor/data/stream.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace troupe {
+
+std::vector<segment> share_of(const data_split& split, size_t index, size_t count) {
+  if (count == 0 || index >= count)
+    throw troupe_error("worker index " + std::to_string(index) + " out of range for "
+                       + std::to_string(count) + " workers");
+  std::vector<segment> out;
+  auto& files = split.files;
+  if (files.size() >= count) {
+    for (size_t f = index; f < files.size(); f += count)
+      out.push_back({f, 0, files[f].records});
+  } else {
+    // Fewer files than workers: the records of all files end to end, cut
+    // into `count` even ranges.
+    uint64_t total = 0;
+    for (auto& f : files)
+      total += f.records;
+    uint64_t first = total * index / count, end = total * (index + 1) / count;
+    uint64_t base = 0;
+    for (size_t f = 0; f < files.size(); ++f) {
+      uint64_t lo = std::max(first, base), hi = std::min(end, base + files[f].records);
+      if (lo < hi)
+        out.push_back({f, lo - base, hi - base});
+      base += files[f].records;
+    }
+  }
+  if (out.empty())
+    throw data_error("worker " + std::to_string(index) + " of " + std::to_string(count)
+                     + " gets no examples from the " + split.name + " ("
+                     + std::to_string(split.usable_records()) + " records in "
+                     + std::to_string(files.size()) + " files); use fewer workers");
+  return out;
+}
+
+share_reader::share_reader(std::shared_ptr<const data_split> split, const stream_options& options)
+  : split_(std::move(split)), options_(options), features_(static_cast<size_t>(split_->features())),
+    segments_(share_of(*split_, options.index, options.count)) {
+  for (auto& s : segments_) {
+    auto& f = split_->files[s.file];
+    auto records = s.end - s.first;
+    // Bad records are counted per file: a range gets its part of them.
+    auto bad = f.records == 0 ? 0 : f.bad * records / f.records;
+    share_size_ += records - std::min(records, bad);
+  }
+  if (options_.shuffle) {
+    buffer_.resize(options_.shuffle_buffer * features_);
+    labels_.resize(options_.shuffle_buffer);
+  }
+  start_epoch();
+}
+
+void share_reader::seed_rng(uint64_t salt) {
+  std::seed_seq seq{
+    static_cast<uint32_t>(options_.seed),  static_cast<uint32_t>(options_.seed >> 32),
+    static_cast<uint32_t>(options_.index), static_cast<uint32_t>(epoch_),
+    static_cast<uint32_t>(epoch_ >> 32),   static_cast<uint32_t>(salt)};
+  rng_.seed(seq);
+}
+
+void share_reader::start_epoch() {
+  offset_ = 0;
+  order_ = segments_;
+  if (options_.shuffle) {
+    seed_rng(1);
+    std::shuffle(order_.begin(), order_.end(), rng_);
+    seed_rng(2);
+  }
+  next_segment_ = 0;
+  source_.reset();
+  filled_ = 0;
+  if (!options_.shuffle)
+    return;
+  while (filled_ < options_.shuffle_buffer
+         && read_example(buffer_.data() + filled_ * features_, labels_[filled_]))
+    ++filled_;
+}
+
+bool share_reader::read_example(float* features, int32_t& label) {
+  for (;;) {
+    if (source_ && source_->position() < source_end_ && source_->next(features, label)) {
+      if (source_->position() <= source_end_)
+        return true;
+      // The record that ended the segment's range belongs to the next share.
+    }
+    if (next_segment_ == order_.size())
+      return false;
+    auto& s = order_[next_segment_++];
+    source_.emplace(split_, s.file);
+    if (s.first > 0)
+      source_->seek(s.first);
+    source_end_ = s.end;
+  }
+}
+
+void share_reader::take_example(float* features, int32_t& label) {
+  for (int pass = 0; pass < 3; ++pass) {
+    if (!options_.shuffle) {
+      if (read_example(features, label)) {
+        ++offset_;
+        return;
+      }
+    } else if (filled_ > 0) {
+      // tf.data's shuffle: a random example of the buffer leaves, the next
+      // one read takes its place (the last one when the share is exhausted).
+      size_t pick = static_cast<size_t>(rng_() % filled_);
+      std::memcpy(features, buffer_.data() + pick * features_, features_ * sizeof(float));
+      label = labels_[pick];
+      if (!read_example(buffer_.data() + pick * features_, labels_[pick])) {
+        --filled_;
+        if (pick != filled_) {
+          std::memcpy(buffer_.data() + pick * features_, buffer_.data() + filled_ * features_,
+                      features_ * sizeof(float));
+          labels_[pick] = labels_[filled_];
+        }
+      }
+      ++offset_;
+      return;
+    }
+    ++epoch_; // the share is exhausted
+    start_epoch();
+  }
+  throw data_error("worker " + std::to_string(options_.index) + ": its share of the " + split_->name
+                   + " holds no usable example");
+}
+
+void share_reader::next_batch(batch& out) {
+  auto n = options_.batch_size;
+  out.images.resize({static_cast<int64_t>(n), static_cast<int64_t>(features_)});
+  out.labels.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    take_example(out.images.data() + i * features_, out.labels[i]);
+}
+
+void share_reader::seek(stream_position position) {
+  epoch_ = position.epoch;
+  start_epoch();
+  std::vector<float> discard(features_);
+  int32_t label;
+  for (uint64_t i = 0; i < position.offset; ++i) {
+    take_example(discard.data(), label);
+    if (epoch_ != position.epoch)
+      throw data_error("worker " + std::to_string(options_.index) + ": data position "
+                       + std::to_string(position.offset) + " lies beyond its share of "
+                       + std::to_string(share_size_) + " examples (another data set?)");
+  }
+}
+
+example_stream::example_stream(std::shared_ptr<const data_split> split,
+                               const stream_options& options)
+  : split_(std::move(split)), options_(options), reader_(split_, options),
+    share_size_(reader_.share_size()) {
+  start_reader();
+}
+
+example_stream::~example_stream() {
+  stop_reader();
+}
+
+void example_stream::start_reader() {
+  if (options_.prefetch == 0)
+    return;
+  stopping_ = false;
+  thread_ = std::thread([this] { run_reader(); });
+}
+
+void example_stream::stop_reader() {
+  if (!thread_.joinable())
+    return;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+  for (auto& p : ready_)
+    spare_.push_back(std::move(p.examples));
+  ready_.clear();
+}
+
+void example_stream::run_reader() {
+  for (;;) {
+    batch next;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || ready_.size() < options_.prefetch; });
+      if (stopping_)
+        return;
+      if (!spare_.empty()) {
+        next = std::move(spare_.back());
+        spare_.pop_back();
+      }
+    }
+    prepared item;
+    try {
+      reader_.next_batch(next);
+      item.after = reader_.position();
+    } catch (...) {
+      item.error = std::current_exception();
+    }
+    item.examples = std::move(next);
+    bool failed = static_cast<bool>(item.error);
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      ready_.push_back(std::move(item));
+    }
+    changed_.notify_all();
+    if (failed)
+      return; // next_batch rethrows; nothing after a failed read is trusted
+  }
+}
+
+void example_stream::next_batch(batch& out) {
+  if (options_.prefetch == 0) {
+    reader_.next_batch(out);
+    position_ = reader_.position();
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return !ready_.empty(); });
+  auto item = std::move(ready_.front());
+  ready_.pop_front();
+  if (item.error)
+    std::rethrow_exception(item.error);
+  std::swap(out, item.examples);
+  spare_.push_back(std::move(item.examples));
+  position_ = item.after;
+  lock.unlock();
+  changed_.notify_all();
+}
+
+void example_stream::seek(stream_position position) {
+  stop_reader();
+  reader_.seek(position);
+  position_ = reader_.position();
+  start_reader();
+}
+
+} // namespace troupe

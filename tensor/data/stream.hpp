@@ -1,0 +1,134 @@
+#pragma once
+// A worker's part of the training set, streamed: which records it reads
+// (share_of: by file first, as tf.data's shard does, else by record
+// ranges), in what order (segments reshuffled each epoch, records through a
+// bounded shuffle buffer, all from the seed), read ahead by a background
+// thread into a bounded queue of batches. Memory: the shuffle buffer, the
+// prefetched batches and one read buffer per open file, never the data set.
+// ("Share" is a worker's part of the data; a shard is always a ps shard.)
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "tensor/data/catalog.hpp"
+
+namespace troupe {
+
+/// Records [first, end) of file `file` of a split.
+struct segment {
+  size_t file = 0;
+  uint64_t first = 0, end = 0;
+};
+
+/// Worker `index` of `count`: files index, index + count, ... where there
+/// are at least as many files as workers, else an even range of the records
+/// of all files taken end to end. Every record is in exactly one share.
+/// Throws data_error where the share would be empty.
+std::vector<segment> share_of(const data_split& split, size_t index, size_t count);
+
+/// Where a worker is in its data: its epoch and the examples it has taken
+/// within it. The supervisor checkpoints this; the order within the epoch
+/// follows from the seed, so it is all a restart needs.
+struct stream_position {
+  uint64_t epoch = 0;
+  uint64_t offset = 0;
+};
+
+struct stream_options {
+  size_t index = 0, count = 1;
+  uint64_t seed = 42;
+  bool shuffle = true; ///< off: the share in file order (equivalence checks)
+  size_t shuffle_buffer = 10000;
+  size_t prefetch = 4; ///< batches read ahead by a background thread (0: none)
+  size_t batch_size = 100;
+};
+
+/// Reads the share, example by example, in the seed's order. Single-threaded;
+/// example_stream runs it on its reader thread.
+class share_reader {
+public:
+  share_reader(std::shared_ptr<const data_split> split, const stream_options& options);
+  /// Fills `out` with the next batch_size examples (crossing into the next
+  /// epoch where the share ends).
+  void next_batch(batch& out);
+  /// Restarts at `position`: the epoch's order replayed up to its offset.
+  void seek(stream_position position);
+  stream_position position() const noexcept { return {epoch_, offset_}; }
+  /// Usable examples in the share (bad records in a range share estimated
+  /// from their file's count).
+  uint64_t share_size() const noexcept { return share_size_; }
+
+private:
+  void start_epoch();
+  // The next example of the epoch into slot storage; false when the share's
+  // files are exhausted.
+  bool read_example(float* features, int32_t& label);
+  void take_example(float* features, int32_t& label);
+  void seed_rng(uint64_t salt);
+
+  std::shared_ptr<const data_split> split_;
+  stream_options options_;
+  size_t features_;
+  std::vector<segment> segments_, order_;
+  uint64_t share_size_ = 0;
+  uint64_t epoch_ = 0, offset_ = 0;
+  size_t next_segment_ = 0;
+  std::optional<example_source> source_;
+  uint64_t source_end_ = 0;
+  std::mt19937_64 rng_;
+  // The shuffle buffer: `filled_` examples in `buffer_` and `labels_`.
+  std::vector<float> buffer_;
+  std::vector<int32_t> labels_;
+  size_t filled_ = 0;
+};
+
+/// share_reader behind a bounded queue filled by a background thread, so
+/// that compute does not wait on the disk. An error on the reader thread
+/// (a bad record under fail) is rethrown by next_batch.
+class example_stream {
+public:
+  example_stream(std::shared_ptr<const data_split> split, const stream_options& options);
+  ~example_stream();
+  example_stream(const example_stream&) = delete;
+  example_stream& operator=(const example_stream&) = delete;
+
+  /// The next batch (waits for the reader where it is behind).
+  void next_batch(batch& out);
+  /// After the last batch next_batch returned.
+  stream_position position() const noexcept { return position_; }
+  void seek(stream_position position);
+  uint64_t share_size() const noexcept { return share_size_; }
+  uint64_t total_examples() const noexcept { return split_->usable_records(); }
+  const data_split& split() const noexcept { return *split_; }
+
+private:
+  struct prepared {
+    batch examples;
+    stream_position after;
+    std::exception_ptr error;
+  };
+  void start_reader();
+  void stop_reader();
+  void run_reader();
+
+  std::shared_ptr<const data_split> split_;
+  stream_options options_;
+  share_reader reader_;
+  uint64_t share_size_;
+  stream_position position_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<prepared> ready_;
+  std::vector<batch> spare_; // buffers handed back by next_batch, reused
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+} // namespace troupe

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Bringing your own data, through real processes:
+#   A  Fashion-MNIST as IDX, as CSV and as .npy (scripts/convert-fashion-mnist)
+#      trains to the same test accuracy and loss with the same seed.
+#   B  scikit-learn's digits as four CSV shards (scripts/convert-sklearn-data),
+#      chief, ps and two workers in their own processes: each worker reads its
+#      own two files, the CNN learns them, the chief evaluates while training,
+#      the data's description lands in the log directory.
+#   C  iris, whose labels are names: mapped to classes, printed and reported.
+#   D  bad data: a bad row names its file and line (exit 2); with
+#      data.bad-records = skip it is counted per file in the final line.
+#   E  a model that does not fit the data: exit 2 naming both shapes.
+set -u
+. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+bin=$1; root=$2
+tmp=$(mktemp -d)
+cd "$tmp" || exit 1
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
+trap cleanup EXIT
+field() { grep -o "\"$2\":[^,}]*" "$1" | tail -1 | cut -d: -f2; }
+
+# -- A: one data set in three formats, the same training --
+"$root/scripts/convert-fashion-mnist" fm 2>/dev/null
+whole() { # NAME DATA_SECTION: softmax, 1 ps, 1 worker, in this process
+  cat >"$1.conf" <<CONF
+[cluster]
+chief = ["127.0.0.1:7700"]
+ps = ["127.0.0.1:7701"]
+worker = ["127.0.0.1:7702"]
+[train]
+model = "softmax"
+batch-size = 100
+learning-rate = 0.1
+last-step = 400
+seed = 7
+log-interval = 0
+[data]
+$2
+CONF
+  timeout 120 "$bin" --config-file="$1.conf" >"$1.out" 2>"$1.log"
+}
+whole idx 'train = ["/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"]
+train-labels = ["/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz"]
+test = ["/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"]
+test-labels = ["/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"]'
+whole csv 'train = ["fm/train.csv"]
+test = ["fm/test.csv"]
+normalize = "scale"
+scale = 0.00392156862745098'
+whole npy 'train = ["fm/train-images.npy"]
+train-labels = ["fm/train-labels.npy"]
+test = ["fm/test-images.npy"]
+test-labels = ["fm/test-labels.npy"]'
+acc_idx=$(field idx.out test_accuracy); loss_idx=$(field idx.out test_loss)
+echo "IDX accuracy $acc_idx loss $loss_idx; CSV $(field csv.out test_accuracy) $(field csv.out test_loss); npy $(field npy.out test_accuracy) $(field npy.out test_loss)"
+expect "IDX trains (ok, accuracy above 0.75)" \
+  awk -v a="$acc_idx" 'BEGIN { exit !(a > 0.75) }' 
+expect "IDX, CSV and .npy runs end ok" grep -q '"ok":true' idx.out csv.out npy.out
+expect "CSV gives IDX's accuracy and loss" \
+  test "$(field csv.out test_accuracy) $(field csv.out test_loss)" = "$acc_idx $loss_idx"
+expect ".npy gives IDX's accuracy and loss" \
+  test "$(field npy.out test_accuracy) $(field npy.out test_loss)" = "$acc_idx $loss_idx"
+expect "the final line describes the data" grep -q '"data":{"format":"csv","input_shape":\[784\],"classes":10' csv.out
+
+# -- B: digits, four CSV shards, real processes --
+"$root/scripts/convert-sklearn-data" sk --shards 4 2>/dev/null
+mkdir -p data && ln -s ../sk data/digits
+sed -e 's/7060/7760/; s/7061/7761/; s/7161/7861/; s/7162/7862/' \
+  "$root/config/examples/digits-cnn.conf" >digits.conf
+"$bin" --config-file=digits.conf --job_name=ps --task_index=0 >ps.out 2>ps.log & pids+=($!)
+"$bin" --config-file=digits.conf --job_name=chief --task_index=0 >chief.out 2>chief.log & chief=$!
+pids+=($chief)
+for w in 0 1; do
+  "$bin" --config-file=digits.conf --job_name=worker --task_index=$w >w$w.out 2>w$w.log & pids+=($!)
+done
+wait_exit "$chief" 120
+expect "digits: the chief ends ok" test "$rc" = 0
+acc=$(field chief.out test_accuracy)
+echo "digits test accuracy: $acc"
+expect "digits: test accuracy above 0.9 (got $acc)" awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'
+expect "digits: each worker reads its own half (2 of the 4 files, 718 or 719 examples)" \
+  bash -c 'grep -q "training on 71[89] of 1437 examples" w0.log && grep -q "training on 71[89] of 1437 examples" w1.log'
+expect "digits: the chief evaluated while training" grep -q "evaluation at global_step=200: test_accuracy=" chief.log
+expect "digits: the final line lists the evaluations" grep -q '"evaluations":\[{"step":200' chief.out
+expect "digits: data.json saved with the run" \
+  grep -q '"normalize":{"kind":"scale","scale":0.0625}' logs/digits-cnn/data.json
+
+# -- C: labels that are names --
+cat >iris.conf <<CONF
+[cluster]
+chief = ["127.0.0.1:7720"]
+ps = ["127.0.0.1:7721"]
+worker = ["127.0.0.1:7722", "127.0.0.1:7723"]
+[train]
+model = "mlp"
+optimizer = "adam"
+learning-rate = 0.01
+batch-size = 10
+epochs = 60
+log-interval = 0
+[data]
+train = ["sk/iris-train.csv"]
+test = ["sk/iris-test.csv"]
+label-column = "species"
+normalize = "standardize"
+CONF
+timeout 120 "$bin" --config-file=iris.conf >iris.out 2>iris.log
+acc=$(field iris.out test_accuracy)
+echo "iris test accuracy: $acc"
+expect "iris: names become sorted classes, printed" grep -q "classes: 0=setosa 1=versicolor 2=virginica" iris.log
+expect "iris: reported in the final line" grep -q '"label_names":\["setosa","versicolor","virginica"\]' iris.out
+expect "iris: test accuracy above 0.85 (got $acc)" awk -v a="$acc" 'BEGIN { exit !(a > 0.85) }'
+
+# -- D: bad data --
+cp sk/iris-train.csv bad-train.csv
+sed -i '7s/^[^,]*,/oops,/' bad-train.csv
+echo "1.0,2.0,3.0" >>bad-train.csv
+sed -e 's|sk/iris-train.csv|bad-train.csv|' iris.conf >bad.conf
+timeout 60 "$bin" --config-file=bad.conf >bad.out 2>bad.err; rc=$?
+expect "a bad row: exit 2" test "$rc" = 2
+expect "a bad row is named by file, line and column" \
+  grep -q "bad-train.csv line 7, column 'sepal_length' (0): 'oops' is not a number" bad.err
+printf 'bad-records = "skip"\n' >>bad.conf
+sed -i 's/epochs = 60/epochs = 2/' bad.conf
+timeout 60 "$bin" --config-file=bad.conf >skip.out 2>skip.log; rc=$?
+expect "skip: the run ends ok" test "$rc" = 0
+expect "skip: the log names the file and the count" grep -q "bad-train.csv: 2 of 121 records skipped" skip.log
+expect "skip: the final line counts them per file" \
+  grep -q '"train":{"records":119,"bad_records":2,"files":\[{"path":"bad-train.csv","records":121,"bad_records":2}\]}' skip.out
+sed -e 's|sk/iris-train.csv|nothing-*.csv|' iris.conf >glob.conf
+timeout 60 "$bin" --config-file=glob.conf >/dev/null 2>glob.err; rc=$?
+expect "a glob that matches nothing: exit 2, named" \
+  bash -c "test $rc = 2 && grep -q \"data.train: 'nothing-\\*.csv' matches no file\" glob.err"
+
+# -- E: a model that does not fit --
+sed -e 's/model = "mlp"/model = "cnn"/' iris.conf >cnn.conf
+timeout 60 "$bin" --config-file=cnn.conf >/dev/null 2>cnn.err; rc=$?
+expect "cnn on flat rows: exit 2 naming the data's shape" \
+  bash -c "test $rc = 2 && grep -q 'model cnn takes examples of shape \[height, width, channels\]; the data.s are \[4\]' cnn.err"
+printf '[model]\ninput = [28, 28, 1]\n' >>iris.conf
+timeout 60 "$bin" --config-file=iris.conf >/dev/null 2>input.err; rc=$?
+expect "model.input against the data: exit 2 naming both shapes" \
+  bash -c "test $rc = 2 && grep -q 'model.input = \[28, 28, 1\] holds 784 values per example, but the data.s examples have shape \[4\]' input.err"
+
+echo "data_formats_test: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]

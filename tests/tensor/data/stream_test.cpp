@@ -1,0 +1,229 @@
+#include <algorithm>
+#include <set>
+
+#include <boost/test/unit_test.hpp>
+
+#include "tensor/data/stream.hpp"
+#include "tests/support/data_files.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+
+namespace {
+
+// `files` CSV files of `rows` rows each; feature 0 is the example's global
+// id, so a batch says which examples it holds.
+std::shared_ptr<const data_split> id_files(const temp_dir& d, size_t files, size_t rows,
+                                           size_t bad_every = 0) {
+  data_options o;
+  size_t id = 0;
+  for (size_t f = 0; f < files; ++f) {
+    std::string text = "id,noise,label\n";
+    for (size_t r = 0; r < rows; ++r, ++id) {
+      if (bad_every && id % bad_every == bad_every - 1)
+        text += std::to_string(id) + ",oops," + std::to_string(id % 3) + "\n";
+      else
+        text += std::to_string(id) + ",0.5," + std::to_string(id % 3) + "\n";
+    }
+    auto name = "part-" + std::to_string(f) + ".csv";
+    write_text(d.file(name), text);
+    o.train.push_back(d.file(name));
+  }
+  o.test = {o.train.front()};
+  o.classes = 3;
+  if (bad_every)
+    o.bad_records = bad_record_policy::skip;
+  return catalog_data(o, "").train;
+}
+
+std::vector<int> ids_of(const batch& b) {
+  std::vector<int> out;
+  for (size_t i = 0; i < b.size(); ++i)
+    out.push_back(static_cast<int>(b.images[i * 2]));
+  return out;
+}
+
+// The ids worker `index` of `count` reads in its first epoch.
+std::multiset<int> first_epoch(std::shared_ptr<const data_split> split, size_t index, size_t count,
+                               size_t buffer = 4) {
+  stream_options o;
+  o.index = index;
+  o.count = count;
+  o.shuffle_buffer = buffer;
+  o.batch_size = 1;
+  o.prefetch = 2;
+  example_stream s(split, o);
+  std::multiset<int> out;
+  batch b;
+  while (out.size() < s.share_size()) {
+    s.next_batch(b);
+    BOOST_REQUIRE(s.position().epoch == 0u);
+    out.insert(ids_of(b)[0]);
+  }
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(streams)
+
+BOOST_AUTO_TEST_CASE(shares_go_by_file_and_cover_every_example_exactly_once) {
+  temp_dir d;
+  auto split = id_files(d, 5, 7); // ids 0..34
+  for (size_t workers : {1u, 2u, 3u, 5u, 6u, 8u}) {
+    std::multiset<int> all;
+    for (size_t w = 0; w < workers; ++w) {
+      auto share = share_of(*split, w, workers);
+      if (workers <= 5) // by file: worker w reads files w, w + workers, ...
+        for (auto& s : share) {
+          BOOST_TEST(s.file % workers == w);
+          BOOST_TEST(s.first == 0u);
+        }
+      auto ids = first_epoch(split, w, workers);
+      all.insert(ids.begin(), ids.end());
+    }
+    BOOST_TEST(all.size() == 35u, workers << " workers");
+    BOOST_TEST(std::set<int>(all.begin(), all.end()).size() == 35u, workers << " workers");
+  }
+  BOOST_TEST(contains(error_of([&] { share_of(*split, 0, 40); }), "gets no examples"));
+}
+
+BOOST_AUTO_TEST_CASE(skipped_records_leave_the_union_without_duplicates) {
+  temp_dir d;
+  auto split = id_files(d, 2, 10, 4); // ids 3, 7, 11, ... are bad
+  std::multiset<int> all;
+  for (size_t w = 0; w < 3; ++w) {
+    stream_options o;
+    o.index = w;
+    o.count = 3;
+    o.batch_size = 1;
+    o.shuffle = false;
+    example_stream s(split, o);
+    batch b;
+    // The first example of epoch 1 ends the loop; it is not counted.
+    std::vector<int> ids;
+    for (;;) {
+      s.next_batch(b);
+      if (s.position().epoch != 0)
+        break;
+      ids.push_back(ids_of(b)[0]);
+    }
+    all.insert(ids.begin(), ids.end());
+  }
+  std::set<int> want;
+  for (int i = 0; i < 20; ++i)
+    if (i % 4 != 3)
+      want.insert(i);
+  BOOST_TEST(all.size() == want.size());
+  BOOST_TEST((std::set<int>(all.begin(), all.end()) == want));
+}
+
+BOOST_AUTO_TEST_CASE(the_order_follows_the_seed_and_changes_each_epoch) {
+  temp_dir d;
+  auto split = id_files(d, 3, 20);
+  auto run = [&](uint64_t seed, size_t prefetch) {
+    stream_options o;
+    o.seed = seed;
+    o.batch_size = 6;
+    o.shuffle_buffer = 8;
+    o.prefetch = prefetch;
+    example_stream s(split, o);
+    std::vector<int> ids;
+    batch b;
+    for (int i = 0; i < 20; ++i) { // two epochs
+      s.next_batch(b);
+      auto got = ids_of(b);
+      ids.insert(ids.end(), got.begin(), got.end());
+    }
+    return ids;
+  };
+  auto a = run(7, 3);
+  BOOST_TEST((a == run(7, 0))); // prefetching changes nothing
+  BOOST_TEST((a == run(7, 1)));
+  BOOST_TEST(!(a == run(8, 3))); // another seed, another order
+  std::vector<int> first(a.begin(), a.begin() + 60), second(a.begin() + 60, a.end());
+  BOOST_TEST(!(first == second));
+  std::sort(first.begin(), first.end());
+  std::sort(second.begin(), second.end());
+  BOOST_TEST((first == second)); // each epoch is the whole share once
+  BOOST_TEST(first.front() == 0);
+  BOOST_TEST(first.back() == 59);
+  // A buffer of 8 moves an example at most so far ahead of its file order.
+  std::vector<int> unshuffled_within(a.begin(), a.begin() + 60);
+  bool moved = false;
+  for (size_t i = 0; i < 60; ++i)
+    moved = moved || unshuffled_within[i] != static_cast<int>(i);
+  BOOST_TEST(moved);
+}
+
+BOOST_AUTO_TEST_CASE(a_restored_stream_continues_where_the_position_says) {
+  temp_dir d;
+  auto split = id_files(d, 4, 9);
+  stream_options o;
+  o.index = 1;
+  o.count = 2;
+  o.batch_size = 4;
+  o.shuffle_buffer = 5;
+  example_stream original(split, o);
+  batch b;
+  for (int i = 0; i < 7; ++i) // into the second epoch (18 examples per epoch)
+    original.next_batch(b);
+  auto at = original.position();
+  BOOST_TEST(at.epoch == 1u);
+  BOOST_TEST(at.offset == 10u);
+  example_stream restored(split, o);
+  restored.seek(at);
+  for (int i = 0; i < 10; ++i) {
+    batch want, got;
+    original.next_batch(want);
+    restored.next_batch(got);
+    BOOST_TEST((ids_of(want) == ids_of(got)));
+  }
+  BOOST_TEST(contains(error_of([&] { restored.seek({0, 19}); }), "lies beyond its share of 18"));
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_record_on_the_reader_thread_reaches_the_caller) {
+  temp_dir d;
+  auto split = std::make_shared<data_split>(*id_files(d, 1, 10));
+  // The file changes after the catalog checked it.
+  write_text(split->files[0].features, "id,noise,label\n1,0.5,0\n2,bad,1\n");
+  split->files[0].records = 2;
+  stream_options o;
+  o.batch_size = 2;
+  o.shuffle = false;
+  example_stream s(split, o);
+  batch b;
+  BOOST_TEST(contains(error_of([&] { s.next_batch(b); }), "line 3, column 'noise' (1)"));
+}
+
+// Memory follows the shuffle buffer and the prefetched batches, not the
+// data: a 24 MiB file is streamed with a few MiB.
+BOOST_AUTO_TEST_CASE(memory_stays_bounded_by_the_buffers) {
+  temp_dir d;
+  data_options opts;
+  {
+    std::ofstream f(d.file("big.csv"));
+    f << "a,b,c,d,e,f,g,h,label\n";
+    for (int r = 0; r < 400000; ++r)
+      f << r << ",0.25,0.5,0.75,1,1.25,1.5,1.75," << r % 10 << "\n";
+  }
+  opts.train = {d.file("big.csv")};
+  opts.test = opts.train;
+  auto split = catalog_data(opts, "").train;
+  reset_peak_resident();
+  auto before = peak_resident_mib();
+  stream_options o;
+  o.batch_size = 100;
+  o.shuffle_buffer = 1000;
+  o.prefetch = 4;
+  example_stream s(split, o);
+  batch b;
+  for (int i = 0; i < 4100; ++i) // a whole epoch and then some
+    s.next_batch(b);
+  BOOST_TEST(s.position().epoch == 1u);
+  // 400000 examples x 8 floats = 12 MiB as floats; the stream holds ~40 KiB
+  // of buffer, 4 x 3 KiB of batches and zlib's buffers.
+  BOOST_TEST(peak_resident_mib() - before < 6.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
