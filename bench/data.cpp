@@ -139,11 +139,12 @@ std::vector<std::pair<std::string, data_options>> write_formats(const raw_set& s
 double reader_rate(std::shared_ptr<const data_split> split) {
   std::vector<float> x(static_cast<size_t>(split->features()));
   int32_t label;
+  float target;
   uint64_t n = 0;
   auto start = clock_type::now();
   for (size_t f = 0; f < split->files.size(); ++f) {
     example_source source(split, f);
-    while (source.next(x.data(), label))
+    while (source.next(x.data(), label, target))
       ++n;
   }
   return static_cast<double>(n) / seconds_since(start);

@@ -29,9 +29,9 @@ void log_progress(self_ptr self) {
     sync_part = fmt::format(" straggler_ms={:.2f} dropped={} tokens={} replicas={}",
                             line->straggler_ms, line->dropped, line->tokens,
                             st.replicas->replicas());
-  spdlog::info("chief: global_step={}/{} loss={:.4f} batch_accuracy={:.4f} examples/s={:.0f} "
-               "workers={}{}",
-               global_step(self), st.config.train.last_step, line->loss, line->batch_accuracy,
+  spdlog::info("chief: global_step={}/{} loss={:.4f} {} examples/s={:.0f} workers={}{}",
+               global_step(self), st.config.train.last_step, line->loss,
+               metric_text(*line, st.config.train.data.task == objective::regression),
                line->examples_per_sec, st.roster->live().size(), sync_part);
 }
 

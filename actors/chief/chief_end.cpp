@@ -1,6 +1,7 @@
 // The end of a run: final values, evaluation off the chief's mailbox, the
 // shards' traffic, the result, and stopping every task.
 #include <algorithm>
+#include <cmath>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
@@ -25,6 +26,7 @@ training_result base_result(self_ptr self) {
   training_result r;
   r.wall_seconds = seconds_since(st.created);
   r.mode = st.config.train.mode;
+  r.task = st.config.train.data.task;
   r.global_step = global_step(self);
   r.examples = st.examples;
   r.refused_steps = st.grants ? st.grants->refused() : 0;
@@ -151,9 +153,15 @@ void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
         r->test_loss = loss;
         r->test_accuracy = examples ? static_cast<double>(correct) / examples : 0.0;
         r->wall_seconds = seconds_since(self->state.created);
-        spdlog::info("chief: done: global_step={} test_accuracy={:.4f} test_loss={:.4f} "
-                     "examples/s={:.0f}",
-                     r->global_step, r->test_accuracy, r->test_loss, r->examples_per_sec);
+        if (r->task == objective::regression)
+          spdlog::info("chief: done: global_step={} test_rmse={:.4f} test_loss={:.4f} "
+                       "examples/s={:.0f}",
+                       r->global_step, std::sqrt(std::max(0.0, r->test_loss)), r->test_loss,
+                       r->examples_per_sec);
+        else
+          spdlog::info("chief: done: global_step={} test_accuracy={:.4f} test_loss={:.4f} "
+                       "examples/s={:.0f}",
+                       r->global_step, r->test_accuracy, r->test_loss, r->examples_per_sec);
         collect_traffic_and_report(self, std::move(*r));
       },
       [self, r](caf::error& err) {

@@ -3,6 +3,9 @@
 // actor of its own, so its mailbox (reports, grants, the watchdog) is served
 // meanwhile. Async values are read while updates go on, as TF's evaluators
 // read them: an evaluation is of the model as it was around that step.
+#include <algorithm>
+#include <cmath>
+
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -45,9 +48,14 @@ void maybe_evaluate(self_ptr self) {
             st.evaluating = false;
             double accuracy = examples ? static_cast<double>(correct) / examples : 0.0;
             st.evaluations.push_back({step, accuracy, loss});
-            spdlog::info("chief: evaluation at global_step={}: test_accuracy={:.4f} "
-                         "test_loss={:.4f} ({} examples)",
-                         step, accuracy, loss, examples);
+            if (st.config.train.data.task == objective::regression)
+              spdlog::info("chief: evaluation at global_step={}: test_rmse={:.4f} "
+                           "test_loss={:.4f} ({} examples)",
+                           step, std::sqrt(std::max(0.0, loss)), loss, examples);
+            else
+              spdlog::info("chief: evaluation at global_step={}: test_accuracy={:.4f} "
+                           "test_loss={:.4f} ({} examples)",
+                           step, accuracy, loss, examples);
           },
           [self, step](caf::error& err) {
             self->state.evaluating = false;

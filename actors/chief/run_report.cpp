@@ -1,6 +1,7 @@
 #include "actors/chief/run_report.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace troupe {
@@ -20,35 +21,49 @@ std::string json_string(const std::string& text) {
 } // namespace
 
 std::string training_result::to_json() const {
-  char buf[512];
+  char quality[160];
+  if (task == objective::regression)
+    std::snprintf(quality, sizeof(quality),
+                  "\"task\":\"regression\",\"test_accuracy\":null,\"test_loss\":%.4f,"
+                  "\"test_rmse\":%.4f",
+                  test_loss, std::sqrt(std::max(0.0, test_loss)));
+  else
+    std::snprintf(quality, sizeof(quality), "\"test_accuracy\":%.4f,\"test_loss\":%.4f",
+                  test_accuracy, test_loss);
+  char buf[640];
   std::snprintf(buf, sizeof(buf),
                 "{\"event\":\"final\",\"ok\":%s,\"mode\":\"%s\",\"global_step\":%lld,"
-                "\"test_accuracy\":%.4f,\"test_loss\":%.4f,\"examples_per_sec\":%.1f,"
+                "%s,\"examples_per_sec\":%.1f,"
                 "\"wall_seconds\":%.2f,\"examples\":%llu,\"refused_steps\":%lld,"
                 "\"dropped_gradients\":%llu,\"lost_workers\":%llu,\"ps_imbalance\":%.3f",
-                ok ? "true" : "false", name_of(mode), static_cast<long long>(global_step),
-                test_accuracy, test_loss, examples_per_sec, wall_seconds,
-                static_cast<unsigned long long>(examples), static_cast<long long>(refused_steps),
+                ok ? "true" : "false", name_of(mode), static_cast<long long>(global_step), quality,
+                examples_per_sec, wall_seconds, static_cast<unsigned long long>(examples),
+                static_cast<long long>(refused_steps),
                 static_cast<unsigned long long>(dropped_gradients),
                 static_cast<unsigned long long>(lost_workers), ps_imbalance);
   std::string out = buf;
   if (preempted)
     out += ",\"preempted\":true";
+  if (!ok)
+    out += ",\"error\":" + json_string(error);
   if (!evaluations.empty()) {
     out += ",\"evaluations\":[";
     for (size_t i = 0; i < evaluations.size(); ++i) {
       char point[128];
-      std::snprintf(point, sizeof(point), "%s{\"step\":%lld,\"accuracy\":%.4f,\"loss\":%.4f}",
-                    i ? "," : "", static_cast<long long>(evaluations[i].step),
-                    evaluations[i].accuracy, evaluations[i].loss);
+      if (task == objective::regression)
+        std::snprintf(point, sizeof(point), "%s{\"step\":%lld,\"rmse\":%.4f,\"loss\":%.4f}",
+                      i ? "," : "", static_cast<long long>(evaluations[i].step),
+                      std::sqrt(std::max(0.0, evaluations[i].loss)), evaluations[i].loss);
+      else
+        std::snprintf(point, sizeof(point), "%s{\"step\":%lld,\"accuracy\":%.4f,\"loss\":%.4f}",
+                      i ? "," : "", static_cast<long long>(evaluations[i].step),
+                      evaluations[i].accuracy, evaluations[i].loss);
       out += point;
     }
     out += "]";
   }
   if (!data_json.empty())
     out += ",\"data\":" + data_json;
-  if (!ok)
-    out += ",\"error\":" + json_string(error);
   return out + "}";
 }
 

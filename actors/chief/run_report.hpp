@@ -22,6 +22,9 @@ struct training_result {
   bool ok = false;
   std::string error; ///< why training failed, if it did
   update_mode mode = update_mode::async;
+  /// regression: test_loss is the mean squared error, test_accuracy has no
+  /// meaning (null in the JSON) and test_rmse is reported.
+  objective task = objective::classification;
   int64_t global_step = 0;
   double test_accuracy = 0;
   double test_loss = 0;

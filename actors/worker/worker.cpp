@@ -175,9 +175,9 @@ void on_pushed(self_ptr self) {
     ++st.local_step;
     st.progress.add_step(st.report.loss, st.report.correct, st.report.examples);
     if (auto line = st.progress.take_line(st.local_step))
-      spdlog::info("{}: global_step={} local_step={} loss={:.4f} batch_accuracy={:.4f} "
-                   "examples/s={:.0f}",
-                   st.label, st.report.step + 1, st.local_step, line->loss, line->batch_accuracy,
+      spdlog::info("{}: global_step={} local_step={} loss={:.4f} {} examples/s={:.0f}", st.label,
+                   st.report.step + 1, st.local_step, line->loss,
+                   metric_text(*line, st.links.train->task == objective::regression),
                    line->examples_per_sec);
   }
   self->send(self, run_atom::value);

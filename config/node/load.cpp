@@ -73,6 +73,7 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
   t.data.normalize = parse_choice("data.normalize", cfg.normalize, t.data.normalize, errors);
   t.data.bad_records = parse_choice("data.bad-records", cfg.bad_records, t.data.bad_records,
                                     errors);
+  t.data.task = parse_choice("data.task", cfg.task, t.data.task, errors);
   if (cfg.csv_delimiter == "tab" || cfg.csv_delimiter == "\\t" || cfg.csv_delimiter == "\t")
     t.data.csv.delimiter = '\t';
   else if (cfg.csv_delimiter.size() == 1 && cfg.csv_delimiter != "\"")
@@ -210,10 +211,11 @@ void catalog_for_node(const node_config& cfg, node_setup& setup, std::vector<std
                       : !t.data.input_shape.empty() ? t.data.input_shape
                       : fashion_mnist               ? shape_t{28, 28, 1}
                                                     : shape_t{};
-    t.network.classes = cfg.model_classes > 0 ? cfg.model_classes
-                        : t.data.classes > 0  ? t.data.classes
-                        : fashion_mnist       ? 10
-                                              : 0;
+    t.network.classes = t.data.task == objective::regression ? 1
+                        : cfg.model_classes > 0              ? cfg.model_classes
+                        : t.data.classes > 0                 ? t.data.classes
+                        : fashion_mnist                      ? 10
+                                                             : 0;
     return;
   }
   if (!data_option_problems(t.data).empty())

@@ -54,6 +54,7 @@ public:
   std::string csv_delimiter = ",";
   std::string normalize = "auto";
   std::string bad_records = "fail";
+  std::string task = "classification";
   std::vector<int64_t> model_input; // empty: the data's
   int64_t model_classes = 0;        // 0: the data's
   int64_t total_num_replicas = 0;

@@ -149,6 +149,9 @@ node_config::node_config()
     .add(d.mean, "mean", "normalize = standardize: per-feature means (default: the training set's)")
     .add(d.stddev, "stddev",
          "normalize = standardize: per-feature standard deviations (default: the training set's)")
+    .add(task, "task",
+         "classification (labels are classes; softmax cross-entropy, accuracy) or regression "
+         "(the label column of a CSV is a real target; mean squared error, RMSE)")
     .add(bad_records, "bad-records",
          "fail (a bad record ends the run, naming it) or skip (counted per file and reported)")
     .add(d.shuffle_buffer, "shuffle-buffer",

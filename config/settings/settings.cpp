@@ -136,6 +136,13 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
     fail("train.eval-interval must be 0 (off) or up to " + steps);
   for (auto& problem : data_option_problems(t.data))
     fail(problem);
+  if (t.data.task == objective::regression)
+    for (int32_t w = 0; w < shape.workers; ++w)
+      if (device_of(t, w).type != gpu::device_spec::kind::cpu) {
+        fail("data.task = regression trains on CPU workers only (mean squared error has no "
+             "GPU kernel yet); set train.device / train.worker-devices to cpu");
+        break;
+      }
   if (runtime.max_refused_steps < 0 || runtime.max_refused_steps > limits::max_steps)
     fail("train.max-refused-steps must be 0.." + steps);
   using std::chrono::milliseconds;
@@ -208,6 +215,7 @@ int64_t batch_size_of(const training_settings& s, int32_t worker) {
 model_options model_options_of(const training_settings& s) {
   auto options = s.network;
   options.seed = s.seed;
+  options.task = s.data.task;
   return options;
 }
 

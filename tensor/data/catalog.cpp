@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include <glob.h>
 
@@ -22,6 +23,19 @@ std::optional<int64_t> integer_label(std::string_view text) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || p != text.data() + text.size())
+    return std::nullopt;
+  return v;
+}
+
+// A regression target as written: a finite number, or nothing.
+std::optional<float> target_value(std::string_view text) {
+  float v = 0;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  if (begin < end && *begin == '+')
+    ++begin;
+  auto [p, ec] = std::from_chars(begin, end, v);
+  if (text.empty() || ec != std::errc() || p != end || !std::isfinite(v))
     return std::nullopt;
   return v;
 }
@@ -73,6 +87,16 @@ file_scan scan_file(const data_split& split, const data_file& file) {
       continue;
     }
     ++out.records;
+    if (split.task == objective::regression) {
+      if (target_value(record.label_text))
+        continue;
+      ++out.bad_rows;
+      if (split.bad_records == bad_record_policy::fail)
+        throw data_error(reader->where() + ": target '" + std::string(record.label_text)
+                         + "' is not a finite number (data.bad-records = skip passes over such "
+                           "records)");
+      continue;
+    }
     auto text = split.format == data_format::csv ? std::string(record.label_text)
                                                  : std::to_string(record.label);
     auto it = out.label_counts.find(text);
@@ -105,7 +129,8 @@ int64_t class_of(const data_split& split, const std::string& text) {
   example_source source(split, file);
   std::vector<float> features(static_cast<size_t>(split->features()));
   int32_t label;
-  while (source.next(features.data(), label)) {
+  float target;
+  while (source.next(features.data(), label, target)) {
   }
   throw data_error(split->files[file].features + ": a label has no class");
 }
@@ -126,6 +151,10 @@ data_split new_split(const std::string& name, data_format format, const data_opt
   split.format = format;
   split.csv = options.csv;
   split.bad_records = options.bad_records;
+  split.task = options.task;
+  if (split.task == objective::regression && format != data_format::csv)
+    throw data_error("data.task = regression reads its target from a CSV column; "
+                     + std::string(key) + " is " + name_of(format));
   if (format != data_format::csv && labels.size() != features.size())
     throw data_error(std::string(key) + ": " + std::to_string(features.size())
                      + " features files but " + std::to_string(labels.size())
@@ -175,6 +204,13 @@ shape_t item_shape_of(const data_options& options, const file_scan& scan, const 
 // Classes and their names from the training set's labels.
 void find_classes(data_split& split, const data_options& options,
                   const std::vector<file_scan>& scans) {
+  if (split.task == objective::regression) {
+    if (!options.label_names.empty() || options.classes > 1)
+      throw data_error("data.task = regression has one real target: data.label-names and "
+                       "data.classes do not apply");
+    split.classes = 1;
+    return;
+  }
   std::map<std::string, uint64_t> all;
   for (auto& scan : scans)
     for (auto& [text, count] : scan.label_counts)
@@ -263,7 +299,8 @@ void compute_statistics(std::shared_ptr<data_split> split) {
   for (size_t f = 0; f < raw->files.size(); ++f) {
     example_source source(raw, f);
     int32_t label;
-    while (source.next(x.data(), label)) {
+    float target;
+    while (source.next(x.data(), label, target)) {
       ++n;
       for (size_t i = 0; i < features; ++i) {
         sum[i] += x[i];
@@ -294,6 +331,7 @@ std::shared_ptr<const data_split> catalog_split(std::shared_ptr<data_split> spli
                        + to_string(scans[0].item_shape) + ", but the training set's are "
                        + to_string(train->item_shape));
     split->item_shape = train->item_shape;
+    split->task = train->task;
     split->classes = train->classes;
     split->label_names = train->label_names;
     split->norm = train->norm;
@@ -396,6 +434,8 @@ std::shared_ptr<const data_split> split_in_memory(std::shared_ptr<const dataset>
   split->name = name;
   split->item_shape = {data->features()};
   split->classes = classes;
+  if (!data->targets.empty())
+    split->task = objective::regression;
   split->files.push_back({"(memory)", "", data->size(), 0});
   split->memory = std::move(data);
   return split;
@@ -482,7 +522,14 @@ void example_source::seek(uint64_t index) {
     reader_->seek(index);
 }
 
-bool example_source::map_label(int32_t& label) {
+bool example_source::map_label(int32_t& label, float& target) {
+  if (split_->task == objective::regression) {
+    auto v = target_value(record_.label_text);
+    label = 0;
+    if (v)
+      target = *v;
+    return v.has_value();
+  }
   int64_t c;
   if (split_->format == data_format::csv) {
     if (!split_->label_names.empty()) {
@@ -502,13 +549,15 @@ bool example_source::map_label(int32_t& label) {
   return true;
 }
 
-bool example_source::next(float* features, int32_t& label) {
+bool example_source::next(float* features, int32_t& label, float& target) {
   auto n = static_cast<size_t>(split_->features());
   if (split_->memory) {
     auto& data = *split_->memory;
     if (position_ >= data.size())
       return false;
     std::copy_n(data.images.data() + position_ * n, n, features);
+    if (!data.targets.empty())
+      target = data.targets[position_];
     label = data.labels[position_++];
     return true;
   }
@@ -518,14 +567,18 @@ bool example_source::next(float* features, int32_t& label) {
       if (!reader_->next(record_))
         return false;
       ++position_;
-      if (!map_label(label)) {
-        problem = reader_->where() + ": label '"
-                  + (split_->format == data_format::csv ? std::string(record_.label_text)
-                                                        : std::to_string(record_.label))
-                  + "' is not one of the " + std::to_string(split_->classes) + " classes ("
-                  + (split_->label_names.empty() ? "0.." + std::to_string(split_->classes - 1)
-                                                 : "named in the training set or data.label-names")
-                  + ")";
+      if (!map_label(label, target)) {
+        problem = split_->task == objective::regression
+                    ? reader_->where() + ": target '" + std::string(record_.label_text)
+                        + "' is not a finite number"
+                    : reader_->where() + ": label '"
+                        + (split_->format == data_format::csv ? std::string(record_.label_text)
+                                                              : std::to_string(record_.label))
+                        + "' is not one of the " + std::to_string(split_->classes) + " classes ("
+                        + (split_->label_names.empty()
+                             ? "0.." + std::to_string(split_->classes - 1)
+                             : "named in the training set or data.label-names")
+                        + ")";
       }
     } catch (const bad_record& e) {
       ++position_;
@@ -549,7 +602,7 @@ bool example_source::next(float* features, int32_t& label) {
   if (split_->bad_records == bad_record_policy::fail)
     throw data_error(problem + " (data.bad-records = skip passes over such records)");
   ++skipped_;
-  return next(features, label);
+  return next(features, label, target);
 }
 
 dataset load_all(std::shared_ptr<const data_split> split) {
@@ -564,8 +617,11 @@ dataset load_all(std::shared_ptr<const data_split> split) {
   for (size_t f = 0; f < split->files.size(); ++f) {
     example_source source(split, f);
     int32_t label;
-    while (row < total && source.next(out.images.data() + row * n, label)) {
+    float target = 0;
+    while (row < total && source.next(out.images.data() + row * n, label, target)) {
       out.labels.push_back(label);
+      if (split->task == objective::regression)
+        out.targets.push_back(target);
       ++row;
     }
   }
@@ -598,9 +654,10 @@ std::string catalog_json(const data_catalog& catalog, bool brief) {
   std::string names;
   for (auto& n : t.label_names)
     names += (names.empty() ? "" : ",") + json_string(n);
-  std::string out = "{\"format\":\"" + std::string(name_of(t.format)) + "\",\"input_shape\":["
-                    + shape + "],\"classes\":" + std::to_string(t.classes) + ",\"label_names\":["
-                    + names + "],\"normalize\":{\"kind\":\""
+  std::string out = "{\"format\":\"" + std::string(name_of(t.format)) + "\",\"task\":\""
+                    + name_of(t.task) + "\",\"input_shape\":[" + shape
+                    + "],\"classes\":" + std::to_string(t.classes) + ",\"label_names\":[" + names
+                    + "],\"normalize\":{\"kind\":\""
                     + name_of(t.norm.kind == normalization::automatic ? normalization::none
                                                                       : t.norm.kind)
                     + "\"";
@@ -639,8 +696,10 @@ std::vector<std::string> describe_lines(const data_catalog& catalog) {
   std::vector<std::string> out;
   auto& t = *catalog.train;
   out.push_back(std::string(name_of(t.format)) + " data: examples of shape "
-                + to_string(t.item_shape) + ", " + std::to_string(t.classes)
-                + " classes, normalisation " + t.norm.describe());
+                + to_string(t.item_shape) + ", "
+                + (t.task == objective::regression ? std::string("a real target (regression)")
+                                                   : std::to_string(t.classes) + " classes")
+                + ", normalisation " + t.norm.describe());
   for (auto* s : {catalog.train.get(), catalog.test.get(), catalog.validation.get()}) {
     if (!s)
       continue;

@@ -62,6 +62,8 @@ struct data_options {
   /// over the training set.
   std::vector<double> mean, stddev;
   bad_record_policy bad_records = bad_record_policy::fail;
+  /// regression: the label column (CSV) holds a real target, not a class.
+  objective task = objective::classification;
   /// Examples a worker holds to shuffle from (tf.data's shuffle buffer).
   int64_t shuffle_buffer = 10000;
   /// Batches a worker's reader thread prepares ahead of compute (0: none).
@@ -109,6 +111,7 @@ struct data_split {
   std::vector<std::string> label_names;
   normalizer norm;
   bad_record_policy bad_records = bad_record_policy::fail;
+  objective task = objective::classification; ///< regression: classes is 1
   /// An in-memory set (the library API, tests): no files, no normalisation.
   std::shared_ptr<const dataset> memory;
 
@@ -146,9 +149,9 @@ class example_source {
 public:
   example_source(std::shared_ptr<const data_split> split, size_t file);
   /// The next usable example into `features` (features() floats) and
-  /// `label`; false at the end of the file. Throws data_error naming the
-  /// record where the policy is fail.
-  bool next(float* features, int32_t& label);
+  /// `label` (classification) or `target` (regression); false at the end of
+  /// the file. Throws data_error naming the record where the policy is fail.
+  bool next(float* features, int32_t& label, float& target);
   /// Continues at raw record `index` of the file.
   void seek(uint64_t index);
   /// Raw records read so far (bad ones included), from the file's start.
@@ -156,7 +159,7 @@ public:
   uint64_t skipped() const noexcept { return skipped_; }
 
 private:
-  bool map_label(int32_t& label);
+  bool map_label(int32_t& label, float& target);
 
   std::shared_ptr<const data_split> split_;
   size_t file_;

@@ -33,6 +33,10 @@ void copy_batch(const dataset& data, size_t first, size_t count, batch& out) {
   std::memcpy(out.images.data(), data.images.data() + first * features,
               count * features * sizeof(float));
   out.labels.assign(data.labels.begin() + first, data.labels.begin() + first + count);
+  if (data.targets.empty())
+    out.targets.clear();
+  else
+    out.targets.assign(data.targets.begin() + first, data.targets.begin() + first + count);
 }
 
 } // namespace troupe

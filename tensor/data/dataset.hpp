@@ -6,15 +6,27 @@
 #include <string>
 #include <vector>
 
+#include "tensor/core/enum_names.hpp"
 #include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
 
 namespace troupe {
 
+/// What a model learns (data.task): classes (softmax cross-entropy,
+/// accuracy) or a real target (mean squared error; its root is reported).
+enum class objective { classification, regression };
+
+template <>
+struct enum_names<objective> {
+  static constexpr std::pair<objective, const char*> table[] = {
+    {objective::classification, "classification"}, {objective::regression, "regression"}};
+};
+
 /// Examples as rows of floats and their class labels.
 struct dataset {
-  tensor images;               // [examples, height * width]
-  std::vector<int32_t> labels; // [examples]
+  tensor images;               // [examples, features]
+  std::vector<int32_t> labels; // [examples] (all 0 for regression)
+  std::vector<float> targets;  // regression: [examples]; empty for classes
   size_t size() const noexcept { return labels.size(); }
   int64_t features() const { return images.dim(1); }
 };
@@ -23,6 +35,7 @@ struct dataset {
 struct batch {
   tensor images;
   std::vector<int32_t> labels;
+  std::vector<float> targets; // regression
   size_t size() const noexcept { return labels.size(); }
 };
 

@@ -50,6 +50,7 @@ share_reader::share_reader(std::shared_ptr<const data_split> split, const stream
   if (options_.shuffle) {
     buffer_.resize(options_.shuffle_buffer * features_);
     labels_.resize(options_.shuffle_buffer);
+    targets_.resize(options_.shuffle_buffer);
   }
   start_epoch();
 }
@@ -76,13 +77,13 @@ void share_reader::start_epoch() {
   if (!options_.shuffle)
     return;
   while (filled_ < options_.shuffle_buffer
-         && read_example(buffer_.data() + filled_ * features_, labels_[filled_]))
+         && read_example(buffer_.data() + filled_ * features_, labels_[filled_], targets_[filled_]))
     ++filled_;
 }
 
-bool share_reader::read_example(float* features, int32_t& label) {
+bool share_reader::read_example(float* features, int32_t& label, float& target) {
   for (;;) {
-    if (source_ && source_->position() < source_end_ && source_->next(features, label)) {
+    if (source_ && source_->position() < source_end_ && source_->next(features, label, target)) {
       if (source_->position() <= source_end_)
         return true;
       // The record that ended the segment's range belongs to the next share.
@@ -97,10 +98,10 @@ bool share_reader::read_example(float* features, int32_t& label) {
   }
 }
 
-void share_reader::take_example(float* features, int32_t& label) {
+void share_reader::take_example(float* features, int32_t& label, float& target) {
   for (int pass = 0; pass < 3; ++pass) {
     if (!options_.shuffle) {
-      if (read_example(features, label)) {
+      if (read_example(features, label, target)) {
         ++offset_;
         return;
       }
@@ -110,12 +111,14 @@ void share_reader::take_example(float* features, int32_t& label) {
       size_t pick = static_cast<size_t>(rng_() % filled_);
       std::memcpy(features, buffer_.data() + pick * features_, features_ * sizeof(float));
       label = labels_[pick];
-      if (!read_example(buffer_.data() + pick * features_, labels_[pick])) {
+      target = targets_[pick];
+      if (!read_example(buffer_.data() + pick * features_, labels_[pick], targets_[pick])) {
         --filled_;
         if (pick != filled_) {
           std::memcpy(buffer_.data() + pick * features_, buffer_.data() + filled_ * features_,
                       features_ * sizeof(float));
           labels_[pick] = labels_[filled_];
+          targets_[pick] = targets_[filled_];
         }
       }
       ++offset_;
@@ -132,8 +135,12 @@ void share_reader::next_batch(batch& out) {
   auto n = options_.batch_size;
   out.images.resize({static_cast<int64_t>(n), static_cast<int64_t>(features_)});
   out.labels.resize(n);
+  bool regression = split_->task == objective::regression;
+  out.targets.resize(regression ? n : 0);
+  float unused = 0;
   for (size_t i = 0; i < n; ++i)
-    take_example(out.images.data() + i * features_, out.labels[i]);
+    take_example(out.images.data() + i * features_, out.labels[i],
+                 regression ? out.targets[i] : unused);
 }
 
 void share_reader::seek(stream_position position) {
@@ -141,8 +148,9 @@ void share_reader::seek(stream_position position) {
   start_epoch();
   std::vector<float> discard(features_);
   int32_t label;
+  float target;
   for (uint64_t i = 0; i < position.offset; ++i) {
-    take_example(discard.data(), label);
+    take_example(discard.data(), label, target);
     if (epoch_ != position.epoch)
       throw data_error("worker " + std::to_string(options_.index) + ": data position "
                        + std::to_string(position.offset) + " lies beyond its share of "

@@ -69,8 +69,8 @@ private:
   void start_epoch();
   // The next example of the epoch into slot storage; false when the share's
   // files are exhausted.
-  bool read_example(float* features, int32_t& label);
-  void take_example(float* features, int32_t& label);
+  bool read_example(float* features, int32_t& label, float& target);
+  void take_example(float* features, int32_t& label, float& target);
   void seed_rng(uint64_t salt);
 
   std::shared_ptr<const data_split> split_;
@@ -83,9 +83,11 @@ private:
   std::optional<example_source> source_;
   uint64_t source_end_ = 0;
   std::mt19937_64 rng_;
-  // The shuffle buffer: `filled_` examples in `buffer_` and `labels_`.
+  // The shuffle buffer: `filled_` examples in `buffer_`, `labels_` and
+  // (regression) `targets_`.
   std::vector<float> buffer_;
   std::vector<int32_t> labels_;
+  std::vector<float> targets_;
   size_t filled_ = 0;
 };
 

@@ -36,4 +36,28 @@ loss_result softmax_cross_entropy(const tensor& logits, const std::vector<int32_
   return out;
 }
 
+loss_result mean_squared_error(const tensor& outputs, const std::vector<float>& targets,
+                               tensor* grad_outputs) {
+  if (outputs.rank() != 2 || outputs.dim(1) != 1)
+    throw shape_error("mean_squared_error: expected outputs of shape [batch, 1], got "
+                      + to_string(outputs.shape()));
+  auto rows = outputs.dim(0);
+  if (static_cast<int64_t>(targets.size()) != rows)
+    throw shape_error("mean_squared_error: " + std::to_string(targets.size()) + " targets for "
+                      + std::to_string(rows) + " rows");
+  if (grad_outputs)
+    grad_outputs->resize(outputs.shape());
+  double total = 0;
+  float scale = rows > 0 ? 2.0f / static_cast<float>(rows) : 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    float diff = outputs[static_cast<size_t>(r)] - targets[static_cast<size_t>(r)];
+    total += double{diff} * diff;
+    if (grad_outputs)
+      (*grad_outputs)[static_cast<size_t>(r)] = scale * diff;
+  }
+  loss_result out;
+  out.loss = rows > 0 ? total / static_cast<double>(rows) : 0.0;
+  return out;
+}
+
 } // namespace troupe

@@ -1,10 +1,13 @@
 #pragma once
-// The training loss of the models: softmax cross-entropy against integer
-// labels. Its per-row arithmetic is shared with the GPU (shared_math.hpp).
+// The training losses of the models: softmax cross-entropy against integer
+// labels (classification; its per-row arithmetic is shared with the GPU,
+// shared_math.hpp), and mean squared error against real targets
+// (regression, CPU workers).
 #include <cstdint>
 #include <vector>
 
 #include "tensor/core/tensor.hpp"
+#include "tensor/data/dataset.hpp"
 
 namespace troupe {
 
@@ -19,5 +22,11 @@ struct loss_result {
 /// does not fit.
 loss_result softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
                                   tensor* grad_logits = nullptr);
+
+/// TF's mean_squared_error of outputs [batch, 1] against targets: the mean
+/// of (output - target)^2; with grad_outputs, d(mean)/d(outputs) into it
+/// (resized). Throws shape_error on a count that does not fit.
+loss_result mean_squared_error(const tensor& outputs, const std::vector<float>& targets,
+                               tensor* grad_outputs = nullptr);
 
 } // namespace troupe

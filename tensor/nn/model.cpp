@@ -29,8 +29,8 @@ uint64_t stable_hash(const std::string& s) {
 class sequential_model final : public model {
 public:
   sequential_model(std::string name, shape_t input, int64_t classes,
-                   std::vector<std::unique_ptr<layer>> layers)
-    : name_(std::move(name)), layers_(std::move(layers)) {
+                   std::vector<std::unique_ptr<layer>> layers, objective task)
+    : name_(std::move(name)), layers_(std::move(layers)), task_(task) {
     if (layers_.empty())
       throw shape_error(name_ + ": a model needs at least one layer");
     auto shape = input;
@@ -50,9 +50,9 @@ public:
                         + "') must be a dense layer "
                           "with "
                         + std::to_string(classes)
-                        + " units (one logit per class); it "
-                          "outputs "
-                        + to_string(shape));
+                        + (task == objective::regression ? " unit (the predicted target); it "
+                                                         : " units (one logit per class); it ")
+                        + "outputs " + to_string(shape));
     outputs_.resize(layers_.size());
     input_grads_.resize(layers_.size());
     // Layers that move no data: views, and ReLUs the next layer applies.
@@ -102,7 +102,9 @@ public:
                          std::vector<tensor>& grads) override {
     check_params(params);
     const tensor& logits = forward(params, b, true);
-    auto loss = softmax_cross_entropy(logits, b.labels, &grad_logits_);
+    auto loss = task_ == objective::regression
+                  ? mean_squared_error(logits, b.targets, &grad_logits_)
+                  : softmax_cross_entropy(logits, b.labels, &grad_logits_);
     batch_stats out{loss.loss, loss.correct, b.size()};
     grads.resize(vars_.size());
     const tensor* upstream = &grad_logits_;
@@ -123,7 +125,8 @@ public:
   batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
     check_params(params);
     const tensor& logits = forward(params, b, false);
-    auto loss = softmax_cross_entropy(logits, b.labels);
+    auto loss = task_ == objective::regression ? mean_squared_error(logits, b.targets)
+                                               : softmax_cross_entropy(logits, b.labels);
     return {loss.loss, loss.correct, b.size()};
   }
 
@@ -161,6 +164,7 @@ private:
 
   std::string name_;
   std::vector<std::unique_ptr<layer>> layers_;
+  objective task_;
   std::vector<variable_spec> vars_;
   std::vector<size_t> offsets_; // first variable of each layer
   std::vector<shape_t> shapes_; // per-example shape before each layer, then the output
@@ -232,22 +236,22 @@ tensor initial_value(const variable_spec& spec, uint64_t seed) {
 }
 
 std::unique_ptr<model> make_sequential(std::string name, shape_t input, int64_t classes,
-                                       std::vector<std::unique_ptr<layer>> layers) {
+                                       std::vector<std::unique_ptr<layer>> layers, objective task) {
   return std::make_unique<sequential_model>(std::move(name), std::move(input), classes,
-                                            std::move(layers));
+                                            std::move(layers), task);
 }
 
-std::unique_ptr<model> make_softmax_model(int64_t features, int64_t classes) {
+std::unique_ptr<model> make_softmax_model(int64_t features, int64_t classes, objective task) {
   std::vector<std::unique_ptr<layer>> layers;
   layers.push_back(make_dense("softmax", classes, zeros(), zeros()));
-  return make_sequential("softmax", {features}, classes, std::move(layers));
+  return make_sequential("softmax", {features}, classes, std::move(layers), task);
 }
 
 namespace {
 
 // TF's mnist.py: two ReLU hidden layers, weights ~ truncated normal with
 // stddev 1/sqrt(fan_in), zero biases.
-std::unique_ptr<model> make_mlp(int64_t features, int64_t classes) {
+std::unique_ptr<model> make_mlp(int64_t features, int64_t classes, objective task) {
   std::vector<std::unique_ptr<layer>> layers;
   float stddev = 1.0f / std::sqrt(static_cast<float>(features));
   layers.push_back(make_dense("hidden1", 256, truncated(stddev), zeros()));
@@ -255,11 +259,12 @@ std::unique_ptr<model> make_mlp(int64_t features, int64_t classes) {
   layers.push_back(make_dense("hidden2", 256, truncated(1.0f / 16.0f), zeros()));
   layers.push_back(make_relu("hidden2/relu"));
   layers.push_back(make_dense("softmax_linear", classes, truncated(1.0f / 16.0f), zeros()));
-  return make_sequential("mlp", {features}, classes, std::move(layers));
+  return make_sequential("mlp", {features}, classes, std::move(layers), task);
 }
 
 // The seeds' "deepnn": weights ~ truncated normal(0.1), biases 0.1.
-std::unique_ptr<model> make_cnn(const shape_t& input, int64_t classes, uint64_t seed) {
+std::unique_ptr<model> make_cnn(const shape_t& input, int64_t classes, objective task,
+                                uint64_t seed) {
   std::vector<std::unique_ptr<layer>> layers;
   layers.push_back(
     make_conv2d("conv1", 32, 5, 5, 1, padding::same, truncated(0.1f), constant(0.1f)));
@@ -274,14 +279,15 @@ std::unique_ptr<model> make_cnn(const shape_t& input, int64_t classes, uint64_t 
   layers.push_back(make_relu("fc1/relu"));
   layers.push_back(make_dropout("dropout", 0.5f, seed));
   layers.push_back(make_dense("fc2", classes, truncated(0.1f), constant(0.1f)));
-  return make_sequential("cnn", input, classes, std::move(layers));
+  return make_sequential("cnn", input, classes, std::move(layers), task);
 }
 
 // VGG-11/16/19: 3x3 SAME convolutions in five blocks with max-pooling after
 // each (28 -> 14 -> 7 -> 4 -> 2 -> 1 for 28x28 inputs), two hidden fully
 // connected layers; every width multiplied by `width` (VGG's 64..512, 4096).
 std::unique_ptr<model> make_vgg(const std::string& name, const shape_t& input, int64_t classes,
-                                const std::vector<int>& block_convs, double width, uint64_t seed) {
+                                objective task, const std::vector<int>& block_convs, double width,
+                                uint64_t seed) {
   auto scaled = [&](int channels) {
     return std::max<int64_t>(1, static_cast<int64_t>(channels * width + 0.5));
   };
@@ -304,7 +310,7 @@ std::unique_ptr<model> make_vgg(const std::string& name, const shape_t& input, i
     layers.push_back(make_dropout(id + "/dropout", 0.5f, seed + fc));
   }
   layers.push_back(make_dense("fc3", classes, {initializer::kind::glorot_uniform, 0}, zeros()));
-  return make_sequential(name, input, classes, std::move(layers));
+  return make_sequential(name, input, classes, std::move(layers), task);
 }
 
 } // namespace
@@ -318,9 +324,12 @@ const std::vector<std::string>& model_names() {
 std::unique_ptr<model> make_model(const std::string& name, const model_options& options) {
   auto& input = options.input;
   auto classes = options.classes;
-  if (classes < 2)
-    throw troupe_error("model " + name + ": needs at least 2 classes, not "
-                       + std::to_string(classes));
+  auto task = options.task;
+  if (task == objective::regression ? classes != 1 : classes < 2)
+    throw troupe_error(
+      "model " + name + ": "
+      + (task == objective::regression ? "regression has one output" : "needs at least 2 classes")
+      + ", not " + std::to_string(classes));
   bool convolutional = name == "cnn" || name.rfind("vgg", 0) == 0;
   if (convolutional && input.size() != 3)
     throw troupe_error("model " + name + " takes examples of shape [height, width, channels]; "
@@ -328,17 +337,17 @@ std::unique_ptr<model> make_model(const std::string& name, const model_options& 
                        + " (set data.input-shape, e.g. [28, 28, 1])");
   try {
     if (name == "softmax")
-      return make_softmax_model(num_elements(input), classes);
+      return make_softmax_model(num_elements(input), classes, task);
     if (name == "mlp")
-      return make_mlp(num_elements(input), classes);
+      return make_mlp(num_elements(input), classes, task);
     if (name == "cnn")
-      return make_cnn(input, classes, options.seed);
+      return make_cnn(input, classes, task, options.seed);
     if (name == "vgg11")
-      return make_vgg(name, input, classes, {1, 1, 2, 2, 2}, options.vgg_width, options.seed);
+      return make_vgg(name, input, classes, task, {1, 1, 2, 2, 2}, options.vgg_width, options.seed);
     if (name == "vgg16")
-      return make_vgg(name, input, classes, {2, 2, 3, 3, 3}, options.vgg_width, options.seed);
+      return make_vgg(name, input, classes, task, {2, 2, 3, 3, 3}, options.vgg_width, options.seed);
     if (name == "vgg19")
-      return make_vgg(name, input, classes, {2, 2, 4, 4, 4}, options.vgg_width, options.seed);
+      return make_vgg(name, input, classes, task, {2, 2, 4, 4, 4}, options.vgg_width, options.seed);
   } catch (const shape_error& e) {
     throw troupe_error("model " + name + " does not fit examples of shape " + to_string(input)
                        + ": " + e.what());
@@ -348,7 +357,7 @@ std::unique_ptr<model> make_model(const std::string& name, const model_options& 
       throw troupe_error("model custom: list its layers in model.layers");
     try {
       return make_sequential("custom", options.input, options.classes,
-                             parse_layers(options.layers, options.seed));
+                             parse_layers(options.layers, options.seed), task);
     } catch (const shape_error& e) {
       throw troupe_error(std::string("model.layers: ") + e.what());
     }

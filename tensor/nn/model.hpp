@@ -10,6 +10,7 @@
 
 #include "tensor/core/tensor.hpp"
 #include "tensor/data/dataset.hpp"
+#include "tensor/nn/loss.hpp"
 
 namespace troupe {
 
@@ -117,21 +118,26 @@ public:
 class layer;
 
 /// A stack of layers ending in a dense layer with one unit per class, trained
-/// with softmax cross-entropy. input: the shape of one example.
+/// with softmax cross-entropy, or (regression) with one unit, trained with
+/// mean squared error. input: the shape of one example.
 std::unique_ptr<model> make_sequential(std::string name, shape_t input, int64_t classes,
-                                       std::vector<std::unique_ptr<layer>> layers);
+                                       std::vector<std::unique_ptr<layer>> layers,
+                                       objective task = objective::classification);
 
 /// Knobs of the built-in models, and the layer list of model "custom".
 struct model_options {
-  uint64_t seed = 42;              // dropout masks
-  double vgg_width = 0.25;         // multiplies VGG's channel and fc widths
-  std::vector<std::string> layers; // custom: see tensor/layer_spec.hpp
-  shape_t input{28, 28, 1};        // one example's shape (troupe-node: the data's)
-  int64_t classes = 10;            // logits of the last layer (troupe-node: the data's)
+  uint64_t seed = 42;                         // dropout masks
+  double vgg_width = 0.25;                    // multiplies VGG's channel and fc widths
+  std::vector<std::string> layers;            // custom: see tensor/layer_spec.hpp
+  shape_t input{28, 28, 1};                   // one example's shape (troupe-node: the data's)
+  int64_t classes = 10;                       // logits of the last layer (troupe-node: the data's)
+  objective task = objective::classification; // regression: one output, classes = 1
 };
 
-/// Softmax regression: logits = x W + b, W [features, classes].
-std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classes = 10);
+/// Softmax regression: logits = x W + b, W [features, classes] (with
+/// objective::regression and one class: linear regression).
+std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classes = 10,
+                                          objective task = objective::classification);
 
 /// A built-in model by name (softmax, mlp, cnn, vgg11, vgg16, vgg19), or
 /// "custom" built from options.layers, for examples of options.input and

@@ -10,6 +10,9 @@
 #   D  bad data: a bad row names its file and line (exit 2); with
 #      data.bad-records = skip it is counted per file in the final line.
 #   E  a model that does not fit the data: exit 2 naming both shapes.
+#   F  regression (diabetes, a real target in a CSV column): mean squared
+#      error, RMSE in the progress lines and the final line, better than
+#      predicting the mean.
 set -u
 . "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
 bin=$1; root=$2
@@ -62,7 +65,7 @@ expect "CSV gives IDX's accuracy and loss" \
   test "$(field csv.out test_accuracy) $(field csv.out test_loss)" = "$acc_idx $loss_idx"
 expect ".npy gives IDX's accuracy and loss" \
   test "$(field npy.out test_accuracy) $(field npy.out test_loss)" = "$acc_idx $loss_idx"
-expect "the final line describes the data" grep -q '"data":{"format":"csv","input_shape":\[784\],"classes":10' csv.out
+expect "the final line describes the data" grep -q '"data":{"format":"csv","task":"classification","input_shape":\[784\],"classes":10' csv.out
 
 # -- B: digits, four CSV shards, real processes --
 "$root/scripts/convert-sklearn-data" sk --shards 4 2>/dev/null
@@ -143,6 +146,39 @@ printf '[model]\ninput = [28, 28, 1]\n' >>iris.conf
 timeout 60 "$bin" --config-file=iris.conf >/dev/null 2>input.err; rc=$?
 expect "model.input against the data: exit 2 naming both shapes" \
   bash -c "test $rc = 2 && grep -q 'model.input = \[28, 28, 1\] holds 784 values per example, but the data.s examples have shape \[4\]' input.err"
+
+# -- F: regression --
+cat >reg.conf <<CONF
+[cluster]
+chief = ["127.0.0.1:7730"]
+ps = ["127.0.0.1:7731"]
+worker = ["127.0.0.1:7732", "127.0.0.1:7733"]
+[train]
+; "softmax" with one output and mean squared error: linear regression
+model = "softmax"
+optimizer = "sgd"
+learning-rate = 0.003
+batch-size = 16
+epochs = 100
+log-interval = 500
+[data]
+train = ["sk/diabetes-train.csv"]
+test = ["sk/diabetes-test.csv"]
+label-column = "progression"
+task = "regression"
+normalize = "standardize"
+CONF
+timeout 120 "$bin" --config-file=reg.conf >reg.out 2>reg.log; rc=$?
+rmse=$(field reg.out test_rmse)
+# The test set's own standard deviation: what predicting the mean scores.
+spread=$(awk -F, 'NR > 1 { n++; s += $11; q += $11 * $11 } END { printf "%.2f", sqrt(q / n - (s / n) ^ 2) }' sk/diabetes-test.csv)
+echo "diabetes regression: test RMSE $rmse; predicting the mean: $spread"
+expect "regression: the run ends ok" test "$rc" = 0
+expect "regression: the final line reports RMSE, no accuracy" \
+  grep -q '"task":"regression","test_accuracy":null,"test_loss":[0-9.]*,"test_rmse":' reg.out
+expect "regression: progress lines show rmse" grep -q "loss=[0-9.]* rmse=[0-9.]* examples/s" reg.log
+expect "regression: RMSE $rmse well below the spread $spread" \
+  awk -v r="${rmse:-999}" -v s="$spread" 'BEGIN { exit !(r < 0.85 * s) }'
 
 echo "data_formats_test: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -173,4 +173,33 @@ BOOST_AUTO_TEST_CASE(option_problems_name_their_keys) {
   BOOST_TEST(contains(all, "data.scale is set, but data.normalize is not 'scale'"));
 }
 
+BOOST_AUTO_TEST_CASE(regression_targets_are_real_numbers_checked_like_features) {
+  temp_dir d;
+  write_text(d.file("train.csv"), "x,y\n1,0.5\n2,-1.25e1\n3,oops\n4,inf\n");
+  write_text(d.file("test.csv"), "x,y\n5,7\n");
+  auto o = csv_options(d, {"train.csv"}, "test.csv");
+  o.csv.label_column = "y";
+  o.task = objective::regression;
+  auto msg = error_of([&] { catalog_data(o, ""); });
+  BOOST_TEST(contains(msg, "train.csv line 4: target 'oops' is not a finite number"), msg);
+  o.bad_records = bad_record_policy::skip;
+  auto c = catalog_data(o, "");
+  BOOST_TEST(c.train->classes == 1);
+  BOOST_TEST(c.train->files[0].bad == 2u);
+  auto train = load_all(c.train);
+  BOOST_TEST((train.targets == std::vector<float>{0.5f, -12.5f}));
+  BOOST_TEST(load_all(c.test).targets[0] == 7.0f);
+  BOOST_TEST(contains(describe_json(c), "\"task\":\"regression\""));
+  o.classes = 3;
+  BOOST_TEST(contains(error_of([&] { catalog_data(o, ""); }), "data.classes do not apply"));
+  data_options idx;
+  idx.train = {d.file("a.idx")};
+  idx.train_labels = {d.file("b.idx")};
+  idx.test = idx.train;
+  idx.test_labels = idx.train_labels;
+  idx.task = objective::regression;
+  BOOST_TEST(contains(error_of([&] { catalog_data(idx, ""); }),
+                      "data.task = regression reads its target from a CSV column"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -79,4 +79,20 @@ BOOST_AUTO_TEST_CASE(accuracy_counts_the_first_largest_logit) {
   BOOST_TEST(softmax_cross_entropy(logits, {1, 0, 1}).correct == 3u);
 }
 
+// TF's mean_squared_error: the mean of the squared differences, and its
+// gradient 2 (y - t) / n.
+BOOST_AUTO_TEST_CASE(mean_squared_error_and_its_gradient) {
+  tensor outputs({4, 1}, std::vector<float>{1, 2, 3, -1});
+  std::vector<float> targets{1, 0, 4, 1};
+  tensor grad;
+  auto loss = mean_squared_error(outputs, targets, &grad);
+  BOOST_TEST(loss.loss == (0.0 + 4.0 + 1.0 + 4.0) / 4.0);
+  BOOST_TEST(loss.correct == 0u);
+  BOOST_TEST(grad[1] == 1.0f); // 2 * (2 - 0) / 4
+  BOOST_TEST(grad[2] == -0.5f);
+  BOOST_TEST(grad[3] == -1.0f);
+  BOOST_CHECK_THROW(mean_squared_error(tensor({4, 2}), targets), shape_error);
+  BOOST_CHECK_THROW(mean_squared_error(outputs, {1.0f}), shape_error);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -145,4 +145,49 @@ BOOST_AUTO_TEST_CASE(gradients_do_not_depend_on_the_buffer_they_land_in) {
   }
 }
 
+// Regression: the built-in models end in one output trained with mean
+// squared error; plain gradient steps fit a linear target.
+BOOST_AUTO_TEST_CASE(a_regression_model_fits_a_linear_target) {
+  model_options options;
+  options.input = {3};
+  options.classes = 1;
+  options.task = objective::regression;
+  auto net = make_model("softmax", options);
+  BOOST_REQUIRE(net->variables()[0].shape == (shape_t{3, 1}));
+  BOOST_CHECK_THROW(make_model("mlp",
+                               [&] {
+                                 auto two = options;
+                                 two.classes = 2;
+                                 return two;
+                               }()),
+                    troupe_error);
+  std::vector<tensor> params;
+  for (auto& v : net->variables())
+    params.push_back(initial_value(v, 1));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  batch b;
+  b.images = tensor({32, 3});
+  b.labels.assign(32, 0);
+  std::vector<tensor> grads;
+  double first = 0, last = 0;
+  for (int step = 0; step < 300; ++step) {
+    b.targets.clear();
+    for (int r = 0; r < 32; ++r) {
+      for (int c = 0; c < 3; ++c)
+        b.images[r * 3 + c] = dist(rng);
+      b.targets.push_back(2.0f * b.images[r * 3] - b.images[r * 3 + 2] + 0.5f);
+    }
+    auto stats = net->train_step(params, b, grads);
+    (step == 0 ? first : last) = stats.loss;
+    for (size_t v = 0; v < params.size(); ++v)
+      for (size_t i = 0; i < params[v].size(); ++i)
+        params[v][i] -= 0.05f * grads[v][i];
+  }
+  BOOST_TEST(first > 1.0);
+  BOOST_TEST(last < 1e-4);
+  BOOST_TEST(std::fabs(params[0][0] - 2.0f) < 0.01f);
+  BOOST_TEST(std::fabs(params[1][0] - 0.5f) < 0.01f);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
