@@ -13,6 +13,7 @@
 #include "config/node/tls.hpp"
 #include "tensor/checkpoint/restore.hpp"
 #include "tensor/data/dataset.hpp"
+#include "tensor/data/stream.hpp"
 
 namespace troupe {
 
@@ -264,6 +265,13 @@ void check_data_size(node_setup& setup, std::vector<std::string>& errors) {
                        + std::to_string(batch_size_of(t, w)) + ") is larger than the "
                        + std::to_string(examples)
                        + " training examples; lower train.batch-size or train.worker-batch-sizes");
+      return;
+    }
+  for (int32_t w = 0; w < shape.workers; ++w)
+    try {
+      share_of(*setup.data->train, static_cast<size_t>(w), static_cast<size_t>(shape.workers));
+    } catch (const troupe_error& e) {
+      errors.push_back(std::string("data: ") + e.what());
       return;
     }
   if (t.epochs > 0)

@@ -235,6 +235,11 @@ void find_classes(data_split& split, const data_options& options,
     largest = std::max(largest, *v);
   }
   if (integers) {
+    if (options.classes == 0 && largest >= data_limits::max_classes)
+      throw data_error(split.name + ": the largest label is " + std::to_string(largest)
+                       + ", more than " + std::to_string(data_limits::max_classes)
+                       + " classes; is data.label-column the label? (data.classes bounds "
+                         "them; larger labels are then bad records)");
     split.classes = options.classes > 0 ? options.classes : largest + 1;
     if (split.classes < 2)
       throw data_error(split.name + ": every label is " + std::to_string(largest)

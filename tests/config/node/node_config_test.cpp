@@ -129,6 +129,39 @@ BOOST_AUTO_TEST_CASE(epochs_set_last_step) {
   expect_error(load(base() + "epochs = -1\n", worker0), {"train.epochs"});
 }
 
+// [data] names the files: the model takes the data's shape and classes;
+// [model] given is checked against them; a worker left without examples,
+// or a model that does not fit, stops the node before anything starts.
+BOOST_AUTO_TEST_CASE(the_data_section_sizes_the_model_and_is_checked) {
+  auto csv = (dir / "small.csv").string();
+  std::ofstream(csv) << "a,b,c,label\n1,2,3,cat\n4,5,6,dog\n7,8,9,cat\n";
+  auto data = "[data]\ntrain = [\"" + csv + "\"]\ntest = [\"" + csv + "\"]\n";
+  auto out = load(base() + "batch-size = 1\n" + data, worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST((out.setup.train.network.input == shape_t{3}));
+  BOOST_TEST(out.setup.train.network.classes == 2);
+  BOOST_REQUIRE(out.setup.data);
+  BOOST_TEST(out.setup.data->train->usable_records() == 3u);
+  expect_error(load(base() + "batch-size = 1\n" + data + "[model]\ninput = [4]\n", worker0),
+               {"model.input = [4] holds 4 values per example, but the data's examples have "
+                "shape [3]"});
+  expect_error(load(base() + "batch-size = 1\n" + data + "[model]\nclasses = 3\n", worker0),
+               {"model.classes = 3, but the data has 2 classes"});
+  expect_error(load(base() + "batch-size = 1\nmodel = \"cnn\"\n" + data, worker0),
+               {"model cnn takes examples of shape [height, width, channels]"});
+  expect_error(load(base({{"cluster.worker", "[\"127.0.0.1:7101\", \"127.0.0.1:7102\", "
+                                             "\"127.0.0.1:7103\", \"127.0.0.1:7104\"]"}})
+                      + "batch-size = 1\n" + data,
+                    worker0),
+               {"worker 0 of 4 gets no examples"});
+  // A ps task reads no data: it starts without the files.
+  auto ps = load(base()
+                   + "batch-size = 1\n[data]\ntrain = [\"/nonexistent/*.csv\"]\ntest = "
+                     "[\"/nonexistent/t.csv\"]\n",
+                 {"--job_name=ps", "--task_index=0"});
+  BOOST_TEST(ps.errors.empty(), (ps.errors.empty() ? "" : ps.errors[0]));
+}
+
 BOOST_AUTO_TEST_CASE(placement_defaults_to_balanced_and_partitioner_rules_are_checked) {
   auto good = load(base()
                      + "model = \"mlp\"\npartitioners = [\"hidden1/weights fixed_size "

@@ -74,6 +74,15 @@ BOOST_AUTO_TEST_CASE(integer_labels_give_the_class_count_or_are_checked_against_
   o.classes = 3;
   auto msg = error_of([&] { catalog_data(o, ""); });
   BOOST_TEST(contains(msg, "train.csv line 3: label '4' is not one of the 3 classes (0..2)"), msg);
+  write_text(d.file("train.csv"), "label,x\n0,1\n4444444444444,2\n");
+  o.classes = 0;
+  msg = error_of([&] { catalog_data(o, ""); });
+  BOOST_TEST(contains(msg, "the largest label is 4444444444444, more than 65536 classes"), msg);
+  o.classes = 3; // bounded: the large label is a bad record
+  o.bad_records = bad_record_policy::skip;
+  write_text(d.file("test.csv"), "label,x\n0,1\n");
+  BOOST_TEST(catalog_data(o, "").train->usable_records() == 1u);
+  o.bad_records = bad_record_policy::fail;
   write_text(d.file("train.csv"), "label,x\n-1,1\n0,2\n1,2\n");
   o.classes = 0;
   msg = error_of([&] { catalog_data(o, ""); });
