@@ -31,7 +31,9 @@
 #include "config/node/connection_warden.hpp"
 #include "config/node/node_config.hpp"
 #include "gpu/backend.hpp"
+#include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/core/error.hpp"
+#include "tensor/export/model_export.hpp"
 
 using namespace troupe;
 
@@ -309,25 +311,50 @@ void print_final(const training_result& r) {
                   errno ? std::strerror(errno) : "stream error", r.to_json());
 }
 
+// The run's model card: the network, its input, classes, labels and
+// normalisation (tensor/export/model_export.hpp), at `step`.
+model_card card_of(const node_setup& setup, int64_t step) {
+  auto net = make_model(setup.train.model, model_options_of(setup.train));
+  return describe_model(setup.train.model, *net, setup.data->train.get(), step);
+}
+
 // The data as the run sees it: logged, and saved with the run
-// (<log-dir>/data.json) so that evaluation and prediction later transform
-// examples the same way. Returns the final line's summary.
+// (<log-dir>/data.json, and the model card <log-dir>/model.json that
+// troupe-export reads beside the checkpoints) so that evaluation and
+// prediction later transform examples the same way. Returns the final
+// line's summary.
 std::string announce_data(const node_setup& setup) {
   auto& catalog = *setup.data;
   for (auto& line : describe_lines(catalog))
     spdlog::info("{}", line);
   auto& dir = setup.train.checkpoint.log_dir;
   if (!dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    auto path = dir + "/data.json";
-    std::ofstream out(path + ".tmp");
-    out << describe_json(catalog) << "\n";
-    out.close();
-    if (!out || ec || std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
-      spdlog::warn("could not save {} (the data's description)", path);
+    try {
+      std::filesystem::create_directories(dir);
+      write_file_atomically(dir + "/data.json", describe_json(catalog) + "\n");
+      write_file_atomically(dir + "/model.json", json::write(card_of(setup, 0).to_json()) + "\n");
+    } catch (const std::exception& e) {
+      spdlog::warn("could not save the data's and the model's description in {}: {}", dir,
+                   e.what());
+    }
   }
   return data_summary_json(catalog);
+}
+
+// A run that ended well leaves its model in <log-dir>/export, ready for
+// troupe-predict and troupe-eval.
+void export_model(const node_setup& setup, const training_result& result) {
+  auto& dir = setup.train.checkpoint.log_dir;
+  if (dir.empty() || !result.ok || result.values.empty())
+    return;
+  try {
+    auto net = make_model(setup.train.model, model_options_of(setup.train));
+    write_model_export(dir + "/export", card_of(setup, result.global_step), net->variables(),
+                       result.values);
+    spdlog::info("model exported to {}/export (model.safetensors, model.json)", dir);
+  } catch (const std::exception& e) {
+    spdlog::error("could not export the model to {}/export: {}", dir, e.what());
+  }
 }
 
 int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
@@ -347,6 +374,7 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
     wait_for(sys, cluster.chief);
   }
   result.data_json = summary;
+  export_model(setup, result);
   print_final(result);
   return result.ok || result.preempted ? exit_ok : exit_failure;
 }
@@ -408,6 +436,7 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
     wait_for(sys, chief_handle);
   }
   result.data_json = summary;
+  export_model(setup, result);
   print_final(result);
   return result.ok || result.preempted ? exit_ok : exit_failure;
 }

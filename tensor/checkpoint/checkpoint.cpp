@@ -83,20 +83,6 @@ void sync_directory(const std::string& dir) {
   }
 }
 
-std::string read_text(const std::string& path, size_t limit) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail(path, "cannot open");
-  std::string text;
-  char buf[65536];
-  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > limit)
-      fail(path, "larger than " + std::to_string(limit) + " bytes; not a manifest");
-  }
-  return text;
-}
-
 constexpr const char* pointer_file = "checkpoint";
 constexpr const char* manifest_file = "manifest.json";
 constexpr const char* prefix = "ckpt-";
@@ -272,7 +258,7 @@ std::optional<std::string> checkpoint_dir::latest() const {
   std::error_code ec;
   if (!fs::exists(path, ec))
     return std::nullopt;
-  auto text = read_text(path, 4096);
+  auto text = read_file_bounded(path, 4096);
   auto open = text.find('"'), close = text.rfind('"');
   if (text.rfind("model_checkpoint_path:", 0) != 0 || open == close)
     fail(path, "not a checkpoint pointer file (expected model_checkpoint_path: \"ckpt-N\")");
@@ -301,7 +287,7 @@ checkpoint_reader::checkpoint_reader(std::string dir) : dir_(std::move(dir)) {
   auto path = (fs::path(dir_) / manifest_file).string();
   json::value v;
   try {
-    v = json::parse(read_text(path, 64u << 20));
+    v = json::parse(read_file_bounded(path, 64u << 20));
   } catch (const json::parse_error& e) {
     fail(path, e.what());
   }
@@ -384,6 +370,20 @@ std::vector<std::string> checkpoint_reader::slots_of(const std::string& variable
         && std::find(out.begin(), out.end(), t.slot) == out.end())
       out.push_back(t.slot);
   return out;
+}
+
+std::string read_file_bounded(const std::string& path, size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fail(path, "cannot open");
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > limit)
+      fail(path, "larger than " + std::to_string(limit) + " bytes; not what it should be");
+  }
+  return text;
 }
 
 } // namespace troupe

@@ -68,6 +68,10 @@ struct checkpoint_manifest {
 /// fsync of the directory. Throws checkpoint_error.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+/// A small file's contents; throws checkpoint_error naming it when it is
+/// missing or larger than `limit` bytes (read before trusting its size).
+std::string read_file_bounded(const std::string& path, size_t limit);
+
 /// The log directory's checkpoints.
 class checkpoint_dir {
 public:

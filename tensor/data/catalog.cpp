@@ -356,6 +356,9 @@ std::vector<std::string> data_option_problems(const data_options& o) {
                   "the training files too");
   if (!o.train.empty() && o.test.empty())
     out.push_back("data.test is missing: give the test set's files (the chief evaluates on it)");
+  if (o.csv.label_column.empty())
+    out.push_back("data.label-column is empty: name the label's column, or give its 0-based "
+                  "index as text (\"0\")");
   if (o.shuffle_buffer < 1 || o.shuffle_buffer > data_limits::max_shuffle_buffer)
     out.push_back("data.shuffle-buffer = " + std::to_string(o.shuffle_buffer) + " is outside 1.."
                   + std::to_string(data_limits::max_shuffle_buffer));
@@ -528,6 +531,11 @@ void example_source::seek(uint64_t index) {
 }
 
 bool example_source::map_label(int32_t& label, float& target) {
+  if (!split_->labelled) {
+    label = 0;
+    target = 0;
+    return true;
+  }
   if (split_->task == objective::regression) {
     auto v = target_value(record_.label_text);
     label = 0;

@@ -112,6 +112,9 @@ struct data_split {
   normalizer norm;
   bad_record_policy bad_records = bad_record_policy::fail;
   objective task = objective::classification; ///< regression: classes is 1
+  /// false: the files hold no labels (inputs to predict on); every label
+  /// reads 0, every target 0.
+  bool labelled = true;
   /// An in-memory set (the library API, tests): no files, no normalisation.
   std::shared_ptr<const dataset> memory;
 

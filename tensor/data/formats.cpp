@@ -179,16 +179,17 @@ public:
                 std::unique_ptr<byte_file> labels, layout labels_layout, const char* unit)
     : items_(std::move(items)), labels_(std::move(labels)), item_(std::move(items_layout)),
       label_(std::move(labels_layout)), unit_(unit) {
-    if (label_.records != item_.records)
+    if (labels_ && label_.records != item_.records)
       throw data_error(labels_->path() + ": holds " + std::to_string(label_.records)
                        + " labels but " + items_->path() + " holds " + std::to_string(item_.records)
                        + " items");
-    if (!is_integer(label_.type))
+    if (labels_ && !is_integer(label_.type))
       throw data_error(labels_->path() + ": labels must be integers");
     features_ = num_elements(item_.item);
     item_bytes_ = static_cast<size_t>(features_) * element_bytes(item_.type);
     check_size(*items_, item_, item_bytes_);
-    check_size(*labels_, label_, element_bytes(label_.type));
+    if (labels_)
+      check_size(*labels_, label_, element_bytes(label_.type));
     buffer_.resize(item_bytes_);
   }
 
@@ -199,11 +200,14 @@ public:
     auto what = [&] { return unit_ + " " + std::to_string(record); };
     if (items_->read_some(buffer_.data(), buffer_.size()) != buffer_.size())
       throw data_error(items_->path() + ": truncated: the file ends within " + what());
-    unsigned char label[8];
-    if (labels_->read_some(label, element_bytes(label_.type)) != element_bytes(label_.type))
-      throw data_error(labels_->path() + ": truncated: the file ends within the label of "
-                       + what());
-    out.label = integer_at(label, label_.type, label_.big_endian);
+    out.label = 0;
+    if (labels_) {
+      unsigned char label[8];
+      if (labels_->read_some(label, element_bytes(label_.type)) != element_bytes(label_.type))
+        throw data_error(labels_->path() + ": truncated: the file ends within the label of "
+                         + what());
+      out.label = integer_at(label, label_.type, label_.big_endian);
+    }
     out.features.resize(static_cast<size_t>(features_));
     auto step = element_bytes(item_.type);
     if (item_.type == element::u8) {
@@ -225,7 +229,8 @@ public:
   void seek(uint64_t index) override {
     index_ = std::min(index, item_.records);
     items_->seek(item_.data_offset + index_ * item_bytes_);
-    labels_->seek(label_.data_offset + index_ * element_bytes(label_.type));
+    if (labels_)
+      labels_->seek(label_.data_offset + index_ * element_bytes(label_.type));
   }
 
   int64_t features() const override { return features_; }
@@ -448,9 +453,11 @@ public:
       columns_ = fields_.size();
       rewind_to(at);
     }
-    label_ = column_of(layout_.label_column, "data.label-column");
     is_feature_.assign(columns_, true);
-    is_feature_[label_] = false;
+    if (!layout_.label_column.empty()) {
+      label_ = column_of(layout_.label_column, "data.label-column");
+      is_feature_[label_] = false;
+    }
     for (auto& c : layout_.ignore_columns)
       is_feature_[column_of(c, "data.ignore-columns")] = false;
     features_ = static_cast<int64_t>(std::count(is_feature_.begin(), is_feature_.end(), true));
@@ -475,7 +482,7 @@ public:
       for (size_t c = 0; c < columns_; ++c)
         if (is_feature_[c])
           out.features[f++] = number(trim(fields_[c]), c);
-      out.label_text = trim(fields_[label_]);
+      out.label_text = label_ == no_label ? std::string_view{} : trim(fields_[label_]);
       return true;
     }
     check_columns(1
@@ -515,7 +522,7 @@ public:
     return file_->path() + " line " + std::to_string(line_number_);
   }
   std::string label_name() const override {
-    return names_.empty() ? std::string{} : names_[label_];
+    return names_.empty() || label_ == no_label ? std::string{} : names_[label_];
   }
 
 private:
@@ -691,7 +698,8 @@ private:
   csv_layout layout_;
   std::vector<std::string> names_;
   size_t columns_ = 0;
-  size_t label_ = 0;
+  static constexpr size_t no_label = static_cast<size_t>(-1);
+  size_t label_ = no_label;
   std::vector<bool> is_feature_;
   int64_t features_ = 0;
   shape_t shape_;
@@ -719,6 +727,9 @@ data_format format_of_name(const std::string& path) {
 std::unique_ptr<record_reader> open_idx(const std::string& features, const std::string& labels) {
   auto items = std::make_unique<byte_file>(features);
   auto items_layout = read_idx_header(*items, false);
+  if (labels.empty())
+    return std::make_unique<paired_reader>(std::move(items), items_layout, nullptr,
+                                           paired_reader::layout{}, "item");
   auto label_file = std::make_unique<byte_file>(labels);
   auto labels_layout = read_idx_header(*label_file, true);
   return std::make_unique<paired_reader>(std::move(items), items_layout, std::move(label_file),
@@ -728,6 +739,9 @@ std::unique_ptr<record_reader> open_idx(const std::string& features, const std::
 std::unique_ptr<record_reader> open_npy(const std::string& features, const std::string& labels) {
   auto items = std::make_unique<byte_file>(features);
   auto items_layout = read_npy_header(*items, false);
+  if (labels.empty())
+    return std::make_unique<paired_reader>(std::move(items), items_layout, nullptr,
+                                           paired_reader::layout{}, "record");
   auto label_file = std::make_unique<byte_file>(labels);
   auto labels_layout = read_npy_header(*label_file, true);
   return std::make_unique<paired_reader>(std::move(items), items_layout, std::move(label_file),

@@ -41,7 +41,8 @@ struct bad_record : data_error {
 struct csv_layout {
   char delimiter = ',';
   bool header = true;
-  /// The label's column: a name from the header, or a 0-based index.
+  /// The label's column: a name from the header, or a 0-based index; empty:
+  /// none (inputs to predict on).
   std::string label_column = "label";
   /// Columns that are neither feature nor label (names or indices).
   std::vector<std::string> ignore_columns;
@@ -81,11 +82,12 @@ public:
 };
 
 /// IDX: `features` holds the items (magic 0x0000TTDD: type TT, DD dims),
-/// `labels` one integer per item. Both are checked against each other.
+/// `labels` one integer per item (empty: none, every label reads 0). Both
+/// are checked against each other.
 std::unique_ptr<record_reader> open_idx(const std::string& features, const std::string& labels);
 
 /// .npy: `features` of shape [N, ...] (float32, float64 or uint8), `labels`
-/// integers of shape [N]; little-endian, C order.
+/// integers of shape [N] (empty: none); little-endian, C order.
 std::unique_ptr<record_reader> open_npy(const std::string& features, const std::string& labels);
 
 /// CSV: every column other than the label's and the ignored ones is a

@@ -14,6 +14,10 @@ batch_stats model::train_step_staged(const batch&) {
   throw troupe_error(name() + " has no staging buffers; call train_step with tensors");
 }
 
+void model::predict(const std::vector<tensor>&, const tensor&, tensor&) {
+  throw troupe_error(name() + " cannot predict here; load the model on the CPU");
+}
+
 namespace {
 
 // FNV-1a: a stable name hash, so initial values never depend on std::hash.
@@ -101,7 +105,7 @@ public:
   batch_stats train_step(const std::vector<tensor>& params, const batch& b,
                          std::vector<tensor>& grads) override {
     check_params(params);
-    const tensor& logits = forward(params, b, true);
+    const tensor& logits = forward(params, b.images, true);
     auto loss = task_ == objective::regression
                   ? mean_squared_error(logits, b.targets, &grad_logits_)
                   : softmax_cross_entropy(logits, b.labels, &grad_logits_);
@@ -122,9 +126,14 @@ public:
     return out;
   }
 
+  void predict(const std::vector<tensor>& params, const tensor& inputs, tensor& outputs) override {
+    check_params(params);
+    outputs = forward(params, inputs, false);
+  }
+
   batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
     check_params(params);
-    const tensor& logits = forward(params, b, false);
+    const tensor& logits = forward(params, b.images, false);
     auto loss = task_ == objective::regression ? mean_squared_error(logits, b.targets)
                                                : softmax_cross_entropy(logits, b.labels);
     return {loss.loss, loss.correct, b.size()};
@@ -149,9 +158,9 @@ private:
                           + to_string(vars_[i].shape));
   }
 
-  const tensor& forward(const std::vector<tensor>& params, const batch& b, bool training) {
+  const tensor& forward(const std::vector<tensor>& params, const tensor& images, bool training) {
     inputs_.assign(layers_.size(), nullptr);
-    const tensor* current = &b.images;
+    const tensor* current = &images;
     for (size_t i = 0; i < layers_.size(); ++i) {
       inputs_[i] = current;
       if (skipped_[i])

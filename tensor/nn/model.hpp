@@ -93,6 +93,11 @@ public:
   /// Forward pass only.
   virtual batch_stats evaluate(const std::vector<tensor>& params, const batch& b) = 0;
 
+  /// The network's outputs for `inputs` [examples, features] into `outputs`
+  /// [examples, classes] (logits; the predicted value for regression), no
+  /// dropout. Throws troupe_error where a backend cannot (the GPU models).
+  virtual void predict(const std::vector<tensor>& params, const tensor& inputs, tensor& outputs);
+
   /// The model's staging buffers, or null when it has none (CPU models).
   virtual host_staging* staging() noexcept { return nullptr; }
 

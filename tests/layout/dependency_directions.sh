@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Dependencies point one way:
-#   tensor <- {gpu, plan} <- checkpoint; {gpu, plan} <- settings;
-#   {settings, checkpoint} <- {actors, config/node} <- apps
+#   tensor <- {gpu, plan} <- checkpoint <- export; {gpu, plan} <- settings;
+#   {settings, checkpoint} <- {actors, config/node} <- apps; export <- apps
 # Each folder may include only from the folders below it (and itself);
 # tensor/, gpu/, tensor/plan and config/settings stay free of CAF. CMake's
 # targets follow the same graph; this check keeps the #includes honest, so a
@@ -20,6 +20,7 @@ declare -A allowed=(
   [tensor/optim]="tensor/core tensor/optim"
   [tensor/plan]="$tensor_base tensor/plan"
   [tensor/checkpoint]="$tensor_base tensor/plan tensor/checkpoint"
+  [tensor/export]="$tensor_base tensor/plan tensor/checkpoint tensor/export"
   [gpu]="$tensor_base gpu"
   [config/settings]="$tensor_base tensor/plan gpu config/settings"
   [actors]="$tensor_base tensor/plan tensor/checkpoint gpu config/settings actors"

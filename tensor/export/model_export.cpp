@@ -1,0 +1,371 @@
+#include "tensor/export/model_export.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "tensor/checkpoint/checkpoint.hpp"
+#include "tensor/checkpoint/safetensors.hpp"
+
+namespace troupe {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw checkpoint_error(path + ": " + what);
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+json::array shape_json(const shape_t& shape) {
+  json::array out;
+  for (auto d : shape)
+    out.emplace_back(d);
+  return out;
+}
+
+// Field readers naming what is missing or wrong.
+struct fields {
+  const std::string& path;
+  const json::value& v;
+
+  const json::value& get(const std::string& key) const {
+    auto* f = v.find(key);
+    if (f == nullptr)
+      fail(path, "lacks \"" + key + "\"");
+    return *f;
+  }
+  int64_t integer(const std::string& key, int64_t min, int64_t max) const {
+    auto i = get(key).as_int();
+    if (!i || *i < min || *i > max)
+      fail(path, "\"" + key + "\" must be an integer in " + std::to_string(min) + ".."
+                   + std::to_string(max));
+    return *i;
+  }
+  std::string text(const std::string& key) const {
+    auto* s = get(key).as_string();
+    if (s == nullptr)
+      fail(path, "\"" + key + "\" must be a string");
+    return *s;
+  }
+  const json::array& list(const std::string& key) const {
+    auto* a = get(key).as_array();
+    if (a == nullptr)
+      fail(path, "\"" + key + "\" must be an array");
+    return *a;
+  }
+  std::vector<std::string> strings(const std::string& key) const {
+    std::vector<std::string> out;
+    for (auto& e : list(key)) {
+      auto* s = e.as_string();
+      if (s == nullptr)
+        fail(path, "\"" + key + "\" must hold strings");
+      out.push_back(*s);
+    }
+    return out;
+  }
+  std::vector<float> numbers(const std::string& key) const {
+    std::vector<float> out;
+    for (auto& e : list(key)) {
+      auto* d = e.as_number();
+      if (d == nullptr || !std::isfinite(*d))
+        fail(path, "\"" + key + "\" must hold finite numbers");
+      out.push_back(static_cast<float>(*d));
+    }
+    return out;
+  }
+};
+
+std::string padding_text(padding p) {
+  return p == padding::same ? "same" : "valid";
+}
+
+} // namespace
+
+std::vector<std::string> layer_specs(const model& net) {
+  std::vector<std::string> out;
+  for (auto& l : net.layers()) {
+    auto name = " name=" + l.name;
+    switch (l.type) {
+      case layer_desc::kind::dense:
+        out.push_back("dense" + name + " units=" + std::to_string(l.units));
+        break;
+      case layer_desc::kind::conv2d:
+        if (l.kernel_h != l.kernel_w)
+          throw troupe_error(l.name + ": a non-square kernel has no layer spec");
+        out.push_back("conv2d" + name + " filters=" + std::to_string(l.filters)
+                      + " kernel=" + std::to_string(l.kernel_h)
+                      + " stride=" + std::to_string(l.stride) + " padding=" + padding_text(l.pad));
+        break;
+      case layer_desc::kind::max_pool:
+        out.push_back("max_pool" + name + " size=" + std::to_string(l.kernel_h)
+                      + " stride=" + std::to_string(l.stride) + " padding=" + padding_text(l.pad));
+        break;
+      case layer_desc::kind::relu:
+        out.push_back("relu" + name);
+        break;
+      case layer_desc::kind::dropout:
+        out.push_back("dropout" + name + " rate=" + number_text(l.rate));
+        break;
+      case layer_desc::kind::flatten:
+        out.push_back("flatten" + name);
+        break;
+    }
+  }
+  return out;
+}
+
+model_card describe_model(const std::string& model_name, const model& net, const data_split* train,
+                          int64_t step) {
+  model_card card;
+  card.model = model_name;
+  card.layers = layer_specs(net);
+  card.input = net.input_shape();
+  auto last = net.layers().back();
+  card.classes = num_elements(last.output);
+  card.step = step;
+  if (train) {
+    card.task = train->task;
+    card.label_names = train->label_names;
+    card.norm = train->norm;
+    if (train->format == data_format::csv && !train->memory)
+      card.label_column = train->csv.label_column;
+  }
+  return card;
+}
+
+model_options model_card::options() const {
+  model_options o;
+  o.layers = layers;
+  o.input = input;
+  o.classes = classes;
+  o.task = task;
+  return o;
+}
+
+json::value model_card::to_json() const {
+  json::array names;
+  for (auto& n : label_names)
+    names.emplace_back(n);
+  json::array layer_list;
+  for (auto& l : layers)
+    layer_list.emplace_back(l);
+  json::object normalize{
+    {"kind", name_of(norm.kind == normalization::automatic ? normalization::none : norm.kind)}};
+  if (norm.kind == normalization::scale)
+    normalize["scale"] = static_cast<double>(norm.scale);
+  if (norm.kind == normalization::standardize) {
+    json::array mean, stddev;
+    for (size_t i = 0; i < norm.mean.size(); ++i) {
+      mean.emplace_back(static_cast<double>(norm.mean[i]));
+      stddev.emplace_back(1.0 / static_cast<double>(norm.inv_stddev[i]));
+    }
+    normalize["mean"] = std::move(mean);
+    normalize["stddev"] = std::move(stddev);
+  }
+  return json::object{{"format", "troupe-model"},
+                      {"version", format_version},
+                      {"model", model},
+                      {"layers", std::move(layer_list)},
+                      {"input", shape_json(input)},
+                      {"classes", classes},
+                      {"task", name_of(task)},
+                      {"label_names", std::move(names)},
+                      {"label_column", label_column},
+                      {"normalize", std::move(normalize)},
+                      {"step", step}};
+}
+
+model_card model_card::from_json(const json::value& v, const std::string& path) {
+  fields top{path, v};
+  if (v.as_object() == nullptr || top.text("format") != "troupe-model")
+    fail(path, "not a Troupe model card (model.json)");
+  if (top.integer("version", 0, 1 << 30) != format_version)
+    fail(path, "model card version " + std::to_string(top.integer("version", 0, 1 << 30))
+                 + " is not " + std::to_string(format_version) + " (another Troupe release?)");
+  model_card card;
+  card.model = top.text("model");
+  card.layers = top.strings("layers");
+  for (auto& d : top.list("input")) {
+    auto i = d.as_int();
+    if (!i || *i < 1 || *i > 65536)
+      fail(path, "\"input\" must hold dimensions in 1..65536");
+    card.input.push_back(*i);
+  }
+  if (card.input.empty() || card.input.size() > 3)
+    fail(path, "\"input\" must have rank 1 to 3");
+  card.classes = top.integer("classes", 1, data_limits::max_classes);
+  auto task = enum_from_name<objective>(top.text("task"));
+  if (!task)
+    fail(path, "\"task\" must be classification or regression");
+  card.task = *task;
+  card.label_names = top.strings("label_names");
+  if (!card.label_names.empty() && static_cast<int64_t>(card.label_names.size()) != card.classes)
+    fail(path, "\"label_names\" names " + std::to_string(card.label_names.size())
+                 + " classes, but \"classes\" is " + std::to_string(card.classes));
+  card.step = top.integer("step", 0, int64_t{1} << 53);
+  card.label_column = top.text("label_column");
+  fields norm{path, top.get("normalize")};
+  auto kind = enum_from_name<normalization>(norm.text("kind"));
+  if (!kind || *kind == normalization::automatic)
+    fail(path, "\"normalize\".\"kind\" must be none, scale or standardize");
+  card.norm.kind = *kind;
+  if (*kind == normalization::scale) {
+    auto* scale = norm.get("scale").as_number();
+    if (!scale || !(*scale > 0) || !std::isfinite(*scale))
+      fail(path, "\"normalize\".\"scale\" must be a positive number");
+    card.norm.scale = static_cast<float>(*scale);
+  }
+  if (*kind == normalization::standardize) {
+    card.norm.mean = norm.numbers("mean");
+    auto stddev = norm.numbers("stddev");
+    auto features = static_cast<size_t>(num_elements(card.input));
+    if (card.norm.mean.size() != features || stddev.size() != features)
+      fail(path, "\"normalize\" needs one mean and one stddev per feature ("
+                   + std::to_string(features) + ")");
+    for (float sd : stddev) {
+      if (!(sd > 0))
+        fail(path, "\"normalize\".\"stddev\" must be positive");
+      card.norm.inv_stddev.push_back(1.0f / sd);
+    }
+  }
+  return card;
+}
+
+void write_model_export(const std::string& dir, const model_card& card,
+                        const std::vector<variable_spec>& variables,
+                        const std::vector<tensor>& values) {
+  if (values.size() != variables.size())
+    throw checkpoint_error(dir + ": " + std::to_string(values.size()) + " values for "
+                           + std::to_string(variables.size()) + " variables");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw checkpoint_error(dir + ": cannot create the directory (" + ec.message() + ")");
+  std::vector<safetensors_writer::entry> entries;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    if (values[i].shape() != variables[i].shape)
+      throw checkpoint_error(dir + ": " + variables[i].name + " has shape "
+                             + to_string(values[i].shape()) + ", expected "
+                             + to_string(variables[i].shape));
+    entries.push_back({variables[i].name, variables[i].shape});
+  }
+  auto weights = dir + "/model.safetensors";
+  {
+    safetensors_writer writer(weights + ".tmp", entries,
+                              {{"format", "troupe-model"}, {"step", std::to_string(card.step)}});
+    for (auto& v : values)
+      writer.append(v);
+    writer.finish();
+  }
+  std::filesystem::rename(weights + ".tmp", weights, ec);
+  if (ec)
+    throw checkpoint_error(weights + ": cannot move into place (" + ec.message() + ")");
+  write_file_atomically(dir + "/model.json", json::write(card.to_json()) + "\n");
+}
+
+exported_model read_model_export(const std::string& dir) {
+  auto card_path = dir + "/model.json";
+  json::value v;
+  try {
+    v = json::parse(read_file_bounded(card_path, 64u << 20));
+  } catch (const json::parse_error& e) {
+    fail(card_path, std::string("not valid JSON: ") + e.what());
+  }
+  exported_model out;
+  out.card = model_card::from_json(v, card_path);
+  try {
+    out.net = make_model("custom", out.card.options());
+  } catch (const std::exception& e) {
+    fail(card_path, std::string("its layers do not build a network: ") + e.what());
+  }
+  safetensors_file weights(dir + "/model.safetensors");
+  for (auto& var : out.net->variables()) {
+    auto it = weights.entries().find(var.name);
+    if (it == weights.entries().end())
+      fail(dir + "/model.safetensors", "lacks " + var.name + ", which the network needs");
+    if (it->second.shape != var.shape)
+      fail(dir + "/model.safetensors", var.name + " has shape " + to_string(it->second.shape)
+                                         + ", but the network needs " + to_string(var.shape));
+    out.params.push_back(weights.read(var.name));
+  }
+  return out;
+}
+
+std::vector<tensor> variables_from_checkpoint(const std::string& checkpoint,
+                                              const std::vector<variable_spec>& variables) {
+  checkpoint_reader reader(checkpoint);
+  std::vector<tensor> out;
+  for (auto& v : variables) {
+    auto* shape = reader.manifest().shape_of(v.name);
+    if (shape == nullptr)
+      fail(checkpoint, "holds no " + v.name + " (a checkpoint of another model?)");
+    if (*shape != v.shape)
+      fail(checkpoint, v.name + " has shape " + to_string(*shape) + " there, but the model's is "
+                         + to_string(v.shape));
+    out.push_back(reader.assemble(v.name));
+  }
+  return out;
+}
+
+exported_model load_model(const std::string& path, const std::string& card) {
+  namespace fs = std::filesystem;
+  if (card.empty() && fs::exists(path + "/model.json"))
+    return read_model_export(path);
+  if (!fs::exists(path + "/manifest.json"))
+    fail(path, "neither an exported model (model.json) nor a checkpoint (manifest.json)");
+  auto card_path = card.empty() ? (fs::path(path).parent_path() / "model.json").string() : card;
+  if (!fs::exists(card_path))
+    fail(path, "a checkpoint, but " + card_path
+                 + " (the run's model card, written at its start) is missing; pass the card "
+                   "with --card");
+  json::value v;
+  try {
+    v = json::parse(read_file_bounded(card_path, 64u << 20));
+  } catch (const json::parse_error& e) {
+    fail(card_path, std::string("not valid JSON: ") + e.what());
+  }
+  exported_model out;
+  out.card = model_card::from_json(v, card_path);
+  try {
+    out.net = make_model("custom", out.card.options());
+  } catch (const std::exception& e) {
+    fail(card_path, std::string("its layers do not build a network: ") + e.what());
+  }
+  out.params = variables_from_checkpoint(path, out.net->variables());
+  out.card.step = checkpoint_reader(path).manifest().step;
+  return out;
+}
+
+std::shared_ptr<data_split> split_for_model(const model_card& card, data_format format,
+                                            const std::vector<std::string>& files,
+                                            const std::vector<std::string>& label_files,
+                                            const csv_layout& csv, bool labelled) {
+  auto split = std::make_shared<data_split>();
+  split->name = "input";
+  split->format = format;
+  split->csv = csv;
+  split->item_shape = card.input;
+  split->classes = card.classes;
+  split->label_names = card.label_names;
+  split->norm = card.norm;
+  split->task = card.task;
+  split->labelled = labelled;
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto labels = i < label_files.size() ? label_files[i] : std::string{};
+    auto reader = open_records(format, files[i], labels, csv);
+    if (reader->features() != num_elements(card.input))
+      throw data_error(files[i] + ": examples of " + std::to_string(reader->features())
+                       + " values (shape " + to_string(reader->item_shape())
+                       + "), but the model takes " + std::to_string(num_elements(card.input))
+                       + " (shape " + to_string(card.input) + ")");
+    split->files.push_back({files[i], labels, 0, 0});
+  }
+  return split;
+}
+
+} // namespace troupe

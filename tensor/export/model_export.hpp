@@ -1,0 +1,88 @@
+#pragma once
+// A trained model taken away from the run that made it: a directory with
+//   model.safetensors  every logical variable whole, under its TF name
+//                      (slices joined, optimizer slots left out)
+//   model.json         the model card: the network as layer specs (the
+//                      custom-model syntax, layer_spec.hpp), one example's
+//                      shape, the classes and their names or the regression
+//                      target, the normalisation, the step
+// enough to rebuild the network and run it (troupe-predict, troupe-eval)
+// without the config that trained it. Written at the end of a run into
+// <log-dir>/export, and from any checkpoint by troupe-export.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/checkpoint/json.hpp"
+#include "tensor/data/catalog.hpp"
+#include "tensor/nn/model.hpp"
+
+namespace troupe {
+
+/// model.json.
+struct model_card {
+  static constexpr int format_version = 1;
+  std::string model;               ///< the name it was trained as (softmax, cnn, custom, ...)
+  std::vector<std::string> layers; ///< the network, layer by layer, in layer_spec syntax
+  shape_t input;                   ///< one example
+  int64_t classes = 0;             ///< outputs (1 for regression)
+  objective task = objective::classification;
+  std::vector<std::string> label_names; ///< class i's name, where labels were names
+  std::string label_column;             ///< CSV: the column that held the labels
+  normalizer norm;                      ///< applied to every example before the network
+  int64_t step = 0;                     ///< global steps trained
+
+  json::value to_json() const;
+  /// Throws checkpoint_error naming `path` and the field that is wrong.
+  static model_card from_json(const json::value& v, const std::string& path);
+  /// The options that rebuild the network (as model "custom").
+  model_options options() const;
+};
+
+/// The card of `net` trained on `train` (its shape, classes, names and
+/// normalisation; null: none known, e.g. an in-memory set).
+model_card describe_model(const std::string& model_name, const model& net, const data_split* train,
+                          int64_t step);
+
+/// The layers of `net` in layer_spec syntax ("dense name=fc1 units=10", ...).
+std::vector<std::string> layer_specs(const model& net);
+
+/// Writes model.safetensors and model.json into `dir` (created), each
+/// atomically. `values` follow net's variables; their shapes are checked.
+void write_model_export(const std::string& dir, const model_card& card,
+                        const std::vector<variable_spec>& variables,
+                        const std::vector<tensor>& values);
+
+/// A model read back: the card, the network rebuilt from it, and its values
+/// in the network's variable order.
+struct exported_model {
+  model_card card;
+  std::unique_ptr<model> net;
+  std::vector<tensor> params;
+};
+
+/// Reads an export directory; throws checkpoint_error naming the file and
+/// what does not fit (a variable missing, a shape the network does not have).
+exported_model read_model_export(const std::string& dir);
+
+/// The values of `variables` from a checkpoint directory (slices joined).
+std::vector<tensor> variables_from_checkpoint(const std::string& checkpoint,
+                                              const std::vector<variable_spec>& variables);
+
+/// A model from an export directory (model.json + model.safetensors), or
+/// from a checkpoint directory (ckpt-<step>) whose log directory holds the
+/// run's model.json (`card`, where given, instead). Throws checkpoint_error
+/// naming what is missing.
+exported_model load_model(const std::string& path, const std::string& card = "");
+
+/// How to read `files` for `card`: its shape, classes, label names,
+/// normalisation; `labelled` false for inputs without labels. The files'
+/// examples must hold the card's number of features (data_error naming
+/// both otherwise).
+std::shared_ptr<data_split> split_for_model(const model_card& card, data_format format,
+                                            const std::vector<std::string>& files,
+                                            const std::vector<std::string>& label_files,
+                                            const csv_layout& csv, bool labelled);
+
+} // namespace troupe

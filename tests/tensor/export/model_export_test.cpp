@@ -1,0 +1,192 @@
+// A trained model taken away (tensor/export/model_export.hpp): the card
+// round-trips, every built-in network is rebuilt from its layer specs with
+// the same variables, an export reads back to the same predictions, a
+// checkpoint beside its run's model.json loads as a model, and files that
+// do not fit are refused by name.
+#define BOOST_TEST_MODULE export
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <unistd.h>
+
+#include "tensor/checkpoint/checkpoint.hpp"
+#include "tensor/export/model_export.hpp"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct temp_dir {
+  fs::path path = fs::temp_directory_path()
+                  / ("troupe-export-test-" + std::to_string(::getpid()) + "-"
+                     + std::to_string(counter++));
+  temp_dir() { fs::create_directories(path); }
+  ~temp_dir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  static inline int counter = 0;
+};
+
+std::vector<tensor> random_values(const model& net, uint32_t seed) {
+  std::vector<tensor> out;
+  for (auto& v : net.variables())
+    out.push_back(initial_value({v.name, v.shape, {initializer::kind::random_normal, 0.3f}}, seed));
+  return out;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const troupe_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A checkpoint of whole variables in one file, as the chief writes them.
+std::string save_checkpoint(const std::string& root, const model& net,
+                            const std::vector<tensor>& values, int64_t step) {
+  checkpoint_dir dir(root);
+  auto staging = dir.begin(step);
+  checkpoint_manifest m;
+  m.step = step;
+  m.fingerprint = {{"model", "test"}, {"optimizer", "sgd"}};
+  std::vector<safetensors_writer::entry> entries;
+  for (auto& v : net.variables()) {
+    m.variables.push_back({v.name, v.shape});
+    m.tensors.push_back({v.name, v.name, "", 0, 0, "ps-0.safetensors"});
+    entries.push_back({v.name, v.shape});
+  }
+  m.shard_updates = {step};
+  safetensors_writer w((fs::path(staging) / "ps-0.safetensors").string(), entries);
+  for (auto& v : values)
+    w.append(v);
+  auto [crc, bytes] = w.finish();
+  m.files.push_back({"ps-0.safetensors", crc, bytes});
+  return dir.commit(staging, m, 5);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(model_export)
+
+BOOST_AUTO_TEST_CASE(every_built_in_network_is_rebuilt_from_its_layer_specs) {
+  for (auto name : {"softmax", "mlp", "cnn", "vgg11"}) {
+    model_options o;
+    o.input = {28, 28, 1};
+    o.classes = 10;
+    auto net = make_model(name, o);
+    auto card = describe_model(name, *net, nullptr, 7);
+    auto rebuilt = make_model("custom", card.options());
+    BOOST_REQUIRE_EQUAL(rebuilt->variables().size(), net->variables().size());
+    for (size_t i = 0; i < net->variables().size(); ++i) {
+      BOOST_TEST(rebuilt->variables()[i].name == net->variables()[i].name, name);
+      BOOST_TEST((rebuilt->variables()[i].shape == net->variables()[i].shape), name);
+    }
+    // The same values give the same outputs.
+    auto values = random_values(*net, 3);
+    tensor x({2, 784}), a, b;
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<float>(i % 13) / 13.0f;
+    net->predict(values, x, a);
+    rebuilt->predict(values, x, b);
+    BOOST_TEST(a.bit_equal(b), name);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_export_reads_back_with_its_card) {
+  temp_dir d;
+  model_options o;
+  o.input = {4};
+  o.classes = 3;
+  auto net = make_model("mlp", o);
+  auto values = random_values(*net, 5);
+  data_split train;
+  train.format = data_format::csv;
+  train.csv.label_column = "species";
+  train.label_names = {"setosa", "versicolor", "virginica"};
+  train.norm.kind = normalization::standardize;
+  train.norm.mean = {1, 2, 3, 4};
+  train.norm.inv_stddev = {0.5f, 1, 2, 4};
+  auto card = describe_model("mlp", *net, &train, 1200);
+  write_model_export(d.file("out"), card, net->variables(), values);
+  BOOST_TEST(fs::exists(d.file("out/model.safetensors")));
+  auto back = read_model_export(d.file("out"));
+  BOOST_TEST(back.card.step == 1200);
+  BOOST_TEST(back.card.model == "mlp");
+  BOOST_TEST(back.card.label_column == "species");
+  BOOST_TEST((back.card.label_names == train.label_names));
+  BOOST_TEST((back.card.norm.kind == normalization::standardize));
+  BOOST_TEST(back.card.norm.inv_stddev[3] == 4.0f);
+  BOOST_REQUIRE_EQUAL(back.params.size(), values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    BOOST_TEST(back.params[i].bit_equal(values[i]));
+  // model.json must say what the network needs.
+  std::string text;
+  {
+    std::ifstream in(d.file("out/model.json"));
+    std::getline(in, text);
+  }
+  auto broken = text;
+  broken.replace(broken.find("\"classes\":3"), 11, "\"classes\":4");
+  std::ofstream(d.file("out/model.json")) << broken;
+  BOOST_TEST(contains(error_of([&] { read_model_export(d.file("out")); }),
+                      "\"label_names\" names 3 classes, but \"classes\" is 4"));
+  broken = text;
+  broken.replace(broken.find("units=3"), 7, "units=5");
+  std::ofstream(d.file("out/model.json")) << broken;
+  auto msg = error_of([&] { read_model_export(d.file("out")); });
+  BOOST_TEST(contains(msg, "its layers do not build a network"), msg);
+  std::ofstream(d.file("out/model.json")) << text;
+  fs::remove(d.file("out/model.safetensors"));
+  BOOST_TEST(contains(error_of([&] { read_model_export(d.file("out")); }), "model.safetensors"));
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_loads_with_the_runs_model_card) {
+  temp_dir d;
+  model_options o;
+  o.input = {6};
+  o.classes = 2;
+  auto net = make_model("softmax", o);
+  auto values = random_values(*net, 9);
+  auto ckpt = save_checkpoint(d.file("logs"), *net, values, 300);
+  BOOST_TEST(contains(error_of([&] { load_model(ckpt); }), "model.json"));
+  write_file_atomically(d.file("logs/model.json"),
+                        json::write(describe_model("softmax", *net, nullptr, 0).to_json()));
+  auto loaded = load_model(ckpt);
+  BOOST_TEST(loaded.card.step == 300);
+  BOOST_TEST(loaded.params[0].bit_equal(values[0]));
+  BOOST_TEST(contains(error_of([&] { load_model(d.file("nothing")); }),
+                      "neither an exported model (model.json) nor a checkpoint"));
+  // Another model's card: named by variable and shape.
+  o.classes = 3;
+  auto other = make_model("softmax", o);
+  write_file_atomically(d.file("logs/model.json"),
+                        json::write(describe_model("softmax", *other, nullptr, 0).to_json()));
+  auto msg = error_of([&] { load_model(ckpt); });
+  BOOST_TEST(contains(msg, "softmax/weights has shape [6, 2] there, but the model's is [6, 3]"),
+             msg);
+}
+
+BOOST_AUTO_TEST_CASE(inputs_must_hold_the_models_features) {
+  temp_dir d;
+  std::ofstream(d.file("in.csv")) << "a,b,c\n1,2,3\n";
+  model_card card;
+  card.input = {4};
+  card.classes = 2;
+  csv_layout csv;
+  csv.label_column.clear();
+  auto msg = error_of(
+    [&] { split_for_model(card, data_format::csv, {d.file("in.csv")}, {}, csv, false); });
+  BOOST_TEST(contains(msg, "examples of 3 values (shape [3]), but the model takes 4 (shape [4])"),
+             msg);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
