@@ -73,14 +73,20 @@ std::string dump_config(const node_config& cfg, const node_setup& s) {
   std::ostringstream out;
   out << "; effective Troupe configuration"
       << (s.config_file.empty() ? " (embedded defaults)" : " from " + s.config_file) << "\n"
-      << "; job: " << (s.whole_cluster ? "whole cluster in one process" : s.name()) << "\n";
+      << "; job: " << (s.whole_cluster ? "whole cluster in one process" : s.name())
+      << (s.sources.count("job_name") ? " (from " + s.sources.at("job_name") + ")" : "") << "\n"
+      << "; each key set anywhere but by default says where above it\n";
   // Every Troupe key with the value in force, so the dump is a valid config.
-  for (auto category : {"cluster", "train", "model"}) {
+  for (auto category : {"cluster", "train", "model", "data", "checkpoint"}) {
     out << "\n[" << category << "]\n";
     for (auto& opt : cfg.options())
       if (ini::str(opt.category()) == category)
-        if (auto value = opt.get())
+        if (auto value = opt.get()) {
+          auto key = std::string(category) + "." + ini::str(opt.long_name());
+          if (auto from = s.sources.find(key); from != s.sources.end())
+            out << "; from " << from->second << "\n";
           out << ini::str(opt.long_name()) << " = " << ini_text(*value) << "\n";
+        }
   }
   out << "\n; derived: last-step " << s.train.last_step << ", replicas-to-aggregate "
       << s.train.replicas_to_aggregate << " of " << s.train.total_num_replicas << " worker(s)\n";

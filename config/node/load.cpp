@@ -2,6 +2,7 @@
 // the typed settings, the settings checked once (check_settings), then what
 // only a node can check: its addresses, its job and task, its data.
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "config/node/ini_checks.hpp"
 #include "config/node/ini_scan.hpp"
 #include "config/node/node_config.hpp"
+#include "config/node/tf_config.hpp"
 #include "config/node/tls.hpp"
 #include "tensor/checkpoint/restore.hpp"
 #include "tensor/data/dataset.hpp"
@@ -139,6 +141,36 @@ void check_cluster(const node_config& cfg, node_setup& setup, std::vector<std::s
                      + cfg.job_name + " has " + std::to_string(tasks) + " task(s) in cluster."
                      + cfg.job_name + " (valid: 0.."
                      + std::to_string(static_cast<int64_t>(tasks) - 1) + ")");
+}
+
+// TF_CONFIG (tf_config.hpp) in place of [cluster] and --job_name /
+// --task_index; a --job_name or --task_index that says otherwise is an
+// error. True when it applied.
+bool apply_tf_config(node_config& cfg, const std::string& text, node_setup& setup,
+                     std::vector<std::string>& errors) {
+  auto tf = parse_tf_config(text, errors);
+  if (!tf)
+    return false;
+  auto given = [&](const char* key) { return setup.sources.count(key) > 0; };
+  if (given("job_name") && cfg.job_name != tf->job) {
+    errors.push_back("--job_name=" + cfg.job_name + " disagrees with TF_CONFIG's task.type ("
+                     + tf->job + "); drop --job_name: TF_CONFIG names the task");
+    return false;
+  }
+  if (given("task_index") && cfg.task_index != tf->index) {
+    errors.push_back("--task_index=" + std::to_string(cfg.task_index)
+                     + " disagrees with TF_CONFIG's task.index (" + std::to_string(tf->index)
+                     + "); drop --task_index: TF_CONFIG names the task");
+    return false;
+  }
+  cfg.chief_hosts = tf->chief;
+  cfg.ps_hosts = tf->ps;
+  cfg.worker_hosts = tf->worker;
+  cfg.job_name = tf->job;
+  cfg.task_index = tf->index;
+  for (auto key : {"cluster.chief", "cluster.ps", "cluster.worker", "job_name", "task_index"})
+    setup.sources[key] = "TF_CONFIG";
+  return true;
 }
 
 // Enough for every task of the cluster to connect, with room for restarts
@@ -355,6 +387,7 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
     config_file = default_config_file;
 
   std::stringstream text;
+  std::vector<std::string> file_keys; // "section.key" the file sets
   if (!config_file.empty()) {
     std::ifstream in(config_file);
     if (!in) {
@@ -364,7 +397,7 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
       return out;
     }
     text << in.rdbuf();
-    std::vector<std::string> keys;
+    std::vector<std::string>& keys = file_keys;
     for (auto& problem : ini::scan_text(text.str(), config_file, true, {}, &keys))
       out.errors.push_back(problem);
     if (!out.errors.empty()) {
@@ -388,8 +421,16 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
 
   auto& setup = out.setup;
   setup.config_file = config_file;
+  for (auto& key : file_keys)
+    setup.sources[key] = config_file;
+  for (auto& arg : args)
+    if (arg.rfind("--", 0) == 0)
+      setup.sources[arg.substr(2, arg.find('=') - 2)] = "the command line";
+  bool from_tf_config = false;
+  if (const char* env = std::getenv("TF_CONFIG"); env && *env)
+    from_tf_config = apply_tf_config(cfg, env, setup, out.errors);
   setup.whole_cluster = cfg.job_name.empty();
-  if (config_file.empty()) {
+  if (config_file.empty() && !from_tf_config) {
     if (!setup.whole_cluster)
       out.errors.push_back("--job_name=" + cfg.job_name + " needs a cluster: no "
                            + default_config_file

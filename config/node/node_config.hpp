@@ -8,6 +8,7 @@
 //   ini_checks.cpp what CAF's INI parser lets through (unknown keys, types)
 //   load.cpp       argv + file -> node_setup, and the checks only a node can do
 //   describe.cpp   --help and --dump-config
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +85,10 @@ struct node_setup {
   runtime_settings runtime;
   /// The data as catalogued at start (tasks that read data; null on ps).
   std::shared_ptr<const data_catalog> data;
+  /// Where a key's value came from, by "section.key" (and "job_name",
+  /// "task_index"): "TF_CONFIG", "the command line" or the config file's
+  /// path; absent: the default. --dump-config prints it.
+  std::map<std::string, std::string> sources;
   /// "ps:0", or "local" for the whole cluster: the node's name in logs.
   std::string name() const;
 };

@@ -162,6 +162,45 @@ BOOST_AUTO_TEST_CASE(the_data_section_sizes_the_model_and_is_checked) {
   BOOST_TEST(ps.errors.empty(), (ps.errors.empty() ? "" : ps.errors[0]));
 }
 
+// TF_CONFIG names the cluster and this task; it takes precedence over the
+// file's [cluster] and needs no --job_name; --dump-config says where values
+// came from.
+BOOST_AUTO_TEST_CASE(tf_config_names_the_cluster_and_the_task) {
+  struct env_guard {
+    env_guard(const std::string& v) { ::setenv("TF_CONFIG", v.c_str(), 1); }
+    ~env_guard() { ::unsetenv("TF_CONFIG"); }
+  };
+  {
+    env_guard tf(
+      R"({"cluster": {"master": ["10.0.0.1:2222"], "ps": ["10.0.0.2:2222", )"
+      R"("10.0.0.3:2222"], "worker": ["10.0.0.4:2222"]}, "task": {"type": "ps", "index": 1}})");
+    auto out = load(base());
+    BOOST_REQUIRE(out.errors.empty());
+    BOOST_TEST((out.setup.job == job_kind::ps));
+    BOOST_TEST(out.setup.task == 1);
+    BOOST_TEST(out.setup.cluster.chief.at(0).to_string() == "10.0.0.1:2222");
+    BOOST_TEST(out.setup.cluster.ps.size() == 2u);
+    BOOST_TEST(out.setup.cluster.worker.size() == 1u);
+    auto dump = load(base(), {"--dump-config"});
+    auto text = dump_config(*last_cfg, dump.setup);
+    BOOST_TEST(text.find("; job: ps:1 (from TF_CONFIG)") != std::string::npos, text);
+    BOOST_TEST(text.find("; from TF_CONFIG\nps = [\"10.0.0.2:2222\", \"10.0.0.3:2222\"]")
+                 != std::string::npos,
+               text);
+    expect_error(load(base(), {"--job_name=worker"}),
+                 {"--job_name=worker disagrees with TF_CONFIG's task.type (ps)"});
+  }
+  {
+    env_guard tf("{\"cluster\": {}, \"task\": 3}");
+    auto out = load(base());
+    BOOST_TEST((out.what == load_outcome::action::fail));
+    BOOST_REQUIRE(!out.errors.empty());
+    BOOST_TEST(out.errors[0].find("TF_CONFIG: cluster.chief (or master) must list exactly one")
+                 != std::string::npos,
+               out.errors[0]);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(placement_defaults_to_balanced_and_partitioner_rules_are_checked) {
   auto good = load(base()
                      + "model = \"mlp\"\npartitioners = [\"hidden1/weights fixed_size "

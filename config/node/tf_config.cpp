@@ -1,0 +1,147 @@
+#include "config/node/tf_config.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <set>
+
+#include "tensor/checkpoint/json.hpp"
+
+namespace troupe {
+
+namespace {
+
+constexpr size_t max_tasks_per_job = 4096;
+
+// A job's list of "host:port" strings.
+bool host_list(const json::value& v, const std::string& job, std::vector<std::string>& out,
+               std::vector<std::string>& errors) {
+  auto* list = v.as_array();
+  if (!list) {
+    errors.push_back("TF_CONFIG: cluster." + job
+                     + " must be a list of \"host:port\" strings, e.g. [\"ps-0:2222\"]");
+    return false;
+  }
+  if (list->size() > max_tasks_per_job) {
+    errors.push_back("TF_CONFIG: cluster." + job + " lists more than "
+                     + std::to_string(max_tasks_per_job) + " tasks");
+    return false;
+  }
+  for (auto& e : *list) {
+    auto* s = e.as_string();
+    if (!s) {
+      errors.push_back("TF_CONFIG: cluster." + job + " holds an entry that is not a string");
+      return false;
+    }
+    out.push_back(*s);
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<tf_config> parse_tf_config(const std::string& text,
+                                         std::vector<std::string>& errors) {
+  auto before = errors.size();
+  if (text.size() > (size_t{1} << 20)) {
+    errors.push_back("TF_CONFIG is larger than 1 MiB");
+    return std::nullopt;
+  }
+  json::value root;
+  try {
+    root = json::parse(text);
+  } catch (const std::exception& e) {
+    errors.push_back(std::string("TF_CONFIG is not valid JSON: ") + e.what());
+    return std::nullopt;
+  }
+  auto* top = root.as_object();
+  if (!top) {
+    errors.push_back("TF_CONFIG must be a JSON object with \"cluster\" and \"task\"");
+    return std::nullopt;
+  }
+  for (auto& [key, value] : *top)
+    if (key != "cluster" && key != "task" && key != "environment" && key != "rpc_layer")
+      errors.push_back("TF_CONFIG: unknown field \"" + key
+                       + "\" (known: cluster, task, environment, rpc_layer)");
+  tf_config out;
+  auto* cluster = root.find("cluster") ? root.find("cluster")->as_object() : nullptr;
+  if (!cluster) {
+    errors.push_back(
+      "TF_CONFIG: \"cluster\" is missing or not an object of job -> [\"host:port\"]");
+  } else {
+    for (auto& [job, hosts] : *cluster) {
+      if (job == "chief" || job == "master") {
+        if (!out.chief.empty() || (job == "master" && cluster->count("chief"))) {
+          errors.push_back("TF_CONFIG: cluster names both \"chief\" and \"master\"; they are "
+                           "the same job, keep one");
+          continue;
+        }
+        out.master_named = job == "master";
+        host_list(hosts, job, out.chief, errors);
+      } else if (job == "ps") {
+        host_list(hosts, job, out.ps, errors);
+      } else if (job == "worker") {
+        host_list(hosts, job, out.worker, errors);
+      } else if (job == "evaluator") {
+        host_list(hosts, job, out.evaluator, errors);
+      } else {
+        errors.push_back("TF_CONFIG: cluster job \"" + job
+                         + "\" is not one Troupe runs (chief or master, ps, worker, evaluator)");
+      }
+    }
+    if (out.chief.size() != 1 && errors.size() == before)
+      errors.push_back("TF_CONFIG: cluster.chief (or master) must list exactly one task; it has "
+                       + std::to_string(out.chief.size()));
+    if (out.ps.empty() && errors.size() == before)
+      errors.push_back("TF_CONFIG: cluster.ps lists no task; Troupe needs at least one");
+    if (out.worker.empty() && errors.size() == before)
+      errors.push_back("TF_CONFIG: cluster.worker lists no task; Troupe needs at least one");
+  }
+  auto* task = root.find("task") ? root.find("task")->as_object() : nullptr;
+  if (!task) {
+    errors.push_back("TF_CONFIG: \"task\" is missing or not an object like {\"type\": "
+                     "\"worker\", \"index\": 0}");
+    return std::nullopt;
+  }
+  for (auto& [key, value] : *task)
+    if (key != "type" && key != "index" && key != "trial")
+      errors.push_back("TF_CONFIG: unknown field task." + key + " (known: type, index)");
+  auto* type = root.find("task")->find("type");
+  auto* index = root.find("task")->find("index");
+  if (!type || !type->as_string()) {
+    errors.push_back("TF_CONFIG: task.type must be a string: chief, master, ps or worker");
+    return std::nullopt;
+  }
+  auto job = *type->as_string();
+  if (job == "master")
+    job = "chief";
+  if (job != "chief" && job != "ps" && job != "worker" && job != "evaluator") {
+    errors.push_back("TF_CONFIG: task.type \"" + *type->as_string()
+                     + "\" is not a job (chief, master, ps, worker, evaluator)");
+    return std::nullopt;
+  }
+  if (job == "evaluator")
+    errors.push_back("TF_CONFIG: task.type \"evaluator\": the evaluator job is not implemented "
+                     "yet; troupe-eval scores a checkpoint (docs/export.md)");
+  auto i = index ? index->as_int() : std::optional<int64_t>(0);
+  if (!i || *i < 0) {
+    errors.push_back("TF_CONFIG: task.index must be a non-negative integer");
+    return std::nullopt;
+  }
+  out.job = job;
+  out.index = static_cast<int32_t>(std::min<int64_t>(*i, INT32_MAX));
+  if (cluster) {
+    auto& tasks = job == "chief"    ? out.chief
+                  : job == "ps"     ? out.ps
+                  : job == "worker" ? out.worker
+                                    : out.evaluator;
+    if (static_cast<size_t>(*i) >= tasks.size())
+      errors.push_back("TF_CONFIG: task " + *type->as_string() + ":" + std::to_string(*i)
+                       + " is not in the cluster (" + *type->as_string() + " has "
+                       + std::to_string(tasks.size()) + " task(s))");
+  }
+  if (errors.size() != before)
+    return std::nullopt;
+  return out;
+}
+
+} // namespace troupe
