@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# What can be checked of deploy/ without a Kubernetes cluster or Docker:
+# every manifest parses; the TFJob has a chief, 2 ps and workers restarted
+# OnFailure, the chief's log directory on a persistent volume; the TF_CONFIG
+# the Kubeflow operator would set in each pod, and the one
+# tf-config-from-statefulset builds in each StatefulSet pod, are accepted by
+# troupe-node with the shipped config (--dump-config, exit 0, naming the
+# task); the Dockerfile copies what exists.
+set -u
+. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+bin=$1; root=$2
+tmp=$(mktemp -d)
+cd "$tmp" || exit 1
+trap 'rm -rf "$tmp"' EXIT
+py=/usr/bin/python3
+k8s=$root/deploy/kubernetes
+expect "every manifest parses as YAML" "$py" -c '
+import sys, yaml
+for path in sys.argv[1:]:
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    assert docs, path
+' "$k8s"/*.yaml
+# The config the pods mount, from the ConfigMap.
+"$py" -c '
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+open("troupe.conf", "w").write(doc["data"]["caf-application.conf"])
+' "$k8s/troupe-config.yaml"
+expect "the ConfigMap holds the config file" grep -q '^log-dir = "logs/run"' troupe.conf
+# The TFJob, and the TF_CONFIG of each of its replicas as the operator sets it.
+"$py" - "$k8s/tfjob.yaml" >tfjob.txt <<'PY'
+import json, sys, yaml
+job = yaml.safe_load(open(sys.argv[1]))
+specs = job["spec"]["tfReplicaSpecs"]
+name, ns = job["metadata"]["name"], "default"
+def port(spec):
+    for c in spec["template"]["spec"]["containers"]:
+        for p in c.get("ports", []):
+            if p.get("name") == "tfjob-port":
+                return p["containerPort"]
+    return 2222
+cluster = {t.lower(): ["%s-%s-%d.%s.svc:%d" % (name, t.lower(), i, ns, port(s))
+                       for i in range(s["replicas"])] for t, s in specs.items()}
+print("counts", " ".join("%s=%d" % (t.lower(), s["replicas"]) for t, s in sorted(specs.items())))
+print("restart", " ".join(sorted(set(s["restartPolicy"] for s in specs.values()))))
+chief = specs["Chief"]["template"]["spec"]
+mounts = {m["name"]: m["mountPath"] for m in chief["containers"][0]["volumeMounts"]}
+claims = {v["name"] for v in chief["volumes"] if "persistentVolumeClaim" in v}
+print("chief-logs", mounts.get("logs", "-"), "pvc" if "logs" in claims else "no-pvc")
+for t in cluster:
+    for i in range(len(cluster[t])):
+        print("tfconfig", t, i, json.dumps({"cluster": cluster, "task": {"type": t, "index": i}}))
+PY
+expect "the TFJob has 1 chief, 2 ps and 3 workers" grep -qx "counts chief=1 ps=2 worker=3" tfjob.txt
+expect "every replica restarts OnFailure" grep -qx "restart OnFailure" tfjob.txt
+expect "the chief's log directory is on a persistent volume" grep -qx "chief-logs /work/logs pvc" tfjob.txt
+n=0
+while read -r _ type index json; do
+  TF_CONFIG=$json "$bin" --config-file=troupe.conf --dump-config >dump.txt 2>dump.err; rc=$?
+  expect "TFJob $type:$index: troupe-node accepts its TF_CONFIG" \
+    bash -c "test $rc = 0 && grep -q '; job: $type:$index (from TF_CONFIG)' dump.txt"
+  n=$((n + 1))
+done < <(grep '^tfconfig ' tfjob.txt)
+expect "all 6 TFJob tasks checked" test "$n" = 6
+# The StatefulSet variant: TF_CONFIG from each pod's hostname.
+for host in troupe-chief-0 troupe-ps-0 troupe-ps-1 troupe-worker-0 troupe-worker-2; do
+  tf=$(HOSTNAME=$host TROUPE_PS_REPLICAS=2 TROUPE_WORKER_REPLICAS=3 "$k8s/tf-config-from-statefulset" --print)
+  TF_CONFIG=$tf "$bin" --config-file=troupe.conf --dump-config >dump.txt 2>dump.err; rc=$?
+  job=${host#troupe-}; job=${job%-*}:${host##*-}
+  expect "StatefulSet $host: troupe-node accepts $job" \
+    bash -c "test $rc = 0 && grep -q '; job: $job (from TF_CONFIG)' dump.txt"
+done
+HOSTNAME=other-0 TROUPE_PS_REPLICAS=2 TROUPE_WORKER_REPLICAS=3 "$k8s/tf-config-from-statefulset" --print \
+  >/dev/null 2>bad.err; rc=$?
+expect "a hostname of no job: exit 2, named" bash -c "test $rc = 2 && grep -q \"'other-0'\" bad.err"
+missing=$(grep -E '^COPY' "$root/deploy/Dockerfile" | grep -oE '(^| )deploy/[^ ]+' | while read -r f; do
+  [ -e "$root/$f" ] || echo "$f"; done)
+expect "the Dockerfile copies files that exist (${missing:-all there})" test -z "$missing"
+echo "deploy_test: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]
