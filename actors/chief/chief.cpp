@@ -33,6 +33,7 @@ void log_progress(self_ptr self) {
                global_step(self), st.config.train.last_step, line->loss,
                metric_text(*line, st.config.train.data.task == objective::regression),
                line->examples_per_sec, st.roster->live().size(), sync_part);
+  summarize_progress(self, *line);
 }
 
 // Async: what the grant desk decided, as the worker's answer.
@@ -134,6 +135,7 @@ void on_step_done(self_ptr self, const step_summary& s) {
 void on_tick(self_ptr self) {
   auto& st = self->state;
   auto now = chief_state::clock::now();
+  flush_summaries(self);
   auto limit = st.config.runtime.worker_wait_timeout;
   if (st.now == chief_state::phase::done) {
     quit(self);
@@ -181,6 +183,7 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
   st.config = std::move(config);
   st.links = std::move(links);
   st.progress = progress_meter{st.config.train.log_interval};
+  open_summaries(self);
   if (auto& ckpt = st.links.restore_from) {
     st.first_step = ckpt->manifest().step;
     st.last_saved_step = st.first_step; // the checkpoint holds it already

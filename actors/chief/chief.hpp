@@ -30,6 +30,7 @@
 #include "tensor/data/dataset.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/plan/training_plan.hpp"
+#include "tensor/summary/event_file.hpp"
 
 namespace troupe {
 
@@ -103,6 +104,7 @@ struct chief_state {
   bool evaluating = false;         // one at a time
   std::shared_ptr<model> eval_net; // its own scratch buffers: the final one may overlap
   std::vector<evaluation_point> evaluations;
+  std::unique_ptr<event_file> events; // TensorBoard scalars (checkpoint.summaries)
   // recovery from a lost shard
   struct shard_recovery {
     int32_t shard = 0;

@@ -156,10 +156,11 @@ void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uin
   st.saving.reset();
   if (ok)
     st.last_saved_step = step;
-  if (ok)
+  if (ok) {
     spdlog::info("chief: saved checkpoint {} (step {}, {} bytes, written in {:.0f} ms)", what, step,
                  bytes, seconds * 1000);
-  else
+    summarize_checkpoint(self, step, seconds, bytes);
+  } else
     spdlog::error("chief: checkpoint at step {} failed: {}{}", step, what,
                   final ? "" : "; training goes on, the previous checkpoint stays the latest");
   if (final) {

@@ -114,7 +114,8 @@ void collect_traffic_and_report(self_ptr self, training_result r) {
   auto& st = self->state;
   auto result = std::make_shared<training_result>(std::move(r));
   auto join = make_fan_in(st.links.shards.size(), [self, result] {
-    summarize_traffic(*result);
+    troupe::summarize_traffic(*result);
+    chief_run::summarize_traffic(self, *result);
     for (auto& line : traffic_table(*result))
       spdlog::info("chief: {}", line);
     save_final_then(self, [self, result] {
@@ -153,6 +154,7 @@ void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
         r->test_loss = loss;
         r->test_accuracy = examples ? static_cast<double>(correct) / examples : 0.0;
         r->wall_seconds = seconds_since(self->state.created);
+        summarize_evaluation(self, r->global_step, r->test_accuracy, r->test_loss);
         if (r->task == objective::regression)
           spdlog::info("chief: done: global_step={} test_rmse={:.4f} test_loss={:.4f} "
                        "examples/s={:.0f}",
@@ -280,6 +282,7 @@ void on_shard_down(self_ptr self, size_t shard, const caf::error& reason) {
 // down: end it explicitly whenever the chief quits.
 void quit(self_ptr self) {
   auto& st = self->state;
+  close_summaries(self);
   if (st.token_queue)
     self->send_exit(st.token_queue, caf::exit_reason::user_shutdown);
   self->quit(st.exit_reason);

@@ -48,6 +48,7 @@ void maybe_evaluate(self_ptr self) {
             st.evaluating = false;
             double accuracy = examples ? static_cast<double>(correct) / examples : 0.0;
             st.evaluations.push_back({step, accuracy, loss});
+            summarize_evaluation(self, step, accuracy, loss);
             if (st.config.train.data.task == objective::regression)
               spdlog::info("chief: evaluation at global_step={}: test_rmse={:.4f} "
                            "test_loss={:.4f} ({} examples)",

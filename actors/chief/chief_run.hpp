@@ -68,6 +68,21 @@ void read_values(self_ptr self, std::function<void(std::vector<tensor>)> done,
 /// (one evaluation at a time; the steps go on meanwhile).
 void maybe_evaluate(self_ptr self);
 
+// -- TensorBoard (chief_summaries.cpp; checkpoint.summaries) --
+
+/// Opens the event file in the log directory (when there is one).
+void open_summaries(self_ptr self);
+/// A progress line's figures: loss, accuracy or RMSE, examples/s, steps/s,
+/// the learning rate, dropped or refused gradients, straggler time.
+void summarize_progress(self_ptr self, const progress_line& line);
+void summarize_checkpoint(self_ptr self, int64_t step, double seconds, uint64_t bytes);
+void summarize_evaluation(self_ptr self, int64_t step, double accuracy, double loss);
+/// Per shard: bytes in and out, pulls and pushes; the imbalance.
+void summarize_traffic(self_ptr self, const training_result& result);
+/// Every few seconds (the watchdog), and once at the end.
+void flush_summaries(self_ptr self);
+void close_summaries(self_ptr self);
+
 /// Fails the run: reports the error and ends every task with user_shutdown.
 void abort_run(self_ptr self, const std::string& why);
 

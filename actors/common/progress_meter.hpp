@@ -18,6 +18,7 @@ struct progress_line {
   double loss = 0;           ///< mean of the steps' mean losses
   double batch_accuracy = 0; ///< correct / examples
   double examples_per_sec = 0;
+  double steps_per_sec = 0;
   double straggler_ms = 0; ///< sync: mean per update
   uint64_t dropped = 0;    ///< sync: gradients not applied
   uint64_t tokens = 0;     ///< sync: tokens handed out
@@ -76,6 +77,7 @@ public:
     line.batch_accuracy = examples_ ? static_cast<double>(correct_) / examples_ : 0.0;
     double secs = std::chrono::duration<double>(now - since_).count();
     line.examples_per_sec = secs > 0 ? static_cast<double>(examples_) / secs : 0.0;
+    line.steps_per_sec = secs > 0 ? steps / secs : 0.0;
     restart(now);
     return line;
   }

@@ -108,7 +108,10 @@ node_config::node_config()
     .add(save_interval, "save-interval", "save a checkpoint this often (0: not by time)")
     .add(train.checkpoint.save_steps, "save-steps",
          "and/or every this many global steps (0: not by steps); always at the end")
-    .add(keep, "keep", "complete checkpoints kept, newest first (TF's max_to_keep)");
+    .add(keep, "keep", "complete checkpoints kept, newest first (TF's max_to_keep)")
+    .add(train.checkpoint.summaries, "summaries",
+         "the chief writes TensorBoard event files into log-dir (loss, accuracy, speed, "
+         "learning rate, gradients dropped, checkpoints, evaluations, ps traffic)");
   opt_group{custom_options_, "model"}
     .add(train.network.layers, "layers",
          "model custom: one string per layer, e.g. [\"conv2d filters=32 kernel=5\", \"relu\", "

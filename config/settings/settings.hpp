@@ -64,6 +64,8 @@ struct checkpoint_settings {
   int64_t save_steps = 0;
   /// Complete checkpoints kept, newest first (TF's max_to_keep).
   int32_t keep = 5;
+  /// TensorBoard event files in log_dir (the chief's scalars).
+  bool summaries = true;
 };
 
 struct training_settings {

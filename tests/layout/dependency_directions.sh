@@ -21,9 +21,10 @@ declare -A allowed=(
   [tensor/plan]="$tensor_base tensor/plan"
   [tensor/checkpoint]="$tensor_base tensor/plan tensor/checkpoint"
   [tensor/export]="$tensor_base tensor/plan tensor/checkpoint tensor/export"
+  [tensor/summary]="tensor/core tensor/summary"
   [gpu]="$tensor_base gpu"
   [config/settings]="$tensor_base tensor/plan gpu config/settings"
-  [actors]="$tensor_base tensor/plan tensor/checkpoint gpu config/settings actors"
+  [actors]="$tensor_base tensor/plan tensor/checkpoint tensor/summary gpu config/settings actors"
   [config/node]="$tensor_base tensor/plan tensor/checkpoint gpu config/settings config/node"
 )
 caf_free="tensor gpu config/settings"
