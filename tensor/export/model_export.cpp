@@ -6,6 +6,7 @@
 
 #include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/checkpoint/safetensors.hpp"
+#include "tensor/export/onnx.hpp"
 
 namespace troupe {
 
@@ -265,6 +266,8 @@ void write_model_export(const std::string& dir, const model_card& card,
   std::filesystem::rename(weights + ".tmp", weights, ec);
   if (ec)
     throw checkpoint_error(weights + ": cannot move into place (" + ec.message() + ")");
+  write_file_atomically(dir + "/model.onnx",
+                        onnx_model(*make_model("custom", card.options()), card, values));
   write_file_atomically(dir + "/model.json", json::write(card.to_json()) + "\n");
 }
 

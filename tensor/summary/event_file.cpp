@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "tensor/core/error.hpp"
+#include "tensor/core/protobuf.hpp"
 
 namespace troupe {
 
@@ -25,41 +26,13 @@ std::array<uint32_t, 256> crc32c_table() {
   return t;
 }
 
-void put_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out += static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  out += static_cast<char>(v);
-}
-
-void put_tag(std::string& out, uint32_t field, uint32_t wire_type) {
-  put_varint(out, (uint64_t{field} << 3) | wire_type);
-}
-
-template <class T>
-void put_fixed(std::string& out, T v) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &v, sizeof(T)); // little-endian hosts only, as everywhere in Troupe
-  out.append(bytes, sizeof(T));
-}
-
-void put_bytes(std::string& out, uint32_t field, const std::string& bytes) {
-  put_tag(out, field, 2);
-  put_varint(out, bytes.size());
-  out += bytes;
-}
-
 // Event fields (event.proto): wall_time 1 (double), step 2 (int64),
 // file_version 3 (string), summary 5 (Summary).
 std::string event_head(double wall_time, int64_t step) {
   std::string e;
-  put_tag(e, 1, 1);
-  put_fixed(e, wall_time);
-  if (step != 0) {
-    put_tag(e, 2, 0);
-    put_varint(e, static_cast<uint64_t>(step));
-  }
+  protobuf::double_field(e, 1, wall_time);
+  if (step != 0)
+    protobuf::int_field(e, 2, step);
   return e;
 }
 
@@ -86,10 +59,10 @@ uint32_t masked_crc32c(const void* data, size_t bytes) {
 std::string tfrecord(const std::string& payload) {
   std::string out;
   uint64_t length = payload.size();
-  put_fixed(out, length);
-  put_fixed(out, masked_crc32c(out.data(), 8));
+  protobuf::fixed(out, length);
+  protobuf::fixed(out, masked_crc32c(out.data(), 8));
   out += payload;
-  put_fixed(out, masked_crc32c(payload.data(), payload.size()));
+  protobuf::fixed(out, masked_crc32c(payload.data(), payload.size()));
   return out;
 }
 
@@ -99,19 +72,18 @@ std::string scalar_event(double wall_time, int64_t step,
   std::string summary;
   for (auto& [tag, value] : scalars) {
     std::string v;
-    put_bytes(v, 1, tag);
-    put_tag(v, 2, 5);
-    put_fixed(v, value);
-    put_bytes(summary, 1, v);
+    protobuf::bytes_field(v, 1, tag);
+    protobuf::float_field(v, 2, value);
+    protobuf::bytes_field(summary, 1, v);
   }
   auto e = event_head(wall_time, step);
-  put_bytes(e, 5, summary);
+  protobuf::bytes_field(e, 5, summary);
   return e;
 }
 
 std::string file_version_event(double wall_time) {
   auto e = event_head(wall_time, 0);
-  put_bytes(e, 3, "brain.Event:2");
+  protobuf::bytes_field(e, 3, "brain.Event:2");
   return e;
 }
 

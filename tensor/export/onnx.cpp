@@ -1,0 +1,245 @@
+#include "tensor/export/onnx.hpp"
+
+#include <algorithm>
+
+#include "tensor/core/protobuf.hpp"
+#include "tensor/nn/layers.hpp"
+
+namespace troupe {
+
+namespace {
+
+using protobuf::bytes_field;
+using protobuf::int_field;
+
+constexpr int64_t ir_version = 7;
+constexpr int64_t opset = 13;
+constexpr int32_t float_type = 1; // TensorProto.FLOAT
+
+// AttributeProto: name 1, f 2, i 3, ints 8, type 20 (FLOAT 1, INT 2, INTS 7).
+std::string int_attribute(const std::string& name, int64_t v) {
+  std::string a;
+  bytes_field(a, 1, name);
+  int_field(a, 3, v);
+  int_field(a, 20, 2);
+  return a;
+}
+
+std::string ints_attribute(const std::string& name, const std::vector<int64_t>& values) {
+  std::string a;
+  bytes_field(a, 1, name);
+  for (auto v : values)
+    int_field(a, 8, v); // unpacked, as onnx.proto (proto2) declares it
+  int_field(a, 20, 7);
+  return a;
+}
+
+// TensorProto: dims 1, data_type 2, name 8, raw_data 9.
+std::string float_tensor(const std::string& name, const shape_t& dims, const float* data,
+                         size_t count) {
+  std::string t;
+  for (auto d : dims)
+    int_field(t, 1, d);
+  int_field(t, 2, float_type);
+  bytes_field(t, 8, name);
+  bytes_field(t, 9, std::string(reinterpret_cast<const char*>(data), count * sizeof(float)));
+  return t;
+}
+
+// ValueInfoProto: name 1, type 2 -> TypeProto.tensor_type 1 -> elem_type 1,
+// shape 2 -> dim 1 -> dim_value 1 | dim_param 2.
+std::string value_info(const std::string& name, const shape_t& dims) {
+  std::string shape;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    std::string dim;
+    if (dims[i] < 0)
+      bytes_field(dim, 2, "N");
+    else
+      int_field(dim, 1, dims[i]);
+    bytes_field(shape, 1, dim);
+  }
+  std::string tensor_type;
+  int_field(tensor_type, 1, float_type);
+  bytes_field(tensor_type, 2, shape);
+  std::string type;
+  bytes_field(type, 1, tensor_type);
+  std::string v;
+  bytes_field(v, 1, name);
+  bytes_field(v, 2, type);
+  return v;
+}
+
+class graph_builder {
+public:
+  // NodeProto: input 1, output 2, name 3, op_type 4, attribute 5.
+  std::string node(const std::string& op, const std::vector<std::string>& inputs,
+                   const std::vector<std::string>& attributes = {}, std::string output = {}) {
+    if (output.empty())
+      output = op + "_" + std::to_string(count_++);
+    std::string n;
+    for (auto& i : inputs)
+      bytes_field(n, 1, i);
+    bytes_field(n, 2, output);
+    bytes_field(n, 3, output);
+    bytes_field(n, 4, op);
+    for (auto& a : attributes)
+      bytes_field(n, 5, a);
+    nodes_ += bytes_field_text(1, n);
+    return output;
+  }
+
+  std::string initializer(const std::string& name, const shape_t& dims, const float* data,
+                          size_t count) {
+    initializers_ += bytes_field_text(5, float_tensor(name, dims, data, count));
+    return name;
+  }
+
+  // GraphProto: node 1, name 2, initializer 5, input 11, output 12.
+  std::string finish(const std::string& input, const shape_t& input_dims, const std::string& output,
+                     const shape_t& output_dims) {
+    std::string g = nodes_;
+    bytes_field(g, 2, "troupe");
+    g += initializers_;
+    bytes_field(g, 11, value_info(input, input_dims));
+    bytes_field(g, 12, value_info(output, output_dims));
+    return g;
+  }
+
+private:
+  static std::string bytes_field_text(uint32_t field, const std::string& bytes) {
+    std::string out;
+    bytes_field(out, field, bytes);
+    return out;
+  }
+
+  std::string nodes_, initializers_;
+  int count_ = 0;
+};
+
+// TF's SAME padding as ONNX's explicit pads [top, left, bottom, right].
+std::vector<int64_t> pads_of(const layer_desc& l) {
+  if (l.pad == padding::valid)
+    return {0, 0, 0, 0};
+  auto h = l.input[0], w = l.input[1];
+  auto top = pad_before(h, l.kernel_h, l.stride, padding::same);
+  auto left = pad_before(w, l.kernel_w, l.stride, padding::same);
+  auto out_h = conv_output_size(h, l.kernel_h, l.stride, padding::same);
+  auto out_w = conv_output_size(w, l.kernel_w, l.stride, padding::same);
+  auto total_h = std::max<int64_t>((out_h - 1) * l.stride + l.kernel_h - h, 0);
+  auto total_w = std::max<int64_t>((out_w - 1) * l.stride + l.kernel_w - w, 0);
+  return {top, left, total_h - top, total_w - left};
+}
+
+} // namespace
+
+std::string onnx_model(const model& net, const model_card& card,
+                       const std::vector<tensor>& params) {
+  graph_builder g;
+  shape_t input_dims{-1};
+  input_dims.insert(input_dims.end(), card.input.begin(), card.input.end());
+  std::string x = "input";
+  // Normalisation, with constants broadcast over one example's shape.
+  auto& norm = card.norm;
+  if (norm.kind == normalization::scale) {
+    float scale = norm.scale;
+    x = g.node("Mul", {x, g.initializer("scale", {1}, &scale, 1)});
+  } else if (norm.kind == normalization::standardize) {
+    x = g.node("Sub", {x, g.initializer("mean", card.input, norm.mean.data(), norm.mean.size())});
+    x = g.node("Mul", {x, g.initializer("inv_stddev", card.input, norm.inv_stddev.data(),
+                                        norm.inv_stddev.size())});
+  }
+  bool nchw = false; // the current tensor is in ONNX's channel-first layout
+  size_t rank = card.input.size() + 1;
+  auto to_nchw = [&] {
+    if (!nchw && rank == 4) {
+      x = g.node("Transpose", {x}, {ints_attribute("perm", {0, 3, 1, 2})});
+      nchw = true;
+    }
+  };
+  auto to_rows = [&] { // [N, features] in Troupe's (NHWC) order
+    if (nchw) {
+      x = g.node("Transpose", {x}, {ints_attribute("perm", {0, 2, 3, 1})});
+      nchw = false;
+    }
+    if (rank != 2) {
+      x = g.node("Flatten", {x}, {int_attribute("axis", 1)});
+      rank = 2;
+    }
+  };
+  for (auto& l : net.layers()) {
+    const tensor* p = params.data() + l.first_variable;
+    switch (l.type) {
+      case layer_desc::kind::dense: {
+        to_rows();
+        // [in, units] stored as [units, in] with transB = 1: the form
+        // other exporters write and every runtime reads.
+        auto in = p[0].dim(0), units = p[0].dim(1);
+        std::vector<float> transposed(p[0].size());
+        for (int64_t i = 0; i < in; ++i)
+          for (int64_t u = 0; u < units; ++u)
+            transposed[u * in + i] = p[0][i * units + u];
+        auto w = g.initializer(l.name + "/weights", {units, in}, transposed.data(),
+                               transposed.size());
+        auto b = g.initializer(l.name + "/biases", p[1].shape(), p[1].data(), p[1].size());
+        x = g.node("Gemm", {x, w, b}, {int_attribute("transB", 1)});
+        break;
+      }
+      case layer_desc::kind::conv2d: {
+        to_nchw();
+        // [kh, kw, in, out] (TF's HWIO) -> [out, in, kh, kw] (ONNX's OIHW)
+        auto& k = p[0];
+        auto kh = k.dim(0), kw = k.dim(1), in = k.dim(2), out = k.dim(3);
+        std::vector<float> oihw(k.size());
+        for (int64_t y = 0; y < kh; ++y)
+          for (int64_t xx = 0; xx < kw; ++xx)
+            for (int64_t i = 0; i < in; ++i)
+              for (int64_t o = 0; o < out; ++o)
+                oihw[((o * in + i) * kh + y) * kw + xx] = k[((y * kw + xx) * in + i) * out + o];
+        auto w = g.initializer(l.name + "/weights", {out, in, kh, kw}, oihw.data(), oihw.size());
+        auto b = g.initializer(l.name + "/biases", p[1].shape(), p[1].data(), p[1].size());
+        x = g.node("Conv", {x, w, b},
+                   {ints_attribute("kernel_shape", {kh, kw}),
+                    ints_attribute("strides", {l.stride, l.stride}),
+                    ints_attribute("pads", pads_of(l))});
+        break;
+      }
+      case layer_desc::kind::max_pool:
+        to_nchw();
+        x = g.node("MaxPool", {x},
+                   {ints_attribute("kernel_shape", {l.kernel_h, l.kernel_w}),
+                    ints_attribute("strides", {l.stride, l.stride}),
+                    ints_attribute("pads", pads_of(l))});
+        break;
+      case layer_desc::kind::relu:
+        x = g.node("Relu", {x});
+        break;
+      case layer_desc::kind::dropout: // inference: the identity
+        break;
+      case layer_desc::kind::flatten:
+        to_rows();
+        break;
+    }
+  }
+  to_rows();
+  bool regression = card.task == objective::regression;
+  auto output = regression ? std::string("value") : std::string("probabilities");
+  if (regression)
+    x = g.node("Identity", {x}, {}, output);
+  else
+    x = g.node("Softmax", {x}, {int_attribute("axis", 1)}, output);
+  auto graph = g.finish("input", input_dims, output, {-1, card.classes});
+  // ModelProto: ir_version 1, producer_name 2, producer_version 3, graph 7,
+  // opset_import 8 (OperatorSetIdProto: domain 1, version 2).
+  std::string m;
+  int_field(m, 1, ir_version);
+  bytes_field(m, 2, "troupe");
+  bytes_field(m, 3, "1");
+  bytes_field(m, 7, graph);
+  std::string op;
+  bytes_field(op, 1, "");
+  int_field(op, 2, opset);
+  bytes_field(m, 8, op);
+  return m;
+}
+
+} // namespace troupe
