@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,7 @@
 #include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/core/error.hpp"
 #include "tensor/export/model_export.hpp"
+#include "tensor/summary/event_file.hpp"
 
 using namespace troupe;
 
@@ -441,6 +443,72 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
   return result.ok || result.preempted ? exit_ok : exit_failure;
 }
 
+// TensorFlow's evaluator job: follows the chief's log directory and
+// evaluates each new checkpoint (the newest, when several arrived) on the
+// evaluation set, logging it and writing TensorBoard scalars to
+// <log-dir>/eval. It sends nothing to anyone, so it cannot slow training.
+// A checkpoint deleted by keep-N while it is read is skipped. It exits 0
+// once it has evaluated the checkpoint of the last step, 1 when no new one
+// came for checkpoint.save-interval + cluster.recovery-timeout.
+int run_evaluator(const node_setup& setup) {
+  auto& dir = setup.train.checkpoint.log_dir;
+  auto last_step = setup.train.last_step;
+  auto idle_limit = setup.train.checkpoint.save_interval + setup.runtime.recovery_timeout;
+  auto test = load_all(setup.data->evaluation());
+  spdlog::info("evaluator: following {} (until step {}), evaluating on {} examples", dir, last_step,
+               test.size());
+  std::unique_ptr<event_file> events;
+  int64_t evaluated = -1;
+  auto last_news = std::chrono::steady_clock::now();
+  bool regression = setup.train.data.task == objective::regression;
+  while (true) {
+    std::vector<std::string> complete;
+    try {
+      complete = checkpoint_dir(dir).complete();
+    } catch (const std::exception& e) {
+      spdlog::warn("evaluator: cannot list {}: {}", dir, e.what());
+    }
+    for (auto& path : complete) { // newest first: the first new one readable
+      int64_t step = -1;
+      try {
+        auto model = load_model(path, dir + "/model.json");
+        step = model.card.step;
+        if (step <= evaluated)
+          break;
+        auto stats = evaluate_dataset(*model.net, model.params, test);
+        double loss = stats.loss;
+        double quality = regression ? std::sqrt(std::max(0.0, loss))
+                                    : static_cast<double>(stats.correct) / stats.examples;
+        spdlog::info("evaluator: checkpoint {} (step {}): test_{}={:.4f} test_loss={:.4f}", path,
+                     step, regression ? "rmse" : "accuracy", quality, loss);
+        if (!events)
+          events = std::make_unique<event_file>(dir + "/eval");
+        events->scalars(step, {{regression ? "eval/test_rmse" : "eval/test_accuracy",
+                                static_cast<float>(quality)},
+                               {"eval/test_loss", static_cast<float>(loss)}});
+        events->flush();
+        evaluated = step;
+        last_news = std::chrono::steady_clock::now();
+        break;
+      } catch (const checkpoint_error& e) {
+        // keep-N deleted it while it was read, or it is not complete yet.
+        spdlog::info("evaluator: skipping {}: {}", path, e.what());
+      }
+    }
+    if (evaluated >= last_step) {
+      spdlog::info("evaluator: evaluated the last step ({}); done", evaluated);
+      return exit_ok;
+    }
+    if (std::chrono::steady_clock::now() - last_news > idle_limit) {
+      spdlog::error("evaluator: no new checkpoint in {} for {} s (checkpoint.save-interval + "
+                    "cluster.recovery-timeout); did training stop?",
+                    dir, std::chrono::duration_cast<std::chrono::seconds>(idle_limit).count());
+      return exit_failure;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
 int run_worker(caf::actor_system& sys, const node_setup& setup) {
   auto chief_handle = connect_to<chief_actor>(sys, setup, "chief", setup.cluster.chief[0],
                                               setup.runtime.connect_timeout);
@@ -518,6 +586,16 @@ int main(int argc, char** argv) {
   warn_without_tls(setup);
   default_heartbeats(cfg);
   auto limits = connection_limits(cfg, setup);
+  if (!setup.whole_cluster && setup.job == job_kind::evaluator) {
+    try {
+      auto code = run_evaluator(setup);
+      log_peak_memory();
+      return code;
+    } catch (const std::exception& e) {
+      spdlog::error("evaluator: {}", e.what());
+      return exit_failure;
+    }
+  }
   limit_tensors_to_the_model(setup.train);
   try {
     caf::actor_system sys{cfg};

@@ -9,12 +9,16 @@
 
 namespace troupe {
 
-enum class job_kind { chief, ps, worker };
+/// evaluator: TensorFlow's evaluator job; it follows the chief's log
+/// directory and takes no part in training (no address, no messages).
+enum class job_kind { chief, ps, worker, evaluator };
 
 template <>
 struct enum_names<job_kind> {
-  static constexpr std::pair<job_kind, const char*> table[] = {
-    {job_kind::chief, "chief"}, {job_kind::ps, "ps"}, {job_kind::worker, "worker"}};
+  static constexpr std::pair<job_kind, const char*> table[] = {{job_kind::chief, "chief"},
+                                                               {job_kind::ps, "ps"},
+                                                               {job_kind::worker, "worker"},
+                                                               {job_kind::evaluator, "evaluator"}};
 };
 
 struct host_port {
@@ -34,6 +38,7 @@ struct cluster_spec {
   cluster_shape shape() const {
     return {static_cast<int32_t>(ps.size()), static_cast<int32_t>(worker.size())};
   }
+  /// The tasks of a job that has addresses (not the evaluator).
   const std::vector<host_port>& tasks(job_kind job) const {
     return job == job_kind::chief ? chief : job == job_kind::ps ? ps : worker;
   }

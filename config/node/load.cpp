@@ -129,10 +129,20 @@ void check_cluster(const node_config& cfg, node_setup& setup, std::vector<std::s
     return;
   auto job = enum_from_name<job_kind>(cfg.job_name);
   if (!job) {
-    errors.push_back("--job_name=" + cfg.job_name + " is not a job; use ps, worker or chief");
+    errors.push_back("--job_name=" + cfg.job_name
+                     + " is not a job; use ps, worker, chief or evaluator");
     return;
   }
   setup.job = *job;
+  if (*job == job_kind::evaluator) {
+    if (cfg.task_index != 0)
+      errors.push_back("--task_index=" + std::to_string(cfg.task_index)
+                       + ": there is one evaluator, task 0");
+    if (cfg.train.checkpoint.log_dir.empty())
+      errors.push_back("the evaluator follows the chief's checkpoints: set checkpoint.log-dir "
+                       "to the chief's log directory");
+    return;
+  }
   auto tasks = cfg.job_name == "chief" ? cfg.chief_hosts.size()
                : cfg.job_name == "ps"  ? cfg.ps_hosts.size()
                                        : cfg.worker_hosts.size();

@@ -119,9 +119,6 @@ std::optional<tf_config> parse_tf_config(const std::string& text,
                      + "\" is not a job (chief, master, ps, worker, evaluator)");
     return std::nullopt;
   }
-  if (job == "evaluator")
-    errors.push_back("TF_CONFIG: task.type \"evaluator\": the evaluator job is not implemented "
-                     "yet; troupe-eval scores a checkpoint (docs/export.md)");
   auto i = index ? index->as_int() : std::optional<int64_t>(0);
   if (!i || *i < 0) {
     errors.push_back("TF_CONFIG: task.index must be a non-negative integer");
@@ -129,7 +126,7 @@ std::optional<tf_config> parse_tf_config(const std::string& text,
   }
   out.job = job;
   out.index = static_cast<int32_t>(std::min<int64_t>(*i, INT32_MAX));
-  if (cluster) {
+  if (cluster && job != "evaluator") { // the evaluator needs no address
     auto& tasks = job == "chief"    ? out.chief
                   : job == "ps"     ? out.ps
                   : job == "worker" ? out.worker

@@ -306,7 +306,7 @@ BOOST_AUTO_TEST_CASE(job_and_task_errors) {
   expect_error(load(base(), {"--job_name=worker", "--task_index=2"}),
                {"--task_index=2 is out of range", "valid: 0..1"});
   expect_error(load(base(), {"--job_name=master", "--task_index=0"}),
-               {"--job_name=master", "ps, worker or chief"});
+               {"--job_name=master", "ps, worker, chief or evaluator"});
   auto out = load(base(), {"--job_nme=ps"});
   BOOST_TEST((out.what == load_outcome::action::fail));
   BOOST_TEST(out.errors[0].find("job_name") != std::string::npos, out.errors[0]);
