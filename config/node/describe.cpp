@@ -19,12 +19,15 @@ const std::set<std::string> troupe_categories{"cluster", "train", "model"};
 
 std::string help_text(const node_config& cfg) {
   std::ostringstream out;
-  out << "troupe-node: one Troupe task (PS shard, worker or chief), or a whole cluster.\n\n"
+  out << "troupe-node: one Troupe task (PS shard, worker, chief or evaluator), or a whole "
+         "cluster.\n\n"
          "usage:\n"
          "  troupe-node                               whole cluster in this process "
          "(embedded defaults,\n"
          "                                            or caf-application.conf if present)\n"
          "  troupe-node --job_name=JOB --task_index=N [--config-file=FILE]\n"
+         "  TF_CONFIG='{...}' troupe-node [--config-file=FILE]   the cluster and task from "
+         "TF_CONFIG\n"
          "  troupe-node --dump-config                 print the effective configuration\n\n"
          "Every key can be set in the config file ([section] key = value, INI syntax) or on\n"
          "the command line as --section.key=value. Keys:\n";

@@ -16,8 +16,8 @@ node_config::node_config()
   load<caf::openssl::manager>(); // used only when [openssl] is configured
   opt_group{custom_options_, "global"}
     .add(job_name, "job_name",
-         "this task's job: ps, worker or chief (omit to run every task "
-         "of the cluster in this process)")
+         "this task's job: ps, worker, chief or evaluator (omit to run every task "
+         "of the cluster in this process; TF_CONFIG's task.type replaces it)")
     .add(task_index, "task_index", "this task's index within its job")
     .add(restore, "restore",
          "chief: auto (the latest complete checkpoint in checkpoint.log-dir, if any), never, "
