@@ -76,12 +76,13 @@ int main(int argc, char** argv) {
     }
     auto features = num_elements(card.input);
     constexpr int64_t batch_rows = 256;
-    tensor inputs({batch_rows, features}), outputs;
+    tensor inputs, outputs;
     std::vector<double> p;
     uint64_t row = 0;
     example_source source(split, 0);
     char number[32];
     for (bool more = true; more;) {
+      inputs.resize({batch_rows, features});
       int64_t n = 0;
       int32_t label;
       float target;
@@ -89,9 +90,8 @@ int main(int argc, char** argv) {
         ++n;
       if (n == 0)
         break;
-      tensor batch_inputs({n, features});
-      std::copy_n(inputs.data(), n * features, batch_inputs.data());
-      model.net->predict(model.params, batch_inputs, outputs);
+      inputs.resize({n, features}); // the last batch: its first n rows, in place
+      model.net->predict(model.params, inputs, outputs);
       for (int64_t r = 0; r < n; ++r, ++row) {
         const float* o = outputs.data() + r * classes;
         if (regression) {

@@ -271,8 +271,10 @@ void write_model_export(const std::string& dir, const model_card& card,
   write_file_atomically(dir + "/model.json", json::write(card.to_json()) + "\n");
 }
 
-exported_model read_model_export(const std::string& dir) {
-  auto card_path = dir + "/model.json";
+namespace {
+
+// The card at `card_path` and the network it describes.
+exported_model read_card(const std::string& card_path) {
   json::value v;
   try {
     v = json::parse(read_file_bounded(card_path, 64u << 20));
@@ -286,6 +288,28 @@ exported_model read_model_export(const std::string& dir) {
   } catch (const std::exception& e) {
     fail(card_path, std::string("its layers do not build a network: ") + e.what());
   }
+  return out;
+}
+
+std::vector<tensor> variables_of(const checkpoint_reader& reader,
+                                 const std::vector<variable_spec>& variables) {
+  std::vector<tensor> out;
+  for (auto& v : variables) {
+    auto* shape = reader.manifest().shape_of(v.name);
+    if (shape == nullptr)
+      fail(reader.dir(), "holds no " + v.name + " (a checkpoint of another model?)");
+    if (*shape != v.shape)
+      fail(reader.dir(), v.name + " has shape " + to_string(*shape) + " there, but the model's is "
+                           + to_string(v.shape));
+    out.push_back(reader.assemble(v.name));
+  }
+  return out;
+}
+
+} // namespace
+
+exported_model read_model_export(const std::string& dir) {
+  auto out = read_card(dir + "/model.json");
   safetensors_file weights(dir + "/model.safetensors");
   for (auto& var : out.net->variables()) {
     auto it = weights.entries().find(var.name);
@@ -295,22 +319,6 @@ exported_model read_model_export(const std::string& dir) {
       fail(dir + "/model.safetensors", var.name + " has shape " + to_string(it->second.shape)
                                          + ", but the network needs " + to_string(var.shape));
     out.params.push_back(weights.read(var.name));
-  }
-  return out;
-}
-
-std::vector<tensor> variables_from_checkpoint(const std::string& checkpoint,
-                                              const std::vector<variable_spec>& variables) {
-  checkpoint_reader reader(checkpoint);
-  std::vector<tensor> out;
-  for (auto& v : variables) {
-    auto* shape = reader.manifest().shape_of(v.name);
-    if (shape == nullptr)
-      fail(checkpoint, "holds no " + v.name + " (a checkpoint of another model?)");
-    if (*shape != v.shape)
-      fail(checkpoint, v.name + " has shape " + to_string(*shape) + " there, but the model's is "
-                         + to_string(v.shape));
-    out.push_back(reader.assemble(v.name));
   }
   return out;
 }
@@ -326,21 +334,10 @@ exported_model load_model(const std::string& path, const std::string& card) {
     fail(path, "a checkpoint, but " + card_path
                  + " (the run's model card, written at its start) is missing; pass the card "
                    "with --card");
-  json::value v;
-  try {
-    v = json::parse(read_file_bounded(card_path, 64u << 20));
-  } catch (const json::parse_error& e) {
-    fail(card_path, std::string("not valid JSON: ") + e.what());
-  }
-  exported_model out;
-  out.card = model_card::from_json(v, card_path);
-  try {
-    out.net = make_model("custom", out.card.options());
-  } catch (const std::exception& e) {
-    fail(card_path, std::string("its layers do not build a network: ") + e.what());
-  }
-  out.params = variables_from_checkpoint(path, out.net->variables());
-  out.card.step = checkpoint_reader(path).manifest().step;
+  auto out = read_card(card_path);
+  checkpoint_reader reader(path); // checks every file once
+  out.params = variables_of(reader, out.net->variables());
+  out.card.step = reader.manifest().step;
   return out;
 }
 

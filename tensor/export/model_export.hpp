@@ -66,10 +66,6 @@ struct exported_model {
 /// what does not fit (a variable missing, a shape the network does not have).
 exported_model read_model_export(const std::string& dir);
 
-/// The values of `variables` from a checkpoint directory (slices joined).
-std::vector<tensor> variables_from_checkpoint(const std::string& checkpoint,
-                                              const std::vector<variable_spec>& variables);
-
 /// A model from an export directory (model.json + model.safetensors), or
 /// from a checkpoint directory (ckpt-<step>) whose log directory holds the
 /// run's model.json (`card`, where given, instead). Throws checkpoint_error

@@ -22,7 +22,6 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
   [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
 trap cleanup EXIT
-field() { grep -o "\"$2\":[^,}]*" "$1" | tail -1 | cut -d: -f2; }
 
 # -- A: one data set in three formats, the same training --
 "$root/scripts/convert-fashion-mnist" fm 2>/dev/null

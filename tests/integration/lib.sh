@@ -10,3 +10,5 @@ wait_for_line() { local end=$((SECONDS + $3))
 wait_exit() { local end=$((SECONDS + $2)); rc=hung
   while kill -0 "$1" 2>/dev/null; do [ $SECONDS -ge $end ] && return; sleep 0.2; done
   wait "$1"; rc=$?; }
+#   field FILE KEY           the last value of "KEY": in FILE (a JSON line's number or literal)
+field() { grep -o "\"$2\":[^,}]*" "$1" | tail -1 | cut -d: -f2; }

@@ -16,7 +16,6 @@ tmp=$(mktemp -d)
 cd "$tmp" || exit 1
 cleanup() { [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
 trap cleanup EXIT
-field() { grep -o "\"$2\":[^,}]*" "$1" | tail -1 | cut -d: -f2; }
 "$root/scripts/convert-sklearn-data" sk 2>/dev/null
 
 # -- A: digits, one process: the export scores what the run scored --

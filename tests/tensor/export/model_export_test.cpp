@@ -14,21 +14,13 @@
 
 #include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/export/model_export.hpp"
+#include "tests/support/data_files.hpp"
 
 using namespace troupe;
+using troupe::testing::temp_dir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct temp_dir {
-  fs::path path = fs::temp_directory_path()
-                  / ("troupe-export-test-" + std::to_string(::getpid()) + "-"
-                     + std::to_string(counter++));
-  temp_dir() { fs::create_directories(path); }
-  ~temp_dir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  static inline int counter = 0;
-};
 
 std::vector<tensor> random_values(const model& net, uint32_t seed) {
   std::vector<tensor> out;
