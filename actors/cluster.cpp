@@ -42,8 +42,12 @@ training_data load_training_data(const training_settings& settings) {
 }
 
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
-                              const training_settings& settings, spawn_mode mode) {
-  ps_shard_config config{index, settings.optimizer};
+                              const training_settings& settings, spawn_mode mode,
+                              std::string bulk_host) {
+  ps_shard_config config;
+  config.index = index;
+  config.optimizer = settings.optimizer;
+  config.bulk_host = std::move(bulk_host);
   return spawn_as<ps_shard_actor>(sys, mode, ps_shard, config);
 }
 
@@ -67,7 +71,7 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief_handle, std::vector<ps_shard_actor> shards,
                           std::shared_ptr<const data_split> train, spawn_mode mode,
-                          peer_reconnect reconnect) {
+                          peer_reconnect reconnect, std::vector<std::string> shard_hosts) {
   require_valid_settings(settings, runtime, {static_cast<int32_t>(shards.size()), num_workers});
   if (index < 0 || index >= num_workers)
     throw troupe_error("worker index " + std::to_string(index) + " outside 0.."
@@ -97,8 +101,8 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
                  gpu::describe_device(device), settings.gpu_memory_fraction, config.batch_size);
   else
     spdlog::info("worker:{}: computing on cpu, batch {}", index, config.batch_size);
-  worker_links links{std::move(chief_handle), std::move(shards), std::move(net), std::move(train),
-                     std::move(reconnect)};
+  worker_links links{std::move(chief_handle), std::move(shards),    std::move(net),
+                     std::move(train),        std::move(reconnect), std::move(shard_hosts)};
   return spawn_as<worker_actor>(sys, mode, worker, config, std::move(links));
 }
 

@@ -46,9 +46,12 @@ training_data training_data_of(const data_catalog& catalog);
 /// none), catalogued and checked; throws data_error naming the problem.
 training_data load_training_data(const training_settings& settings);
 
+/// bulk_host: the shard's own address, where it listens for the bulk path
+/// of workers in other processes (docs/protocol.md); empty: none.
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
                               const training_settings& settings,
-                              spawn_mode mode = spawn_mode::cooperative);
+                              spawn_mode mode = spawn_mode::cooperative,
+                              std::string bulk_host = {});
 
 // spawn_chief, spawn_worker and spawn_local_cluster check the settings first
 // (check_settings, the config file's checks) and throw troupe_error listing
@@ -65,12 +68,14 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         peer_reconnect reconnect = {});
 
 /// Worker `index` of num_workers; its share of `train` follows from both
-/// (share_of).
+/// (share_of). shard_hosts (one per shard, or empty): where the worker
+/// opens the bulk path to each shard in another process that offers one.
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief, std::vector<ps_shard_actor> shards,
                           std::shared_ptr<const data_split> train,
-                          spawn_mode mode = spawn_mode::detached, peer_reconnect reconnect = {});
+                          spawn_mode mode = spawn_mode::detached, peer_reconnect reconnect = {},
+                          std::vector<std::string> shard_hosts = {});
 
 struct local_cluster {
   std::vector<ps_shard_actor> shards;

@@ -34,6 +34,7 @@
 #include "gpu/backend.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/core/error.hpp"
+#include "tensor/core/memory_policy.hpp"
 #include "tensor/export/model_export.hpp"
 #include "tensor/summary/event_file.hpp"
 
@@ -231,9 +232,13 @@ void limit_tensors_to_the_model(const training_settings& train) {
   }
   auto net = make_model(train.model, model_options_of(train));
   size_t largest = 1;
-  for (auto& v : net->variables())
+  uint64_t total = 0;
+  for (auto& v : net->variables()) {
     largest = std::max(largest, static_cast<size_t>(num_elements(v.shape)));
+    total += static_cast<uint64_t>(num_elements(v.shape)) * sizeof(float);
+  }
   set_max_wire_elements(largest);
+  set_max_frame_bytes(total);
 }
 
 // How this task reaches a lost peer again: at the same address, retrying
@@ -381,11 +386,27 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
   return result.ok || result.preempted ? exit_ok : exit_failure;
 }
 
+// The bulk path carries tensors in the clear: never beside mutual TLS.
+bool uses_bulk_path(const node_setup& setup) {
+  return setup.runtime.bulk_path && !setup.tls;
+}
+
+// Where a worker opens the bulk path to each shard (none without one).
+std::vector<std::string> bulk_hosts(const node_setup& setup) {
+  std::vector<std::string> hosts;
+  if (uses_bulk_path(setup))
+    for (auto& address : setup.cluster.ps)
+      hosts.push_back(address.host);
+  return hosts;
+}
+
 int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits) {
   if (!address_is_free(setup, setup.cluster.ps[setup.task]))
     return exit_failure;
   ps_shard_config config{setup.task, setup.train.optimizer, setup.runtime.connect_timeout,
                          setup.runtime.recovery_timeout};
+  if (uses_bulk_path(setup))
+    config.bulk_host = setup.cluster.ps[setup.task].host;
   ps_shard_actor shard = sys.spawn(ps_shard, config); // published without its timer
   if (!publish(sys, setup, shard, setup.cluster.ps[setup.task])) {
     caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
@@ -524,7 +545,7 @@ int run_worker(caf::actor_system& sys, const node_setup& setup) {
   // connection the worker opened (its ready request).
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
                         setup.train, setup.runtime, *chief_handle, shards, train,
-                        spawn_mode::detached, reconnect_to_peers(sys, setup));
+                        spawn_mode::detached, reconnect_to_peers(sys, setup), bulk_hosts(setup));
   return exit_code_of(wait_for(sys, w));
 }
 
@@ -537,7 +558,8 @@ static void log_peak_memory() {
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);)
     if (line.rfind("VmHWM:", 0) == 0) {
-      spdlog::info("peak resident memory: {} MiB", std::stoll(line.substr(6)) / 1024);
+      auto kib = std::stoll(line.substr(6));
+      spdlog::info("peak resident memory: {} MiB ({} KiB)", kib / 1024, kib);
       return;
     }
 }
@@ -545,6 +567,7 @@ static void log_peak_memory() {
 int main(int argc, char** argv) {
   // A closed stdout or stderr must not end a run (see print_final).
   std::signal(SIGPIPE, SIG_IGN);
+  keep_freed_tensor_memory();
   node_config cfg;
   register_protocol(cfg);
   auto outcome = load_node_config(cfg, argc, argv);

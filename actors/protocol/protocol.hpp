@@ -11,9 +11,11 @@
 // (`*_impl`), which adds the messages it sends only to itself (timers). Peers
 // only ever hold the published handle.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
@@ -29,7 +31,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 7;
+constexpr uint32_t protocol_version = 8;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -50,6 +52,8 @@ using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;   ///< chief ->
 using fetch_atom = caf::atom_constant<caf::atom("fetch")>;     ///< chief -> shard: a copied tensor
 using restore_atom = caf::atom_constant<caf::atom("restore")>; ///< chief -> shard: a slot
 using plan_atom = caf::atom_constant<caf::atom("plan")>; ///< chief -> worker: after a recovery
+using bulk_atom = caf::atom_constant<caf::atom("bulk")>; ///< worker -> shard: its bulk port
+using view_atom = caf::atom_constant<caf::atom("view")>; ///< bulk server -> its own shard
 // Internal: sent by an actor to itself only, never part of a published interface.
 using run_atom = caf::atom_constant<caf::atom("run")>;               ///< worker: next step
 using tick_atom = caf::atom_constant<caf::atom("tick")>;             ///< chief, shard: timers
@@ -193,12 +197,16 @@ struct training_plan {
   step_coordinator_actor coordinator;
   uint64_t data_epoch = 0;  ///< where this worker starts in its data (restored
   uint64_t data_offset = 0; ///<   from a checkpoint; 0, 0 for a fresh run)
+  /// Steps the worker may hold at once: it asks for this many at the start
+  /// and reports each step without waiting for the next grant (async: 2;
+  /// sync: 1, the token).
+  int32_t lease = 1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
   return f(caf::meta::type_name("training_plan"), x.run, x.slices, x.coordinator, x.data_epoch,
-           x.data_offset);
+           x.data_offset, x.lease);
 }
 
 /// A worker (not published: the chief reaches it through its ready request).
@@ -270,6 +278,9 @@ using ps_shard_actor =
                                    std::vector<tensor>>::with<int64_t>,
                    // the chief, sync: gradients needed per update from now on (shrink/grow)
                    caf::reacts_to<replicas_atom, int32_t>,
+                   // a worker of this run: (run) -> the port and ticket of the shard's bulk
+                   // path (port 0: none; use pull and push here)
+                   caf::replies_to<bulk_atom, run_id>::with<uint16_t, uint64_t>,
                    // the chief: bytes, requests and updates so far, in total and per variable
                    caf::replies_to<stats_atom>::with<shard_traffic>,
                    // the chief, after init and before training: one optimizer slot of a
@@ -284,8 +295,20 @@ using ps_shard_actor =
                    // the chief: training is over, quit
                    caf::reacts_to<stop_atom>>;
 
-/// The shard as implemented: plus the deadline for the chief's init.
-using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>>;
+/// A shard's values without a copy (copy-on-write: the shard copies a value
+/// still held before its next update), for the shard's own bulk server.
+/// Never serialised: it does not leave the process.
+struct shared_pull_reply {
+  int64_t version = 0;
+  std::vector<std::shared_ptr<const tensor>> values;
+};
+
+/// The shard as implemented: plus the deadline for the chief's init, and
+/// its bulk server's pulls (from its own process only: (run, names) -> the
+/// values, shared).
+using ps_shard_impl = ps_shard_actor::extend<
+  caf::reacts_to<tick_atom>,
+  caf::replies_to<view_atom, run_id, std::vector<std::string>>::with<shared_pull_reply>>;
 
 /// A worker found a non-finite gradient and pushed nothing: async, the chief
 /// revokes the step and grants the next; sync, the chief ends the run (no
@@ -377,3 +400,4 @@ caf::result<uint32_t> answer_hello(uint32_t peer_version, const std::string& pee
 } // namespace troupe
 
 CAF_ERROR_CODE_ENUM_2(troupe::errc, "troupe")
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::shared_pull_reply)

@@ -5,6 +5,7 @@
 // The raw block is host-endian: every node of a cluster must share it (x86-64).
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/deserializer.hpp>
@@ -23,6 +24,11 @@ namespace troupe {
 /// before anything is allocated for it.
 void set_max_wire_elements(size_t elements) noexcept;
 size_t max_wire_elements() noexcept;
+
+/// The most bytes of tensors one bulk-path frame may carry: troupe-node sets
+/// it to the model's variables' total; 2^32 until then.
+void set_max_frame_bytes(uint64_t bytes) noexcept;
+uint64_t max_frame_bytes() noexcept;
 
 inline caf::error inspect(caf::serializer& f, tensor& x) {
   shape_t shape = x.shape();

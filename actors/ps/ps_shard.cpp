@@ -173,6 +173,19 @@ caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<s
   return caf::ok_atom::value;
 }
 
+// A pull of the run: the values as they are now (shared, not copied), counted.
+caf::error share_values(self_ptr self, run_id run, const std::vector<std::string>& names,
+                        shared_pull_reply& out) {
+  auto& st = self->state;
+  if (auto err = unless_this_run(self, run, "a pull"))
+    return err;
+  if (auto err = st.store->share(names, out.values))
+    return make_error(*err);
+  out.version = st.store->version();
+  st.traffic.pulled(names, out.values);
+  return caf::none;
+}
+
 caf::result<int64_t> on_push(self_ptr self, run_id run, int32_t worker, int64_t step,
                              const std::vector<std::string>& names,
                              const std::vector<tensor>& gradients) {
@@ -227,6 +240,20 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
   st.index = config.index;
   st.label = "ps:" + std::to_string(config.index);
   st.store.emplace(st.label, config.optimizer);
+  if (!config.bulk_host.empty()) {
+    bulk_server_options options;
+    options.host = config.bulk_host;
+    options.shard = config.index;
+    maybe_failure error;
+    st.bulk = std::make_unique<bulk_server>(self->system(), self->address(), options, error);
+    if (error) {
+      spdlog::warn("{}: no bulk path ({}); peers pull and push over the control connection",
+                   st.label, error->message);
+      st.bulk.reset();
+    } else {
+      spdlog::info("{}: bulk path on {}:{}", st.label, config.bulk_host, st.bulk->port());
+    }
+  }
   self->set_down_handler([self](const caf::down_msg& msg) {
     auto& st = self->state;
     if (msg.source != st.chief)
@@ -268,19 +295,40 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
            const shard_options& options) { return on_init(self, run, names, values, options); },
     [self](pull_atom, run_id run,
            const std::vector<std::string>& names) -> caf::result<pull_reply> {
-      auto& st = self->state;
-      if (auto err = unless_this_run(self, run, "a pull"))
+      // Over BASP the reply leaves the shard: a copy, as the message owns it.
+      shared_pull_reply shared;
+      if (auto err = share_values(self, run, names, shared))
         return err;
-      pull_reply reply;
-      if (auto err = st.store->read(names, reply.values))
-        return make_error(*err);
-      reply.version = st.store->version();
-      st.traffic.pulled(names, reply.values);
+      pull_reply reply{shared.version, {}};
+      reply.values.reserve(shared.values.size());
+      for (auto& value : shared.values)
+        reply.values.push_back(*value);
       return reply;
     },
     [self](push_atom, run_id run, int32_t worker, int64_t step,
            const std::vector<std::string>& names, const std::vector<tensor>& gradients) {
       return on_push(self, run, worker, step, names, gradients);
+    },
+    [self](view_atom, run_id run,
+           const std::vector<std::string>& names) -> caf::result<shared_pull_reply> {
+      auto sender = self->current_sender();
+      if (!sender || sender->node() != self->node())
+        return refuse(self->state.label, "a shared pull", sender,
+                      "only its own bulk server may send it");
+      shared_pull_reply reply;
+      if (auto err = share_values(self, run, names, reply))
+        return err;
+      return reply;
+    },
+    [self](bulk_atom, run_id run) -> caf::result<uint16_t, uint64_t> {
+      auto& st = self->state;
+      if (!st.store->initialized())
+        return make_error({errc::not_initialized, st.label + " has not been initialised"});
+      if (auto err = unless_this_run(self, run, "a bulk-path request"))
+        return err;
+      if (!st.bulk)
+        return {uint16_t{0}, uint64_t{0}};
+      return {st.bulk->port(), st.bulk->ticket()};
     },
     [self](stats_atom) -> caf::result<shard_traffic> {
       auto& st = self->state;

@@ -10,11 +10,13 @@
 // restored run initialises it at the checkpoint's step, slots included.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include <caf/actor_addr.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/bulk/bulk_server.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/applied_steps.hpp"
 #include "actors/ps/snapshot_copy.hpp"
@@ -32,6 +34,9 @@ struct ps_shard_config {
   /// When its chief is lost: 0, quit with it; else keep the state and wait
   /// this long for a new chief, whose init replaces it (cluster.recovery-timeout).
   std::chrono::milliseconds recovery_timeout{0};
+  /// Where to listen for the bulk path (the shard's own address); empty: no
+  /// bulk path, peers pull and push over BASP (in process, or under TLS).
+  std::string bulk_host{};
 };
 
 struct ps_shard_state {
@@ -50,6 +55,8 @@ struct ps_shard_state {
   snapshot_copy snapshot; // the last copy for a checkpoint, until fetched
   /// A snapshot asked for a version the shard has not reached yet (sync).
   std::optional<std::pair<int64_t, caf::typed_response_promise<snapshot_index>>> snapshot_wanted;
+  /// The bulk path's listener and connections (null without one).
+  std::unique_ptr<bulk_server> bulk;
 };
 
 ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_state> self,

@@ -12,12 +12,14 @@ namespace troupe {
 
 class traffic_counter {
 public:
-  /// A pull answered with these values.
-  void pulled(const std::vector<std::string>& names, const std::vector<tensor>& values) {
+  /// A pull answered with these values (tensors, or pointers to them).
+  template <class Values>
+  void pulled(const std::vector<std::string>& names, const Values& values) {
     ++pulls_;
     for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
-      out_ += values[i].bytes();
-      by_variable_[names[i]].bytes_out += values[i].bytes();
+      auto bytes = bytes_of(values[i]);
+      out_ += bytes;
+      by_variable_[names[i]].bytes_out += bytes;
     }
   }
 
@@ -39,6 +41,12 @@ public:
   }
 
 private:
+  static size_t bytes_of(const tensor& t) { return t.bytes(); }
+  template <class Pointer>
+  static size_t bytes_of(const Pointer& t) {
+    return t->bytes();
+  }
+
   uint64_t pulls_ = 0, pushes_ = 0, in_ = 0, out_ = 0;
   std::map<std::string, variable_traffic> by_variable_;
 };

@@ -1,6 +1,7 @@
 #include "actors/ps/variable_store.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <unordered_set>
 
@@ -34,7 +35,7 @@ maybe_failure variable_store::initialize(const std::vector<std::string>& names,
   if (version < 0)
     return failure{errc::invalid_request, owner_ + ": init at a negative version"};
   for (size_t i = 0; i < names.size(); ++i)
-    variables_.emplace(names[i], std::move(values[i]));
+    variables_.emplace(names[i], std::make_shared<tensor>(std::move(values[i])));
   version_ = version;
   initialized_ = true;
   return std::nullopt;
@@ -50,10 +51,10 @@ maybe_failure variable_store::restore_slot(const std::string& key, tensor value)
   auto i = variables_.find(name);
   if (i == variables_.end())
     return failure{errc::unknown_variable, "no variable '" + name + "' on " + owner_};
-  if (value.shape() != i->second.shape())
+  if (value.shape() != i->second->shape())
     return failure{errc::shape_mismatch, "slot '" + key + "' has shape " + to_string(value.shape())
                                            + " but " + owner_ + " holds its variable as "
-                                           + to_string(i->second.shape())};
+                                           + to_string(i->second->shape())};
   if (!value.all_finite())
     return failure{errc::invalid_request, owner_ + ": slot '" + key + "' is not finite"};
   optimizer_->restore_slot(key, std::move(value));
@@ -65,7 +66,7 @@ variable_store::snapshot variable_store::take_snapshot() const {
   out.version = version_;
   std::map<std::string, const tensor*> sorted;
   for (auto& [name, value] : variables_)
-    sorted.emplace(name, &value);
+    sorted.emplace(name, value.get());
   for (auto& [name, value] : sorted) {
     out.names.push_back(name);
     out.values.push_back(*value);
@@ -87,20 +88,20 @@ maybe_failure variable_store::lookup(const std::vector<std::string>& names,
     auto i = variables_.find(name);
     if (i == variables_.end())
       return failure{errc::unknown_variable, "no variable '" + name + "' on " + owner_};
-    found.push_back(&i->second);
+    found.push_back(i->second.get());
   }
   return std::nullopt;
 }
 
-maybe_failure variable_store::read(const std::vector<std::string>& names,
-                                   std::vector<tensor>& out) const {
+maybe_failure variable_store::share(const std::vector<std::string>& names,
+                                    std::vector<std::shared_ptr<const tensor>>& out) const {
   std::vector<const tensor*> found;
   if (auto err = lookup(names, found))
     return err;
   out.clear();
-  out.reserve(found.size());
-  for (auto* t : found)
-    out.push_back(*t);
+  out.reserve(names.size());
+  for (auto& name : names)
+    out.push_back(variables_.at(name));
   return std::nullopt;
 }
 
@@ -138,8 +139,14 @@ maybe_failure variable_store::apply_gradients(const std::vector<std::string>& na
   std::vector<const tensor*> found;
   if (auto err = check(names, gradients, found))
     return err;
-  for (size_t i = 0; i < names.size(); ++i)
-    optimizer_->apply(names[i], const_cast<tensor&>(*found[i]), gradients[i], version_);
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto& value = variables_.at(names[i]);
+    if (value.use_count() > 1)
+      value = std::make_shared<tensor>(*value); // a pull still sends the old one
+    else
+      std::atomic_thread_fence(std::memory_order_acquire); // its last reader is done
+    optimizer_->apply(names[i], *value, gradients[i], version_);
+  }
   ++version_;
   return std::nullopt;
 }
@@ -147,7 +154,7 @@ maybe_failure variable_store::apply_gradients(const std::vector<std::string>& na
 size_t variable_store::bytes() const noexcept {
   size_t n = 0;
   for (auto& kv : variables_)
-    n += kv.second.bytes();
+    n += kv.second->bytes();
   return n;
 }
 

@@ -2,6 +2,7 @@
 // The state of one PS shard, without CAF: named variables, the optimizer that
 // updates them (its slots live here too) and the checks every request
 // passes. A refused request leaves the store exactly as it was.
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,8 +37,11 @@ public:
   };
   snapshot take_snapshot() const;
 
-  /// Copies the named values into `out`, in the order asked.
-  maybe_failure read(const std::vector<std::string>& names, std::vector<tensor>& out) const;
+  /// The named values themselves, without a copy, in the order asked. They
+  /// stay as they are while `out` holds them: the next update of a value
+  /// still held copies it first (copy-on-write).
+  maybe_failure share(const std::vector<std::string>& names,
+                      std::vector<std::shared_ptr<const tensor>>& out) const;
 
   /// Whether apply_gradients would accept these gradients.
   maybe_failure check_gradients(const std::vector<std::string>& names,
@@ -67,7 +71,7 @@ private:
   std::unique_ptr<optimizer> optimizer_;
   bool initialized_ = false;
   int64_t version_ = 0;
-  std::unordered_map<std::string, tensor> variables_;
+  std::unordered_map<std::string, std::shared_ptr<tensor>> variables_;
 };
 
 } // namespace troupe

@@ -73,7 +73,20 @@ bool from_chief_or_here(self_ptr self, const Source& source) {
   return addr == self->state.links.chief.address() || addr.node() == self->node();
 }
 
-// The answer to a report: the next step, or stop.
+// Starts the next granted step, unless one is under way or none is granted.
+void start_next_step(self_ptr self) {
+  auto& st = self->state;
+  if (st.busy || st.granted.empty())
+    return;
+  st.busy = true;
+  st.report.step = st.granted.front();
+  st.granted.pop_front();
+  st.report.applied = false;
+  pull_all(self);
+}
+
+// The answer to a report: a step to compute (now, or after the one under
+// way), or stop.
 void on_grant(self_ptr self, const step_grant& grant) {
   auto& st = self->state;
   if (grant.stop) {
@@ -81,12 +94,12 @@ void on_grant(self_ptr self, const step_grant& grant) {
     self->quit(caf::exit_reason::normal);
     return;
   }
-  st.report.step = grant.step;
-  st.report.applied = false;
-  pull_all(self);
+  st.granted.push_back(grant.step);
+  start_next_step(self);
 }
 
-// Reports the last step to `to` and waits for the next one.
+// Reports the last step to `to`; the answer (the next step) arrives while
+// the worker computes a step it holds already, if any.
 template <class Atom, class Handle>
 void ask_for_step(self_ptr self, const Handle& to) {
   auto& st = self->state;
@@ -100,6 +113,20 @@ void ask_for_step(self_ptr self, const Handle& to) {
         if (self->state.generation == gen)
           wait_for_recovery(self, "waiting for the next step failed", err);
       });
+}
+
+// The step under way is over (reported): on to the next one held, through
+// the mailbox (a step on the bulk path runs within one handler; the next
+// one must not nest in it, and grants and losses must get their turn).
+void step_over(self_ptr self) {
+  self->state.busy = false;
+  self->send(self, run_atom::value);
+}
+
+// Training starts: ask for as many steps as the lease allows.
+void ask_for_first_steps(self_ptr self) {
+  for (int32_t i = 0; i < self->state.lease; ++i)
+    ask_for_step<report_atom>(self, self->state.coordinator);
 }
 
 void compute(self_ptr self) {
@@ -136,36 +163,110 @@ void compute(self_ptr self) {
   // The chief decides: revoke and grant again (async) or end the run (sync,
   // where no step can complete without this worker's gradient).
   ask_for_step<nonfinite_atom>(self, st.links.chief);
+  step_over(self);
+}
+
+// A pulled part into the variables; false (the worker stops) when it does not fit.
+bool take_pulled(self_ptr self, const slice_router::shard_part& part, std::vector<tensor>& values) {
+  auto& st = self->state;
+  try {
+    if (st.staging)
+      st.router->gather(part, values, st.staging->params);
+    else
+      st.router->gather(part, std::move(values), st.params);
+  } catch (const std::exception& e) {
+    fail(self, "pull from ps:" + std::to_string(part.shard),
+         make_error({errc::invalid_request, e.what()}));
+    return false;
+  }
+  return true;
+}
+
+bulk_link* bulk_link_to(self_ptr self, int32_t shard) {
+  auto& bulk = self->state.bulk;
+  auto s = static_cast<size_t>(shard);
+  return s < bulk.size() ? bulk[s].get() : nullptr;
+}
+
+// A bulk exchange failed: the shard's refusal as its error, a broken
+// connection as a lost peer's (and the link is dropped; the next plan opens
+// a new one).
+caf::error bulk_failure(self_ptr self, bulk_link& link, int32_t shard) {
+  auto& why = *link.error();
+  if (!link.broken())
+    return make_error(why);
+  auto err = caf::make_error(caf::sec::runtime_error, why.message);
+  self->state.bulk[static_cast<size_t>(shard)].reset();
+  return err;
+}
+
+// Where a part's pulled values land: a whole variable straight in its
+// parameter tensor (its storage reused), a slice or a staged model's part
+// in the link's buffers of the last pull.
+std::vector<tensor> pull_storage(self_ptr self, const slice_router::shard_part& part,
+                                 bulk_link& link) {
+  auto& st = self->state;
+  std::vector<tensor> out = std::move(link.values());
+  out.resize(part.slices.size());
+  if (!st.staging)
+    for (size_t k = 0; k < part.slices.size(); ++k) {
+      auto i = part.slices[k];
+      if (st.router->slice(i).shape == st.router->slice(i).full_shape)
+        out[k] = std::move(st.params[st.router->variable_of(i)]);
+    }
+  return out;
+}
+
+// A part of the step on the bulk path: its link, with the exchange started.
+struct bulk_exchange {
+  bulk_link* link;
+  const slice_router::shard_part* part;
+};
+
+// Runs the step's bulk exchanges to their replies, all at once. The worker
+// is detached: they block it like its compute does.
+void complete(self_ptr self, const std::vector<bulk_exchange>& exchanges) {
+  std::vector<bulk_link*> links;
+  for (auto& x : exchanges)
+    links.push_back(x.link);
+  complete_all(links, std::chrono::steady_clock::now() + self->state.config.request_timeout);
 }
 
 void pull_all(self_ptr self) {
   auto& st = self->state;
   auto join = make_fan_in(st.router->parts().size(), [self] { compute(self); });
-  for (auto& part : st.router->parts())
+  std::vector<bulk_exchange> bulk;
+  for (auto& part : st.router->parts()) {
+    if (auto* link = bulk_link_to(self, part.shard)) {
+      link->start_pull(st.report.run, part.names, pull_storage(self, part, *link));
+      bulk.push_back({link, &part});
+      continue;
+    }
     self
       ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
                 pull_atom::value, st.report.run, part.names)
       .then(
         [self, join, &part, gen = st.generation](pull_reply& reply) {
-          auto& st = self->state;
-          if (st.generation != gen)
-            return;
-          try {
-            if (st.staging)
-              st.router->gather(part, reply.values, st.staging->params);
-            else
-              st.router->gather(part, std::move(reply.values), st.params);
-          } catch (const std::exception& e) {
-            fail(self, "pull from ps:" + std::to_string(part.shard),
-                 make_error({errc::invalid_request, e.what()}));
-            return;
-          }
-          join->arrive();
+          if (self->state.generation == gen && take_pulled(self, part, reply.values))
+            join->arrive();
         },
         [self, shard = part.shard, gen = st.generation](caf::error& err) {
           if (self->state.generation == gen)
             wait_for_recovery(self, "pull from ps:" + std::to_string(shard) + " failed", err);
         });
+  }
+  complete(self, bulk);
+  auto gen = st.generation;
+  for (size_t k = 0; k < bulk.size() && st.generation == gen; ++k) {
+    auto [link, part] = bulk[k];
+    if (link->error())
+      wait_for_recovery(self, "pull from ps:" + std::to_string(part->shard) + " failed",
+                        bulk_failure(self, *link, part->shard));
+    else if (take_pulled(self, *part, link->values()))
+      join->arrive();
+    else
+      return;
+  }
 }
 
 // All pushes answered: count the step, then report it.
@@ -180,7 +281,8 @@ void on_pushed(self_ptr self) {
                    metric_text(*line, st.links.train->task == objective::regression),
                    line->examples_per_sec);
   }
-  self->send(self, run_atom::value);
+  ask_for_step<report_atom>(self, st.coordinator);
+  step_over(self);
 }
 
 // A refused part (stale, past the end, or a faulty gradient) is reported as
@@ -203,13 +305,35 @@ bool on_push_refused(self_ptr self, int32_t shard, const caf::error& err) {
   return true;
 }
 
+// A pushed part's whole-variable gradients go back to the worker's
+// gradient tensors, whose storage the next step reuses.
+void return_gradients(self_ptr self, const slice_router::shard_part& part,
+                      std::vector<tensor>& sent) {
+  auto& st = self->state;
+  if (st.staging)
+    return;
+  for (size_t k = 0; k < part.slices.size() && k < sent.size(); ++k) {
+    auto i = part.slices[k];
+    if (st.router->slice(i).shape == st.router->slice(i).full_shape)
+      st.grads[st.router->variable_of(i)] = std::move(sent[k]);
+  }
+}
+
 void push_all(self_ptr self) {
   auto& st = self->state;
   st.report.applied = true;
   auto join = make_fan_in(st.router->parts().size(), [self] { on_pushed(self); });
+  std::vector<bulk_exchange> bulk;
   for (auto& part : st.router->parts()) {
     auto grads = st.staging ? st.router->cut(part, st.staging->grads)
                             : st.router->cut(part, st.grads);
+    if (auto* link = bulk_link_to(self, part.shard)) {
+      auto& sending = st.bulk_pushes[static_cast<size_t>(part.shard)];
+      sending = std::move(grads);
+      link->start_push(st.report.run, st.config.index, st.report.step, part.names, sending);
+      bulk.push_back({link, &part});
+      continue;
+    }
     self
       ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
                 push_atom::value, st.report.run, st.config.index, st.report.step, part.names,
@@ -224,6 +348,58 @@ void push_all(self_ptr self) {
             join->arrive();
         });
   }
+  complete(self, bulk);
+  auto gen = st.generation;
+  for (size_t k = 0; k < bulk.size() && st.generation == gen; ++k) {
+    auto [link, part] = bulk[k];
+    return_gradients(self, *part, st.bulk_pushes[static_cast<size_t>(part->shard)]);
+    if (!link->error()
+        || on_push_refused(self, part->shard, bulk_failure(self, *link, part->shard)))
+      join->arrive();
+  }
+}
+
+// The bulk path to every shard in another process that offers one: its port
+// and ticket asked over BASP, then connected from here. A shard without one,
+// or one that cannot be reached that way, is pulled from and pushed to over
+// BASP. Training starts once every shard answered.
+void open_bulk_links(self_ptr self) {
+  auto& st = self->state;
+  st.bulk.clear();
+  st.bulk.resize(st.links.shards.size());
+  st.bulk_pushes.resize(st.links.shards.size());
+  std::vector<size_t> remote;
+  if (st.links.shard_hosts.size() == st.links.shards.size())
+    for (size_t s = 0; s < st.links.shards.size(); ++s)
+      if (st.links.shards[s].node() != self->node())
+        remote.push_back(s);
+  auto join = make_fan_in(remote.size(), [self] { ask_for_first_steps(self); });
+  for (auto s : remote)
+    self->request(st.links.shards[s], st.config.request_timeout, bulk_atom::value, st.report.run)
+      .then(
+        [self, join, s, gen = st.generation](uint16_t port, uint64_t ticket) {
+          auto& st = self->state;
+          if (st.generation != gen)
+            return;
+          if (port != 0) {
+            maybe_failure error;
+            auto within = std::min<std::chrono::milliseconds>(st.config.request_timeout,
+                                                              std::chrono::seconds(10));
+            st.bulk[s] = bulk_link::open(st.links.shard_hosts[s], port, st.report.run, ticket,
+                                         st.label, std::chrono::steady_clock::now() + within,
+                                         error);
+            if (error)
+              spdlog::warn("{}: no bulk path to ps:{} ({}); pulling and pushing over the "
+                           "control connection",
+                           st.label, s, error->message);
+          }
+          join->arrive();
+        },
+        [self, s, gen = st.generation](caf::error& err) {
+          if (self->state.generation == gen)
+            wait_for_recovery(self, "asking ps:" + std::to_string(s) + " for its bulk path failed",
+                              err);
+        });
 }
 
 void on_plan(self_ptr self, training_plan& plan);
@@ -277,6 +453,9 @@ void on_plan(self_ptr self, training_plan& plan) {
     return;
   }
   st.coordinator = plan.coordinator;
+  st.lease = std::max(plan.lease, int32_t{1});
+  st.granted.clear();
+  st.busy = false;
   st.report.run = plan.run;
   st.report.step = -1; // a new run (or a restored one) starts by asking
   st.report.applied = false;
@@ -307,7 +486,7 @@ void on_plan(self_ptr self, training_plan& plan) {
   st.progress.restart();
   spdlog::info("{}: ready; training on {} of {} examples", st.label, st.data->share_size(),
                st.data->total_examples());
-  self->send(self, run_atom::value);
+  open_bulk_links(self);
 }
 
 } // namespace
@@ -335,8 +514,18 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
     self->monitor(shard);
   self->set_down_handler([self](const caf::down_msg& msg) {
     auto& st = self->state;
-    if (msg.reason == caf::exit_reason::normal)
-      return; // the chief's stop grant follows, or the shard finished with the run
+    if (msg.reason == caf::exit_reason::normal) {
+      // The chief ends normally only once the run is over: a worker that
+      // joined too late (its ready or its first asks still open) stops too,
+      // instead of waiting out its timeouts. A shard's normal end is the
+      // run's: the chief's stop follows.
+      if (msg.source == st.links.chief.address()) {
+        spdlog::info("{}: the chief finished the run; stop after {} local step(s)", st.label,
+                     st.local_step);
+        self->quit(caf::exit_reason::normal);
+      }
+      return;
+    }
     if (msg.source == st.links.chief.address()) {
       wait_for_recovery(self, "lost the chief", msg.reason);
       if (can_recover(self))
@@ -374,7 +563,7 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
     [self](hello_atom, uint32_t version, const std::string& job, int32_t task) {
       return answer_hello(version, job, task, self->state.label);
     },
-    [self](run_atom) { ask_for_step<report_atom>(self, self->state.coordinator); },
+    [self](run_atom) { start_next_step(self); },
     [self](rejoin_atom) { rejoin(self); },
     [self](rejoin_atom, const chief_actor& chief) {
       if (self->current_sender() && self->current_sender()->node() == self->node())

@@ -6,6 +6,7 @@
 // moved by slice_router. Spawn it detached: compute blocks.
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -14,6 +15,7 @@
 
 #include <caf/expected.hpp>
 
+#include "actors/bulk/bulk_client.hpp"
 #include "actors/common/progress_meter.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/worker/gradient_guard.hpp"
@@ -63,6 +65,9 @@ struct worker_links {
   /// Reaching a peer again after it was lost (troupe-node sets both; empty:
   /// a lost peer ends the worker). They block: the worker is detached.
   peer_reconnect reconnect;
+  /// Each shard's host, for the bulk path to shards in other processes
+  /// (troupe-node sets it without TLS); empty: pulls and pushes go over BASP.
+  std::vector<std::string> shard_hosts;
 };
 
 struct worker_state {
@@ -82,12 +87,21 @@ struct worker_state {
   std::vector<tensor> grads;
   batch current;
   step_report report; // of the step in flight / last finished
+  // Steps granted and not begun (async leases two: the next one is here
+  // while the last one's report is on the way), and whether one is under way.
+  int32_t lease = 1;
+  std::deque<int64_t> granted;
+  bool busy = false;
   int64_t local_step = 0;
   progress_meter progress{0};
   // recovery: replies of an earlier generation are ignored
   uint64_t generation = 0;
   std::optional<std::chrono::steady_clock::time_point> waiting_since; // for a new plan
   std::vector<int32_t> lost_shards;
+  // The bulk path, per shard (null: that shard over BASP), and the gradients
+  // each is sending (they must outlive the exchange).
+  std::vector<std::unique_ptr<bulk_link>> bulk;
+  std::vector<std::vector<tensor>> bulk_pushes;
 };
 
 worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,

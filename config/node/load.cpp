@@ -462,6 +462,7 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   setup.runtime.request_timeout = to_ms(cfg.request_timeout);
   setup.runtime.worker_wait_timeout = to_ms(cfg.worker_wait_timeout);
   setup.runtime.recovery_timeout = to_ms(cfg.recovery_timeout);
+  setup.runtime.bulk_path = cfg.bulk_path;
   setup.runtime.max_refused_steps = cfg.max_refused_steps;
   // The tasks listed, whether or not each address parsed.
   cluster_shape shape{static_cast<int32_t>(cfg.ps_hosts.size()),

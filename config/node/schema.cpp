@@ -14,6 +14,11 @@ node_config::node_config()
     save_interval(std::chrono::seconds(600)) {
   load<caf::io::middleman>();
   load<caf::openssl::manager>(); // used only when [openssl] is configured
+  // One queue for every scheduler thread: a message wakes a sleeping thread at
+  // once, where work stealing's polling sleeps 50 us between looks. A small
+  // pull's round trip halves (docs/results.md, "Transfer"). The file may
+  // still choose 'stealing'.
+  set("scheduler.policy", caf::atom("sharing"));
   opt_group{custom_options_, "global"}
     .add(job_name, "job_name",
          "this task's job: ps, worker, chief or evaluator (omit to run every task "
@@ -35,7 +40,11 @@ node_config::node_config()
          "they give up")
     .add(max_connections, "max-connections",
          "connections a ps or chief task holds at most (0: 2 x tasks + 64); "
-         "connections silent for 2 x middleman.connection-timeout are closed");
+         "connections silent for 2 x middleman.connection-timeout are closed")
+    .add(bulk_path, "bulk-path",
+         "workers pull and push tensors on a connection of their own to each ps task (a port "
+         "the ps task picks, on its host; docs/protocol.md); false: over the control "
+         "connection. Never used under mutual TLS");
   opt_group{custom_options_, "train"}
     .add(train.model, "model", "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom")
     .add(mode, "mode", "update mode: async, or sync (SyncReplicasOptimizer's semantics)")

@@ -132,6 +132,8 @@ struct runtime_settings {
   /// How long the others wait for a lost ps shard or chief to come back
   /// (troupe-node; the library's in-process clusters do not recover).
   std::chrono::milliseconds recovery_timeout{120000};
+  /// Tensors between processes on the bulk path (troupe-node, without TLS).
+  bool bulk_path = true;
 };
 
 /// The ranges check_settings enforces beyond "positive": far above any real

@@ -9,7 +9,7 @@ BOOST_AUTO_TEST_SUITE(traffic_counter_tests)
 
 BOOST_AUTO_TEST_CASE(bytes_are_counted_per_variable_and_in_total) {
   traffic_counter c;
-  c.pulled({"w", "b"}, {tensor({10}), tensor({2})});
+  c.pulled({"w", "b"}, std::vector<tensor>{tensor({10}), tensor({2})});
   c.pushed({"w"}, {tensor({10})});
   c.pushed({"w", "b"}, {tensor({10}), tensor({2})});
   auto t = c.report(3, 48);

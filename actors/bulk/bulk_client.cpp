@@ -1,0 +1,151 @@
+#include "actors/bulk/bulk_client.hpp"
+
+#include <poll.h>
+
+#include "actors/protocol/wire.hpp"
+
+namespace troupe {
+
+using namespace bulk;
+
+std::unique_ptr<bulk_link> bulk_link::open(const std::string& host, uint16_t port, uint64_t run,
+                                           uint64_t ticket, const std::string& label,
+                                           deadline until, maybe_failure& error) {
+  auto fd = connect_to(host, port, until, error);
+  if (!fd)
+    return nullptr;
+  std::unique_ptr<bulk_link> link{
+    new bulk_link(std::move(fd), frame_limits{max_wire_elements(), max_frame_bytes()})};
+  meta_writer meta;
+  meta.u64(run).u64(ticket).text(label);
+  link->begin(frame_kind::welcome, frame_writer{frame_kind::hello, 0, meta});
+  complete_all({link.get()}, until);
+  if (link->error_) {
+    error = link->error_;
+    return nullptr;
+  }
+  return link;
+}
+
+void bulk_link::begin(frame_kind expected, frame_writer frame) {
+  expected_ = expected;
+  out_ = std::move(frame);
+  in_.next();
+  error_.reset();
+  done_ = broken_;
+  if (broken_)
+    error_ = failure{errc::training_stopped,
+                     "bulk connection to ps:" + std::to_string(shard_) + " is broken"};
+}
+
+void bulk_link::start_pull(uint64_t run, const std::vector<std::string>& names,
+                           std::vector<tensor> storage) {
+  meta_writer meta;
+  meta.u64(run).names(names);
+  in_.lend(std::move(storage));
+  begin(frame_kind::pull_reply, frame_writer{frame_kind::pull, ++request_, meta});
+}
+
+void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step,
+                           const std::vector<std::string>& names,
+                           const std::vector<tensor>& gradients) {
+  meta_writer meta{&gradients};
+  meta.u64(run).i32(worker).i64(step).names(names);
+  begin(frame_kind::push_reply, frame_writer{frame_kind::push, ++request_, meta, &gradients});
+}
+
+void bulk_link::fail(failure why) {
+  error_ = std::move(why);
+  broken_ = true;
+  done_ = true;
+}
+
+// The reply is in: its fields, or the shard's refusal.
+void bulk_link::finish() {
+  done_ = true;
+  auto& head = in_.header();
+  auto fields = in_.fields();
+  auto kind = static_cast<frame_kind>(head.kind);
+  if (head.request != request_) {
+    fail({errc::invalid_request, "bulk reply to request " + std::to_string(head.request)
+                                   + ", expected " + std::to_string(request_)});
+    return;
+  }
+  if (kind == frame_kind::refusal) {
+    auto code = static_cast<errc>(fields.u8());
+    auto message = fields.text();
+    if (!fields.at_end() || code <= errc::first_code_ || code >= errc::end_of_codes_) {
+      fail({errc::invalid_request, "bulk frame: a malformed refusal"});
+      return;
+    }
+    error_ = failure{code, message};
+    // Only an unauthorized hello closes the connection; other refusals are answers.
+    if (expected_ == frame_kind::welcome)
+      broken_ = true;
+    return;
+  }
+  if (kind != expected_) {
+    fail({errc::invalid_request, "bulk frame: a reply of kind " + std::to_string(head.kind)
+                                   + " where " + std::to_string(static_cast<int>(expected_))
+                                   + " was expected"});
+    return;
+  }
+  if (kind == frame_kind::welcome)
+    shard_ = fields.i32();
+  else
+    version_ = fields.i64();
+  if (!fields.at_end() || (kind != frame_kind::pull_reply && !in_.tensors().empty()))
+    fail({errc::invalid_request, "bulk frame: a malformed reply"});
+}
+
+bool bulk_link::progress(bool readable, bool writable) {
+  if (done_)
+    return true;
+  maybe_failure error;
+  if (writable && !out_.done())
+    out_.send_some(fd_.get(), error);
+  if (!error && readable && in_.receive_some(fd_.get(), error)) {
+    finish();
+    return true;
+  }
+  if (error)
+    fail(std::move(*error));
+  return done_;
+}
+
+void complete_all(const std::vector<bulk_link*>& links, deadline until) {
+  std::vector<pollfd> waiting;
+  std::vector<bulk_link*> open;
+  for (auto* link : links)
+    if (!link->progress(false, true)) // most frames leave in this first send
+      open.push_back(link);
+  while (!open.empty()) {
+    waiting.clear();
+    for (auto* link : open)
+      waiting.push_back(
+        {link->fd(), static_cast<short>(POLLIN | (link->wants_to_write() ? POLLOUT : 0)), 0});
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      for (auto* link : open)
+        link->fail({errc::training_stopped, "bulk connection to ps:" + std::to_string(link->shard())
+                                              + ": no reply before the deadline"});
+      return;
+    }
+    auto ready = ::poll(waiting.data(), waiting.size(),
+                        static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30)));
+    if (ready <= 0)
+      continue;
+    size_t kept = 0;
+    for (size_t i = 0; i < open.size(); ++i) {
+      auto events = waiting[i].revents;
+      bool readable = events & (POLLIN | POLLHUP | POLLERR);
+      bool writable = events & (POLLOUT | POLLERR);
+      if (!open[i]->progress(readable, writable))
+        open[kept++] = open[i];
+    }
+    open.resize(kept);
+  }
+}
+
+} // namespace troupe

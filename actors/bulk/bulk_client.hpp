@@ -1,0 +1,70 @@
+#pragma once
+// The worker side of the bulk path: one connection to one shard, opened
+// with the ticket the shard gave over BASP, carrying one pull or push at a
+// time. complete_all drives the exchanges of several shards at once (a
+// step's fan-out), each frame sent from the tensors' own storage and each
+// reply read into storage the caller lends. Free of CAF.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/bulk/socket.hpp"
+
+namespace troupe {
+
+class bulk_link {
+public:
+  /// Connects to a shard's bulk port and shows its ticket; null with
+  /// `error` set when the shard is unreachable or refuses.
+  static std::unique_ptr<bulk_link> open(const std::string& host, uint16_t port, uint64_t run,
+                                         uint64_t ticket, const std::string& label,
+                                         bulk::deadline until, maybe_failure& error);
+
+  /// A pull of `names`, read into `storage` (its tensors' memory is reused).
+  void start_pull(uint64_t run, const std::vector<std::string>& names, std::vector<tensor> storage);
+  /// A push; `gradients` must live until the exchange completes.
+  void start_push(uint64_t run, int32_t worker, int64_t step, const std::vector<std::string>& names,
+                  const std::vector<tensor>& gradients);
+
+  /// After complete_all: the shard's refusal (its code and message), or a
+  /// transport failure, which also marks the link broken.
+  const maybe_failure& error() const noexcept { return error_; }
+  bool broken() const noexcept { return broken_; }
+  /// The shard's version after the exchange (a pull's values' or a push's).
+  int64_t version() const noexcept { return version_; }
+  /// A pull's values, in the order asked.
+  std::vector<tensor>& values() noexcept { return in_.tensors(); }
+  int32_t shard() const noexcept { return shard_; }
+
+  /// Sends what it can, reads what has come; true once the reply is in
+  /// (or the exchange failed).
+  bool progress(bool readable, bool writable);
+  bool wants_to_write() const noexcept { return !out_.done(); }
+  int fd() const noexcept { return fd_.get(); }
+
+private:
+  friend void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until);
+  bulk_link(bulk::socket_fd fd, bulk::frame_limits limits) : fd_(std::move(fd)), in_(limits) {}
+  void begin(bulk::frame_kind kind, bulk::frame_writer frame);
+  void finish();
+  void fail(failure why);
+
+  bulk::socket_fd fd_;
+  bulk::frame_reader in_;
+  bulk::frame_writer out_;
+  bulk::frame_kind expected_ = bulk::frame_kind::welcome;
+  uint64_t request_ = 0;
+  bool done_ = true;
+  bool broken_ = false;
+  maybe_failure error_;
+  int64_t version_ = 0;
+  int32_t shard_ = -1;
+};
+
+/// Runs every started exchange to its reply, all at once; an exchange still
+/// open at the deadline fails (and its link is broken).
+void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until);
+
+} // namespace troupe

@@ -1,0 +1,257 @@
+#include "actors/bulk/bulk_server.hpp"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <random>
+
+#include <caf/actor.hpp>
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/make_message.hpp>
+#include <caf/scoped_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/protocol/protocol.hpp"
+
+namespace troupe {
+
+namespace {
+
+using namespace bulk;
+
+frame_limits current_limits() {
+  return {max_wire_elements(), max_frame_bytes()};
+}
+
+uint64_t draw_ticket() {
+  std::random_device entropy;
+  return (static_cast<uint64_t>(entropy()) << 32) | entropy();
+}
+
+deadline after(std::chrono::milliseconds d) {
+  return std::chrono::steady_clock::now() + d;
+}
+
+// A refusal's code and message from the shard's error; false for an error
+// that is not an answer (the shard is gone, the request timed out).
+bool as_failure(const caf::error& err, failure& out) {
+  if (err.category() != caf::atom("troupe"))
+    return false;
+  out.code = static_cast<errc>(err.code());
+  out.message = describe(err);
+  return true;
+}
+
+frame_writer refusal(uint64_t request, const failure& why) {
+  meta_writer meta;
+  meta.u8(static_cast<uint8_t>(why.code)).text(why.message);
+  return frame_writer{frame_kind::refusal, request, meta};
+}
+
+std::string peer_name(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  char host[NI_MAXHOST] = "?";
+  char port[NI_MAXSERV] = "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof(host), port, sizeof(port),
+                  NI_NUMERICHOST | NI_NUMERICSERV);
+  return std::string(host) + ":" + port;
+}
+
+} // namespace
+
+bulk_server::bulk_server(caf::actor_system& sys, caf::actor_addr shard, bulk_server_options options,
+                         maybe_failure& error)
+  : sys_(sys), shard_(std::move(shard)), options_(std::move(options)), ticket_(draw_ticket()) {
+  port_ = options_.port;
+  listener_ = listen_on(options_.host, port_, error);
+  if (!listener_)
+    return;
+  acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+bulk_server::~bulk_server() {
+  stopping_ = true;
+  if (listener_)
+    ::shutdown(listener_.get(), SHUT_RDWR);
+  if (acceptor_.joinable())
+    acceptor_.join();
+  std::lock_guard<std::mutex> guard{mutex_};
+  for (auto& conn : connections_)
+    ::shutdown(conn.fd.get(), SHUT_RDWR);
+  for (auto& conn : connections_)
+    if (conn.thread.joinable())
+      conn.thread.join();
+}
+
+void bulk_server::accept_loop() {
+  while (!stopping_) {
+    pollfd p{listener_.get(), POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0)
+      continue;
+    socket_fd fd{::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+    if (!fd || stopping_)
+      continue;
+    prepare(fd.get());
+    std::lock_guard<std::mutex> guard{mutex_};
+    connections_.remove_if([](connection& c) {
+      if (!c.finished)
+        return false;
+      c.thread.join();
+      return true;
+    });
+    auto peer = peer_name(fd.get());
+    if (connections_.size() >= options_.max_connections) {
+      spdlog::warn("ps:{}: refused a bulk connection from {}: {} connections are open already",
+                   options_.shard, peer, connections_.size());
+      continue;
+    }
+    auto& conn = connections_.emplace_back();
+    conn.fd = std::move(fd);
+    conn.peer = std::move(peer);
+    conn.thread = std::thread([this, &conn] {
+      serve(conn);
+      ::shutdown(conn.fd.get(), SHUT_RDWR);
+      conn.finished = true;
+    });
+  }
+}
+
+// The first frame must be a hello with the shard's ticket.
+bool bulk_server::welcome(connection& conn) {
+  // No tensor may come before the ticket is shown: nothing is allocated for a stranger.
+  frame_reader in{frame_limits{0, 0}};
+  if (auto err = receive_frame(conn.fd.get(), in, after(options_.hello_timeout))) {
+    spdlog::warn("ps:{}: refused a bulk connection from {}: {}", options_.shard, conn.peer,
+                 err->message);
+    return false;
+  }
+  auto fields = in.fields();
+  auto run = fields.u64();
+  auto ticket = fields.u64();
+  auto label = fields.text();
+  std::string why;
+  if (in.header().kind != static_cast<uint16_t>(frame_kind::hello))
+    why = "its first frame is not a hello";
+  else if (!fields.at_end())
+    why = "a malformed hello";
+  else if (ticket != ticket_)
+    why = "it does not show this shard's ticket (a peer of this run asks for it over the "
+          "authenticated control connection)";
+  if (!why.empty()) {
+    spdlog::warn("ps:{}: refused a bulk connection from {}: {}", options_.shard, conn.peer, why);
+    auto out = refusal(in.header().request,
+                       {errc::unauthorized, "ps:" + std::to_string(options_.shard)
+                                              + " refused the bulk connection: " + why});
+    send_frame(conn.fd.get(), out, after(options_.hello_timeout));
+    return false;
+  }
+  spdlog::debug("ps:{}: bulk connection from {} ({}, run {})", options_.shard, conn.peer, label,
+                run);
+  meta_writer meta;
+  meta.i32(options_.shard);
+  frame_writer out{frame_kind::welcome, in.header().request, meta};
+  return !send_frame(conn.fd.get(), out, after(options_.request_timeout));
+}
+
+void bulk_server::serve(connection& conn) {
+  if (!welcome(conn))
+    return;
+  frame_reader in{current_limits()};
+  caf::scoped_actor self{sys_};
+  for (;;) {
+    in.next();
+    // Idle between requests: wake each second to notice a stop.
+    maybe_failure idle;
+    while (!stopping_ && !wait_for(conn.fd.get(), false, after(std::chrono::seconds(1)), idle))
+      idle.reset();
+    if (stopping_)
+      return;
+    if (auto err = receive_frame(conn.fd.get(), in, after(options_.request_timeout))) {
+      if (err->code != errc::training_stopped)
+        spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
+                     err->message);
+      return;
+    }
+    if (!answer(conn, in, self))
+      return;
+  }
+}
+
+// One request to the shard, as the message a BASP peer sends, and its reply.
+bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& self) {
+  auto shard = caf::actor_cast<ps_shard_impl>(caf::actor_cast<caf::strong_actor_ptr>(shard_));
+  if (!shard)
+    return false;
+  auto request = in.header().request;
+  auto fields = in.fields();
+  auto kind = static_cast<frame_kind>(in.header().kind);
+  auto until = after(options_.request_timeout);
+  frame_writer out;
+  bool answered = false;
+  failure refused{errc::invalid_request, ""};
+  shared_pull_reply pulled; // held until the reply is sent
+  auto on_error = [&](caf::error& err) { answered = as_failure(err, refused); };
+  if (kind == frame_kind::pull) {
+    auto run = fields.u64();
+    auto names = fields.names();
+    if (!fields.at_end() || !in.tensors().empty()) {
+      refused.message = "bulk frame: a malformed pull";
+      answered = true;
+    } else {
+      // The shard's values themselves, written from where they are.
+      self->request(shard, options_.request_timeout, view_atom::value, run, std::move(names))
+        .receive(
+          [&](shared_pull_reply& reply) {
+            pulled = std::move(reply);
+            tensor_refs values;
+            for (auto& v : pulled.values)
+              values.push_back(v.get());
+            meta_writer meta{values};
+            meta.i64(pulled.version);
+            out = frame_writer{frame_kind::pull_reply, request, meta, values};
+            answered = true;
+          },
+          on_error);
+    }
+  } else if (kind == frame_kind::push) {
+    auto run = fields.u64();
+    auto worker = fields.i32();
+    auto step = fields.i64();
+    auto names = fields.names();
+    if (!fields.at_end()) {
+      refused.message = "bulk frame: a malformed push";
+      answered = true;
+    } else {
+      // The connection keeps a reference to the message: once the shard let
+      // go of it, the gradients' storage serves the next push unzeroed.
+      auto msg = caf::make_message(push_atom::value, run, worker, step, std::move(names),
+                                   std::move(in.tensors()));
+      self->request(caf::actor_cast<caf::actor>(shard), options_.request_timeout, msg)
+        .receive(
+          [&](int64_t version) {
+            meta_writer meta;
+            meta.i64(version);
+            out = frame_writer{frame_kind::push_reply, request, meta};
+            answered = true;
+          },
+          on_error);
+      if (!msg.shared())
+        in.lend(std::move(msg.get_mutable_as<std::vector<tensor>>(5)));
+    }
+  } else {
+    spdlog::warn("ps:{}: closed the bulk connection from {}: a {} frame is not a request",
+                 options_.shard, conn.peer, in.header().kind);
+    return false;
+  }
+  if (!answered)
+    return false; // the shard is gone or did not answer: the peer sees the connection close
+  if (!refused.message.empty())
+    out = refusal(request, refused);
+  return !send_frame(conn.fd.get(), out, until);
+}
+
+} // namespace troupe

@@ -1,0 +1,74 @@
+#pragma once
+// The shard side of the bulk path (docs/protocol.md, "Bulk path"): a
+// listening socket beside the shard's published BASP port and one thread
+// per connection, which reads a frame straight into tensors, hands it to
+// the shard as the same pull or push message a BASP peer sends (in process,
+// so nothing is serialised), and writes the reply straight from the
+// reply's tensors. A connection must open with the shard's ticket, which
+// the shard gives only to peers of its run over BASP (bulk_atom); anything
+// else is refused and closed. The shard owns its server: destroying it
+// closes every connection and joins their threads.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <caf/actor_addr.hpp>
+#include <caf/fwd.hpp>
+
+#include "actors/bulk/socket.hpp"
+
+namespace troupe {
+
+struct bulk_server_options {
+  std::string host;  ///< the address to listen on: the shard's own
+  uint16_t port = 0; ///< 0: any free port (the shard tells its peers)
+  int32_t shard = 0; ///< for log lines
+  size_t max_connections = 256;
+  std::chrono::milliseconds hello_timeout{5000};    ///< a connection's first frame
+  std::chrono::milliseconds request_timeout{30000}; ///< a frame once begun, and its answer
+};
+
+class bulk_server {
+public:
+  /// Listens at once; a failure (logged by the caller) when it cannot.
+  bulk_server(caf::actor_system& sys, caf::actor_addr shard, bulk_server_options options,
+              maybe_failure& error);
+  ~bulk_server();
+  bulk_server(const bulk_server&) = delete;
+  bulk_server& operator=(const bulk_server&) = delete;
+
+  uint16_t port() const noexcept { return port_; }
+  /// What a connection's hello must show.
+  uint64_t ticket() const noexcept { return ticket_; }
+
+private:
+  struct connection {
+    bulk::socket_fd fd;
+    std::string peer;
+    std::thread thread;
+    std::atomic<bool> finished{false};
+  };
+
+  void accept_loop();
+  void serve(connection& conn);
+  bool welcome(connection& conn);
+  bool answer(connection& conn, bulk::frame_reader& in, caf::scoped_actor& self);
+
+  caf::actor_system& sys_;
+  caf::actor_addr shard_;
+  bulk_server_options options_;
+  uint64_t ticket_ = 0;
+  uint16_t port_ = 0;
+  bulk::socket_fd listener_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_; // guards connections_
+  std::list<connection> connections_;
+  std::thread acceptor_;
+};
+
+} // namespace troupe

@@ -1,0 +1,356 @@
+#include "actors/bulk/frame.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace troupe::bulk {
+
+namespace {
+
+failure malformed(std::string what) {
+  return {errc::invalid_request, "bulk frame: " + std::move(what)};
+}
+
+failure socket_error(const char* what) {
+  return {errc::training_stopped,
+          std::string("bulk connection: ") + what + ": " + std::strerror(errno)};
+}
+
+// recv without blocking: >0 bytes, 0 would block, -1 closed or failed.
+ssize_t receive(int fd, void* into, size_t n, maybe_failure& error) {
+  for (;;) {
+    auto got = ::recv(fd, into, n, 0);
+    if (got > 0)
+      return got;
+    if (got == 0) {
+      error = failure{errc::training_stopped, "bulk connection: closed by the peer"};
+      return -1;
+    }
+    if (errno == EINTR)
+      continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+      return 0;
+    error = socket_error("receive failed");
+    return -1;
+  }
+}
+
+} // namespace
+
+maybe_failure check_header(const frame_header& head, const frame_limits& limits) {
+  if (head.magic != frame_magic)
+    return malformed("wrong magic number (not a Troupe bulk connection)");
+  if (head.version != frame_version)
+    return failure{errc::protocol_mismatch, "bulk frame: version " + std::to_string(head.version)
+                                              + ", this node speaks "
+                                              + std::to_string(frame_version)};
+  if (head.kind < static_cast<uint16_t>(frame_kind::hello)
+      || head.kind > static_cast<uint16_t>(frame_kind::refusal))
+    return malformed("unknown kind " + std::to_string(head.kind));
+  if (head.meta_bytes > max_meta_bytes)
+    return malformed("meta section of " + std::to_string(head.meta_bytes)
+                     + " bytes exceeds the limit of " + std::to_string(max_meta_bytes));
+  if (head.data_bytes > limits.max_data_bytes)
+    return malformed("data of " + std::to_string(head.data_bytes) + " bytes exceeds the limit of "
+                     + std::to_string(limits.max_data_bytes)
+                     + " (the variables this connection serves)");
+  if (head.data_bytes % sizeof(float) != 0)
+    return malformed("data of " + std::to_string(head.data_bytes)
+                     + " bytes is not a whole number of floats");
+  return std::nullopt;
+}
+
+// -- meta_writer ------------------------------------------------------------
+
+tensor_refs refs_of(const std::vector<tensor>* tensors) {
+  tensor_refs out;
+  if (tensors)
+    for (auto& t : *tensors)
+      out.push_back(&t);
+  return out;
+}
+
+meta_writer::meta_writer(const tensor_refs& tensors) {
+  auto count = static_cast<uint32_t>(tensors.size());
+  raw(&count, sizeof(count));
+  for (auto* t : tensors) {
+    auto rank = static_cast<uint32_t>(t->rank());
+    raw(&rank, sizeof(rank));
+    raw(t->shape().data(), rank * sizeof(int64_t));
+  }
+}
+
+meta_writer& meta_writer::u8(uint8_t v) {
+  raw(&v, sizeof(v));
+  return *this;
+}
+
+meta_writer& meta_writer::i32(int32_t v) {
+  raw(&v, sizeof(v));
+  return *this;
+}
+
+meta_writer& meta_writer::u64(uint64_t v) {
+  raw(&v, sizeof(v));
+  return *this;
+}
+
+meta_writer& meta_writer::i64(int64_t v) {
+  raw(&v, sizeof(v));
+  return *this;
+}
+
+meta_writer& meta_writer::text(std::string_view v) {
+  auto n = static_cast<uint32_t>(v.size());
+  raw(&n, sizeof(n));
+  raw(v.data(), v.size());
+  return *this;
+}
+
+meta_writer& meta_writer::names(const std::vector<std::string>& v) {
+  auto n = static_cast<uint32_t>(v.size());
+  raw(&n, sizeof(n));
+  for (auto& name : v)
+    text(name);
+  return *this;
+}
+
+// -- meta_reader ------------------------------------------------------------
+
+bool meta_reader::take(void* p, size_t n) {
+  // A rank-0 shape asks for nothing, into an empty vector whose data() is null.
+  if (n == 0)
+    return ok_;
+  if (!ok_ || rest_.size() < n) {
+    ok_ = false;
+    std::memset(p, 0, n);
+    return false;
+  }
+  std::memcpy(p, rest_.data(), n);
+  rest_.remove_prefix(n);
+  return true;
+}
+
+uint8_t meta_reader::u8() {
+  uint8_t v;
+  take(&v, sizeof(v));
+  return v;
+}
+
+int32_t meta_reader::i32() {
+  int32_t v;
+  take(&v, sizeof(v));
+  return v;
+}
+
+uint64_t meta_reader::u64() {
+  uint64_t v;
+  take(&v, sizeof(v));
+  return v;
+}
+
+int64_t meta_reader::i64() {
+  int64_t v;
+  take(&v, sizeof(v));
+  return v;
+}
+
+std::string meta_reader::text() {
+  uint32_t n = 0;
+  if (!take(&n, sizeof(n)) || n > rest_.size()) {
+    ok_ = false;
+    return {};
+  }
+  std::string out(rest_.substr(0, n));
+  rest_.remove_prefix(n);
+  return out;
+}
+
+std::vector<std::string> meta_reader::names() {
+  uint32_t n = 0;
+  // Each name takes at least its 4-byte length: a count beyond that is a lie.
+  if (!take(&n, sizeof(n)) || n > rest_.size() / sizeof(uint32_t)) {
+    ok_ = false;
+    return {};
+  }
+  std::vector<std::string> out;
+  out.reserve(n);
+  for (uint32_t i = 0; i < n && ok_; ++i)
+    out.push_back(text());
+  return ok_ ? out : std::vector<std::string>{};
+}
+
+maybe_failure meta_reader::shapes(std::vector<shape_t>& out, uint64_t data_bytes,
+                                  const frame_limits& limits) {
+  out.clear();
+  uint32_t count = 0;
+  if (!take(&count, sizeof(count)))
+    return malformed("meta section too short for its shape list");
+  if (count > max_frame_tensors || count > rest_.size() / sizeof(uint32_t))
+    return malformed("claims " + std::to_string(count) + " tensors, more than it can hold");
+  uint64_t floats = 0;
+  out.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t rank = 0;
+    if (!take(&rank, sizeof(rank)) || rank > 8)
+      return malformed("tensor " + std::to_string(i) + " has no rank or a rank above 8");
+    shape_t shape(rank);
+    if (!take(shape.data(), rank * sizeof(int64_t)))
+      return malformed("tensor " + std::to_string(i) + ": shape cut short");
+    uint64_t product = 1;
+    for (auto d : shape) {
+      if (d < 0)
+        return malformed("tensor " + std::to_string(i) + " has a negative dimension");
+      if (d != 0 && product > limits.max_elements / static_cast<uint64_t>(d))
+        return malformed("tensor " + std::to_string(i) + " of shape " + to_string(shape)
+                         + " exceeds the limit of " + std::to_string(limits.max_elements)
+                         + " elements (the model's largest variable)");
+      product *= static_cast<uint64_t>(d);
+    }
+    floats += product;
+    out.push_back(std::move(shape));
+  }
+  if (floats * sizeof(float) != data_bytes)
+    return malformed("shapes hold " + std::to_string(floats * sizeof(float))
+                     + " bytes of floats but the header announces " + std::to_string(data_bytes));
+  return std::nullopt;
+}
+
+// -- frame_writer -----------------------------------------------------------
+
+frame_writer::frame_writer(frame_kind kind, uint64_t request, const meta_writer& meta,
+                           const tensor_refs& tensors) {
+  frame_header head;
+  head.kind = static_cast<uint16_t>(kind);
+  head.request = request;
+  head.meta_bytes = static_cast<uint32_t>(meta.bytes().size());
+  for (auto* t : tensors)
+    head.data_bytes += t->bytes();
+  head_.reserve(sizeof(head) + meta.bytes().size());
+  head_.append(reinterpret_cast<const char*>(&head), sizeof(head));
+  head_ += meta.bytes();
+  chunks_.push_back({head_.data(), head_.size()});
+  for (auto* t : tensors)
+    if (t->bytes() > 0)
+      chunks_.push_back({const_cast<float*>(t->data()), t->bytes()});
+}
+
+bool frame_writer::send_some(int fd, maybe_failure& error) {
+  while (next_ < chunks_.size()) {
+    // At most 64 chunks per call: a frame of many small tensors goes in turns.
+    iovec pending[64];
+    size_t n = 0;
+    for (size_t i = next_; i < chunks_.size() && n < 64; ++i, ++n)
+      pending[n] = chunks_[i];
+    pending[0].iov_base = static_cast<char*>(pending[0].iov_base) + offset_;
+    pending[0].iov_len -= offset_;
+    msghdr msg{};
+    msg.msg_iov = pending;
+    msg.msg_iovlen = n;
+    auto sent = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return false;
+      error = socket_error("send failed");
+      return false;
+    }
+    auto left = static_cast<size_t>(sent);
+    while (next_ < chunks_.size() && left >= chunks_[next_].iov_len - offset_) {
+      left -= chunks_[next_].iov_len - offset_;
+      offset_ = 0;
+      ++next_;
+    }
+    offset_ += left;
+  }
+  return true;
+}
+
+// -- frame_reader -----------------------------------------------------------
+
+meta_reader frame_reader::fields() const {
+  return meta_reader{std::string_view(meta_).substr(fields_at_)};
+}
+
+void frame_reader::next() {
+  phase_ = phase::header;
+  got_ = 0;
+  tensor_ = 0;
+}
+
+maybe_failure frame_reader::on_header() {
+  if (auto err = check_header(head_, limits_))
+    return err;
+  meta_.resize(head_.meta_bytes);
+  return std::nullopt;
+}
+
+maybe_failure frame_reader::on_meta() {
+  meta_reader reader{meta_};
+  std::vector<shape_t> shapes;
+  if (auto err = reader.shapes(shapes, head_.data_bytes, limits_))
+    return err;
+  fields_at_ = meta_.size() - reader.remaining();
+  tensors_.resize(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i)
+    tensors_[i].resize(std::move(shapes[i]));
+  return std::nullopt;
+}
+
+bool frame_reader::receive_some(int fd, maybe_failure& error) {
+  for (;;) {
+    switch (phase_) {
+      case phase::header: {
+        auto got = receive(fd, reinterpret_cast<char*>(&head_) + got_, sizeof(head_) - got_, error);
+        if (got <= 0)
+          return false;
+        got_ += static_cast<size_t>(got);
+        if (got_ < sizeof(head_))
+          continue;
+        if ((error = on_header()))
+          return false;
+        phase_ = phase::meta;
+        got_ = 0;
+        break;
+      }
+      case phase::meta: {
+        if (got_ < meta_.size()) {
+          auto got = receive(fd, meta_.data() + got_, meta_.size() - got_, error);
+          if (got <= 0)
+            return false;
+          got_ += static_cast<size_t>(got);
+          continue;
+        }
+        if ((error = on_meta()))
+          return false;
+        phase_ = phase::data;
+        got_ = 0;
+        tensor_ = 0;
+        break;
+      }
+      case phase::data: {
+        while (tensor_ < tensors_.size() && got_ == tensors_[tensor_].bytes()) {
+          ++tensor_;
+          got_ = 0;
+        }
+        if (tensor_ == tensors_.size()) {
+          phase_ = phase::done;
+          return true;
+        }
+        auto& t = tensors_[tensor_];
+        auto got = receive(fd, reinterpret_cast<char*>(t.data()) + got_, t.bytes() - got_, error);
+        if (got <= 0)
+          return false;
+        got_ += static_cast<size_t>(got);
+        break;
+      }
+      case phase::done:
+        return true;
+    }
+  }
+}
+
+} // namespace troupe::bulk

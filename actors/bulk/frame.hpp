@@ -1,0 +1,166 @@
+#pragma once
+// The bulk path's framing (docs/protocol.md, "Bulk path"): pulls and pushes
+// between a worker and a shard in another process travel on a TCP
+// connection of their own, as frames of a fixed 32-byte header, a small meta
+// section (shapes first, then the frame's fields) and the tensors' floats as
+// one raw block each, sent straight from and read straight into the
+// tensors' storage. Nothing is allocated for a frame before its header and
+// shapes passed the limits. Free of CAF: the server and the client drive
+// these with their own sockets.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sys/uio.h>
+
+#include "tensor/core/error.hpp"
+#include "tensor/core/tensor.hpp"
+
+namespace troupe::bulk {
+
+/// "TRPB" on a little-endian host.
+constexpr uint32_t frame_magic = 0x42505254;
+/// Bumped with the bulk framing; independent of protocol_version.
+constexpr uint16_t frame_version = 1;
+/// The most bytes a meta section may have (names and shapes, never values).
+constexpr uint32_t max_meta_bytes = 1u << 20;
+/// The most tensors one frame may carry.
+constexpr uint32_t max_frame_tensors = 1u << 16;
+
+enum class frame_kind : uint16_t {
+  hello = 1,      ///< client -> server: (run, ticket, label); must come first
+  welcome = 2,    ///< server -> client: (shard index)
+  pull = 3,       ///< client -> server: (run, names)
+  pull_reply = 4, ///< server -> client: (version) + values
+  push = 5,       ///< client -> server: (run, worker, step, names) + gradients
+  push_reply = 6, ///< server -> client: (version)
+  refusal = 7,    ///< server -> client: (errc, message)
+};
+
+struct frame_header {
+  uint32_t magic = frame_magic;
+  uint16_t version = frame_version;
+  uint16_t kind = 0;
+  uint64_t request = 0; ///< a reply carries its request's number
+  uint32_t meta_bytes = 0;
+  uint32_t reserved = 0;
+  uint64_t data_bytes = 0; ///< the floats after the meta section, all tensors
+};
+static_assert(sizeof(frame_header) == 32, "the header is 32 bytes on the wire");
+
+/// What a reader accepts: each tensor at most max_elements, all of a
+/// frame's floats at most max_data_bytes.
+struct frame_limits {
+  size_t max_elements = size_t{1} << 28;
+  uint64_t max_data_bytes = uint64_t{1} << 32;
+};
+
+/// A header's fields against the limits, before anything else is read.
+maybe_failure check_header(const frame_header& head, const frame_limits& limits);
+
+/// The tensors a frame carries, wherever they live.
+using tensor_refs = std::vector<const tensor*>;
+tensor_refs refs_of(const std::vector<tensor>* tensors);
+
+/// Appends a meta section's fields: the shapes of the frame's tensors first
+/// (every frame has the list, empty without data), then the kind's fields.
+class meta_writer {
+public:
+  explicit meta_writer(const std::vector<tensor>* tensors = nullptr)
+    : meta_writer(refs_of(tensors)) {}
+  explicit meta_writer(const tensor_refs& tensors);
+  meta_writer& u8(uint8_t v);
+  meta_writer& i32(int32_t v);
+  meta_writer& u64(uint64_t v);
+  meta_writer& i64(int64_t v);
+  meta_writer& text(std::string_view v);
+  meta_writer& names(const std::vector<std::string>& v);
+  const std::string& bytes() const noexcept { return out_; }
+
+private:
+  void raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string out_;
+};
+
+/// Reads a meta section's fields in the writer's order; the first field it
+/// cannot read (past the end, a count beyond what is left) makes ok() false
+/// and every later read return zero or empty.
+class meta_reader {
+public:
+  explicit meta_reader(std::string_view bytes) : rest_(bytes) {}
+  /// The leading shape list, checked: rank <= 8, no negative dimension, at
+  /// most limits.max_elements each, and data_bytes exactly their floats.
+  maybe_failure shapes(std::vector<shape_t>& out, uint64_t data_bytes, const frame_limits& limits);
+  uint8_t u8();
+  int32_t i32();
+  uint64_t u64();
+  int64_t i64();
+  std::string text();
+  std::vector<std::string> names();
+  bool ok() const noexcept { return ok_; }
+  size_t remaining() const noexcept { return rest_.size(); }
+  /// True when every byte was read (a longer meta section is malformed).
+  bool at_end() const noexcept { return ok_ && rest_.empty(); }
+
+private:
+  bool take(void* p, size_t n);
+  std::string_view rest_;
+  bool ok_ = true;
+};
+
+/// One frame to send: header and meta in one buffer, the tensors' floats
+/// referenced in place (they must outlive the writer).
+class frame_writer {
+public:
+  frame_writer() = default;
+  frame_writer(frame_kind kind, uint64_t request, const meta_writer& meta,
+               const std::vector<tensor>* tensors = nullptr)
+    : frame_writer(kind, request, meta, refs_of(tensors)) {}
+  frame_writer(frame_kind kind, uint64_t request, const meta_writer& meta,
+               const tensor_refs& tensors);
+  /// Sends what the socket takes without blocking (MSG_NOSIGNAL): true once
+  /// all is sent; a failure on a socket error.
+  bool send_some(int fd, maybe_failure& error);
+  bool done() const noexcept { return next_ == chunks_.size(); }
+
+private:
+  std::string head_;
+  std::vector<iovec> chunks_;
+  size_t next_ = 0;   // first chunk not fully sent
+  size_t offset_ = 0; // bytes of it already sent
+};
+
+/// Reads one frame at a time from a non-blocking socket: the header (checked
+/// at once), the meta section, the shapes (checked), then the floats straight
+/// into the tensors, whose storage is kept from frame to frame.
+class frame_reader {
+public:
+  explicit frame_reader(frame_limits limits) : limits_(limits) {}
+  /// Reads what the socket has. True once a whole frame is in; false with
+  /// `error` empty when more is to come, set on a bad frame or a socket
+  /// error (a closed connection included).
+  bool receive_some(int fd, maybe_failure& error);
+  /// The frame just completed; next() starts reading the following one.
+  const frame_header& header() const noexcept { return head_; }
+  meta_reader fields() const;
+  std::vector<tensor>& tensors() noexcept { return tensors_; }
+  void next();
+  /// Tensors to read the next frame's floats into (their storage is reused).
+  void lend(std::vector<tensor> storage) { tensors_ = std::move(storage); }
+
+private:
+  maybe_failure on_header();
+  maybe_failure on_meta();
+  enum class phase { header, meta, data, done };
+  frame_limits limits_;
+  phase phase_ = phase::header;
+  frame_header head_;
+  std::string meta_;
+  size_t fields_at_ = 0; // where the kind's fields start in meta_
+  size_t got_ = 0;       // bytes of the current phase's part read so far
+  size_t tensor_ = 0;    // tensor being filled in the data phase
+  std::vector<tensor> tensors_;
+};
+
+} // namespace troupe::bulk

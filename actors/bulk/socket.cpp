@@ -1,0 +1,159 @@
+#include "actors/bulk/socket.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace troupe::bulk {
+
+namespace {
+
+failure stopped(std::string what) {
+  return {errc::training_stopped, "bulk connection: " + std::move(what)};
+}
+
+// The first IPv4 or IPv6 address of host.
+bool resolve(const std::string& host, uint16_t port, sockaddr_storage& out, socklen_t& len) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  auto service = std::to_string(port);
+  if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &found) != 0 || !found)
+    return false;
+  std::memcpy(&out, found->ai_addr, found->ai_addrlen);
+  len = found->ai_addrlen;
+  ::freeaddrinfo(found);
+  return true;
+}
+
+} // namespace
+
+socket_fd& socket_fd::operator=(socket_fd&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+int socket_fd::release() noexcept {
+  int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+void socket_fd::reset() noexcept {
+  if (fd_ >= 0)
+    ::close(fd_);
+  fd_ = -1;
+}
+
+void prepare(int fd) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+socket_fd listen_on(const std::string& host, uint16_t& port, maybe_failure& error) {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  if (!resolve(host, port, addr, len)) {
+    error = failure{errc::invalid_setting, "bulk path: cannot resolve '" + host + "'"};
+    return {};
+  }
+  socket_fd fd{::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  int one = 1;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0
+      || ::listen(fd.get(), 64) != 0) {
+    error = failure{errc::invalid_setting, "bulk path: cannot listen on " + host + ":"
+                                             + std::to_string(port) + ": " + std::strerror(errno)};
+    return {};
+  }
+  len = sizeof(addr);
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+  port = ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                                          : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  return fd;
+}
+
+socket_fd connect_to(const std::string& host, uint16_t port, deadline until, maybe_failure& error) {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  if (!resolve(host, port, addr, len)) {
+    error = stopped("cannot resolve '" + host + "'");
+    return {};
+  }
+  socket_fd fd{::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  if (!fd) {
+    error = stopped(std::string("no socket: ") + std::strerror(errno));
+    return {};
+  }
+  prepare(fd.get());
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    if (errno != EINPROGRESS) {
+      error = stopped("cannot connect to " + host + ":" + std::to_string(port) + ": "
+                      + std::strerror(errno));
+      return {};
+    }
+    if (!wait_for(fd.get(), true, until, error))
+      return {};
+    int status = 0;
+    socklen_t size = sizeof(status);
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &status, &size);
+    if (status != 0) {
+      error = stopped("cannot connect to " + host + ":" + std::to_string(port) + ": "
+                      + std::strerror(status));
+      return {};
+    }
+  }
+  return fd;
+}
+
+bool wait_for(int fd, bool writable, deadline until, maybe_failure& error) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      error = stopped("no progress before the deadline");
+      return false;
+    }
+    pollfd p{fd, static_cast<short>(writable ? POLLOUT : POLLIN), 0};
+    auto ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30)));
+    if (ready > 0)
+      return true;
+    if (ready < 0 && errno != EINTR) {
+      error = stopped(std::string("poll failed: ") + std::strerror(errno));
+      return false;
+    }
+  }
+}
+
+maybe_failure send_frame(int fd, frame_writer& frame, deadline until) {
+  maybe_failure error;
+  while (!frame.send_some(fd, error)) {
+    if (error || !wait_for(fd, true, until, error))
+      return error;
+  }
+  return std::nullopt;
+}
+
+maybe_failure receive_frame(int fd, frame_reader& frame, deadline until) {
+  maybe_failure error;
+  while (!frame.receive_some(fd, error)) {
+    if (error || !wait_for(fd, false, until, error))
+      return error;
+  }
+  return std::nullopt;
+}
+
+} // namespace troupe::bulk

@@ -1,0 +1,193 @@
+// The bulk path through a real shard and real sockets: pulls and pushes give
+// what BASP gives, bit for bit; the ticket is required; a stranger's bytes,
+// another run's requests and a lost shard are refused or reported, never
+// obeyed, and the shard goes on serving its peers.
+#include <sys/socket.h>
+
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include <boost/test/unit_test.hpp>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "actors/bulk/bulk_client.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "actors/ps/ps_shard.hpp"
+
+using namespace troupe;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr run_id the_run = 77;
+
+struct cfg_with_protocol : caf::actor_system_config {
+  cfg_with_protocol() {
+    load<caf::io::middleman>();
+    register_protocol(*this);
+  }
+};
+
+bulk::deadline soon() {
+  return std::chrono::steady_clock::now() + 10s;
+}
+
+// A shard with a bulk path on 127.0.0.1, initialised by `chief` with
+// finite values of every kind: denormals, signed zero, huge, and 4 MB of
+// random bits made finite.
+struct bulk_shard {
+  cfg_with_protocol cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor chief{sys};
+  ps_shard_actor shard;
+  std::vector<std::string> names{"special", "big"};
+  std::vector<tensor> values;
+  uint16_t port = 0;
+  uint64_t ticket = 0;
+
+  bulk_shard() {
+    ps_shard_config config{0, plain_sgd(0.5)};
+    config.bulk_host = "127.0.0.1";
+    shard = sys.spawn(ps_shard, config);
+    values.push_back(
+      tensor({4}, std::vector<float>{1e-40f, -0.0f, std::numeric_limits<float>::max(),
+                                     std::numeric_limits<float>::denorm_min()}));
+    std::mt19937 rng(3);
+    std::vector<float> big(1'000'000);
+    for (auto& v : big) {
+      uint32_t bits = rng() & 0xbfffffffu; // exponent below all-ones: finite
+      std::memcpy(&v, &bits, 4);
+    }
+    values.push_back(tensor({1000, 1000}, std::move(big)));
+    chief->request(shard, 10s, init_atom::value, the_run, names, values, shard_options{})
+      .receive([](caf::ok_atom) {}, [](caf::error& e) { BOOST_FAIL(describe(e)); });
+    chief->request(shard, 10s, bulk_atom::value, the_run)
+      .receive([&](uint16_t p, uint64_t t) { port = p, ticket = t; },
+               [](caf::error& e) { BOOST_FAIL(describe(e)); });
+    BOOST_REQUIRE(port != 0);
+  }
+  ~bulk_shard() { chief->send(shard, stop_atom::value); }
+
+  std::unique_ptr<bulk_link> open(uint64_t with_ticket, maybe_failure& error) {
+    return bulk_link::open("127.0.0.1", port, the_run, with_ticket, "test", soon(), error);
+  }
+
+  pull_reply basp_pull() {
+    pull_reply out;
+    chief->request(shard, 10s, pull_atom::value, the_run, names)
+      .receive([&](pull_reply& r) { out = std::move(r); },
+               [](caf::error& e) { BOOST_FAIL(describe(e)); });
+    return out;
+  }
+};
+
+void pull(bulk_link& link, run_id run, const std::vector<std::string>& names) {
+  link.start_pull(run, names, {});
+  complete_all({&link}, soon());
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(bulk_path, bulk_shard)
+
+BOOST_AUTO_TEST_CASE(pulls_and_pushes_match_basp_bit_for_bit) {
+  maybe_failure error;
+  auto link = open(ticket, error);
+  BOOST_REQUIRE_MESSAGE(link, (error ? error->message : ""));
+  BOOST_TEST(link->shard() == 0);
+  pull(*link, the_run, names);
+  BOOST_REQUIRE(!link->error());
+  BOOST_TEST(link->version() == 0);
+  for (size_t i = 0; i < values.size(); ++i)
+    BOOST_TEST(link->values()[i].bit_equal(values[i]), names[i]);
+  // A push over the bulk path is applied once, as over BASP: v - 0.5 g.
+  std::vector<tensor> grads{tensor({4}, 2.0f), tensor({1000, 1000}, 0.125f)};
+  link->start_push(the_run, 0, 0, names, grads);
+  complete_all({link.get()}, soon());
+  BOOST_REQUIRE(!link->error());
+  BOOST_TEST(link->version() == 1);
+  auto over_basp = basp_pull();
+  pull(*link, the_run, names);
+  BOOST_REQUIRE(!link->error());
+  BOOST_TEST(link->version() == over_basp.version);
+  for (size_t i = 0; i < values.size(); ++i) {
+    BOOST_TEST(link->values()[i].bit_equal(over_basp.values[i]), names[i]);
+    BOOST_TEST(over_basp.values[i][1] == values[i][1] - 0.5f * grads[i][1]);
+  }
+  // The same step pushed again is not applied again (async: a step applies once).
+  link->start_push(the_run, 1, 0, names, grads);
+  complete_all({link.get()}, soon());
+  BOOST_TEST(link->version() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(refusals_are_answers_and_the_link_stays_open) {
+  maybe_failure error;
+  auto link = open(ticket, error);
+  BOOST_REQUIRE(link);
+  pull(*link, the_run + 1, names); // another run
+  BOOST_REQUIRE(link->error());
+  BOOST_TEST((link->error()->code == errc::unauthorized));
+  BOOST_TEST(!link->broken());
+  pull(*link, the_run, {"no_such_variable"});
+  BOOST_REQUIRE(link->error());
+  BOOST_TEST((link->error()->code == errc::unknown_variable));
+  std::vector<tensor> bad{tensor({4}, std::numeric_limits<float>::quiet_NaN()),
+                          tensor({1000, 1000}, 0.0f)};
+  link->start_push(the_run, 0, 5, names, bad);
+  complete_all({link.get()}, soon());
+  BOOST_REQUIRE(link->error());
+  BOOST_TEST((link->error()->code == errc::non_finite_gradient));
+  pull(*link, the_run, names);
+  BOOST_REQUIRE(!link->error());
+  BOOST_TEST(link->version() == 0);
+  BOOST_TEST(link->values()[0].bit_equal(values[0]));
+}
+
+BOOST_AUTO_TEST_CASE(strangers_are_refused_and_the_shard_serves_on) {
+  maybe_failure error;
+  auto stranger = open(ticket + 1, error);
+  BOOST_TEST(!stranger);
+  BOOST_REQUIRE(error);
+  BOOST_TEST((error->code == errc::unauthorized));
+  BOOST_TEST(error->message.find("ticket") != std::string::npos, error->message);
+  // Bytes that are no frame at all, and a frame announcing a terabyte before
+  // any ticket: the connection is closed, nothing is allocated.
+  for (std::string junk : {std::string("GET / HTTP/1.1\r\n\r\n") + std::string(20, ' '),
+                           std::string(8, '\xff') + std::string(24, '\0')}) {
+    error.reset();
+    auto fd = bulk::connect_to("127.0.0.1", port, soon(), error);
+    BOOST_REQUIRE(fd);
+    if (junk[0] == '\xff') {
+      bulk::frame_header head;
+      head.kind = static_cast<uint16_t>(bulk::frame_kind::hello);
+      head.data_bytes = uint64_t{1} << 40;
+      junk = std::string(reinterpret_cast<const char*>(&head), sizeof(head));
+    }
+    BOOST_REQUIRE(::send(fd.get(), junk.data(), junk.size(), MSG_NOSIGNAL) > 0);
+    bulk::frame_reader reply{{}};
+    auto closed = bulk::receive_frame(fd.get(), reply, soon());
+    BOOST_TEST(closed.has_value()); // closed (or refused), never served
+  }
+  auto friend_link = open(ticket, error);
+  BOOST_REQUIRE(friend_link);
+  pull(*friend_link, the_run, names);
+  BOOST_TEST(!friend_link->error());
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_shard_breaks_the_link_within_the_deadline) {
+  maybe_failure error;
+  auto link = open(ticket, error);
+  BOOST_REQUIRE(link);
+  chief->send_exit(shard, caf::exit_reason::kill);
+  chief->wait_for(shard);
+  auto started = std::chrono::steady_clock::now();
+  link->start_pull(the_run, names, {});
+  complete_all({link.get()}, std::chrono::steady_clock::now() + 5s);
+  BOOST_REQUIRE(link->error());
+  BOOST_TEST(link->broken());
+  BOOST_TEST((std::chrono::steady_clock::now() - started < 5s));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
