@@ -195,8 +195,8 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
   if (st.config.train.mode == update_mode::sync)
     st.replicas.emplace(st.config.train.on_worker_loss, st.config.replicas, st.config.num_workers);
   else
-    st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps,
-                      st.first_step);
+    st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps, st.first_step,
+                      async_step_lease);
   st.sync_step = st.first_step;
   st.roster.emplace(st.config.num_workers);
   st.run = draw_run_id();

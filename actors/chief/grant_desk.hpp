@@ -14,6 +14,11 @@
 
 namespace troupe {
 
+/// Async mode: each worker holds two steps, so that the report of one and
+/// the grant of the next overlap the other's pull and compute, and the chief
+/// is off the workers' critical path (docs/architecture.md, "Step leases").
+constexpr int32_t async_step_lease = 2;
+
 template <class Reply>
 class grant_desk {
 public:
@@ -30,19 +35,21 @@ public:
     bool completed = false; ///< the report completed the worker's grant (an update counted)
   };
 
-  grant_desk(int64_t last_step, int64_t max_refused, int64_t first_step = 0)
-    : budget_(last_step, first_step), max_refused_(max_refused) {}
+  /// lease: the steps a worker may hold at once (step_budget).
+  grant_desk(int64_t last_step, int64_t max_refused, int64_t first_step = 0, int32_t lease = 1)
+    : budget_(last_step, first_step, lease), max_refused_(max_refused) {}
 
   /// A worker's report (also a non-finite gradient's, with applied = false):
-  /// completes or revokes its grant, then hands it its next step.
+  /// completes or revokes the step it reports, then hands it its next step.
   answer report(const step_report& r) {
     answer out;
-    if (r.step >= 0 && budget_.has_grant(r.worker)) {
+    if (r.step >= 0 && budget_.has_grant(r.worker, r.step)) {
       if (r.applied) {
-        budget_.complete(r.worker);
+        budget_.complete(r.worker, r.step);
         out.completed = true;
       } else {
-        revoke(r.worker);
+        budget_.revoke(r.worker, r.step);
+        hand_out_returned();
         if (++refused_ > max_refused_)
           return {outcome::diverged, 0, false};
       }
@@ -63,13 +70,15 @@ public:
     return out;
   }
 
-  /// Keeps the reply of a worker told to wait.
-  void park(int32_t worker, Reply reply) { waiting_.insert_or_assign(worker, std::move(reply)); }
+  /// Keeps the reply of a worker told to wait (a worker with a lease of
+  /// two may wait twice).
+  void park(int32_t worker, Reply reply) { waiting_.emplace(worker, std::move(reply)); }
 
-  /// A worker is gone: its grant goes to a waiting worker or back to the pool.
+  /// A worker is gone: its steps go to waiting workers or back to the pool.
   void lose(int32_t worker) {
     waiting_.erase(worker);
-    revoke(worker);
+    budget_.revoke_all(worker);
+    hand_out_returned();
   }
 
   /// The end of the run: every waiting worker is answered stop.
@@ -109,24 +118,17 @@ public:
   bool finished() const noexcept { return budget_.finished(); }
 
 private:
-  // The step goes to the first waiting worker at once, else back to the pool.
-  void revoke(int32_t worker) {
-    budget_.revoke(worker);
-    if (waiting_.empty() || held_)
-      return;
-    auto next = waiting_.begin();
-    if (auto step = budget_.grant(next->first)) {
-      auto reply = std::move(next->second);
-      waiting_.erase(next);
-      reply.deliver(step_grant{*step, false});
-    }
+  // Revoked steps go to the waiting workers at once, else stay in the pool.
+  void hand_out_returned() {
+    if (!held_)
+      resume();
   }
 
   step_budget budget_;
   int64_t max_refused_;
   int64_t refused_ = 0;
   bool held_ = false;
-  std::map<int32_t, Reply> waiting_; // worker -> its reply, lowest index served first
+  std::multimap<int32_t, Reply> waiting_; // worker -> its replies, lowest index served first
 };
 
 } // namespace troupe

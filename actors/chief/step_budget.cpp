@@ -1,14 +1,29 @@
 #include "actors/chief/step_budget.hpp"
 
+#include <algorithm>
+
 namespace troupe {
 
-step_budget::step_budget(int64_t last_step, int64_t first_step)
-  : last_step_(last_step), completed_(first_step), next_(first_step) {
+step_budget::step_budget(int64_t last_step, int64_t first_step, int32_t lease)
+  : last_step_(last_step), lease_(std::max(lease, int32_t{1})), completed_(first_step),
+    next_(first_step) {
+}
+
+size_t step_budget::held(int32_t worker) const {
+  return static_cast<size_t>(std::count_if(outstanding_.begin(), outstanding_.end(),
+                                           [&](auto& entry) { return entry.second == worker; }));
+}
+
+bool step_budget::has_grant(int32_t worker, int64_t step) const {
+  auto i = outstanding_.find(step);
+  return i != outstanding_.end() && i->second == worker;
 }
 
 std::optional<int64_t> step_budget::grant(int32_t worker) {
-  if (auto i = outstanding_.find(worker); i != outstanding_.end())
-    return i->second;
+  if (held(worker) >= static_cast<size_t>(lease_))
+    for (auto& [step, holder] : outstanding_)
+      if (holder == worker)
+        return step;
   int64_t step;
   if (!returned_.empty()) {
     step = *returned_.begin();
@@ -18,21 +33,33 @@ std::optional<int64_t> step_budget::grant(int32_t worker) {
   } else {
     return std::nullopt;
   }
-  outstanding_.emplace(worker, step);
+  outstanding_.emplace(step, worker);
   return step;
 }
 
-void step_budget::complete(int32_t worker) {
-  if (outstanding_.erase(worker) > 0)
+void step_budget::complete(int32_t worker, int64_t step) {
+  if (has_grant(worker, step)) {
+    outstanding_.erase(step);
     ++completed_;
+  }
 }
 
-void step_budget::revoke(int32_t worker) {
-  auto i = outstanding_.find(worker);
-  if (i == outstanding_.end())
+void step_budget::revoke(int32_t worker, int64_t step) {
+  if (!has_grant(worker, step))
     return;
-  returned_.insert(i->second);
-  outstanding_.erase(i);
+  outstanding_.erase(step);
+  returned_.insert(step);
+}
+
+void step_budget::revoke_all(int32_t worker) {
+  for (auto i = outstanding_.begin(); i != outstanding_.end();) {
+    if (i->second == worker) {
+      returned_.insert(i->first);
+      i = outstanding_.erase(i);
+    } else {
+      ++i;
+    }
+  }
 }
 
 } // namespace troupe

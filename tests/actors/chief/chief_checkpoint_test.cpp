@@ -59,7 +59,9 @@ BOOST_AUTO_TEST_CASE(every_save_copies_every_shard_at_one_version_and_restores_o
   });
   BOOST_TEST(first.ok, first.error);
   BOOST_TEST(first.global_step == 40);
-  BOOST_REQUIRE(copies.size() >= 4u); // a save every 10 steps, and the end
+  // A save every 10 steps, each landing once the steps leased at its trigger
+  // are in (up to 2 per worker: 16, then 35 here), and the end.
+  BOOST_REQUIRE(copies.size() >= 3u);
   for (auto& [version, who] : copies)
     BOOST_TEST((who == shards), "both shards copy at version " << version);
   checkpoint_dir saved(dir.root);

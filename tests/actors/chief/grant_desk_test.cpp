@@ -94,4 +94,33 @@ BOOST_AUTO_TEST_CASE(the_end_releases_every_waiting_worker_with_stop) {
   BOOST_TEST(d.waiting() == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(leased_steps_count_exactly_last_step_and_a_loss_returns_both) {
+  desk d(4, 10, 0, 2);
+  // Each worker asks twice at the start and holds two steps.
+  BOOST_TEST(d.report(done(0, -1, false)).step == 0);
+  BOOST_TEST(d.report(done(0, -1, false)).step == 1);
+  BOOST_TEST(d.report(done(1, -1, false)).step == 2);
+  BOOST_TEST(d.report(done(1, -1, false)).step == 3);
+  // Worker 0 reports step 1 before step 0 (its reports overlap its steps).
+  auto a = d.report(done(0, 1));
+  BOOST_TEST(a.completed);
+  BOOST_REQUIRE((a.what == desk::outcome::waiting)); // every step is held
+  recorded_reply parked;
+  d.park(0, parked);
+  // Worker 1 is lost holding steps 2 and 3: the waiting ask gets one at
+  // once, the next ask of worker 0 the other.
+  d.lose(1);
+  BOOST_REQUIRE(parked.log->size() == 1u);
+  BOOST_TEST(parked.log->at(0).step == 2);
+  a = d.report(done(0, 0));
+  BOOST_TEST(a.completed);
+  BOOST_TEST(a.step == 3);
+  for (auto step : {2, 3})
+    a = d.report(done(0, step));
+  BOOST_TEST((a.what == desk::outcome::finished));
+  BOOST_TEST(d.global_step() == 4);
+  // A report of a step already counted counts nothing.
+  BOOST_TEST(!d.report(done(0, 3)).completed);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
