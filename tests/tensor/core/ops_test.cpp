@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 
 #include <boost/test/unit_test.hpp>
 
@@ -25,6 +26,25 @@ BOOST_AUTO_TEST_CASE(tensor_basics) {
   auto* storage = t.data();
   tensor moved = std::move(t);
   BOOST_TEST(moved.data() == storage); // moving never copies the data
+}
+
+BOOST_AUTO_TEST_CASE(the_first_non_finite_element_is_found_in_any_block) {
+  // The search goes block by block (256 floats): first, last and inner
+  // elements of blocks, infinities and NaNs with payloads, a short tail.
+  const size_t n = 1000;
+  for (size_t at : {size_t{0}, size_t{255}, size_t{256}, size_t{700}, n - 1}) {
+    for (float bad : {std::nanf("7"), -std::nanf(""), INFINITY, -INFINITY}) {
+      tensor t({static_cast<int64_t>(n)}, 3.0f);
+      t[at] = bad;
+      if (at + 10 < n)
+        t[at + 10] = std::nanf(""); // a later one does not hide the first
+      BOOST_TEST(t.first_non_finite() == at);
+    }
+  }
+  tensor fine({static_cast<int64_t>(n)}, std::numeric_limits<float>::max());
+  fine[3] = std::numeric_limits<float>::denorm_min();
+  BOOST_TEST(fine.first_non_finite() == n);
+  BOOST_TEST(tensor({0}).first_non_finite() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(axpy_and_scale) {
