@@ -161,6 +161,7 @@ void bulk_server::serve(connection& conn) {
   if (!welcome(conn))
     return;
   frame_reader in{current_limits()};
+  in.pause_before_data(true);
   caf::scoped_actor self{sys_};
   for (;;) {
     in.next();
@@ -181,7 +182,28 @@ void bulk_server::serve(connection& conn) {
   }
 }
 
+// A turn in one direction. A connection that had to wait for one shares
+// the link with others from then on: its kernel buffers shrink to what the
+// link needs in flight, so that what waits for its turn does not move
+// beside the transfer under way (the kernel's autotuned buffers hold
+// megabytes). A connection that never waits keeps them.
+std::unique_lock<std::mutex> bulk_server::take_turn(connection& conn, std::mutex& direction) {
+  std::unique_lock<std::mutex> turn{direction, std::try_to_lock};
+  if (turn.owns_lock())
+    return turn;
+  if (!conn.shares_link) {
+    conn.shares_link = true;
+    for (int option : {SO_SNDBUF, SO_RCVBUF})
+      ::setsockopt(conn.fd.get(), SOL_SOCKET, option, &options_.shared_link_buffer,
+                   sizeof(options_.shared_link_buffer));
+  }
+  turn.lock();
+  return turn;
+}
+
 // One request to the shard, as the message a BASP peer sends, and its reply.
+// `in` holds the request's header and meta section; a push's data is read
+// in its turn.
 bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& self) {
   auto shard = caf::actor_cast<ps_shard_impl>(caf::actor_cast<caf::strong_actor_ptr>(shard_));
   if (!shard)
@@ -194,15 +216,19 @@ bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& 
   bool answered = false;
   failure refused{errc::invalid_request, ""};
   shared_pull_reply pulled; // held until the reply is sent
+  std::unique_lock<std::mutex> turn;
   auto on_error = [&](caf::error& err) { answered = as_failure(err, refused); };
   if (kind == frame_kind::pull) {
     auto run = fields.u64();
     auto names = fields.names();
-    if (!fields.at_end() || !in.tensors().empty()) {
+    if (!fields.at_end() || in.header().data_bytes != 0) {
       refused.message = "bulk frame: a malformed pull";
       answered = true;
     } else {
-      // The shard's values themselves, written from where they are.
+      in.read_data(); // none
+      // The shard's values themselves, taken in this connection's turn and
+      // written from where they are.
+      turn = take_turn(conn, outbound_);
       self->request(shard, options_.request_timeout, view_atom::value, run, std::move(names))
         .receive(
           [&](shared_pull_reply& reply) {
@@ -226,6 +252,15 @@ bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& 
       refused.message = "bulk frame: a malformed push";
       answered = true;
     } else {
+      // In this connection's turn: the gradients into the shared storage.
+      turn = take_turn(conn, inbound_);
+      in.lend(std::move(push_storage_));
+      in.read_data();
+      if (auto err = receive_frame(conn.fd.get(), in, until)) {
+        spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
+                     err->message);
+        return false;
+      }
       // The connection keeps a reference to the message: once the shard let
       // go of it, the gradients' storage serves the next push unzeroed.
       auto msg = caf::make_message(push_atom::value, run, worker, step, std::move(names),
@@ -240,7 +275,8 @@ bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& 
           },
           on_error);
       if (!msg.shared())
-        in.lend(std::move(msg.get_mutable_as<std::vector<tensor>>(5)));
+        push_storage_ = std::move(msg.get_mutable_as<std::vector<tensor>>(5));
+      turn.unlock(); // the reply is small: no turn needed
     }
   } else {
     spdlog::warn("ps:{}: closed the bulk connection from {}: a {} frame is not a request",
@@ -251,7 +287,8 @@ bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& 
     return false; // the shard is gone or did not answer: the peer sees the connection close
   if (!refused.message.empty())
     out = refusal(request, refused);
-  return !send_frame(conn.fd.get(), out, until);
+  // A malformed request's data was never read: the connection cannot go on.
+  return !send_frame(conn.fd.get(), out, until) && !in.paused();
 }
 
 } // namespace troupe

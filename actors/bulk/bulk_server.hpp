@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <caf/actor_addr.hpp>
 #include <caf/fwd.hpp>
@@ -31,6 +32,10 @@ struct bulk_server_options {
   size_t max_connections = 256;
   std::chrono::milliseconds hello_timeout{5000};    ///< a connection's first frame
   std::chrono::milliseconds request_timeout{30000}; ///< a frame once begun, and its answer
+  /// The kernel send and receive buffers of a connection once it had to
+  /// wait for its turn: small enough that what waits does not move beside
+  /// the transfer under way, large enough for a LAN's bandwidth-delay product.
+  int shared_link_buffer = 128 * 1024;
 };
 
 class bulk_server {
@@ -52,16 +57,25 @@ private:
     std::string peer;
     std::thread thread;
     std::atomic<bool> finished{false};
+    bool shares_link = false; // it waited for a turn: its buffers are small
   };
 
   void accept_loop();
   void serve(connection& conn);
   bool welcome(connection& conn);
   bool answer(connection& conn, bulk::frame_reader& in, caf::scoped_actor& self);
+  std::unique_lock<std::mutex> take_turn(connection& conn, std::mutex& direction);
 
   caf::actor_system& sys_;
   caf::actor_addr shard_;
   bulk_server_options options_;
+  // One push is read and one pull written at a time (turns in each
+  // direction): a shard's link carries one transfer per direction at full
+  // speed instead of several at a fraction, and the shard holds one pushed
+  // gradient at a time, in storage the turns share.
+  std::mutex inbound_;
+  std::vector<tensor> push_storage_; // guarded by inbound_
+  std::mutex outbound_;
   uint64_t ticket_ = 0;
   uint16_t port_ = 0;
   bulk::socket_fd listener_;

@@ -290,14 +290,20 @@ maybe_failure frame_reader::on_header() {
 
 maybe_failure frame_reader::on_meta() {
   meta_reader reader{meta_};
-  std::vector<shape_t> shapes;
-  if (auto err = reader.shapes(shapes, head_.data_bytes, limits_))
+  if (auto err = reader.shapes(shapes_, head_.data_bytes, limits_))
     return err;
   fields_at_ = meta_.size() - reader.remaining();
-  tensors_.resize(shapes.size());
-  for (size_t i = 0; i < shapes.size(); ++i)
-    tensors_[i].resize(std::move(shapes[i]));
   return std::nullopt;
+}
+
+void frame_reader::read_data() {
+  tensors_.resize(shapes_.size());
+  for (size_t i = 0; i < shapes_.size(); ++i)
+    tensors_[i].resize(std::move(shapes_[i]));
+  shapes_.clear();
+  phase_ = phase::data;
+  got_ = 0;
+  tensor_ = 0;
 }
 
 bool frame_reader::receive_some(int fd, maybe_failure& error) {
@@ -326,11 +332,15 @@ bool frame_reader::receive_some(int fd, maybe_failure& error) {
         }
         if ((error = on_meta()))
           return false;
-        phase_ = phase::data;
-        got_ = 0;
-        tensor_ = 0;
+        if (pause_) {
+          phase_ = phase::paused;
+          return true;
+        }
+        read_data();
         break;
       }
+      case phase::paused:
+        return true;
       case phase::data: {
         while (tensor_ < tensors_.size() && got_ == tensors_[tensor_].bytes()) {
           ++tensor_;

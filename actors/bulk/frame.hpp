@@ -137,10 +137,20 @@ private:
 class frame_reader {
 public:
   explicit frame_reader(frame_limits limits) : limits_(limits) {}
-  /// Reads what the socket has. True once a whole frame is in; false with
-  /// `error` empty when more is to come, set on a bad frame or a socket
-  /// error (a closed connection included).
+  /// Reads what the socket has. True once a whole frame is in (or, when
+  /// pausing before data, its header and meta section); false with `error`
+  /// empty when more is to come, set on a bad frame or a socket error (a
+  /// closed connection included).
   bool receive_some(int fd, maybe_failure& error);
+  /// From the next frame on: stop once header and meta are in, before
+  /// anything is allocated for the data (a server first takes its turn);
+  /// read_data() goes on.
+  void pause_before_data(bool pause) noexcept { pause_ = pause; }
+  /// Header and meta are in, the data not yet read (see pause_before_data).
+  bool paused() const noexcept { return phase_ == phase::paused; }
+  /// Sizes the tensors for the data (in storage lent before, if any); the
+  /// next receive_some reads it.
+  void read_data();
   /// The frame just completed; next() starts reading the following one.
   const frame_header& header() const noexcept { return head_; }
   meta_reader fields() const;
@@ -152,9 +162,11 @@ public:
 private:
   maybe_failure on_header();
   maybe_failure on_meta();
-  enum class phase { header, meta, data, done };
+  enum class phase { header, meta, paused, data, done };
   frame_limits limits_;
+  bool pause_ = false;
   phase phase_ = phase::header;
+  std::vector<shape_t> shapes_; // of the frame's tensors, checked
   frame_header head_;
   std::string meta_;
   size_t fields_at_ = 0; // where the kind's fields start in meta_
