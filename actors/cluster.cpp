@@ -89,6 +89,7 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   config.shuffle_buffer = static_cast<size_t>(settings.data.shuffle_buffer);
   config.prefetch = static_cast<size_t>(settings.data.prefetch);
   config.clip_norm = settings.clip_norm;
+  config.pull_ahead = settings.pull_ahead;
   config.recovery_timeout = runtime.recovery_timeout;
   // Each worker draws its own dropout masks.
   auto options = model_options_of(settings);

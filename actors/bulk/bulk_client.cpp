@@ -113,23 +113,33 @@ bool bulk_link::progress(bool readable, bool writable) {
   return done_;
 }
 
-void complete_all(const std::vector<bulk_link*>& links, deadline until) {
+void complete_all(const std::vector<bulk_link*>& links, deadline until, const then_on_link& then) {
   std::vector<pollfd> waiting;
-  std::vector<bulk_link*> open;
-  for (auto* link : links)
-    if (!link->progress(false, true)) // most frames leave in this first send
-      open.push_back(link);
+  std::vector<size_t> open; // indices into links
+  // Sends what it can (most frames leave in this first send); false once
+  // the link is done, with nothing started after.
+  auto begin = [&](size_t i) {
+    while (links[i]->progress(false, true))
+      if (!then || !then(i))
+        return false;
+    return true;
+  };
+  for (size_t i = 0; i < links.size(); ++i)
+    if (begin(i))
+      open.push_back(i);
   while (!open.empty()) {
     waiting.clear();
-    for (auto* link : open)
-      waiting.push_back(
-        {link->fd(), static_cast<short>(POLLIN | (link->wants_to_write() ? POLLOUT : 0)), 0});
+    for (auto i : open)
+      waiting.push_back({links[i]->fd(),
+                         static_cast<short>(POLLIN | (links[i]->wants_to_write() ? POLLOUT : 0)),
+                         0});
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       until - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      for (auto* link : open)
-        link->fail({errc::training_stopped, "bulk connection to ps:" + std::to_string(link->shard())
-                                              + ": no reply before the deadline"});
+      for (auto i : open)
+        links[i]->fail(
+          {errc::training_stopped, "bulk connection to ps:" + std::to_string(links[i]->shard())
+                                     + ": no reply before the deadline"});
       return;
     }
     auto ready = ::poll(waiting.data(), waiting.size(),
@@ -137,12 +147,13 @@ void complete_all(const std::vector<bulk_link*>& links, deadline until) {
     if (ready <= 0)
       continue;
     size_t kept = 0;
-    for (size_t i = 0; i < open.size(); ++i) {
-      auto events = waiting[i].revents;
+    for (size_t k = 0; k < open.size(); ++k) {
+      auto events = waiting[k].revents;
       bool readable = events & (POLLIN | POLLHUP | POLLERR);
       bool writable = events & (POLLOUT | POLLERR);
-      if (!open[i]->progress(readable, writable))
-        open[kept++] = open[i];
+      auto i = open[k];
+      if (!links[i]->progress(readable, writable) || (then && then(i) && begin(i)))
+        open[kept++] = i;
     }
     open.resize(kept);
   }

@@ -6,6 +6,7 @@
 // reply read into storage the caller lends. Free of CAF.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,10 @@
 #include "actors/bulk/socket.hpp"
 
 namespace troupe {
+
+/// What follows an exchange on links[i] once its reply is in: true when it
+/// started another exchange on that link (run to its reply as well).
+using then_on_link = std::function<bool(size_t i)>;
 
 class bulk_link {
 public:
@@ -45,7 +50,8 @@ public:
   int fd() const noexcept { return fd_.get(); }
 
 private:
-  friend void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until);
+  friend void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until,
+                           const then_on_link& then);
   bulk_link(bulk::socket_fd fd, bulk::frame_limits limits) : fd_(std::move(fd)), in_(limits) {}
   void begin(bulk::frame_kind kind, bulk::frame_writer frame);
   void finish();
@@ -63,8 +69,10 @@ private:
   int32_t shard_ = -1;
 };
 
-/// Runs every started exchange to its reply, all at once; an exchange still
-/// open at the deadline fails (and its link is broken).
-void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until);
+/// Runs every started exchange to its reply, all at once, and what `then`
+/// starts after each; an exchange still open at the deadline fails (and its
+/// link is broken).
+void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until,
+                  const then_on_link& then = {});
 
 } // namespace troupe

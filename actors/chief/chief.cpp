@@ -196,7 +196,7 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     st.replicas.emplace(st.config.train.on_worker_loss, st.config.replicas, st.config.num_workers);
   else
     st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps, st.first_step,
-                      async_step_lease);
+                      async_step_lease(st.config.train.pull_ahead));
   st.sync_step = st.first_step;
   st.roster.emplace(st.config.num_workers);
   st.run = draw_run_id();

@@ -45,8 +45,12 @@ void on_initialized(self_ptr self) {
 
 training_plan plan_message(self_ptr self, int32_t index) {
   auto& st = self->state;
-  training_plan plan{
-    st.run, st.router->plan(), st.coordinator, 0, 0, is_sync(self) ? 1 : async_step_lease};
+  training_plan plan{st.run,
+                     st.router->plan(),
+                     st.coordinator,
+                     0,
+                     0,
+                     is_sync(self) ? 1 : async_step_lease(st.config.train.pull_ahead)};
   if (auto i = st.data_positions.find(index); i != st.data_positions.end()) {
     plan.data_epoch = i->second.epoch;
     plan.data_offset = i->second.offset;

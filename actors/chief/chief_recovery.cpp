@@ -86,7 +86,7 @@ void on_shard_back(self_ptr self, int32_t shard, ps_shard_actor handle) {
       st.data_positions[p.worker] = p;
   if (st.grants)
     st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps, from,
-                      async_step_lease);
+                      async_step_lease(st.config.train.pull_ahead));
   st.sync_step = from;
   st.schedule->began(from, chief_state::clock::now());
   st.replan_workers = true;

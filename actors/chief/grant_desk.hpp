@@ -17,7 +17,11 @@ namespace troupe {
 /// Async mode: each worker holds two steps, so that the report of one and
 /// the grant of the next overlap the other's pull and compute, and the chief
 /// is off the workers' critical path (docs/architecture.md, "Step leases").
-constexpr int32_t async_step_lease = 2;
+/// With train.pull-ahead three: one pushing, one computing, and the grant of
+/// the next on its way.
+constexpr int32_t async_step_lease(bool pull_ahead) {
+  return pull_ahead ? 3 : 2;
+}
 
 template <class Reply>
 class grant_desk {

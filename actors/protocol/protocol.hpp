@@ -341,9 +341,10 @@ using chief_impl = chief_actor::extend<
 /// The worker as implemented: plus the message that starts its next step,
 /// the one that makes it look for a new chief and its helper's answer (the
 /// chief found, or why not), and its recovery deadline.
-using worker_impl = worker_actor::extend<
-  caf::reacts_to<run_atom>, caf::reacts_to<rejoin_atom>, caf::reacts_to<rejoin_atom, chief_actor>,
-  caf::reacts_to<rejoin_atom, std::string>, caf::reacts_to<tick_atom>>;
+using worker_impl =
+  worker_actor::extend<caf::reacts_to<run_atom, uint64_t>, caf::reacts_to<rejoin_atom>,
+                       caf::reacts_to<rejoin_atom, chief_actor>,
+                       caf::reacts_to<rejoin_atom, std::string>, caf::reacts_to<tick_atom>>;
 
 // -- registration ---------------------------------------------------------------
 

@@ -25,6 +25,20 @@ bool can_recover(self_ptr self) {
   return static_cast<bool>(st.links.reconnect) && st.config.recovery_timeout.count() > 0;
 }
 
+// train.pull-ahead: a job under way is void (a lost peer, a new plan): its
+// bulk exchanges are shut down (those links break and are dropped), its
+// replies over BASP ignored, and the next step pulls afresh.
+void drop_job(self_ptr self) {
+  auto& st = self->state;
+  if (st.runner)
+    st.runner->cancel();
+  st.job = {};
+  st.values_ready = false;
+  for (auto& link : st.bulk)
+    if (link && link->broken())
+      link.reset();
+}
+
 // A peer is gone or a request of the run failed: the chief restores the run
 // and sends a new plan (a lost shard), or the worker finds the restarted
 // chief (a lost chief). Replies of the step in flight are dropped from here.
@@ -35,6 +49,7 @@ void wait_for_recovery(self_ptr self, const std::string& why, const caf::error& 
     return;
   }
   ++st.generation;
+  drop_job(self);
   if (st.waiting_since) {
     spdlog::info("{}: while waiting, also {}: {}", st.label, why, describe(err));
     return;
@@ -64,6 +79,7 @@ bool reconnect_lost_shards(self_ptr self) {
 
 void pull_all(self_ptr self);
 void push_all(self_ptr self);
+void collect_job(self_ptr self, std::function<void()> then);
 
 template <class Source>
 bool from_chief_or_here(self_ptr self, const Source& source) {
@@ -73,16 +89,37 @@ bool from_chief_or_here(self_ptr self, const Source& source) {
   return addr == self->state.links.chief.address() || addr.node() == self->node();
 }
 
+void compute(self_ptr self);
+void step_over(self_ptr self);
+
 // Starts the next granted step, unless one is under way or none is granted.
+// With train.pull-ahead, a worker out of granted steps first finishes its
+// job: the step it pushed is reported (or the run could not end), and the
+// values pulled ahead are let go (they would be stale by the next grant).
 void start_next_step(self_ptr self) {
   auto& st = self->state;
-  if (st.busy || st.granted.empty())
+  if (st.busy)
     return;
+  if (st.granted.empty()) {
+    if (st.job.active) {
+      st.busy = true;
+      collect_job(self, [self] {
+        self->state.values_ready = false;
+        step_over(self);
+      });
+    }
+    return;
+  }
   st.busy = true;
   st.report.step = st.granted.front();
   st.granted.pop_front();
   st.report.applied = false;
-  pull_all(self);
+  if (st.values_ready) {
+    st.values_ready = false;
+    compute(self);
+  } else {
+    pull_all(self);
+  }
 }
 
 // The answer to a report: a step to compute (now, or after the one under
@@ -101,9 +138,9 @@ void on_grant(self_ptr self, const step_grant& grant) {
 // Reports the last step to `to`; the answer (the next step) arrives while
 // the worker computes a step it holds already, if any.
 template <class Atom, class Handle>
-void ask_for_step(self_ptr self, const Handle& to) {
+void ask_for_step(self_ptr self, const Handle& to, const step_report& report) {
   auto& st = self->state;
-  self->request(to, st.config.step_timeout, Atom::value, st.report)
+  self->request(to, st.config.step_timeout, Atom::value, report)
     .then(
       [self, gen = st.generation](const step_grant& grant) {
         if (self->state.generation == gen)
@@ -118,19 +155,29 @@ void ask_for_step(self_ptr self, const Handle& to) {
 // The step under way is over (reported): on to the next one held, through
 // the mailbox (a step on the bulk path runs within one handler; the next
 // one must not nest in it, and grants and losses must get their turn).
+// Only the latest such message counts: one left from before a grant came
+// would find no step granted yet, and with train.pull-ahead flush early.
 void step_over(self_ptr self) {
-  self->state.busy = false;
-  self->send(self, run_atom::value);
+  auto& st = self->state;
+  st.busy = false;
+  self->send(self, run_atom::value, ++st.step_overs);
 }
 
 // Training starts: ask for as many steps as the lease allows.
 void ask_for_first_steps(self_ptr self) {
   for (int32_t i = 0; i < self->state.lease; ++i)
-    ask_for_step<report_atom>(self, self->state.coordinator);
+    ask_for_step<report_atom>(self, self->state.coordinator, self->state.report);
 }
+
+void start_job(self_ptr self, bool with_pushes);
+void on_computed_ahead(self_ptr self, bool pushable);
 
 void compute(self_ptr self) {
   auto& st = self->state;
+  // train.pull-ahead, first step of a stretch: the next one's values move
+  // while this one computes.
+  if (st.config.pull_ahead && !st.job.active)
+    start_job(self, false);
   batch_stats stats;
   try {
     st.data->next_batch(st.current);
@@ -154,15 +201,20 @@ void compute(self_ptr self) {
   st.report.examples = stats.examples;
   auto bad = st.staging ? st.guard->check_and_clip(*st.staging, stats.gradient_norm)
                         : st.guard->check_and_clip(st.grads, stats.gradient_norm);
+  if (bad)
+    spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed", st.label,
+                 st.report.step, st.links.net->variables()[*bad].name, st.report.loss);
+  if (st.config.pull_ahead) {
+    on_computed_ahead(self, !bad);
+    return;
+  }
   if (!bad) {
     push_all(self);
     return;
   }
-  spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed", st.label,
-               st.report.step, st.links.net->variables()[*bad].name, st.report.loss);
   // The chief decides: revoke and grant again (async) or end the run (sync,
   // where no step can complete without this worker's gradient).
-  ask_for_step<nonfinite_atom>(self, st.links.chief);
+  ask_for_step<nonfinite_atom>(self, st.links.chief, st.report);
   step_over(self);
 }
 
@@ -182,21 +234,48 @@ bool take_pulled(self_ptr self, const slice_router::shard_part& part, std::vecto
   return true;
 }
 
-bulk_link* bulk_link_to(self_ptr self, int32_t shard) {
-  auto& bulk = self->state.bulk;
+bulk_link* link_to(const std::vector<std::unique_ptr<bulk_link>>& links, int32_t shard) {
   auto s = static_cast<size_t>(shard);
-  return s < bulk.size() ? bulk[s].get() : nullptr;
+  return s < links.size() ? links[s].get() : nullptr;
+}
+
+bulk_link* bulk_link_to(self_ptr self, int32_t shard) {
+  return link_to(self->state.bulk, shard);
+}
+
+bool whole_variable(const slice_router& router, size_t slice) {
+  return router.slice(slice).shape == router.slice(slice).full_shape;
+}
+
+// Values pulled ahead into the variables, as take_pulled; the variables'
+// previous storage goes back into `values`, where the next pull ahead lands.
+bool take_pulled_ahead(self_ptr self, const slice_router::shard_part& part,
+                       std::vector<tensor>& values) {
+  auto& st = self->state;
+  if (st.staging) // copied into the model's buffers: `values` stays as it is
+    return take_pulled(self, part, values);
+  std::vector<tensor> previous(values.size());
+  for (size_t k = 0; k < values.size() && k < part.slices.size(); ++k)
+    if (whole_variable(*st.router, part.slices[k]))
+      previous[k] = std::move(st.params[st.router->variable_of(part.slices[k])]);
+  if (!take_pulled(self, part, values))
+    return false;
+  for (size_t k = 0; k < previous.size(); ++k)
+    if (whole_variable(*st.router, part.slices[k]))
+      values[k] = std::move(previous[k]);
+  return true;
 }
 
 // A bulk exchange failed: the shard's refusal as its error, a broken
 // connection as a lost peer's (and the link is dropped; the next plan opens
 // a new one).
-caf::error bulk_failure(self_ptr self, bulk_link& link, int32_t shard) {
+caf::error bulk_failure(std::vector<std::unique_ptr<bulk_link>>& links, int32_t shard) {
+  auto& link = *links[static_cast<size_t>(shard)];
   auto& why = *link.error();
   if (!link.broken())
     return make_error(why);
   auto err = caf::make_error(caf::sec::runtime_error, why.message);
-  self->state.bulk[static_cast<size_t>(shard)].reset();
+  links[static_cast<size_t>(shard)].reset();
   return err;
 }
 
@@ -209,11 +288,9 @@ std::vector<tensor> pull_storage(self_ptr self, const slice_router::shard_part& 
   std::vector<tensor> out = std::move(link.values());
   out.resize(part.slices.size());
   if (!st.staging)
-    for (size_t k = 0; k < part.slices.size(); ++k) {
-      auto i = part.slices[k];
-      if (st.router->slice(i).shape == st.router->slice(i).full_shape)
-        out[k] = std::move(st.params[st.router->variable_of(i)]);
-    }
+    for (size_t k = 0; k < part.slices.size(); ++k)
+      if (whole_variable(*st.router, part.slices[k]))
+        out[k] = std::move(st.params[st.router->variable_of(part.slices[k])]);
   return out;
 }
 
@@ -261,7 +338,7 @@ void pull_all(self_ptr self) {
     auto [link, part] = bulk[k];
     if (link->error())
       wait_for_recovery(self, "pull from ps:" + std::to_string(part->shard) + " failed",
-                        bulk_failure(self, *link, part->shard));
+                        bulk_failure(st.bulk, part->shard));
     else if (take_pulled(self, *part, link->values()))
       join->arrive();
     else
@@ -269,26 +346,30 @@ void pull_all(self_ptr self) {
   }
 }
 
-// All pushes answered: count the step, then report it.
-void on_pushed(self_ptr self) {
+// A step's pushes are all answered: count it, then report it.
+void count_and_report(self_ptr self, const step_report& report) {
   auto& st = self->state;
-  if (st.report.applied) {
+  if (report.applied) {
     ++st.local_step;
-    st.progress.add_step(st.report.loss, st.report.correct, st.report.examples);
+    st.progress.add_step(report.loss, report.correct, report.examples);
     if (auto line = st.progress.take_line(st.local_step))
       spdlog::info("{}: global_step={} local_step={} loss={:.4f} {} examples/s={:.0f}", st.label,
-                   st.report.step + 1, st.local_step, line->loss,
+                   report.step + 1, st.local_step, line->loss,
                    metric_text(*line, st.links.train->task == objective::regression),
                    line->examples_per_sec);
   }
-  ask_for_step<report_atom>(self, st.coordinator);
+  ask_for_step<report_atom>(self, st.coordinator, report);
+}
+
+void on_pushed(self_ptr self) {
+  count_and_report(self, self->state.report);
   step_over(self);
 }
 
 // A refused part (stale, past the end, or a faulty gradient) is reported as
 // not applied, not fatal: the coordinator decides what follows. Any other
 // error stops the worker; returns false then.
-bool on_push_refused(self_ptr self, int32_t shard, const caf::error& err) {
+bool on_push_refused(self_ptr self, int32_t shard, const caf::error& err, step_report& report) {
   auto& st = self->state;
   auto code = static_cast<errc>(err.code());
   if (err.category() != caf::atom("troupe") || code == errc::not_initialized) {
@@ -300,23 +381,22 @@ bool on_push_refused(self_ptr self, int32_t shard, const caf::error& err) {
   if (code == errc::stale_gradient || code == errc::training_stopped)
     spdlog::debug("{}: {}", st.label, describe(err));
   else
-    spdlog::warn("{}: ps:{} refused step {}: {}", st.label, shard, st.report.step, describe(err));
-  st.report.applied = false;
+    spdlog::warn("{}: ps:{} refused step {}: {}", st.label, shard, report.step, describe(err));
+  report.applied = false;
   return true;
 }
 
-// A pushed part's whole-variable gradients go back to the worker's
-// gradient tensors, whose storage the next step reuses.
+// A pushed part's whole-variable gradients go back to gradient tensors
+// (`into`, one per variable), whose storage a later step reuses.
 void return_gradients(self_ptr self, const slice_router::shard_part& part,
-                      std::vector<tensor>& sent) {
+                      std::vector<tensor>& sent, std::vector<tensor>& into) {
   auto& st = self->state;
   if (st.staging)
     return;
-  for (size_t k = 0; k < part.slices.size() && k < sent.size(); ++k) {
-    auto i = part.slices[k];
-    if (st.router->slice(i).shape == st.router->slice(i).full_shape)
-      st.grads[st.router->variable_of(i)] = std::move(sent[k]);
-  }
+  into.resize(st.grads.size());
+  for (size_t k = 0; k < part.slices.size() && k < sent.size(); ++k)
+    if (whole_variable(*st.router, part.slices[k]))
+      into[st.router->variable_of(part.slices[k])] = std::move(sent[k]);
 }
 
 void push_all(self_ptr self) {
@@ -344,7 +424,8 @@ void push_all(self_ptr self) {
             join->arrive();
         },
         [self, join, shard = part.shard, gen = st.generation](caf::error& err) {
-          if (self->state.generation == gen && on_push_refused(self, shard, err))
+          if (self->state.generation == gen
+              && on_push_refused(self, shard, err, self->state.report))
             join->arrive();
         });
   }
@@ -352,11 +433,184 @@ void push_all(self_ptr self) {
   auto gen = st.generation;
   for (size_t k = 0; k < bulk.size() && st.generation == gen; ++k) {
     auto [link, part] = bulk[k];
-    return_gradients(self, *part, st.bulk_pushes[static_cast<size_t>(part->shard)]);
+    return_gradients(self, *part, st.bulk_pushes[static_cast<size_t>(part->shard)], st.grads);
     if (!link->error()
-        || on_push_refused(self, part->shard, bulk_failure(self, *link, part->shard)))
+        || on_push_refused(self, part->shard, bulk_failure(st.bulk, part->shard), st.report))
       join->arrive();
   }
+}
+
+// -- train.pull-ahead --------------------------------------------------------
+// When step s is computed the worker starts job J(s): step s's pushes, then
+// from each shard, once its push is answered, the values of the step after
+// next. It then collects J(s-1) (step s-1's report, step s+1's values),
+// waiting only if that job is not done, and computes step s+1 while J(s)
+// moves: on the bulk path on the runner's thread, over BASP as replies that
+// wait in the mailbox (each shard gets the push before the pull, so both
+// paths pull after the push is applied). Step s+1 thus starts from every
+// update but its own worker's step s: one step staler than without.
+
+// One reply of the job over BASP came in; the last one runs what waits.
+void job_reply(self_ptr self) {
+  auto& job = self->state.job;
+  if (--job.pending == 0 && job.then) {
+    auto then = std::move(job.then);
+    job.then = nullptr;
+    then();
+  }
+}
+
+// Starts J for the step just computed (st.report): its pushes when
+// `with_pushes`, then the pulls.
+void start_job(self_ptr self, bool with_pushes) {
+  auto& st = self->state;
+  auto& job = st.job;
+  auto& parts = st.router->parts();
+  job.active = true;
+  job.pushes = with_pushes;
+  job.report = st.report;
+  job.report.applied = with_pushes;
+  job.pending = 0;
+  job.then = nullptr;
+  job.pulled.assign(parts.size(), {});
+  job.pushing.resize(parts.size());
+  job.push_outcome.assign(parts.size(), std::nullopt);
+  std::vector<bulk_link*> links;
+  std::vector<size_t> linked_parts;
+  auto gen = st.generation;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    auto& part = parts[k];
+    auto grads = !with_pushes ? std::vector<tensor>{}
+                 : st.staging ? st.router->cut(part, st.staging->grads)
+                              : st.router->cut(part, st.grads);
+    if (auto* link = bulk_link_to(self, part.shard)) {
+      if (with_pushes) {
+        job.pushing[k] = std::move(grads);
+        link->start_push(st.report.run, st.config.index, st.report.step, part.names,
+                         job.pushing[k]);
+      } else {
+        link->start_pull(st.report.run, part.names, std::move(link->values()));
+      }
+      links.push_back(link);
+      linked_parts.push_back(k);
+      continue;
+    }
+    auto& shard = st.links.shards[static_cast<size_t>(part.shard)];
+    if (with_pushes) {
+      ++job.pending;
+      self
+        ->request(shard, st.config.request_timeout, push_atom::value, st.report.run,
+                  st.config.index, st.report.step, part.names, std::move(grads))
+        .then(
+          [self, gen](int64_t) {
+            if (self->state.generation == gen)
+              job_reply(self);
+          },
+          [self, index = part.shard, gen](caf::error& err) {
+            if (self->state.generation == gen
+                && on_push_refused(self, index, err, self->state.job.report))
+              job_reply(self);
+          });
+    }
+    ++job.pending;
+    self->request(shard, st.config.request_timeout, pull_atom::value, st.report.run, part.names)
+      .then(
+        [self, k, gen](pull_reply& reply) {
+          if (self->state.generation != gen)
+            return;
+          self->state.job.pulled[k] = std::move(reply.values);
+          job_reply(self);
+        },
+        [self, index = part.shard, gen](caf::error& err) {
+          if (self->state.generation == gen)
+            wait_for_recovery(self, "pull from ps:" + std::to_string(index) + " failed", err);
+        });
+  }
+  // The gradients sent by the job before serve this step's successor.
+  if (!st.staging)
+    for (size_t v = 0; v < st.grads.size() && v < st.spare_grads.size(); ++v)
+      if (st.grads[v].size() == 0)
+        st.grads[v] = std::move(st.spare_grads[v]);
+  if (links.empty())
+    return;
+  // Each link's push is followed by its pull as soon as it is answered.
+  // Runs on the runner's thread, which owns the links and these fields
+  // until wait().
+  then_on_link then_pull;
+  if (with_pushes)
+    then_pull = [&job, &parts, links, linked_parts, run = st.report.run,
+                 pulling = std::vector<bool>(links.size())](size_t i) mutable {
+      if (pulling[i])
+        return false;
+      auto k = linked_parts[i];
+      job.push_outcome[k] = links[i]->error();
+      if (links[i]->broken())
+        return false;
+      links[i]->start_pull(run, parts[k].names, std::move(links[i]->values()));
+      pulling[i] = true;
+      return true;
+    };
+  st.runner->start(std::move(links), 2 * st.config.request_timeout, std::move(then_pull));
+}
+
+// Waits for J (a reply still due over BASP calls again), then counts and
+// reports its pushed step and puts the values it pulled into the
+// parameters. `then` runs unless the run had to recover.
+void collect_job(self_ptr self, std::function<void()> then) {
+  auto& st = self->state;
+  auto& job = st.job;
+  if (!job.active) {
+    then();
+    return;
+  }
+  if (job.pending > 0) {
+    job.then = [self, then = std::move(then)]() mutable { collect_job(self, std::move(then)); };
+    return;
+  }
+  if (st.runner)
+    st.runner->wait();
+  auto& parts = st.router->parts();
+  for (size_t k = 0; k < parts.size(); ++k) {
+    auto& part = parts[k];
+    auto* link = bulk_link_to(self, part.shard);
+    if (!link) {
+      if (!take_pulled(self, part, job.pulled[k]))
+        return;
+      continue;
+    }
+    if (job.pushes) {
+      return_gradients(self, part, job.pushing[k], st.spare_grads);
+      if (auto& refused = job.push_outcome[k]) {
+        auto err = link->broken() ? bulk_failure(st.bulk, part.shard) : make_error(*refused);
+        if (!on_push_refused(self, part.shard, err, job.report))
+          return; // a lost shard (a broken link among them): recovering
+      }
+    }
+    if (link->error()) {
+      wait_for_recovery(self, "pull from ps:" + std::to_string(part.shard) + " failed",
+                        bulk_failure(st.bulk, part.shard));
+      return;
+    }
+    if (!take_pulled_ahead(self, part, link->values()))
+      return;
+  }
+  job.active = false;
+  st.values_ready = true;
+  if (job.pushes)
+    count_and_report(self, job.report);
+  then();
+}
+
+// Step s is computed (`pushable`: its gradients are finite): J(s-1) is
+// collected, J(s) started, and the next step may begin.
+void on_computed_ahead(self_ptr self, bool pushable) {
+  collect_job(self, [self, pushable] {
+    auto& st = self->state;
+    start_job(self, pushable);
+    if (!pushable)
+      ask_for_step<nonfinite_atom>(self, st.links.chief, st.report);
+    step_over(self);
+  });
 }
 
 // The bulk path to every shard in another process that offers one: its port
@@ -365,6 +619,7 @@ void push_all(self_ptr self) {
 // BASP. Training starts once every shard answered.
 void open_bulk_links(self_ptr self) {
   auto& st = self->state;
+  drop_job(self);
   st.bulk.clear();
   st.bulk.resize(st.links.shards.size());
   st.bulk_pushes.resize(st.links.shards.size());
@@ -392,6 +647,8 @@ void open_bulk_links(self_ptr self) {
               spdlog::warn("{}: no bulk path to ps:{} ({}); pulling and pushing over the "
                            "control connection",
                            st.label, s, error->message);
+            else if (st.config.pull_ahead && !st.runner)
+              st.runner = std::make_unique<background_exchange>();
           }
           join->arrive();
         },
@@ -444,6 +701,7 @@ void on_chief_back(self_ptr self, const chief_actor& chief) {
 
 void on_plan(self_ptr self, training_plan& plan) {
   auto& st = self->state;
+  drop_job(self); // of the plan before, if any
   auto& vars = st.links.net->variables();
   try {
     st.router.emplace(std::move(plan.slices), vars, static_cast<int32_t>(st.links.shards.size()));
@@ -563,7 +821,10 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
     [self](hello_atom, uint32_t version, const std::string& job, int32_t task) {
       return answer_hello(version, job, task, self->state.label);
     },
-    [self](run_atom) { start_next_step(self); },
+    [self](run_atom, uint64_t step_over) {
+      if (step_over == self->state.step_overs)
+        start_next_step(self);
+    },
     [self](rejoin_atom) { rejoin(self); },
     [self](rejoin_atom, const chief_actor& chief) {
       if (self->current_sender() && self->current_sender()->node() == self->node())

@@ -15,6 +15,7 @@
 
 #include <caf/expected.hpp>
 
+#include "actors/bulk/background_exchange.hpp"
 #include "actors/bulk/bulk_client.hpp"
 #include "actors/common/progress_meter.hpp"
 #include "actors/protocol/protocol.hpp"
@@ -51,6 +52,7 @@ struct worker_config {
   size_t shuffle_buffer = 10000; ///< examples (data.shuffle-buffer)
   size_t prefetch = 4;           ///< batches read ahead (data.prefetch)
   double clip_norm = 0;          ///< > 0: clip gradients to this global norm before pushing
+  bool pull_ahead = false;       ///< train.pull-ahead: pull step s+1 while step s computes
   /// How long to wait for a lost shard or chief to come back (used only when
   /// the links can reconnect).
   std::chrono::milliseconds recovery_timeout{120000};
@@ -92,6 +94,7 @@ struct worker_state {
   int32_t lease = 1;
   std::deque<int64_t> granted;
   bool busy = false;
+  uint64_t step_overs = 0; // numbers the worker's run messages: the latest counts
   int64_t local_step = 0;
   progress_meter progress{0};
   // recovery: replies of an earlier generation are ignored
@@ -102,6 +105,24 @@ struct worker_state {
   // each is sending (they must outlive the exchange).
   std::vector<std::unique_ptr<bulk_link>> bulk;
   std::vector<std::vector<tensor>> bulk_pushes;
+  // train.pull-ahead: the job of the last step computed (its pushes, then
+  // the pulls of the step after next; worker.cpp), the gradients its
+  // predecessor sent (their storage serves the next step), whether the
+  // parameters hold the next step's values already, and the thread that
+  // moves a job on the bulk path (declared last: it stops first).
+  struct step_job {
+    bool active = false;
+    bool pushes = false;                      // false: pulls only (a stretch's first step)
+    step_report report;                       // of the pushed step, sent once it is answered
+    size_t pending = 0;                       // replies over BASP still due
+    std::function<void()> then;               // runs when the last of them is in
+    std::vector<std::vector<tensor>> pulled;  // per part: values pulled over BASP
+    std::vector<std::vector<tensor>> pushing; // per part: gradients on the bulk path
+    std::vector<maybe_failure> push_outcome;  // per part: a bulk push's refusal, if any
+  } job;
+  std::vector<tensor> spare_grads;
+  bool values_ready = false;
+  std::unique_ptr<background_exchange> runner;
 };
 
 worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,

@@ -347,6 +347,10 @@ std::string command_line_error(const node_config& cfg, const caf::error& err,
   if (!suggestion.empty() && suggestion == name) {
     auto opt = cfg.options().cli_long_name_lookup(name);
     hint = opt ? "; expected " + ini::type_hint(*opt) : "";
+    // CAF takes a boolean on the command line as a bare flag only.
+    if (opt && ini::str(opt->type_name()) == "boolean")
+      hint = "; on the command line a true/false key is a bare flag: --" + name
+             + " sets it true; set it false in the config file";
   }
   return "command line: " + (bad.empty() ? caf::to_string(err) : "cannot use '" + bad + "'") + hint;
 }

@@ -74,6 +74,9 @@ node_config::node_config()
     .add(train.optimizer.learning_rate.values, "lr-values",
          "piecewise: the rates, one more than boundaries, e.g. [0.1, 0.01, 0.001]")
     .add(train.clip_norm, "clip-norm", "if > 0: workers clip their gradients to this global norm")
+    .add(train.pull_ahead, "pull-ahead",
+         "async: each worker pulls the next step's values while it computes and pushes this "
+         "one (one step staler, links kept busy)")
     .add(train.last_step, "last-step", "global steps to train; then the cluster stops")
     .add(train.epochs, "epochs",
          "if > 0: passes over the training set instead of last-step (sets last-step)")

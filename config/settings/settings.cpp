@@ -112,6 +112,9 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
     fail("train.placement-epsilon must be in (0, 1]");
   if (!(t.clip_norm >= 0) || !std::isfinite(t.clip_norm))
     fail("train.clip-norm must be 0 (off) or a positive number");
+  if (t.pull_ahead && t.mode == update_mode::sync)
+    fail("train.pull-ahead works in async mode only (a sync step must start from the update "
+         "before it); set train.pull-ahead = false, or train.mode = \"async\"");
   auto steps = std::to_string(limits::max_steps);
   auto& ckpt = t.checkpoint;
   if (ckpt.keep < 1 || ckpt.keep > limits::max_checkpoints_kept)

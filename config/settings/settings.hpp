@@ -77,6 +77,10 @@ struct training_settings {
   optimizer_config optimizer = plain_sgd(0.05);
   /// If > 0, workers scale their gradients to this global norm at most.
   double clip_norm = 0;
+  /// Async only: each worker pulls the next step's values while it computes
+  /// and pushes this one, so its links never idle; every step's values then
+  /// miss the worker's own last update (one step staler).
+  bool pull_ahead = false;
   /// Knobs of the built-in models and the layers of model "custom".
   model_options network;
   int64_t last_step = 6000;

@@ -31,6 +31,10 @@ check "job without a cluster file exits 2" 2 "needs a cluster" \
 check "unknown command-line option exits 2" 2 "did you mean --train.last-step" \
   "$bin" --train.last-stp=3
 check "missing config file exits 2" 2 "/nope.conf" "$bin" --config-file=/nope.conf
+check "a true/false key given a value on the command line says it is a flag" 2 \
+  "--train.pull-ahead sets it true" "$bin" --train.pull-ahead=false
+check "pull-ahead with sync exits 2 naming the key" 2 "train.pull-ahead works in async mode only" \
+  "$bin" --config-file="$conf" --job_name=worker --task_index=0 --train.mode=sync --train.pull-ahead
 # Values that crashed the node or misled it before: each is a configuration
 # error now, exit 2, naming the key.
 printf '[scheduler]\nmax-threads = 0\n' | cat "$conf" - >"$tmp/threads.conf"

@@ -7,11 +7,13 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include <boost/test/unit_test.hpp>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include "actors/bulk/background_exchange.hpp"
 #include "actors/bulk/bulk_client.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/ps_shard.hpp"
@@ -190,4 +192,59 @@ BOOST_AUTO_TEST_CASE(a_lost_shard_breaks_the_link_within_the_deadline) {
   BOOST_TEST((std::chrono::steady_clock::now() - started < 5s));
 }
 
+BOOST_AUTO_TEST_CASE(a_pull_in_the_background_gives_what_a_pull_in_the_foreground_gives) {
+  maybe_failure error;
+  auto link = open(ticket, error);
+  BOOST_REQUIRE(link);
+  background_exchange runner;
+  link->start_pull(the_run, names, {});
+  runner.start({link.get()}, 10s);
+  auto over_basp = basp_pull(); // the shard serves both at once
+  runner.wait();
+  BOOST_REQUIRE(!link->error());
+  for (size_t i = 0; i < values.size(); ++i)
+    BOOST_TEST(link->values()[i].bit_equal(over_basp.values[i]), names[i]);
+  // The same link runs again, in the background or not.
+  link->start_pull(the_run, names, std::move(link->values()));
+  runner.start({link.get()}, 10s);
+  runner.wait();
+  BOOST_TEST(!link->error());
+  BOOST_TEST(link->values()[1].bit_equal(values[1]));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
+
+// A shard that lets a peer in and then never answers: cancelling a pull to
+// it in the background ends at once, long before the deadline.
+BOOST_AUTO_TEST_CASE(a_cancelled_background_pull_ends_at_once_and_breaks_its_link) {
+  maybe_failure error;
+  uint16_t port = 0;
+  auto listener = bulk::listen_on("127.0.0.1", port, error);
+  BOOST_REQUIRE(listener);
+  std::thread silent([&] {
+    bulk::socket_fd peer{::accept(listener.get(), nullptr, nullptr)};
+    bulk::frame_reader hello{{0, 0}};
+    bulk::prepare(peer.get());
+    if (bulk::receive_frame(peer.get(), hello, soon()))
+      return;
+    bulk::meta_writer meta;
+    meta.i32(0);
+    bulk::frame_writer welcome{bulk::frame_kind::welcome, hello.header().request, meta};
+    bulk::send_frame(peer.get(), welcome, soon());
+    bulk::frame_reader rest{{}}; // until the peer goes
+    while (!bulk::receive_frame(peer.get(), rest, soon()))
+      rest.next();
+  });
+  auto link = bulk_link::open("127.0.0.1", port, the_run, 1, "test", soon(), error);
+  BOOST_REQUIRE_MESSAGE(link, (error ? error->message : ""));
+  background_exchange runner;
+  link->start_pull(the_run, {"w"}, {});
+  auto started = std::chrono::steady_clock::now();
+  runner.start({link.get()}, 30s);
+  std::this_thread::sleep_for(50ms);
+  runner.cancel();
+  BOOST_TEST((std::chrono::steady_clock::now() - started < 5s));
+  BOOST_TEST(link->broken());
+  link.reset();
+  silent.join();
+}
