@@ -63,9 +63,11 @@ std::string peer_name(int fd) {
 
 } // namespace
 
-bulk_server::bulk_server(caf::actor_system& sys, caf::actor_addr shard, bulk_server_options options,
+bulk_server::bulk_server(caf::actor_system& sys, caf::actor_addr shard, const variable_store& store,
+                         traffic_counter& traffic, bulk_server_options options,
                          maybe_failure& error)
-  : sys_(sys), shard_(std::move(shard)), options_(std::move(options)), ticket_(draw_ticket()) {
+  : sys_(sys), shard_(std::move(shard)), store_(store), traffic_(traffic),
+    options_(std::move(options)), ticket_(draw_ticket()) {
   port_ = options_.port;
   listener_ = listen_on(options_.host, port_, error);
   if (!listener_)
@@ -215,7 +217,7 @@ bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& 
   frame_writer out;
   bool answered = false;
   failure refused{errc::invalid_request, ""};
-  shared_pull_reply pulled; // held until the reply is sent
+  std::vector<std::shared_ptr<const tensor>> pinned; // held until the reply is sent
   std::unique_lock<std::mutex> turn;
   auto on_error = [&](caf::error& err) { answered = as_failure(err, refused); };
   if (kind == frame_kind::pull) {
@@ -226,22 +228,25 @@ bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& 
       answered = true;
     } else {
       in.read_data(); // none
-      // The shard's values themselves, taken in this connection's turn and
+      // The shard's values themselves, pinned in this connection's turn and
       // written from where they are.
       turn = take_turn(conn, outbound_);
-      self->request(shard, options_.request_timeout, view_atom::value, run, std::move(names))
-        .receive(
-          [&](shared_pull_reply& reply) {
-            pulled = std::move(reply);
-            tensor_refs values;
-            for (auto& v : pulled.values)
-              values.push_back(v.get());
-            meta_writer meta{values};
-            meta.i64(pulled.version);
-            out = frame_writer{frame_kind::pull_reply, request, meta, values};
-            answered = true;
-          },
-          on_error);
+      int64_t version = 0;
+      if (auto err = store_.pin(run, names, pinned, version)) {
+        if (err->code == errc::unauthorized)
+          spdlog::warn("ps:{}: refused a bulk pull from {}: {}", options_.shard, conn.peer,
+                       err->message);
+        refused = std::move(*err);
+      } else {
+        traffic_.pulled(names, pinned);
+        tensor_refs values;
+        for (auto& v : pinned)
+          values.push_back(v.get());
+        meta_writer meta{values};
+        meta.i64(version);
+        out = frame_writer{frame_kind::pull_reply, request, meta, values};
+      }
+      answered = true;
     }
   } else if (kind == frame_kind::push) {
     auto run = fields.u64();

@@ -1,13 +1,16 @@
 #pragma once
 // The shard side of the bulk path (docs/protocol.md, "Bulk path"): a
 // listening socket beside the shard's published BASP port and one thread
-// per connection, which reads a frame straight into tensors, hands it to
-// the shard as the same pull or push message a BASP peer sends (in process,
-// so nothing is serialised), and writes the reply straight from the
-// reply's tensors. A connection must open with the shard's ticket, which
-// the shard gives only to peers of its run over BASP (bulk_atom); anything
-// else is refused and closed. The shard owns its server: destroying it
-// closes every connection and joins their threads.
+// per connection. A push is read straight into tensors and handed to the
+// shard as the same push message a BASP peer sends (in process, so nothing
+// is serialised): the shard's checks and counts apply. A pull is answered
+// by the connection's thread itself from the shard's store (pinned values,
+// copy-on-write), written straight from them: no hop through the shard
+// actor, so a small pull costs about a TCP round trip. A connection must
+// open with the shard's ticket, which the shard gives only to peers of its
+// run over BASP (bulk_atom); anything else is refused and closed. The shard
+// owns its server: destroying it closes every connection and joins their
+// threads.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -22,6 +25,8 @@
 #include <caf/fwd.hpp>
 
 #include "actors/bulk/socket.hpp"
+#include "actors/ps/traffic_counter.hpp"
+#include "actors/ps/variable_store.hpp"
 
 namespace troupe {
 
@@ -41,8 +46,9 @@ struct bulk_server_options {
 class bulk_server {
 public:
   /// Listens at once; a failure (logged by the caller) when it cannot.
-  bulk_server(caf::actor_system& sys, caf::actor_addr shard, bulk_server_options options,
-              maybe_failure& error);
+  /// `store` and `traffic` are the shard's, and must outlive the server.
+  bulk_server(caf::actor_system& sys, caf::actor_addr shard, const variable_store& store,
+              traffic_counter& traffic, bulk_server_options options, maybe_failure& error);
   ~bulk_server();
   bulk_server(const bulk_server&) = delete;
   bulk_server& operator=(const bulk_server&) = delete;
@@ -68,6 +74,8 @@ private:
 
   caf::actor_system& sys_;
   caf::actor_addr shard_;
+  const variable_store& store_;
+  traffic_counter& traffic_;
   bulk_server_options options_;
   // One push is read and one pull written at a time (turns in each
   // direction): a shard's link carries one transfer per direction at full

@@ -11,11 +11,9 @@
 // (`*_impl`), which adds the messages it sends only to itself (timers). Peers
 // only ever hold the published handle.
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
@@ -53,7 +51,6 @@ using fetch_atom = caf::atom_constant<caf::atom("fetch")>;     ///< chief -> sha
 using restore_atom = caf::atom_constant<caf::atom("restore")>; ///< chief -> shard: a slot
 using plan_atom = caf::atom_constant<caf::atom("plan")>; ///< chief -> worker: after a recovery
 using bulk_atom = caf::atom_constant<caf::atom("bulk")>; ///< worker -> shard: its bulk port
-using view_atom = caf::atom_constant<caf::atom("view")>; ///< bulk server -> its own shard
 // Internal: sent by an actor to itself only, never part of a published interface.
 using run_atom = caf::atom_constant<caf::atom("run")>;               ///< worker: next step
 using tick_atom = caf::atom_constant<caf::atom("tick")>;             ///< chief, shard: timers
@@ -295,20 +292,8 @@ using ps_shard_actor =
                    // the chief: training is over, quit
                    caf::reacts_to<stop_atom>>;
 
-/// A shard's values without a copy (copy-on-write: the shard copies a value
-/// still held before its next update), for the shard's own bulk server.
-/// Never serialised: it does not leave the process.
-struct shared_pull_reply {
-  int64_t version = 0;
-  std::vector<std::shared_ptr<const tensor>> values;
-};
-
-/// The shard as implemented: plus the deadline for the chief's init, and
-/// its bulk server's pulls (from its own process only: (run, names) -> the
-/// values, shared).
-using ps_shard_impl = ps_shard_actor::extend<
-  caf::reacts_to<tick_atom>,
-  caf::replies_to<view_atom, run_id, std::vector<std::string>>::with<shared_pull_reply>>;
+/// The shard as implemented: plus the deadline for the chief's init.
+using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>>;
 
 /// A worker found a non-finite gradient and pushed nothing: async, the chief
 /// revokes the step and grants the next; sync, the chief ends the run (no
@@ -401,4 +386,3 @@ caf::result<uint32_t> answer_hello(uint32_t peer_version, const std::string& pee
 } // namespace troupe
 
 CAF_ERROR_CODE_ENUM_2(troupe::errc, "troupe")
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::shared_pull_reply)

@@ -128,7 +128,7 @@ bool replaces_state(self_ptr self, run_id run) {
 
 void reset_state(self_ptr self) {
   auto& st = self->state;
-  st.store.emplace(st.label, st.config.optimizer);
+  st.store->reset();
   st.pending.reset();
   st.snapshot = snapshot_copy{};
   if (st.snapshot_wanted)
@@ -151,7 +151,7 @@ caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<s
                  st.chief_lost_since ? "new chief" : "recovering chief", run);
     reset_state(self);
   }
-  if (auto err = st.store->initialize(names, std::move(values), options.first_step))
+  if (auto err = st.store->initialize(names, std::move(values), options.first_step, run))
     return make_error(*err);
   st.run = run;
   st.options = options;
@@ -173,17 +173,21 @@ caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<s
   return caf::ok_atom::value;
 }
 
-// A pull of the run: the values as they are now (shared, not copied), counted.
-caf::error share_values(self_ptr self, run_id run, const std::vector<std::string>& names,
-                        shared_pull_reply& out) {
+// A pull of the run over BASP: the values as they are now, counted, copied
+// into the reply (the message owns them).
+caf::result<pull_reply> on_pull(self_ptr self, run_id run, const std::vector<std::string>& names) {
   auto& st = self->state;
   if (auto err = unless_this_run(self, run, "a pull"))
     return err;
-  if (auto err = st.store->share(names, out.values))
+  std::vector<std::shared_ptr<const tensor>> values;
+  if (auto err = st.store->share(names, values))
     return make_error(*err);
-  out.version = st.store->version();
-  st.traffic.pulled(names, out.values);
-  return caf::none;
+  st.traffic.pulled(names, values);
+  pull_reply reply{st.store->version(), {}};
+  reply.values.reserve(values.size());
+  for (auto& value : values)
+    reply.values.push_back(*value);
+  return reply;
 }
 
 caf::result<int64_t> on_push(self_ptr self, run_id run, int32_t worker, int64_t step,
@@ -245,7 +249,8 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     options.host = config.bulk_host;
     options.shard = config.index;
     maybe_failure error;
-    st.bulk = std::make_unique<bulk_server>(self->system(), self->address(), options, error);
+    st.bulk = std::make_unique<bulk_server>(self->system(), self->address(), *st.store, st.traffic,
+                                            options, error);
     if (error) {
       spdlog::warn("{}: no bulk path ({}); peers pull and push over the control connection",
                    st.label, error->message);
@@ -293,32 +298,12 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     [self](init_atom, run_id run, const std::vector<std::string>& names,
            std::vector<tensor>& values,
            const shard_options& options) { return on_init(self, run, names, values, options); },
-    [self](pull_atom, run_id run,
-           const std::vector<std::string>& names) -> caf::result<pull_reply> {
-      // Over BASP the reply leaves the shard: a copy, as the message owns it.
-      shared_pull_reply shared;
-      if (auto err = share_values(self, run, names, shared))
-        return err;
-      pull_reply reply{shared.version, {}};
-      reply.values.reserve(shared.values.size());
-      for (auto& value : shared.values)
-        reply.values.push_back(*value);
-      return reply;
+    [self](pull_atom, run_id run, const std::vector<std::string>& names) {
+      return on_pull(self, run, names);
     },
     [self](push_atom, run_id run, int32_t worker, int64_t step,
            const std::vector<std::string>& names, const std::vector<tensor>& gradients) {
       return on_push(self, run, worker, step, names, gradients);
-    },
-    [self](view_atom, run_id run,
-           const std::vector<std::string>& names) -> caf::result<shared_pull_reply> {
-      auto sender = self->current_sender();
-      if (!sender || sender->node() != self->node())
-        return refuse(self->state.label, "a shared pull", sender,
-                      "only its own bulk server may send it");
-      shared_pull_reply reply;
-      if (auto err = share_values(self, run, names, reply))
-        return err;
-      return reply;
     },
     [self](bulk_atom, run_id run) -> caf::result<uint16_t, uint64_t> {
       auto& st = self->state;

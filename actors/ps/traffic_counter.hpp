@@ -1,8 +1,10 @@
 #pragma once
 // A shard's traffic since it started, in total and per variable: what the
-// chief's final report and its imbalance figure are made of. No CAF.
+// chief's final report and its imbalance figure are made of. Counted by the
+// shard actor and by its bulk connections' threads. No CAF.
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@ public:
   /// A pull answered with these values (tensors, or pointers to them).
   template <class Values>
   void pulled(const std::vector<std::string>& names, const Values& values) {
+    std::lock_guard<std::mutex> guard{mutex_};
     ++pulls_;
     for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
       auto bytes = bytes_of(values[i]);
@@ -25,6 +28,7 @@ public:
 
   /// A push received with these gradients (applied or not).
   void pushed(const std::vector<std::string>& names, const std::vector<tensor>& gradients) {
+    std::lock_guard<std::mutex> guard{mutex_};
     ++pushes_;
     for (size_t i = 0; i < names.size() && i < gradients.size(); ++i) {
       in_ += gradients[i].bytes();
@@ -34,6 +38,7 @@ public:
 
   /// The reply to the chief's stats request; variables by name.
   shard_traffic report(int32_t shard, uint64_t bytes_held) const {
+    std::lock_guard<std::mutex> guard{mutex_};
     shard_traffic out{shard, bytes_held, in_, out_, pulls_, pushes_, 0, {}}; // updates: the store's
     for (auto& [name, counts] : by_variable_)
       out.variables.push_back({name, counts.bytes_in, counts.bytes_out});
@@ -47,6 +52,7 @@ private:
     return t->bytes();
   }
 
+  mutable std::mutex mutex_;
   uint64_t pulls_ = 0, pushes_ = 0, in_ = 0, out_ = 0;
   std::map<std::string, variable_traffic> by_variable_;
 };

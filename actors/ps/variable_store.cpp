@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <unordered_set>
 
 #include "tensor/core/ops.hpp"
@@ -10,12 +11,23 @@
 namespace troupe {
 
 variable_store::variable_store(std::string owner, const optimizer_config& optimizer)
-  : owner_(std::move(owner)), slot_names_(slot_names(optimizer.kind)),
+  : owner_(std::move(owner)), slot_names_(slot_names(optimizer.kind)), optimizer_config_(optimizer),
     optimizer_(make_optimizer(optimizer)) {
 }
 
+void variable_store::reset() {
+  std::unique_lock<std::shared_mutex> guard{lock_};
+  optimizer_ = make_optimizer(optimizer_config_);
+  initialized_ = false;
+  run_ = 0;
+  version_ = 0;
+  variables_.clear();
+}
+
 maybe_failure variable_store::initialize(const std::vector<std::string>& names,
-                                         std::vector<tensor> values, int64_t version) {
+                                         std::vector<tensor> values, int64_t version,
+                                         uint64_t run) {
+  std::unique_lock<std::shared_mutex> guard{lock_};
   if (initialized_)
     return failure{errc::already_initialized,
                    owner_ + " is already initialised; the chief initialises exactly once"};
@@ -37,6 +49,7 @@ maybe_failure variable_store::initialize(const std::vector<std::string>& names,
   for (size_t i = 0; i < names.size(); ++i)
     variables_.emplace(names[i], std::make_shared<tensor>(std::move(values[i])));
   version_ = version;
+  run_ = run;
   initialized_ = true;
   return std::nullopt;
 }
@@ -93,8 +106,26 @@ maybe_failure variable_store::lookup(const std::vector<std::string>& names,
   return std::nullopt;
 }
 
+maybe_failure variable_store::pin(uint64_t run, const std::vector<std::string>& names,
+                                  std::vector<std::shared_ptr<const tensor>>& out,
+                                  int64_t& version) const {
+  std::shared_lock<std::shared_mutex> guard{lock_};
+  if (initialized_ && run != run_)
+    return failure{errc::unauthorized, owner_ + " refused a pull: it belongs to another run ("
+                                         + std::to_string(run) + ", not " + std::to_string(run_)
+                                         + ")"};
+  version = version_;
+  return share_locked(names, out);
+}
+
 maybe_failure variable_store::share(const std::vector<std::string>& names,
                                     std::vector<std::shared_ptr<const tensor>>& out) const {
+  std::shared_lock<std::shared_mutex> guard{lock_};
+  return share_locked(names, out);
+}
+
+maybe_failure variable_store::share_locked(const std::vector<std::string>& names,
+                                           std::vector<std::shared_ptr<const tensor>>& out) const {
   std::vector<const tensor*> found;
   if (auto err = lookup(names, found))
     return err;
@@ -139,6 +170,8 @@ maybe_failure variable_store::apply_gradients(const std::vector<std::string>& na
   std::vector<const tensor*> found;
   if (auto err = check(names, gradients, found))
     return err;
+  // In place unless pinned: no pin may begin until the update is done.
+  std::unique_lock<std::shared_mutex> guard{lock_};
   for (size_t i = 0; i < names.size(); ++i) {
     auto& value = variables_.at(names[i]);
     if (value.use_count() > 1)

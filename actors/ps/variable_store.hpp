@@ -2,7 +2,14 @@
 // The state of one PS shard, without CAF: named variables, the optimizer that
 // updates them (its slots live here too) and the checks every request
 // passes. A refused request leaves the store exactly as it was.
+//
+// The shard actor is its only writer. Its bulk connections' threads read it
+// too (pin), to answer pulls without a hop through the actor: every change
+// of what they read (initialize, apply_gradients, reset) holds the store's
+// lock exclusively, pin holds it shared while it takes its pointers.
+#include <cstdint>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,10 +25,14 @@ public:
   /// `owner` names the shard in error messages ("ps:1").
   variable_store(std::string owner, const optimizer_config& optimizer);
 
-  /// Sets the first values; refused if already initialised or malformed.
-  /// `version` is the update count to continue from (a restored checkpoint's).
+  /// Sets the first values of `run`; refused if already initialised or
+  /// malformed. `version` is the update count to continue from (a restored
+  /// checkpoint's).
   maybe_failure initialize(const std::vector<std::string>& names, std::vector<tensor> values,
-                           int64_t version = 0);
+                           int64_t version = 0, uint64_t run = 0);
+
+  /// Back to nothing held (a new run replaces the old one's state).
+  void reset();
 
   /// Sets slot `key` ("<variable>/<slot>") of a held variable from a
   /// checkpoint; refused for an unknown variable or slot, another shape or
@@ -43,6 +54,11 @@ public:
   maybe_failure share(const std::vector<std::string>& names,
                       std::vector<std::shared_ptr<const tensor>>& out) const;
 
+  /// share() for a peer of `run`, from any thread, with the version the
+  /// values are at; refused before initialisation and for another run.
+  maybe_failure pin(uint64_t run, const std::vector<std::string>& names,
+                    std::vector<std::shared_ptr<const tensor>>& out, int64_t& version) const;
+
   /// Whether apply_gradients would accept these gradients.
   maybe_failure check_gradients(const std::vector<std::string>& names,
                                 const std::vector<tensor>& gradients) const;
@@ -61,6 +77,8 @@ public:
   size_t bytes() const noexcept;
 
 private:
+  maybe_failure share_locked(const std::vector<std::string>& names,
+                             std::vector<std::shared_ptr<const tensor>>& out) const;
   maybe_failure lookup(const std::vector<std::string>& names,
                        std::vector<const tensor*>& found) const;
   maybe_failure check(const std::vector<std::string>& names, const std::vector<tensor>& gradients,
@@ -68,8 +86,11 @@ private:
 
   std::string owner_;
   std::vector<std::string> slot_names_;
+  optimizer_config optimizer_config_;
   std::unique_ptr<optimizer> optimizer_;
+  mutable std::shared_mutex lock_; // see the top of this file
   bool initialized_ = false;
+  uint64_t run_ = 0;
   int64_t version_ = 0;
   std::unordered_map<std::string, std::shared_ptr<tensor>> variables_;
 };
