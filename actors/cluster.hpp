@@ -65,7 +65,7 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         std::function<void(const training_result&)> on_finish,
                         spawn_mode mode = spawn_mode::detached,
                         std::shared_ptr<const checkpoint_reader> restore_from = nullptr,
-                        peer_reconnect reconnect = {});
+                        peer_reconnect reconnect = {}, std::vector<std::string> shard_hosts = {});
 
 /// Worker `index` of num_workers; its share of `train` follows from both
 /// (share_of). shard_hosts (one per shard, or empty): where the worker

@@ -447,7 +447,7 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
   auto chief_handle = spawn_chief(
     sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.worker.size()), shards,
     test, [&result](const training_result& r) { result = r; }, spawn_mode::detached,
-    setup.restore_from, reconnect_to_peers(sys, setup));
+    setup.restore_from, reconnect_to_peers(sys, setup), bulk_hosts(setup));
   if (!publish(sys, setup, chief_handle, setup.cluster.chief[0])) {
     // Lost a race for the port: its shards refuse a second chief's init.
     caf::anon_send_exit(chief_handle, caf::exit_reason::user_shutdown);

@@ -159,4 +159,27 @@ void complete_all(const std::vector<bulk_link*>& links, deadline until, const th
   }
 }
 
+maybe_failure read_once(std::vector<bulk_read>& reads, uint64_t run, const std::string& label,
+                        std::chrono::milliseconds within) {
+  auto until = std::chrono::steady_clock::now() + within;
+  std::vector<std::unique_ptr<bulk_link>> links;
+  std::vector<bulk_link*> started;
+  for (auto& read : reads) {
+    maybe_failure error;
+    auto link = bulk_link::open(read.host, read.port, run, read.ticket, label, until, error);
+    if (!link)
+      return error;
+    link->start_pull(run, read.names, {});
+    started.push_back(link.get());
+    links.push_back(std::move(link));
+  }
+  complete_all(started, until);
+  for (size_t i = 0; i < reads.size(); ++i) {
+    if (links[i]->error())
+      return links[i]->error();
+    reads[i].values = std::move(links[i]->values());
+  }
+  return std::nullopt;
+}
+
 } // namespace troupe

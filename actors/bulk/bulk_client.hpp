@@ -69,6 +69,22 @@ private:
   int32_t shard_ = -1;
 };
 
+/// One shard's part of a one-off read: where its bulk path is and what to pull.
+struct bulk_read {
+  std::string host;
+  uint16_t port = 0;
+  uint64_t ticket = 0;
+  std::vector<std::string> names;
+  std::vector<tensor> values; ///< filled by read_once, in the order of names
+};
+
+/// Connects to each shard's bulk path, pulls every part at once and closes:
+/// for a task that reads the values now and then (the chief's evaluations
+/// and final read), which then costs a shard no copy and no message buffer.
+/// Blocks, at most `within`; the first failure for all.
+maybe_failure read_once(std::vector<bulk_read>& reads, uint64_t run, const std::string& label,
+                        std::chrono::milliseconds within);
+
 /// Runs every started exchange to its reply, all at once, and what `then`
 /// starts after each; an exchange still open at the deadline fails (and its
 /// link is broken).

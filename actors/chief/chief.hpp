@@ -52,6 +52,9 @@ struct chief_links {
   std::shared_ptr<const checkpoint_reader> restore_from;
   /// Reaching a lost shard again (troupe-node; empty: a lost shard ends the run).
   peer_reconnect reconnect;
+  /// Each shard's host, for reading values on the bulk path from shards in
+  /// other processes (troupe-node sets it without TLS); empty: over BASP.
+  std::vector<std::string> shard_hosts;
 };
 
 struct chief_state {

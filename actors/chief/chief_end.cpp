@@ -192,42 +192,6 @@ void finish(self_ptr self) {
     [self](const std::string& why) { abort_run(self, "reading the final values: " + why); });
 }
 
-void read_values(self_ptr self, std::function<void(std::vector<tensor>)> done,
-                 std::function<void(const std::string&)> failed) {
-  auto& st = self->state;
-  auto params = std::make_shared<std::vector<tensor>>();
-  for (auto& v : st.links.net->variables())
-    params->emplace_back(v.shape);
-  auto settled = std::make_shared<bool>(false); // the first failure ends it
-  auto join = make_fan_in(st.router->parts().size(), [params, done, settled] {
-    if (!*settled)
-      done(std::move(*params));
-  });
-  auto fail_once = [failed, settled](const std::string& why) {
-    if (*settled)
-      return;
-    *settled = true;
-    failed(why);
-  };
-  for (auto& part : st.router->parts())
-    self
-      ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.runtime.request_timeout,
-                pull_atom::value, st.run, part.names)
-      .then(
-        [self, params, join, part, fail_once](pull_reply& reply) {
-          try {
-            self->state.router->gather(part, std::move(reply.values), *params);
-          } catch (const std::exception& e) {
-            fail_once(e.what());
-            return;
-          }
-          join->arrive();
-        },
-        [shard = part.shard, fail_once](caf::error& err) {
-          fail_once("ps:" + std::to_string(shard) + " did not answer: " + describe(err));
-        });
-}
-
 void stop_preempted(self_ptr self) {
   auto& st = self->state;
   auto r = base_result(self);

@@ -59,7 +59,8 @@ caf::error unless_admitted(self_ptr self, const step_report& r, const char* what
 void finish(self_ptr self);
 
 /// Reads every variable's current value from the shards (in model order);
-/// `failed` gets the first problem instead.
+/// `failed` gets the first problem instead. On the bulk path from shards
+/// that offer it (chief_read.cpp), over BASP from the others.
 void read_values(self_ptr self, std::function<void(std::vector<tensor>)> done,
                  std::function<void(const std::string&)> failed);
 
