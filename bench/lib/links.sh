@@ -5,8 +5,8 @@
 # tc tbf (its own eth0 for what it sends, the bridge's port for what it
 # receives). One run: start the five tasks, read each ps link's byte
 # counters once training is under way and once it is near its end, and
-# print "examples/s busiest_link_utilisation ps0_tx ps0_rx ps1_tx ps1_rx"
-# (utilisations of RATE over that window). Exit 77 where namespaces, bridges
+# print "examples/s busiest_link_utilisation ps0_tx ps0_rx ps1_tx ps1_rx
+# test_accuracy" (utilisations of RATE over that window). Exit 77 where namespaces, bridges
 # or tbf are missing (not root, no iproute2).
 #   bench/lib/links.sh BIN RATE_MBIT STEPS LOG -- troupe-node flags...
 set -u
@@ -91,8 +91,9 @@ last=$(counters)
 wait "${pids[2]}" || { tail -20 "$tmp/chief.log" >&2; exit 1; }
 cp "$tmp/chief.log" "$log"
 eps=$(grep -o '"examples_per_sec":[0-9.]*' "$tmp/chief.log" | tail -1 | cut -d: -f2)
-awk -v a="$first" -v b="$last" -v rate="$rate" -v eps="$eps" 'BEGIN {
+acc=$(grep -o '"test_accuracy":[0-9.]*' "$tmp/chief.log" | tail -1 | cut -d: -f2)
+awk -v a="$first" -v b="$last" -v rate="$rate" -v eps="$eps" -v acc="$acc" 'BEGIN {
   split(a, x, " "); split(b, y, " "); secs = y[5] - x[5]; cap = rate * 1e6 / 8 * secs
   top = 0
   for (i = 1; i <= 4; i++) { u[i] = (y[i] - x[i]) / cap; if (u[i] > top) top = u[i] }
-  printf "%s %.3f %.3f %.3f %.3f %.3f\n", eps, top, u[1], u[2], u[3], u[4] }'
+  printf "%s %.3f %.3f %.3f %.3f %.3f %s\n", eps, top, u[1], u[2], u[3], u[4], acc }'
