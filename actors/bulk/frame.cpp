@@ -49,6 +49,8 @@ maybe_failure check_header(const frame_header& head, const frame_limits& limits)
   if (head.kind < static_cast<uint16_t>(frame_kind::hello)
       || head.kind > static_cast<uint16_t>(frame_kind::refusal))
     return malformed("unknown kind " + std::to_string(head.kind));
+  if (head.reserved != 0)
+    return malformed("reserved header field is " + std::to_string(head.reserved) + ", not 0");
   if (head.meta_bytes > max_meta_bytes)
     return malformed("meta section of " + std::to_string(head.meta_bytes)
                      + " bytes exceeds the limit of " + std::to_string(max_meta_bytes));
@@ -199,17 +201,24 @@ maybe_failure meta_reader::shapes(std::vector<shape_t>& out, uint64_t data_bytes
     shape_t shape(rank);
     if (!take(shape.data(), rank * sizeof(int64_t)))
       return malformed("tensor " + std::to_string(i) + ": shape cut short");
+    // The non-zero dimensions are bounded too: a zero among them makes the
+    // tensor empty, but a huge rest would still overflow a shape's count.
     uint64_t product = 1;
+    bool empty = false;
     for (auto d : shape) {
       if (d < 0)
         return malformed("tensor " + std::to_string(i) + " has a negative dimension");
-      if (d != 0 && product > limits.max_elements / static_cast<uint64_t>(d))
+      if (d == 0) {
+        empty = true;
+        continue;
+      }
+      if (product > limits.max_elements / static_cast<uint64_t>(d))
         return malformed("tensor " + std::to_string(i) + " of shape " + to_string(shape)
                          + " exceeds the limit of " + std::to_string(limits.max_elements)
                          + " elements (the model's largest variable)");
       product *= static_cast<uint64_t>(d);
     }
-    floats += product;
+    floats += empty ? 0 : product;
     out.push_back(std::move(shape));
   }
   if (floats * sizeof(float) != data_bytes)

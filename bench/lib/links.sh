@@ -10,6 +10,7 @@
 # or tbf are missing (not root, no iproute2).
 #   bench/lib/links.sh BIN RATE_MBIT STEPS LOG -- troupe-node flags...
 set -u
+. "$(dirname "$0")/../../scripts/lib/hosts.sh" # add_host
 bin=$1; rate=$2; steps=$3; log=$4; shift 5
 [ "$(id -u)" = 0 ] || exit 77
 command -v ip >/dev/null && command -v tc >/dev/null || exit 77
@@ -27,15 +28,7 @@ ip -n "${p}sw" link add br0 type bridge 2>/dev/null || exit 77
 ip -n "${p}sw" link set br0 up
 declare -A addr=([chief]=10.214.0.1 [ps0]=10.214.0.2 [ps1]=10.214.0.3 [w0]=10.214.0.4 [w1]=10.214.0.5)
 for host in chief ps0 ps1 w0 w1; do
-  ip netns add "$p$host"
-  ip link add "$p${host}h" type veth peer name "$p${host}s"
-  ip link set "$p${host}h" netns "$p$host"
-  ip link set "$p${host}s" netns "${p}sw"
-  ip -n "$p$host" link set "$p${host}h" name eth0
-  ip -n "$p$host" addr add "${addr[$host]}/24" dev eth0
-  ip -n "$p$host" link set eth0 up
-  ip -n "$p$host" link set lo up
-  ip -n "${p}sw" link set "$p${host}s" master br0 up
+  add_host "$p" "$host" "${addr[$host]}"
 done
 for ps in ps0 ps1; do # out of the ps, and into it
   ip netns exec "$p$ps" tc qdisc add dev eth0 root tbf rate "${rate}mbit" burst 256kb latency 100ms \

@@ -1,5 +1,6 @@
 // Fuzz target: the bulk path's framing (actors/bulk/frame.hpp), as a shard
-// or a worker reads it from a socket. Whatever is accepted as a frame must
+// (pausing before the data, as its turns do; inputs of odd length) or a
+// worker reads it from a socket. Whatever is accepted as a frame must
 // write and read again to the same header, fields and bits; anything else
 // must be refused without a crash, a hang or an allocation beyond the limits.
 #include <sys/socket.h>
@@ -28,8 +29,14 @@ bool read_one(const uint8_t* data, size_t size, frame_reader& reader) {
   if (size > 0 && ::send(a.get(), data, size, 0) != static_cast<ssize_t>(size))
     return false; // more than a socket holds: not an input worth fuzzing
   a.reset();
-  return !receive_frame(b.get(), reader,
-                        std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  reader.pause_before_data(size % 2 == 1);
+  if (receive_frame(b.get(), reader, until))
+    return false;
+  if (!reader.paused())
+    return true;
+  reader.read_data();
+  return !receive_frame(b.get(), reader, until);
 }
 
 } // namespace

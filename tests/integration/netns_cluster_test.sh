@@ -17,6 +17,7 @@
 # Needs root, ip netns, bridges and tc; skipped (exit 77) where missing.
 set -u
 . "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+. "$(dirname "$0")/../../scripts/lib/hosts.sh" # add_host
 bin=$1; client=$2
 skip() { echo "netns_cluster_test: $1; skipped"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root"
@@ -37,15 +38,7 @@ ip -n "${p}sw" link set br0 up
 declare -A addr=([chief]=10.213.0.1 [ps]=10.213.0.2 [w0]=10.213.0.3 [w1]=10.213.0.4 [w2]=10.213.0.5
                  [x]=10.213.0.9)
 for host in chief ps w0 w1 w2 x; do
-  ip netns add "$p$host"
-  ip link add "$p${host}h" type veth peer name "$p${host}s"
-  ip link set "$p${host}h" netns "$p$host"
-  ip link set "$p${host}s" netns "${p}sw"
-  ip -n "$p$host" link set "$p${host}h" name eth0
-  ip -n "$p$host" addr add "${addr[$host]}/24" dev eth0
-  ip -n "$p$host" link set eth0 up
-  ip -n "$p$host" link set lo up
-  ip -n "${p}sw" link set "$p${host}s" master br0 up
+  add_host "$p" "$host" "${addr[$host]}"
 done
 cut() { ip -n "${p}sw" link set "$p$1s" down; }
 heal() { ip -n "${p}sw" link set "$p$1s" up; }
