@@ -6,7 +6,9 @@
 # receives). One run: start the five tasks, read each ps link's byte
 # counters once training is under way and once it is near its end, and
 # print "examples/s busiest_link_utilisation ps0_tx ps0_rx ps1_tx ps1_rx
-# test_accuracy" (utilisations of RATE over that window). Exit 77 where namespaces, bridges
+# test_accuracy run_examples/s" (examples/s and utilisations of RATE over
+# that window, from the chief's log times and the links' counters; the last
+# field is the final line's, over the whole run). Exit 77 where namespaces, bridges
 # or tbf are missing (not root, no iproute2).
 #   bench/lib/links.sh BIN RATE_MBIT STEPS LOG -- troupe-node flags...
 set -u
@@ -45,6 +47,7 @@ connect-timeout = 60s
 request-timeout = 60s
 [train]
 optimizer = "adam"
+batch-size = 100
 learning-rate = 0.001
 last-step = $steps
 log-interval = 1
@@ -85,8 +88,13 @@ wait "${pids[2]}" || { tail -20 "$tmp/chief.log" >&2; exit 1; }
 cp "$tmp/chief.log" "$log"
 eps=$(grep -o '"examples_per_sec":[0-9.]*' "$tmp/chief.log" | tail -1 | cut -d: -f2)
 acc=$(grep -o '"test_accuracy":[0-9.]*' "$tmp/chief.log" | tail -1 | cut -d: -f2)
-awk -v a="$first" -v b="$last" -v rate="$rate" -v eps="$eps" -v acc="$acc" 'BEGIN {
+at_step() { # the chief's log time of a step, in seconds of the day
+  grep -m1 "global_step=$1/" "$tmp/chief.log" | grep -o '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]*' | head -1 \
+    | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }'
+}
+awk -v a="$first" -v b="$last" -v rate="$rate" -v eps="$eps" -v acc="$acc" -v t0="$(at_step "$from")" \
+    -v t1="$(at_step "$to")" -v steps=$((to - from)) 'BEGIN {
   split(a, x, " "); split(b, y, " "); secs = y[5] - x[5]; cap = rate * 1e6 / 8 * secs
   top = 0
   for (i = 1; i <= 4; i++) { u[i] = (y[i] - x[i]) / cap; if (u[i] > top) top = u[i] }
-  printf "%s %.3f %.3f %.3f %.3f %.3f %s\n", eps, top, u[1], u[2], u[3], u[4], acc }'
+  printf "%.1f %.3f %.3f %.3f %.3f %.3f %s %s\n", steps * 100 / (t1 - t0), top, u[1], u[2], u[3], u[4], acc, eps }'
