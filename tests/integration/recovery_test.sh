@@ -5,6 +5,7 @@
 # training completes, every process exits 0, and the test accuracy is within
 # 1 point of the same run without a kill.
 #   async: a ps shard, the chief, a worker, the chief in the middle of a save
+#   async with train.pull-ahead (jobs on the bulk path under way): a ps shard
 #   sync:  a ps shard, the chief
 # and SIGTERM to the chief in both modes: a checkpoint, every task exits 0,
 # and the job started again finishes.
@@ -20,10 +21,12 @@ trap cleanup EXIT
 # Async runs have one worker, so that a run is deterministic: a restored one
 # must then reach the accuracy of the run without a kill almost exactly
 # (with two, async interleaving alone moves it by up to a point).
-tasks() { if [ "$1" = async ]; then echo chief:0 ps:0 ps:1 worker:0; else echo chief:0 ps:0 ps:1 worker:0 worker:1; fi; }
+# MODE is async, sync or async-ahead (async with train.pull-ahead).
+tasks() { if [ "${1%-ahead}" = async ]; then echo chief:0 ps:0 ps:1 worker:0; else echo chief:0 ps:0 ps:1 worker:0 worker:1; fi; }
 config() { # NAME MODE
-  local workers='"127.0.0.1:8751", "127.0.0.1:8752"'
-  [ "$2" = async ] && workers='"127.0.0.1:8751"'
+  local workers='"127.0.0.1:8751", "127.0.0.1:8752"' ahead=false
+  [ "${2%-ahead}" = async ] && workers='"127.0.0.1:8751"'
+  [ "$2" = async-ahead ] && ahead=true
   cat >"$tmp/$1.conf" <<CONF
 [cluster]
 chief = ["127.0.0.1:8740"]
@@ -32,7 +35,8 @@ worker = [$workers]
 recovery-timeout = 60s
 [train]
 model = "mlp"
-mode = "$2"
+mode = "${2%-ahead}"
+pull-ahead = $ahead
 optimizer = "adam"
 learning-rate = 0.001
 last-step = 3000
@@ -86,13 +90,14 @@ declare -A rcs accuracy
 all_zero() { local tok; [ -n "${accuracy[$1]}" ] || return 1
   for tok in ${rcs[$1]}; do [ "${tok##*:}" = 0 ] || return 1; done; }
 close_to() { awk -v a="${accuracy[$1]:-0}" -v b="${accuracy[$2]:-1}" 'BEGIN { d = a - b; exit !(d < 0.01 && d > -0.01) }'; }
-ok_line() { cat "$tmp/$1"-chief*.log | grep -q '"ok":true,"mode":"'"$2"'","global_step":3000,'; }
+ok_line() { cat "$tmp/$1"-chief*.log | grep -q '"ok":true,"mode":"'"${2%-ahead}"'","global_step":3000,'; }
 
-for mode in async sync; do
+for mode in async sync async-ahead; do
   run "base-$mode" "$mode" none
   expect "$mode without a kill: every process exits 0 (${rcs[base-$mode]}), accuracy ${accuracy[base-$mode]}" all_zero "base-$mode"
 done
-for case in "async ps:1" "async chief:0" "async worker:0" "async chief:0 save" "sync ps:1" "sync chief:0"; do
+for case in "async ps:1" "async chief:0" "async worker:0" "async chief:0 save" "async-ahead ps:1" \
+            "sync ps:1" "sync chief:0"; do
   set -- $case
   name="$1-${2%:*}${3:+-$3}"
   run "$name" "$1" "$2" "${3:-}"
