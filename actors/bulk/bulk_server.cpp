@@ -203,97 +203,100 @@ std::unique_lock<std::mutex> bulk_server::take_turn(connection& conn, std::mutex
   return turn;
 }
 
-// One request to the shard, as the message a BASP peer sends, and its reply.
-// `in` holds the request's header and meta section; a push's data is read
-// in its turn.
-bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& self) {
-  auto shard = caf::actor_cast<ps_shard_impl>(caf::actor_cast<caf::strong_actor_ptr>(shard_));
-  if (!shard)
-    return false;
+// A pull, answered here from the shard's store: the values themselves,
+// pinned in this connection's turn and written from where they are.
+bool bulk_server::answer_pull(connection& conn, frame_reader& in) {
   auto request = in.header().request;
   auto fields = in.fields();
-  auto kind = static_cast<frame_kind>(in.header().kind);
-  auto until = after(options_.request_timeout);
-  frame_writer out;
-  bool answered = false;
-  failure refused{errc::invalid_request, ""};
+  auto run = fields.u64();
+  auto names = fields.names();
+  if (!fields.at_end() || in.header().data_bytes != 0) {
+    reply(conn, refusal(request, {errc::invalid_request, "bulk frame: a malformed pull"}));
+    return false; // its data, if any, was never read
+  }
+  in.read_data(); // none
+  auto turn = take_turn(conn, outbound_);
   std::vector<std::shared_ptr<const tensor>> pinned; // held until the reply is sent
-  std::unique_lock<std::mutex> turn;
-  auto on_error = [&](caf::error& err) { answered = as_failure(err, refused); };
-  if (kind == frame_kind::pull) {
-    auto run = fields.u64();
-    auto names = fields.names();
-    if (!fields.at_end() || in.header().data_bytes != 0) {
-      refused.message = "bulk frame: a malformed pull";
-      answered = true;
-    } else {
-      in.read_data(); // none
-      // The shard's values themselves, pinned in this connection's turn and
-      // written from where they are.
-      turn = take_turn(conn, outbound_);
-      int64_t version = 0;
-      if (auto err = store_.pin(run, names, pinned, version)) {
-        if (err->code == errc::unauthorized)
-          spdlog::warn("ps:{}: refused a bulk pull from {}: {}", options_.shard, conn.peer,
-                       err->message);
-        refused = std::move(*err);
-      } else {
-        traffic_.pulled(names, pinned);
-        tensor_refs values;
-        for (auto& v : pinned)
-          values.push_back(v.get());
-        meta_writer meta{values};
-        meta.i64(version);
-        out = frame_writer{frame_kind::pull_reply, request, meta, values};
-      }
-      answered = true;
-    }
-  } else if (kind == frame_kind::push) {
-    auto run = fields.u64();
-    auto worker = fields.i32();
-    auto step = fields.i64();
-    auto names = fields.names();
-    if (!fields.at_end()) {
-      refused.message = "bulk frame: a malformed push";
-      answered = true;
-    } else {
-      // In this connection's turn: the gradients into the shared storage.
-      turn = take_turn(conn, inbound_);
-      in.lend(std::move(push_storage_));
-      in.read_data();
-      if (auto err = receive_frame(conn.fd.get(), in, until)) {
-        spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
-                     err->message);
-        return false;
-      }
-      // The connection keeps a reference to the message: once the shard let
-      // go of it, the gradients' storage serves the next push unzeroed.
-      auto msg = caf::make_message(push_atom::value, run, worker, step, std::move(names),
-                                   std::move(in.tensors()));
-      self->request(caf::actor_cast<caf::actor>(shard), options_.request_timeout, msg)
-        .receive(
-          [&](int64_t version) {
-            meta_writer meta;
-            meta.i64(version);
-            out = frame_writer{frame_kind::push_reply, request, meta};
-            answered = true;
-          },
-          on_error);
-      if (!msg.shared())
-        push_storage_ = std::move(msg.get_mutable_as<std::vector<tensor>>(5));
-      turn.unlock(); // the reply is small: no turn needed
-    }
-  } else {
-    spdlog::warn("ps:{}: closed the bulk connection from {}: a {} frame is not a request",
-                 options_.shard, conn.peer, in.header().kind);
+  int64_t version = 0;
+  if (auto err = store_.pin(run, names, pinned, version)) {
+    if (err->code == errc::unauthorized)
+      spdlog::warn("ps:{}: refused a bulk pull from {}: {}", options_.shard, conn.peer,
+                   err->message);
+    return reply(conn, refusal(request, *err));
+  }
+  traffic_.pulled(names, pinned);
+  tensor_refs values;
+  for (auto& v : pinned)
+    values.push_back(v.get());
+  meta_writer meta{values};
+  meta.i64(version);
+  return reply(conn, frame_writer{frame_kind::pull_reply, request, meta, values});
+}
+
+// A push, handed to the shard as the message a BASP peer sends; its data is
+// read in this connection's turn, into the storage the turns share.
+bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_actor& self) {
+  auto request = in.header().request;
+  auto fields = in.fields();
+  auto run = fields.u64();
+  auto worker = fields.i32();
+  auto step = fields.i64();
+  auto names = fields.names();
+  if (!fields.at_end()) {
+    reply(conn, refusal(request, {errc::invalid_request, "bulk frame: a malformed push"}));
+    return false; // its data was never read
+  }
+  auto shard = caf::actor_cast<caf::actor>(caf::actor_cast<caf::strong_actor_ptr>(shard_));
+  if (!shard)
+    return false;
+  auto until = after(options_.request_timeout);
+  auto turn = take_turn(conn, inbound_);
+  in.lend(std::move(push_storage_));
+  in.read_data();
+  if (auto err = receive_frame(conn.fd.get(), in, until)) {
+    spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
+                 err->message);
     return false;
   }
-  if (!answered)
-    return false; // the shard is gone or did not answer: the peer sees the connection close
-  if (!refused.message.empty())
-    out = refusal(request, refused);
-  // A malformed request's data was never read: the connection cannot go on.
-  return !send_frame(conn.fd.get(), out, until) && !in.paused();
+  // The connection keeps a reference to the message: once the shard let go
+  // of it, the gradients' storage serves the next push unzeroed.
+  auto msg = caf::make_message(push_atom::value, run, worker, step, std::move(names),
+                               std::move(in.tensors()));
+  std::optional<frame_writer> out;
+  self->request(shard, options_.request_timeout, msg)
+    .receive(
+      [&](int64_t version) {
+        meta_writer meta;
+        meta.i64(version);
+        out.emplace(frame_kind::push_reply, request, meta);
+      },
+      [&](caf::error& err) {
+        failure refused;
+        if (as_failure(err, refused))
+          out = refusal(request, refused);
+      });
+  if (!msg.shared())
+    push_storage_ = std::move(msg.get_mutable_as<std::vector<tensor>>(5));
+  turn.unlock(); // the reply is small: no turn needed
+  // No answer (the shard is gone, or timed out): the peer sees the connection close.
+  return out && reply(conn, *out);
+}
+
+bool bulk_server::reply(connection& conn, frame_writer out) {
+  return !send_frame(conn.fd.get(), out, after(options_.request_timeout));
+}
+
+bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& self) {
+  switch (static_cast<frame_kind>(in.header().kind)) {
+    case frame_kind::pull:
+      return answer_pull(conn, in);
+    case frame_kind::push:
+      return answer_push(conn, in, self);
+    default:
+      spdlog::warn("ps:{}: closed the bulk connection from {}: a {} frame is not a request",
+                   options_.shard, conn.peer, in.header().kind);
+      return false;
+  }
 }
 
 } // namespace troupe

@@ -69,7 +69,11 @@ private:
   void accept_loop();
   void serve(connection& conn);
   bool welcome(connection& conn);
+  /// One request and its reply; false when the connection must close.
   bool answer(connection& conn, bulk::frame_reader& in, caf::scoped_actor& self);
+  bool answer_pull(connection& conn, bulk::frame_reader& in);
+  bool answer_push(connection& conn, bulk::frame_reader& in, caf::scoped_actor& self);
+  bool reply(connection& conn, bulk::frame_writer out);
   std::unique_lock<std::mutex> take_turn(connection& conn, std::mutex& direction);
 
   caf::actor_system& sys_;

@@ -240,13 +240,17 @@ frame_writer::frame_writer(frame_kind kind, uint64_t request, const meta_writer&
   head_.reserve(sizeof(head) + meta.bytes().size());
   head_.append(reinterpret_cast<const char*>(&head), sizeof(head));
   head_ += meta.bytes();
-  chunks_.push_back({head_.data(), head_.size()});
+  chunks_.push_back({nullptr, head_.size()}); // the header: see send_some
   for (auto* t : tensors)
     if (t->bytes() > 0)
       chunks_.push_back({const_cast<float*>(t->data()), t->bytes()});
 }
 
 bool frame_writer::send_some(int fd, maybe_failure& error) {
+  // The header's chunk points into head_: set here, so that a writer copied
+  // or moved (a short string's buffer moves with it) sends its own.
+  if (!chunks_.empty())
+    chunks_[0] = {head_.data(), head_.size()};
   while (next_ < chunks_.size()) {
     // At most 64 chunks per call: a frame of many small tensors goes in turns.
     iovec pending[64];

@@ -107,7 +107,7 @@ void read_over_bulk(self_ptr self, std::shared_ptr<value_read> read,
       ->request(st.links.shards[static_cast<size_t>(parts[i].shard)],
                 st.config.runtime.request_timeout, bulk_atom::value, st.run)
       .then(
-        [self, reads, i, part = parts[i], asked, on_failure](uint16_t port, uint64_t ticket) {
+        [self, reads, i, part = parts[i], asked](uint16_t port, uint64_t ticket) {
           auto& r = (*reads)[i];
           r.host = self->state.links.shard_hosts[static_cast<size_t>(part.shard)];
           r.port = port;

@@ -50,7 +50,7 @@ using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;   ///< chief ->
 using fetch_atom = caf::atom_constant<caf::atom("fetch")>;     ///< chief -> shard: a copied tensor
 using restore_atom = caf::atom_constant<caf::atom("restore")>; ///< chief -> shard: a slot
 using plan_atom = caf::atom_constant<caf::atom("plan")>; ///< chief -> worker: after a recovery
-using bulk_atom = caf::atom_constant<caf::atom("bulk")>; ///< worker -> shard: its bulk port
+using bulk_atom = caf::atom_constant<caf::atom("bulk")>; ///< worker, chief -> shard: bulk port
 // Internal: sent by an actor to itself only, never part of a published interface.
 using run_atom = caf::atom_constant<caf::atom("run")>;               ///< worker: next step
 using tick_atom = caf::atom_constant<caf::atom("tick")>;             ///< chief, shard: timers
@@ -195,8 +195,8 @@ struct training_plan {
   uint64_t data_epoch = 0;  ///< where this worker starts in its data (restored
   uint64_t data_offset = 0; ///<   from a checkpoint; 0, 0 for a fresh run)
   /// Steps the worker may hold at once: it asks for this many at the start
-  /// and reports each step without waiting for the next grant (async: 2;
-  /// sync: 1, the token).
+  /// and reports each step without waiting for the next grant (async: 2, 3
+  /// with train.pull-ahead; sync: 1, the token).
   int32_t lease = 1;
 };
 
@@ -275,7 +275,7 @@ using ps_shard_actor =
                                    std::vector<tensor>>::with<int64_t>,
                    // the chief, sync: gradients needed per update from now on (shrink/grow)
                    caf::reacts_to<replicas_atom, int32_t>,
-                   // a worker of this run: (run) -> the port and ticket of the shard's bulk
+                   // a worker or the chief of this run: (run) -> the port and ticket of its bulk
                    // path (port 0: none; use pull and push here)
                    caf::replies_to<bulk_atom, run_id>::with<uint16_t, uint64_t>,
                    // the chief: bytes, requests and updates so far, in total and per variable

@@ -92,7 +92,7 @@ variable_store::snapshot variable_store::take_snapshot() const {
 }
 
 maybe_failure variable_store::lookup(const std::vector<std::string>& names,
-                                     std::vector<const tensor*>& found) const {
+                                     std::vector<const std::shared_ptr<tensor>*>& found) const {
   if (!initialized_)
     return failure{errc::not_initialized,
                    owner_ + " is not initialised yet; wait for the chief's ready answer"};
@@ -101,7 +101,7 @@ maybe_failure variable_store::lookup(const std::vector<std::string>& names,
     auto i = variables_.find(name);
     if (i == variables_.end())
       return failure{errc::unknown_variable, "no variable '" + name + "' on " + owner_};
-    found.push_back(i->second.get());
+    found.push_back(&i->second);
   }
   return std::nullopt;
 }
@@ -126,25 +126,24 @@ maybe_failure variable_store::share(const std::vector<std::string>& names,
 
 maybe_failure variable_store::share_locked(const std::vector<std::string>& names,
                                            std::vector<std::shared_ptr<const tensor>>& out) const {
-  std::vector<const tensor*> found;
+  std::vector<const std::shared_ptr<tensor>*> found;
   if (auto err = lookup(names, found))
     return err;
-  out.clear();
-  out.reserve(names.size());
-  for (auto& name : names)
-    out.push_back(variables_.at(name));
+  out.assign(found.size(), nullptr);
+  for (size_t i = 0; i < found.size(); ++i)
+    out[i] = *found[i];
   return std::nullopt;
 }
 
 maybe_failure variable_store::check_gradients(const std::vector<std::string>& names,
                                               const std::vector<tensor>& gradients) const {
-  std::vector<const tensor*> found;
+  std::vector<const std::shared_ptr<tensor>*> found;
   return check(names, gradients, found);
 }
 
 maybe_failure variable_store::check(const std::vector<std::string>& names,
                                     const std::vector<tensor>& gradients,
-                                    std::vector<const tensor*>& found) const {
+                                    std::vector<const std::shared_ptr<tensor>*>& found) const {
   if (names.size() != gradients.size())
     return failure{errc::invalid_request, owner_ + ": push with " + std::to_string(names.size())
                                             + " names but " + std::to_string(gradients.size())
@@ -152,10 +151,10 @@ maybe_failure variable_store::check(const std::vector<std::string>& names,
   if (auto err = lookup(names, found))
     return err;
   for (size_t i = 0; i < names.size(); ++i) {
-    if (gradients[i].shape() != found[i]->shape())
+    if (gradients[i].shape() != (*found[i])->shape())
       return failure{errc::shape_mismatch, "gradient for '" + names[i] + "' has shape "
                                              + to_string(gradients[i].shape()) + " but " + owner_
-                                             + " holds it as " + to_string(found[i]->shape())};
+                                             + " holds it as " + to_string((*found[i])->shape())};
     auto bad = gradients[i].first_non_finite();
     if (bad != gradients[i].size())
       return failure{errc::non_finite_gradient,
@@ -167,13 +166,13 @@ maybe_failure variable_store::check(const std::vector<std::string>& names,
 
 maybe_failure variable_store::apply_gradients(const std::vector<std::string>& names,
                                               const std::vector<tensor>& gradients) {
-  std::vector<const tensor*> found;
+  std::vector<const std::shared_ptr<tensor>*> found;
   if (auto err = check(names, gradients, found))
     return err;
   // In place unless pinned: no pin may begin until the update is done.
   std::unique_lock<std::shared_mutex> guard{lock_};
   for (size_t i = 0; i < names.size(); ++i) {
-    auto& value = variables_.at(names[i]);
+    auto& value = const_cast<std::shared_ptr<tensor>&>(*found[i]); // our own map's slot
     if (value.use_count() > 1)
       value = std::make_shared<tensor>(*value); // a pull still sends the old one
     else

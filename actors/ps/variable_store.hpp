@@ -79,10 +79,11 @@ public:
 private:
   maybe_failure share_locked(const std::vector<std::string>& names,
                              std::vector<std::shared_ptr<const tensor>>& out) const;
+  /// The named variables' slots in the map, in the order asked.
   maybe_failure lookup(const std::vector<std::string>& names,
-                       std::vector<const tensor*>& found) const;
+                       std::vector<const std::shared_ptr<tensor>*>& found) const;
   maybe_failure check(const std::vector<std::string>& names, const std::vector<tensor>& gradients,
-                      std::vector<const tensor*>& found) const;
+                      std::vector<const std::shared_ptr<tensor>*>& found) const;
 
   std::string owner_;
   std::vector<std::string> slot_names_;

@@ -52,7 +52,7 @@ struct worker_config {
   size_t shuffle_buffer = 10000; ///< examples (data.shuffle-buffer)
   size_t prefetch = 4;           ///< batches read ahead (data.prefetch)
   double clip_norm = 0;          ///< > 0: clip gradients to this global norm before pushing
-  bool pull_ahead = false;       ///< train.pull-ahead: pull step s+1 while step s computes
+  bool pull_ahead = false;       ///< train.pull-ahead: push s, then pull s+2, while s+1 computes
   /// How long to wait for a lost shard or chief to come back (used only when
   /// the links can reconnect).
   std::chrono::milliseconds recovery_timeout{120000};
@@ -106,7 +106,7 @@ struct worker_state {
   std::vector<std::unique_ptr<bulk_link>> bulk;
   std::vector<std::vector<tensor>> bulk_pushes;
   // train.pull-ahead: the job of the last step computed (its pushes, then
-  // the pulls of the step after next; worker.cpp), the gradients its
+  // the pulls of the step after next; pull_ahead.cpp), the gradients its
   // predecessor sent (their storage serves the next step), whether the
   // parameters hold the next step's values already, and the thread that
   // moves a job on the bulk path (declared last: it stops first).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real processes on 127.0.0.1 from config/examples/local-2ps-3workers.conf: softmax
 # reaches >= 0.80 test accuracy and every process exits 0 within the bound,
+# with every tensor on the bulk path (no fallback to the control connection),
 # as it is and with train.pull-ahead (its jobs on the bulk path: exactly
 # last-step updates, every worker's last step reported; its staler values
 # cost accuracy, 0.79-0.83 in 6 runs here against 0.83 without, so it must
@@ -21,11 +22,16 @@ for flags in "" "--train.pull-ahead"; do
   acc=$(grep -o '"test_accuracy":[0-9.]*' "$tmp/log" | cut -d: -f2)
   step=$(grep -o '"global_step":[0-9]*' "$tmp/log" | cut -d: -f2)
   last=$(grep -o '^last-step = [0-9]*' "$root/config/examples/local-2ps-3workers.conf" | grep -o '[0-9]*$')
+  # The tensors moved on the bulk path: both shards offered it, and neither
+  # a worker nor the chief fell back to the control connection.
+  bulk_used=0
+  [ "$(grep -c 'bulk path on 127.0.0.1:' "$tmp/log")" = 2 ] \
+    && ! grep -qE 'no bulk path|on the bulk path failed' "$tmp/log" && bulk_used=1
   if [ $rc -eq 0 ] && [ -n "$acc" ] && awk -v a="$acc" -v least="$least" 'BEGIN { exit !(a >= least) }' \
-     && [ "$step" = "$last" ] && grep -q 'all 6 tasks exited 0' "$tmp/log"; then
+     && [ "$step" = "$last" ] && grep -q 'all 6 tasks exited 0' "$tmp/log" && [ $bulk_used = 1 ]; then
     echo "ok: $what: 6 processes exited 0, global_step $step, test_accuracy $acc"; passes=$((passes + 1))
   else
-    echo "FAIL: $what: exit code $rc, global_step ${step:-none} (want $last), test_accuracy ${acc:-none}"
+    echo "FAIL: $what: exit code $rc, global_step ${step:-none} (want $last), test_accuracy ${acc:-none}, bulk path used: $bulk_used"
     tail -30 "$tmp/log"; fails=$((fails + 1))
   fi
 done
