@@ -28,6 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/cluster.hpp"
+#include "actors/protocol/basp_guard.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "config/node/connection_warden.hpp"
 #include "config/node/node_config.hpp"
@@ -222,13 +223,13 @@ bool address_is_free(const node_setup& setup, const host_port& address) {
 
 // No tensor of this run is larger than the model's largest variable, so no
 // tensor arriving from a peer may be either: the wire format refuses one
-// before allocating for it.
-void limit_tensors_to_the_model(const training_settings& train) {
+// before allocating for it. Returns the model's bytes (0: not known here).
+uint64_t limit_tensors_to_the_model(const training_settings& train) {
   if (train.network.input.empty() || train.network.classes == 0) {
     spdlog::info("the model's shapes come from data this task does not read: tensors are "
                  "bounded by the default limit; give model.input and model.classes for a "
                  "tighter one");
-    return;
+    return 0;
   }
   auto net = make_model(train.model, model_options_of(train));
   size_t largest = 1;
@@ -239,6 +240,24 @@ void limit_tensors_to_the_model(const training_settings& train) {
   }
   set_max_wire_elements(largest);
   set_max_frame_bytes(total);
+  return total;
+}
+
+// The largest BASP message of a run carries every variable once (a shard's
+// init, a pull or push of all it holds), and a node receives at most one
+// such message per peer at a time: a frame announcing more, or more in
+// all, is a stranger's and costs it the connection (actors/protocol/basp_guard).
+void guard_frames(const node_config& cfg, const node_setup& setup, uint64_t model_bytes) {
+  if (auto problem = basp_guard_problem(); !problem.empty()) {
+    spdlog::warn("frames from peers are not checked before CAF decodes them: {}", problem);
+    return;
+  }
+  basp_limits frames;
+  if (model_bytes > 0)
+    frames.max_message_bytes = model_bytes + (uint64_t{16} << 20);
+  auto peers = setup.cluster.worker.size() + 2;
+  frames.max_pending_bytes = frames.max_message_bytes * peers;
+  guard_basp(cfg, frames);
 }
 
 // How this task reaches a lost peer again: at the same address, retrying
@@ -409,7 +428,8 @@ int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits&
     config.bulk_host = setup.cluster.ps[setup.task].host;
   ps_shard_actor shard = sys.spawn(ps_shard, config); // published without its timer
   if (!publish(sys, setup, shard, setup.cluster.ps[setup.task])) {
-    caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+    // kill: the shard's exit handler ignores anonymous exit messages
+    caf::anon_send_exit(shard, caf::exit_reason::kill);
     return exit_failure;
   }
   auto warden = guard_port(setup, limits, setup.cluster.ps[setup.task]);
@@ -619,7 +639,7 @@ int main(int argc, char** argv) {
       return exit_failure;
     }
   }
-  limit_tensors_to_the_model(setup.train);
+  guard_frames(cfg, setup, limit_tensors_to_the_model(setup.train));
   try {
     caf::actor_system sys{cfg};
     int code = setup.whole_cluster            ? run_whole_cluster(sys, setup)

@@ -36,8 +36,8 @@ training_result base_result(self_ptr self) {
   return r;
 }
 
-// A finished run stops every task with exit code 0; a failed one ends them
-// with user_shutdown so that their processes exit 1 as well. The chief quits
+// A finished run stops every task with exit code 0; a failed one tells them
+// why, and they quit with an error so that their processes exit 1 as well. The chief quits
 // once every shard confirmed (went down) or at the next watchdog tick, so the
 // stop messages have left this process.
 void stop_everyone(self_ptr self, caf::error reason) {
@@ -47,13 +47,14 @@ void stop_everyone(self_ptr self, caf::error reason) {
   bool failed = static_cast<bool>(st.exit_reason);
   if (st.grants) {
     if (failed)
-      st.grants->drop_waiting(); // the exit message below ends them
+      st.grants->drop_waiting(); // the stop below ends them
     else
       st.grants->release_all();
   }
+  auto why = failed ? describe(st.exit_reason) : std::string();
   auto stop = [&](const auto& handle) {
     if (failed)
-      self->send_exit(handle, caf::exit_reason::user_shutdown);
+      self->send(handle, stop_atom::value, why);
     else
       self->send(handle, stop_atom::value);
   };

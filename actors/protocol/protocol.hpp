@@ -29,7 +29,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 8;
+constexpr uint32_t protocol_version = 9;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -40,7 +40,7 @@ using push_atom = caf::atom_constant<caf::atom("push")>;           ///< apply gr
 using ready_atom = caf::atom_constant<caf::atom("ready")>;         ///< worker -> chief: the plan
 using report_atom = caf::atom_constant<caf::atom("report")>;       ///< worker -> coordinator
 using nonfinite_atom = caf::atom_constant<caf::atom("nonfinite")>; ///< worker -> chief
-using stop_atom = caf::atom_constant<caf::atom("stop")>;           ///< chief -> all: shut down
+using stop_atom = caf::atom_constant<caf::atom("stop")>; ///< chief -> all: shut down (or abort)
 using applied_atom = caf::atom_constant<caf::atom("applied")>;     ///< shard -> token queue
 using step_done_atom = caf::atom_constant<caf::atom("step_done")>; ///< token queue -> chief
 using replicas_atom = caf::atom_constant<caf::atom("replicas")>;   ///< chief -> shard: R
@@ -212,6 +212,8 @@ using worker_actor = caf::typed_actor<
   hello_handler,
   // the chief: training is over, quit
   caf::reacts_to<stop_atom>,
+  // the chief: the run failed (why), quit with an error
+  caf::reacts_to<stop_atom, std::string>,
   // its chief, after restoring every shard from a checkpoint: the new run's plan
   caf::reacts_to<plan_atom, training_plan>>;
 
@@ -260,8 +262,8 @@ typename Inspector::result_type inspect(Inspector& f, snapshot_index& x) {
 
 /// A parameter-server shard (published). The first init makes its sender the
 /// shard's chief and fixes the run; from then on it accepts pulls and pushes
-/// of that run only, and replicas, stats, stop and exit messages from that
-/// chief only.
+/// of that run only, and replicas, stats and stop messages from that chief
+/// only (exit messages only from its own process: no peer may send one).
 using ps_shard_actor =
   caf::typed_actor<hello_handler,
                    // a chief, exactly once: (run, names, values, options) -> ok
@@ -290,7 +292,9 @@ using ps_shard_actor =
                    // of the copy, each once
                    caf::replies_to<fetch_atom, run_id, uint64_t, int32_t>::with<tensor>,
                    // the chief: training is over, quit
-                   caf::reacts_to<stop_atom>>;
+                   caf::reacts_to<stop_atom>,
+                   // the chief: the run failed (why), quit with an error
+                   caf::reacts_to<stop_atom, std::string>>;
 
 /// The shard as implemented: plus the deadline for the chief's init.
 using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>>;

@@ -278,15 +278,16 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
   });
   if (config.init_timeout.count() > 0)
     self->delayed_send(self, config.init_timeout, tick_atom::value);
-  // An exit message ends the shard only from its chief (an aborted run) or
-  // from this process; a stranger's is logged and ignored.
+  // An exit message ends the shard only from this process (troupe-node's
+  // shutdown); one from elsewhere is logged and ignored (troupe-node's BASP
+  // guard refuses them before they reach an actor).
   self->set_exit_handler([self](caf::exit_msg& msg) {
     auto& st = self->state;
-    if ((st.chief && msg.source == st.chief) || (msg.source && msg.source.node() == self->node())) {
+    if (msg.source && msg.source.node() == self->node()) {
       self->quit(msg.reason);
       return;
     }
-    spdlog::warn("{}: ignored an exit message ({}) from {}, which is not its chief", st.label,
+    spdlog::warn("{}: ignored an exit message ({}) from {}, which is not in its process", st.label,
                  self->system().render(msg.reason),
                  msg.source ? "actor " + std::to_string(msg.source.id()) + " on node "
                                 + caf::to_string(msg.source.node())
@@ -364,6 +365,14 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
                      ? ", " + std::to_string(st.pending->dropped()) + " stale gradient(s) dropped"
                      : std::string());
       self->quit(caf::exit_reason::normal);
+    },
+    [self](stop_atom, const std::string& why) {
+      auto& st = self->state;
+      if (unless_from_chief(self, "an abort"))
+        return;
+      spdlog::error("{}: the chief ended the run after {} update(s): {}", st.label,
+                    st.store->version(), why);
+      self->quit(make_error({errc::training_stopped, "the chief ended the run: " + why}));
     },
     [self](tick_atom) {
       auto& st = self->state;

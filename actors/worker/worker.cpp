@@ -594,13 +594,14 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
       }
   });
   ask_for_plan(self);
-  // Only the chief (or this process) ends a worker; an exception ends it at
-  // once with the error logged, so its task exits non-zero.
+  // Only this process ends a worker with an exit message (its chief sends
+  // stop); an exception ends it at once with the error logged, so its task
+  // exits non-zero.
   self->set_exit_handler([self](caf::exit_msg& msg) {
-    if (from_chief_or_here(self, msg.source))
+    if (msg.source && msg.source.node() == self->node())
       self->quit(msg.reason);
     else
-      spdlog::warn("{}: ignored an exit message from a stranger", self->state.label);
+      spdlog::warn("{}: ignored an exit message from another process", self->state.label);
   });
   self->set_exception_handler([self](std::exception_ptr& eptr) -> caf::error {
     std::string what = "unknown exception";
@@ -658,6 +659,15 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
       spdlog::info("{}: stopped by the chief after {} local step(s)", self->state.label,
                    self->state.local_step);
       self->quit(caf::exit_reason::normal);
+    },
+    [self](stop_atom, const std::string& why) {
+      if (!from_chief_or_here(self, self->current_sender())) {
+        refuse(self->state.label, "an abort", self->current_sender(), "only its chief stops it");
+        return;
+      }
+      spdlog::error("{}: the chief ended the run after {} local step(s): {}", self->state.label,
+                    self->state.local_step, why);
+      self->quit(make_error({errc::training_stopped, "the chief ended the run: " + why}));
     },
   };
 }

@@ -204,6 +204,33 @@ void check_max_connections(const node_config& cfg, node_setup& setup,
   setup.max_connections = static_cast<size_t>(value);
 }
 
+// Whether `host` can only be this machine: localhost or a loopback address.
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "ip6-localhost" || host == "::1"
+         || host.rfind("127.", 0) == 0;
+}
+
+// Plain TCP between hosts lets anyone who reaches a port act as a task
+// (docs/operations.md#security): a cluster that spans hosts runs under
+// mutual TLS, or says in its config that its network is trusted.
+void check_plain_exposure(const node_config& cfg, const node_setup& setup,
+                          std::vector<std::string>& errors) {
+  if (setup.tls || cfg.allow_plain || setup.whole_cluster)
+    return;
+  for (auto* job : {&setup.cluster.chief, &setup.cluster.ps, &setup.cluster.worker})
+    for (auto& task : *job)
+      if (!is_loopback(task.host)) {
+        errors.push_back(
+          "the cluster spans hosts (" + task.to_string()
+          + " is not a loopback address) but [openssl] is not configured: over plain TCP "
+            "anyone who reaches its ports can join, read and change the model. Configure "
+            "mutual TLS ([openssl] certificate, key and cafile; scripts/make-certs makes "
+            "them), or set cluster.allow-plain = true if only the cluster's own hosts can "
+            "reach them (docs/operations.md#security)");
+        return;
+      }
+}
+
 // The chief (or the whole cluster in one process) picks the checkpoint to
 // start from and checks it against the model and optimizer now, so that a
 // mismatch stops the run before any task trains.
@@ -479,6 +506,7 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   setup.train.total_num_replicas = shape.workers;
   check_data_size(setup, out.errors);
   setup.tls = check_tls(cfg, setup, out.errors);
+  check_plain_exposure(cfg, setup, out.errors);
   if (out.errors.empty())
     check_restore(cfg, setup, out.errors);
   if (!out.errors.empty())

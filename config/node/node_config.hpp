@@ -51,6 +51,7 @@ public:
   int64_t max_refused_steps = 100;
   int64_t max_connections = 0; // cluster: 0 = 2 x tasks + 64
   bool bulk_path = true;       // cluster
+  bool allow_plain = false;    // cluster: plain TCP between hosts
   int64_t replicas_to_aggregate = 0;
   // [data] values written as text, and [model] values the data may supply
   std::string csv_delimiter = ",";

@@ -44,7 +44,11 @@ node_config::node_config()
     .add(bulk_path, "bulk-path",
          "workers pull and push tensors on a connection of their own to each ps task (a port "
          "the ps task picks, on its host; docs/protocol.md); false: over the control "
-         "connection. Never used under mutual TLS");
+         "connection. Never used under mutual TLS")
+    .add(allow_plain, "allow-plain",
+         "run without TLS although the cluster's addresses are not all loopback: anyone who "
+         "reaches its ports can join, read and change the model (docs/operations.md#security); "
+         "without it such a cluster must configure [openssl]");
   opt_group{custom_options_, "train"}
     .add(train.model, "model", "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom")
     .add(mode, "mode", "update mode: async, or sync (SyncReplicasOptimizer's semantics)")

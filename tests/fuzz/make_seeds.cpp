@@ -14,6 +14,7 @@
 #include <caf/binary_serializer.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/message.hpp>
+#include <caf/node_id.hpp>
 
 #include "actors/protocol/protocol.hpp"
 #include "actors/protocol/wire.hpp"
@@ -37,12 +38,14 @@ void write(const fs::path& file, const std::vector<char>& bytes) {
 }
 
 // The messages target's first byte picks the decoder: 0 is a whole
-// caf::message, then TROUPE_MESSAGE_TYPES in order.
-template <class T>
-void seed(caf::actor_system& sys, const fs::path& dir, uint8_t pick, const char* name, T value) {
+// caf::message, then TROUPE_MESSAGE_TYPES in order, then the broker's gate
+// on a direct and on a routed message's payload.
+template <class... Ts>
+void seed(caf::actor_system& sys, const fs::path& dir, uint8_t pick, const char* name,
+          Ts... values) {
   std::vector<char> bytes{static_cast<char>(pick)};
   caf::binary_serializer sink{sys, bytes};
-  if (auto err = sink(value))
+  if (auto err = sink(values...))
     std::fprintf(stderr, "seed %s: %s\n", name, sys.render(err).c_str());
   write(dir / (std::to_string(pick) + "-" + name), bytes);
 }
@@ -112,6 +115,11 @@ int main(int argc, char** argv) {
   seed(sys, messages, 17, "ps_shard_actor", ps_shard_actor{});
   seed(sys, messages, 18, "chief_actor", chief_actor{});
   seed(sys, messages, 19, "worker_actor", worker_actor{});
+  std::vector<caf::strong_actor_ptr> no_stages;
+  auto push = caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3},
+                                std::vector<std::string>{"w"}, std::vector<tensor>{small});
+  seed(sys, messages, 20, "gate_direct_push", no_stages, push);
+  seed(sys, messages, 21, "gate_routed_push", sys.node(), sys.node(), no_stages, push);
 
   auto wire = root / "tensor_wire";
   for (auto [name, t] : {std::pair{"matrix", small}, std::pair{"empty", tensor()},

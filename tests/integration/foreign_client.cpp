@@ -8,6 +8,12 @@
 //   troupe-foreign-client --hold N SECONDS HOST:PORT
 // opens N TCP connections that never send a byte, holds them for SECONDS and
 // prints how many the node closed (and when the last one went).
+//   troupe-foreign-client --sweep ps|chief HOST:PORT [CERT KEY CAFILE]
+// sends messages naming each of CAF's built-in types with hostile bytes
+// (foreign_frames.hpp), over mutual TLS with a certificate when given; exit
+// 0 when the node answered a hello after every one.
+//   troupe-foreign-client --huge N SECONDS HOST:PORT
+// sends N BASP headers announcing 4 GiB each, on N connections.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -22,8 +28,11 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <caf/openssl/all.hpp>
+
 #include "actors/protocol/protocol.hpp"
 #include "actors/protocol/wire.hpp"
+#include "tests/integration/foreign_frames.hpp"
 
 using namespace troupe;
 
@@ -34,6 +43,19 @@ struct client_config : caf::actor_system_config {
     load<caf::io::middleman>();
     register_protocol(*this);
     set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
+  }
+};
+
+// A stranger that names CAF's own types; an insider's certificate when given.
+struct impostor_config : client_config {
+  impostor_config(int argc, char** argv) {
+    foreign::register_impostors(*this);
+    if (argc == 7) {
+      load<caf::openssl::manager>();
+      openssl_certificate = argv[4];
+      openssl_key = argv[5];
+      openssl_cafile = argv[6];
+    }
   }
 };
 
@@ -111,6 +133,20 @@ int hold_silent_connections(int count, int seconds, const std::string& host, uin
 } // namespace
 
 int main(int argc, char** argv) {
+  if ((argc == 4 || argc == 7) && std::string(argv[1]) == "--sweep") {
+    foreign::target node{argv[2], "", 0};
+    if (!split(argv[3], node.host, node.port))
+      return 2;
+    impostor_config cfg{argc, argv};
+    caf::actor_system sys{cfg};
+    return foreign::sweep_builtin_types(sys, node, argc == 7);
+  }
+  if (argc == 5 && std::string(argv[1]) == "--huge") {
+    foreign::target node{"node", "", 0};
+    if (!split(argv[4], node.host, node.port))
+      return 2;
+    return foreign::send_huge_frames(std::stoi(argv[2]), std::stoi(argv[3]), node);
+  }
   if (argc == 5 && std::string(argv[1]) == "--hold") {
     std::string host;
     uint16_t port = 0;
@@ -160,11 +196,16 @@ int main(int argc, char** argv) {
   // One-way messages: their refusals show in the nodes' logs.
   self->send(*shard, replicas_atom::value, int32_t{1});
   self->send(*shard, stop_atom::value);
-  self->send_exit(*shard, caf::exit_reason::user_shutdown);
-  std::printf("sent: replicas, stop and an exit message to the shard\n");
+  self->send(*shard, stop_atom::value, std::string("forged abort"));
+  std::printf("sent: replicas, stop and abort to the shard\n");
   self->send(*chief, step_done_atom::value, step_summary{999999, 0, 0, 0, 0, 0, 0, {}, {}, {}});
   std::printf("sent: step_done to the chief\n");
-  // Let the one-way messages leave before the connections close.
+  // Let the one-way messages leave, and their refusals name this address,
+  // before the exit message costs this process its connection: kill would
+  // end an actor whatever its exit handler says.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  self->send_exit(*shard, caf::exit_reason::kill);
+  std::printf("sent: an exit message (kill) to the shard\n");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   std::printf("%d request(s) accepted\n", accepted);
   return accepted == 0 ? 0 : 1;

@@ -51,6 +51,7 @@ config() { # name mode last_step workers replicas [recovery-timeout]
 chief = ["${addr[chief]}:7200"]
 ps = ["${addr[ps]}:7201"]
 worker = [$workers]
+allow-plain = true ; namespaces this script made: nobody else reaches them
 connect-timeout = 30s
 request-timeout = 10s
 worker-wait-timeout = 60s

@@ -4,7 +4,9 @@
 # comes from another CA, and garbage or an oversized BASP header on the ps
 # and chief ports are all refused before any message is read, leave the
 # nodes' memory bounded, and do not harm the run. With troupe-foreign-client
-# (third argument), the stranger of hostile_peer_test cannot even connect.
+# (third argument), the stranger of hostile_peer_test cannot even connect,
+# and a peer holding a cluster certificate that names CAF's own types with
+# hostile bytes costs neither the ps nor the chief its life.
 set -u
 . "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
 bin=$1; root=$2; client=${3:-}
@@ -57,6 +59,17 @@ expect "a worker with another CA's certificate cannot join (exit $rc)" test "$rc
 if [ -n "$client" ]; then
   "$client" 127.0.0.1:8820 127.0.0.1:8821 >"$tmp/client.log" 2>&1
   expect "a foreign CAF client cannot connect to a TLS cluster (exit $?)" grep -q "cannot connect" "$tmp/client.log"
+  insider=("$tmp/certs/worker-1.pem" "$tmp/certs/worker-1.key" "$tmp/certs/ca.pem")
+  "$client" --sweep ps 127.0.0.1:8821 "${insider[@]}" >"$tmp/sweep-ps.log" 2>&1 &
+  sweep_ps=$!
+  "$client" --sweep chief 127.0.0.1:8820 "${insider[@]}" >"$tmp/sweep-chief.log" 2>&1
+  sweep_chief_rc=$?
+  wait "$sweep_ps"; sweep_ps_rc=$?
+  expect "a certified peer naming CAF's own types: the ps answered every time (exit $sweep_ps_rc)" \
+    test "$sweep_ps_rc" = 0
+  expect "  and so did the chief (exit $sweep_chief_rc)" test "$sweep_chief_rc" = 0
+  expect "  @config_value cost that peer its connection" \
+    grep -q "^chief: @config_value with bad variant index: closed" "$tmp/sweep-chief.log"
 fi
 expect "  and the run was still going meanwhile" kill -0 "$pid_chief"
 wait_exit "$pid_chief" 240

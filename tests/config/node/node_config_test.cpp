@@ -174,20 +174,21 @@ BOOST_AUTO_TEST_CASE(tf_config_names_the_cluster_and_the_task) {
     env_guard tf(
       R"({"cluster": {"master": ["10.0.0.1:2222"], "ps": ["10.0.0.2:2222", )"
       R"("10.0.0.3:2222"], "worker": ["10.0.0.4:2222"]}, "task": {"type": "ps", "index": 1}})");
-    auto out = load(base());
+    const std::string plain = "--cluster.allow-plain"; // 10.0.0.x without [openssl]
+    auto out = load(base(), {plain});
     BOOST_REQUIRE(out.errors.empty());
     BOOST_TEST((out.setup.job == job_kind::ps));
     BOOST_TEST(out.setup.task == 1);
     BOOST_TEST(out.setup.cluster.chief.at(0).to_string() == "10.0.0.1:2222");
     BOOST_TEST(out.setup.cluster.ps.size() == 2u);
     BOOST_TEST(out.setup.cluster.worker.size() == 1u);
-    auto dump = load(base(), {"--dump-config"});
+    auto dump = load(base(), {plain, "--dump-config"});
     auto text = dump_config(*last_cfg, dump.setup);
     BOOST_TEST(text.find("; job: ps:1 (from TF_CONFIG)") != std::string::npos, text);
     BOOST_TEST(text.find("; from TF_CONFIG\nps = [\"10.0.0.2:2222\", \"10.0.0.3:2222\"]")
                  != std::string::npos,
                text);
-    expect_error(load(base(), {"--job_name=worker"}),
+    expect_error(load(base(), {plain, "--job_name=worker"}),
                  {"--job_name=worker disagrees with TF_CONFIG's task.type (ps)"});
   }
   {
@@ -201,6 +202,41 @@ BOOST_AUTO_TEST_CASE(tf_config_names_the_cluster_and_the_task) {
   }
 }
 
+// Plain TCP between hosts lets anyone who reaches a port act as a task: a
+// cluster whose addresses are not all loopback needs [openssl] or an explicit
+// cluster.allow-plain (issue 25).
+BOOST_AUTO_TEST_CASE(a_plain_cluster_across_hosts_needs_tls_or_allow_plain) {
+  struct env_guard {
+    env_guard(const std::string& v) { ::setenv("TF_CONFIG", v.c_str(), 1); }
+    ~env_guard() { ::unsetenv("TF_CONFIG"); }
+  };
+  auto across = [](const std::string& worker_host) {
+    return R"({"cluster": {"chief": ["127.0.0.1:2222"], "ps": ["localhost:2223"], "worker": [")"
+           + worker_host + R"(:2224"]}, "task": {"type": "ps", "index": 0}})";
+  };
+  {
+    env_guard tf(across("127.0.0.5"));
+    auto out = load(base());
+    BOOST_TEST(out.errors.empty(), (out.errors.empty() ? "" : out.errors[0]));
+  }
+  for (auto host : {"10.0.0.4", "worker-0.troupe.svc", "192.168.1.7"}) {
+    env_guard tf(across(host));
+    expect_error(load(base()), {std::string(host) + ":2224 is not a loopback address",
+                                "[openssl] is not configured", "scripts/make-certs",
+                                "cluster.allow-plain = true"});
+    auto allowed = load(base(), {"--cluster.allow-plain"});
+    BOOST_TEST(allowed.errors.empty(), (allowed.errors.empty() ? "" : allowed.errors[0]));
+  }
+  auto spans = base(
+    {{"cluster.chief", "[\"10.0.0.1:2222\"]"}, {"cluster.ps", "[\"10.0.0.2:2222\"]"}});
+  expect_error(load(spans, {"--job_name=ps", "--task_index=0"}),
+               {"10.0.0.1:2222 is not a loopback address"});
+  auto in_file = load(base({{"cluster.chief", "[\"10.0.0.1:2222\"]"},
+                            {"cluster.ps", "[\"10.0.0.2:2222\"]"},
+                            {"cluster.allow-plain", "true"}}),
+                      {"--job_name=ps", "--task_index=0"});
+  BOOST_TEST(in_file.errors.empty(), (in_file.errors.empty() ? "" : in_file.errors[0]));
+}
 BOOST_AUTO_TEST_CASE(placement_defaults_to_balanced_and_partitioner_rules_are_checked) {
   auto good = load(base()
                      + "model = \"mlp\"\npartitioners = [\"hidden1/weights fixed_size "
