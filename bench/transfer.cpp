@@ -192,8 +192,8 @@ double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::
     self->request(shard, timeout, pull_atom::value, bench_run, names)
       .receive([](const pull_reply&) {}, [&](caf::error&) { ok = false; });
     self
-      ->request(shard, timeout, push_atom::value, bench_run, int32_t{0}, next_step++, names,
-                std::vector<tensor>{gradient})
+      ->request(shard, timeout, push_atom::value, bench_run, int32_t{0}, next_step++, uint64_t{0},
+                names, std::vector<tensor>{gradient})
       .receive([](int64_t) {}, [&](caf::error&) { ok = false; });
     return ok;
   };
@@ -217,7 +217,7 @@ double bulk_mb_per_s(bulk_link& link, const std::string& name, size_t floats, in
     if (link.error())
       return false;
     values = std::move(link.values());
-    link.start_push(bench_run, 0, next_step++, names, gradient);
+    link.start_push(bench_run, 0, next_step++, 0, names, gradient);
     complete_all({&link}, until);
     return !link.error();
   };
@@ -371,7 +371,7 @@ int main(int argc, char** argv) {
       return 1;
     uint16_t bulk_port = 0;
     uint64_t ticket = 0;
-    chief->request(*shard, std::chrono::seconds(10), bulk_atom::value, bench_run)
+    chief->request(*shard, std::chrono::seconds(10), bulk_atom::value, bench_run, int32_t{0})
       .receive([&](uint16_t port, uint64_t t) { bulk_port = port, ticket = t; },
                [&](caf::error& e) { std::fprintf(stderr, "bulk: %s\n", describe(e).c_str()); });
     maybe_failure error;

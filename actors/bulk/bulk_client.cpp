@@ -46,11 +46,11 @@ void bulk_link::start_pull(uint64_t run, const std::vector<std::string>& names,
   begin(frame_kind::pull_reply, frame_writer{frame_kind::pull, ++request_, meta});
 }
 
-void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step,
+void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
                            const std::vector<std::string>& names,
                            const std::vector<tensor>& gradients) {
   meta_writer meta{&gradients};
-  meta.u64(run).i32(worker).i64(step).names(names);
+  meta.u64(run).i32(worker).i64(step).u64(proof).names(names);
   begin(frame_kind::push_reply, frame_writer{frame_kind::push, ++request_, meta, &gradients});
 }
 

@@ -29,9 +29,10 @@ public:
 
   /// A pull of `names`, read into `storage` (its tensors' memory is reused).
   void start_pull(uint64_t run, const std::vector<std::string>& names, std::vector<tensor> storage);
-  /// A push; `gradients` must live until the exchange completes.
-  void start_push(uint64_t run, int32_t worker, int64_t step, const std::vector<std::string>& names,
-                  const std::vector<tensor>& gradients);
+  /// A push of a granted step with its grant's proof; `gradients` must live
+  /// until the exchange completes.
+  void start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
+                  const std::vector<std::string>& names, const std::vector<tensor>& gradients);
 
   /// After complete_all: the shard's refusal (its code and message), or a
   /// transport failure, which also marks the link broken.

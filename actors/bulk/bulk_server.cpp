@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <random>
 
 #include <caf/actor.hpp>
@@ -67,7 +68,7 @@ bulk_server::bulk_server(caf::actor_system& sys, caf::actor_addr shard, const va
                          traffic_counter& traffic, bulk_server_options options,
                          maybe_failure& error)
   : sys_(sys), shard_(std::move(shard)), store_(store), traffic_(traffic),
-    options_(std::move(options)), ticket_(draw_ticket()) {
+    options_(std::move(options)) {
   port_ = options_.port;
   listener_ = listen_on(options_.host, port_, error);
   if (!listener_)
@@ -122,7 +123,40 @@ void bulk_server::accept_loop() {
   }
 }
 
-// The first frame must be a hello with the shard's ticket.
+// A ticket lives a minute unused; a peer asking for them without end fills
+// at most this many.
+constexpr auto ticket_life = std::chrono::minutes(1);
+constexpr size_t max_open_tickets = 4096;
+
+uint64_t bulk_server::issue_ticket(int32_t worker) {
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> guard{tickets_mutex_};
+  for (auto it = tickets_.begin(); it != tickets_.end();)
+    it = now - it->second.issued > ticket_life ? tickets_.erase(it) : std::next(it);
+  if (tickets_.size() >= max_open_tickets) {
+    auto oldest = std::min_element(tickets_.begin(), tickets_.end(), [](auto& a, auto& b) {
+      return a.second.issued < b.second.issued;
+    });
+    tickets_.erase(oldest);
+  }
+  uint64_t ticket = 0;
+  while (ticket == 0 || tickets_.count(ticket) > 0)
+    ticket = draw_ticket();
+  tickets_[ticket] = {worker, now};
+  return ticket;
+}
+
+std::optional<int32_t> bulk_server::redeem(uint64_t ticket) {
+  std::lock_guard<std::mutex> guard{tickets_mutex_};
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end() || std::chrono::steady_clock::now() - it->second.issued > ticket_life)
+    return std::nullopt;
+  auto worker = it->second.worker;
+  tickets_.erase(it);
+  return worker;
+}
+
+// The first frame must be a hello with a ticket the shard issued.
 bool bulk_server::welcome(connection& conn) {
   // No tensor may come before the ticket is shown: nothing is allocated for a stranger.
   frame_reader in{frame_limits{0, 0}};
@@ -136,13 +170,14 @@ bool bulk_server::welcome(connection& conn) {
   auto ticket = fields.u64();
   auto label = fields.text();
   std::string why;
+  std::optional<int32_t> worker;
   if (in.header().kind != static_cast<uint16_t>(frame_kind::hello))
     why = "its first frame is not a hello";
   else if (!fields.at_end())
     why = "a malformed hello";
-  else if (ticket != ticket_)
-    why = "it does not show this shard's ticket (a peer of this run asks for it over the "
-          "authenticated control connection)";
+  else if (!(worker = redeem(ticket)))
+    why = "it does not show a ticket this shard issued, or shows one that opened a connection "
+          "already or expired (a peer of this run asks for one over the control connection)";
   if (!why.empty()) {
     spdlog::warn("ps:{}: refused a bulk connection from {}: {}", options_.shard, conn.peer, why);
     auto out = refusal(in.header().request,
@@ -151,8 +186,9 @@ bool bulk_server::welcome(connection& conn) {
     send_frame(conn.fd.get(), out, after(options_.hello_timeout));
     return false;
   }
-  spdlog::debug("ps:{}: bulk connection from {} ({}, run {})", options_.shard, conn.peer, label,
-                run);
+  conn.worker = *worker;
+  spdlog::debug("ps:{}: bulk connection from {} ({}, run {}, worker {})", options_.shard, conn.peer,
+                label, run, conn.worker);
   meta_writer meta;
   meta.i32(options_.shard);
   frame_writer out{frame_kind::welcome, in.header().request, meta};
@@ -241,10 +277,23 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_ac
   auto run = fields.u64();
   auto worker = fields.i32();
   auto step = fields.i64();
+  auto proof = fields.u64();
   auto names = fields.names();
   if (!fields.at_end()) {
     reply(conn, refusal(request, {errc::invalid_request, "bulk frame: a malformed push"}));
     return false; // its data was never read
+  }
+  if (worker != conn.worker) {
+    traffic_.unauthorized_push();
+    auto why = "ps:" + std::to_string(options_.shard) + " refused a bulk push as worker:"
+               + std::to_string(worker) + ": this connection's ticket was issued "
+               + (conn.worker < 0 ? std::string("for reading only")
+                                  : "to worker:" + std::to_string(conn.worker));
+    spdlog::warn("{} (from {})", why, conn.peer);
+    in.skip_data(); // read, not stored: the sender reads the refusal
+    if (receive_frame(conn.fd.get(), in, after(options_.request_timeout)))
+      return false;
+    return reply(conn, refusal(request, {errc::unauthorized, why}));
   }
   auto shard = caf::actor_cast<caf::actor>(caf::actor_cast<caf::strong_actor_ptr>(shard_));
   if (!shard)
@@ -260,7 +309,7 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_ac
   }
   // The connection keeps a reference to the message: once the shard let go
   // of it, the gradients' storage serves the next push unzeroed.
-  auto msg = caf::make_message(push_atom::value, run, worker, step, std::move(names),
+  auto msg = caf::make_message(push_atom::value, run, worker, step, proof, std::move(names),
                                std::move(in.tensors()));
   std::optional<frame_writer> out;
   self->request(shard, options_.request_timeout, msg)
@@ -276,7 +325,7 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_ac
           out = refusal(request, refused);
       });
   if (!msg.shared())
-    push_storage_ = std::move(msg.get_mutable_as<std::vector<tensor>>(5));
+    push_storage_ = std::move(msg.get_mutable_as<std::vector<tensor>>(6));
   turn.unlock(); // the reply is small: no turn needed
   // No answer (the shard is gone, or timed out): the peer sees the connection close.
   return out && reply(conn, *out);

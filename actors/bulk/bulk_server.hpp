@@ -7,16 +7,20 @@
 // by the connection's thread itself from the shard's store (pinned values,
 // copy-on-write), written straight from them: no hop through the shard
 // actor, so a small pull costs about a TCP round trip. A connection must
-// open with the shard's ticket, which the shard gives only to peers of its
-// run over BASP (bulk_atom); anything else is refused and closed. The shard
-// owns its server: destroying it closes every connection and joins their
-// threads.
+// open with a ticket the shard gave a peer of its run over BASP
+// (bulk_atom): each ticket opens one connection, for the worker it was
+// asked for (its pushes must name that worker; -1: pulls only), and
+// expires unused after a minute; anything else is refused and closed. The
+// shard owns its server: destroying it closes every connection and joins
+// their threads.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,8 +58,9 @@ public:
   bulk_server& operator=(const bulk_server&) = delete;
 
   uint16_t port() const noexcept { return port_; }
-  /// What a connection's hello must show.
-  uint64_t ticket() const noexcept { return ticket_; }
+  /// A ticket that opens one connection, whose pushes must name `worker`
+  /// (-1: none may push). Thread-safe.
+  uint64_t issue_ticket(int32_t worker);
 
 private:
   struct connection {
@@ -64,7 +69,14 @@ private:
     std::thread thread;
     std::atomic<bool> finished{false};
     bool shares_link = false; // it waited for a turn: its buffers are small
+    int32_t worker = -1;      // whose pushes it carries (its ticket's); -1: none
   };
+  struct ticket_entry {
+    int32_t worker = -1;
+    std::chrono::steady_clock::time_point issued;
+  };
+  /// Takes a ticket out of the book: the worker it opens a connection for.
+  std::optional<int32_t> redeem(uint64_t ticket);
 
   void accept_loop();
   void serve(connection& conn);
@@ -88,7 +100,8 @@ private:
   std::mutex inbound_;
   std::vector<tensor> push_storage_; // guarded by inbound_
   std::mutex outbound_;
-  uint64_t ticket_ = 0;
+  std::mutex tickets_mutex_;
+  std::map<uint64_t, ticket_entry> tickets_; // issued, not yet shown
   uint16_t port_ = 0;
   bulk::socket_fd listener_;
   std::atomic<bool> stopping_{false};

@@ -1,5 +1,6 @@
 #include "actors/bulk/frame.hpp"
 
+#include <algorithm>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -319,6 +320,12 @@ void frame_reader::read_data() {
   tensor_ = 0;
 }
 
+void frame_reader::skip_data() {
+  shapes_.clear();
+  phase_ = phase::skip;
+  got_ = 0;
+}
+
 bool frame_reader::receive_some(int fd, maybe_failure& error) {
   for (;;) {
     switch (phase_) {
@@ -365,6 +372,19 @@ bool frame_reader::receive_some(int fd, maybe_failure& error) {
         }
         auto& t = tensors_[tensor_];
         auto got = receive(fd, reinterpret_cast<char*>(t.data()) + got_, t.bytes() - got_, error);
+        if (got <= 0)
+          return false;
+        got_ += static_cast<size_t>(got);
+        break;
+      }
+      case phase::skip: {
+        if (got_ == head_.data_bytes) {
+          phase_ = phase::done;
+          return true;
+        }
+        char scratch[1 << 16];
+        auto want = std::min<uint64_t>(sizeof(scratch), head_.data_bytes - got_);
+        auto got = receive(fd, scratch, static_cast<size_t>(want), error);
         if (got <= 0)
           return false;
         got_ += static_cast<size_t>(got);

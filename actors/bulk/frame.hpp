@@ -22,7 +22,7 @@ namespace troupe::bulk {
 /// "TRPB" on a little-endian host.
 constexpr uint32_t frame_magic = 0x42505254;
 /// Bumped with the bulk framing; independent of protocol_version.
-constexpr uint16_t frame_version = 1;
+constexpr uint16_t frame_version = 2;
 /// The most bytes a meta section may have (names and shapes, never values).
 constexpr uint32_t max_meta_bytes = 1u << 20;
 /// The most tensors one frame may carry.
@@ -33,7 +33,7 @@ enum class frame_kind : uint16_t {
   welcome = 2,    ///< server -> client: (shard index)
   pull = 3,       ///< client -> server: (run, names)
   pull_reply = 4, ///< server -> client: (version) + values
-  push = 5,       ///< client -> server: (run, worker, step, names) + gradients
+  push = 5,       ///< client -> server: (run, worker, step, proof, names) + gradients
   push_reply = 6, ///< server -> client: (version)
   refusal = 7,    ///< server -> client: (errc, message)
 };
@@ -151,6 +151,9 @@ public:
   /// Sizes the tensors for the data (in storage lent before, if any); the
   /// next receive_some reads it.
   void read_data();
+  /// The next receive_some reads the data and throws it away, allocating
+  /// nothing (a refused push, so that its sender reads the refusal).
+  void skip_data();
   /// The frame just completed; next() starts reading the following one.
   const frame_header& header() const noexcept { return head_; }
   meta_reader fields() const;
@@ -162,7 +165,7 @@ public:
 private:
   maybe_failure on_header();
   maybe_failure on_meta();
-  enum class phase { header, meta, paused, data, done };
+  enum class phase { header, meta, paused, data, skip, done };
   frame_limits limits_;
   bool pause_ = false;
   phase phase_ = phase::header;

@@ -44,7 +44,7 @@ carry_out(self_ptr self, int32_t worker,
   switch (a.what) {
     case outcome::granted:
       start_clock(self);
-      return step_grant{a.step, false};
+      return self->state.grants->grant_of(worker, a.step);
     case outcome::waiting: {
       // Every remaining step is held by another worker; one may yet be
       // revoked, so this worker waits instead of leaving.
@@ -194,13 +194,15 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     st.schedule.emplace(c.save_interval, c.save_steps, st.first_step, chief_state::clock::now());
   if (st.config.train.mode == update_mode::sync)
     st.replicas.emplace(st.config.train.on_worker_loss, st.config.replicas, st.config.num_workers);
-  else
+  st.run = draw_run_id();
+  st.signing_key = grant_key::draw();
+  spdlog::info("chief: run {}", st.run);
+  if (!st.replicas)
     st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps, st.first_step,
-                      async_step_lease(st.config.train.pull_ahead));
+                      async_step_lease(st.config.train.pull_ahead),
+                      grant_signer{st.signing_key, st.run});
   st.sync_step = st.first_step;
   st.roster.emplace(st.config.num_workers);
-  st.run = draw_run_id();
-  spdlog::info("chief: run {}", st.run);
   st.created = st.last_worker_seen = chief_state::clock::now();
   for (auto& shard : st.links.shards)
     self->monitor(shard);

@@ -69,6 +69,7 @@ struct chief_state {
   step_coordinator_actor coordinator; // whom workers report to
   std::vector<std::pair<int32_t, caf::typed_response_promise<training_plan>>> waiting_ready;
   run_id run = 0;                                       // this run's identity, drawn at start
+  grant_key signing_key;                                // signs its grants; the shards check them
   std::optional<worker_roster<caf::actor_addr>> roster; // who holds each worker index
   // async
   std::optional<grant_desk<caf::typed_response_promise<step_grant>>> grants;

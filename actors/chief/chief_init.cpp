@@ -73,7 +73,7 @@ void initialize_shards(self_ptr self) {
   shard_options options;
   st.coordinator = caf::actor_cast<step_coordinator_actor>(self);
   if (is_sync(self)) {
-    token_queue_config queue{st.run, t.last_step, {}, st.first_step};
+    token_queue_config queue{st.run, t.last_step, {}, st.first_step, st.signing_key};
     for (auto& part : st.router->parts())
       queue.shards.push_back(st.links.shards[static_cast<size_t>(part.shard)].address());
     st.token_queue = self->spawn<caf::linked>(token_queue, queue,
@@ -86,6 +86,8 @@ void initialize_shards(self_ptr self) {
                  st.config.replicas, st.config.num_workers);
   }
   options.first_step = st.first_step;
+  options.grant_key0 = st.signing_key.k0;
+  options.grant_key1 = st.signing_key.k1;
   std::vector<tensor> full; // each variable's first value, computed once, or restored
   for (auto& v : vars)
     full.push_back(st.links.restore_from ? st.links.restore_from->assemble(v.name)

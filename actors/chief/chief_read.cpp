@@ -105,7 +105,7 @@ void read_over_bulk(self_ptr self, std::shared_ptr<value_read> read,
   for (size_t i = 0; i < parts.size(); ++i)
     self
       ->request(st.links.shards[static_cast<size_t>(parts[i].shard)],
-                st.config.runtime.request_timeout, bulk_atom::value, st.run)
+                st.config.runtime.request_timeout, bulk_atom::value, st.run, int32_t{-1})
       .then(
         [self, reads, i, part = parts[i], asked](uint16_t port, uint64_t ticket) {
           auto& r = (*reads)[i];

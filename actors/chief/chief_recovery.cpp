@@ -79,6 +79,7 @@ void on_shard_back(self_ptr self, int32_t shard, ps_shard_actor handle) {
   st.recovering.reset();
   auto old_run = st.run;
   st.run = draw_run_id();
+  st.signing_key = grant_key::draw();
   st.first_step = st.last_saved_step = from;
   st.data_positions.clear();
   if (choice.reader)
@@ -86,7 +87,8 @@ void on_shard_back(self_ptr self, int32_t shard, ps_shard_actor handle) {
       st.data_positions[p.worker] = p;
   if (st.grants)
     st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps, from,
-                      async_step_lease(st.config.train.pull_ahead));
+                      async_step_lease(st.config.train.pull_ahead),
+                      grant_signer{st.signing_key, st.run});
   st.sync_step = from;
   st.schedule->began(from, chief_state::clock::now());
   st.replan_workers = true;

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "actors/chief/step_budget.hpp"
+#include "actors/protocol/grant_proof.hpp"
 #include "actors/protocol/protocol.hpp"
 
 namespace troupe {
@@ -39,9 +40,14 @@ public:
     bool completed = false; ///< the report completed the worker's grant (an update counted)
   };
 
-  /// lease: the steps a worker may hold at once (step_budget).
-  grant_desk(int64_t last_step, int64_t max_refused, int64_t first_step = 0, int32_t lease = 1)
-    : budget_(last_step, first_step, lease), max_refused_(max_refused) {}
+  /// lease: the steps a worker may hold at once (step_budget); signer: the
+  /// run's key, for the proof each grant carries.
+  grant_desk(int64_t last_step, int64_t max_refused, int64_t first_step = 0, int32_t lease = 1,
+             grant_signer signer = {})
+    : budget_(last_step, first_step, lease), max_refused_(max_refused), signer_(signer) {}
+
+  /// The grant of `step` to `worker`, with its proof.
+  step_grant grant_of(int32_t worker, int64_t step) const { return signer_.grant(worker, step); }
 
   /// A worker's report (also a non-finite gradient's, with applied = false):
   /// completes or revokes the step it reports, then hands it its next step.
@@ -111,7 +117,7 @@ public:
         return; // every step granted: the rest wait for revocations or the end
       auto reply = std::move(next->second);
       waiting_.erase(next);
-      reply.deliver(step_grant{*step, false});
+      reply.deliver(grant_of(next->first, *step));
     }
   }
   bool held() const noexcept { return held_; }
@@ -130,6 +136,7 @@ private:
 
   step_budget budget_;
   int64_t max_refused_;
+  grant_signer signer_;
   int64_t refused_ = 0;
   bool held_ = false;
   std::multimap<int32_t, Reply> waiting_; // worker -> its replies, lowest index served first

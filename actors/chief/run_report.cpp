@@ -42,6 +42,11 @@ std::string training_result::to_json() const {
                 static_cast<unsigned long long>(dropped_gradients),
                 static_cast<unsigned long long>(lost_workers), ps_imbalance);
   std::string out = buf;
+  // Refused, so the model holds none of them: ok stays true, and says so.
+  uint64_t unauthorized = 0;
+  for (auto& t : traffic)
+    unauthorized += t.unauthorized_pushes;
+  out += ",\"unauthorized_pushes\":" + std::to_string(unauthorized);
   if (preempted)
     out += ",\"preempted\":true";
   if (!ok)

@@ -102,14 +102,17 @@ typename Inspector::result_type inspect(Inspector& f, step_report& x) {
 }
 
 /// The answer to a report: compute at global step `step` next, or stop.
+/// `proof` is what the worker's pushes of that step must show the shards
+/// (actors/protocol/grant_proof.hpp).
 struct step_grant {
   int64_t step = 0;
   bool stop = false;
+  uint64_t proof = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_grant& x) {
-  return f(caf::meta::type_name("step_grant"), x.step, x.stop);
+  return f(caf::meta::type_name("step_grant"), x.step, x.stop, x.proof);
 }
 
 /// Sync mode: what the token queue tells the chief after each update.
@@ -156,12 +159,15 @@ struct shard_traffic {
   uint64_t pushes = 0;
   int64_t updates = 0; ///< updates applied (the shard's version): the chief cross-checks it
   std::vector<variable_traffic> variables; ///< by name
+  /// Pushes refused because nobody granted their step to the worker they
+  /// name: a stranger's or a forger's (none in a healthy run).
+  uint64_t unauthorized_pushes = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_traffic& x) {
   return f(caf::meta::type_name("shard_traffic"), x.shard, x.bytes_held, x.bytes_in, x.bytes_out,
-           x.pulls, x.pushes, x.updates, x.variables);
+           x.pulls, x.pushes, x.updates, x.variables, x.unauthorized_pushes);
 }
 
 // -- typed actor interfaces --------------------------------------------------
@@ -235,12 +241,16 @@ struct shard_options {
   int64_t last_step = 0;             ///< sync: no update past this step
   token_queue_actor token_queue;     ///< sync: told after every update
   int64_t first_step = 0;            ///< the global step training starts at (a restore's)
+  /// The run's key for grant proofs (grant_proof.hpp): a push must show
+  /// the proof of its step for its worker. Zero: pushes are not checked.
+  uint64_t grant_key0 = 0;
+  uint64_t grant_key1 = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_options& x) {
   return f(caf::meta::type_name("shard_options"), x.sync, x.replicas_to_aggregate, x.last_step,
-           x.token_queue, x.first_step);
+           x.token_queue, x.first_step, x.grant_key0, x.grant_key1);
 }
 
 /// A shard's copy of its state for a checkpoint: its update count and the
@@ -271,15 +281,17 @@ using ps_shard_actor =
                                    shard_options>::with<caf::ok_atom>,
                    // a worker or the chief of this run: (run, names) -> values + version
                    caf::replies_to<pull_atom, run_id, std::vector<std::string>>::with<pull_reply>,
-                   // a worker of this run: (run, worker, global step, names, gradients) ->
-                   // version after it; sync mode answers stale_gradient for a step already applied
-                   caf::replies_to<push_atom, run_id, int32_t, int64_t, std::vector<std::string>,
-                                   std::vector<tensor>>::with<int64_t>,
+                   // a worker of this run: (run, worker, global step, the step's grant proof,
+                   // names, gradients) -> version after it; sync mode answers stale_gradient
+                   // for a step already applied; a wrong proof is refused (unauthorized)
+                   caf::replies_to<push_atom, run_id, int32_t, int64_t, uint64_t,
+                                   std::vector<std::string>, std::vector<tensor>>::with<int64_t>,
                    // the chief, sync: gradients needed per update from now on (shrink/grow)
                    caf::reacts_to<replicas_atom, int32_t>,
-                   // a worker or the chief of this run: (run) -> the port and ticket of its bulk
-                   // path (port 0: none; use pull and push here)
-                   caf::replies_to<bulk_atom, run_id>::with<uint16_t, uint64_t>,
+                   // a worker or the chief of this run: (run, worker index, -1 for the chief)
+                   // -> the port of its bulk path and a ticket that opens one connection there,
+                   // whose pushes must be that worker's (port 0: none; use pull and push here)
+                   caf::replies_to<bulk_atom, run_id, int32_t>::with<uint16_t, uint64_t>,
                    // the chief: bytes, requests and updates so far, in total and per variable
                    caf::replies_to<stats_atom>::with<shard_traffic>,
                    // the chief, after init and before training: one optimizer slot of a

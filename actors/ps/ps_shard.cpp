@@ -9,6 +9,8 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/protocol/grant_proof.hpp"
+
 namespace troupe {
 
 namespace {
@@ -190,11 +192,28 @@ caf::result<pull_reply> on_pull(self_ptr self, run_id run, const std::vector<std
   return reply;
 }
 
+// A push must show the proof its coordinator signed the grant of its step
+// to its worker with (grant_proof.hpp): a peer that knows the run, or a
+// bulk ticket, cannot push a step nobody granted it.
+caf::error unless_granted(self_ptr self, int32_t worker, int64_t step, uint64_t proof) {
+  auto& st = self->state;
+  grant_key key{st.options.grant_key0, st.options.grant_key1};
+  if (key.empty() || proof == grant_proof(key, st.run, worker, step))
+    return caf::none;
+  st.traffic.unauthorized_push();
+  return refuse(st.label,
+                "a push of step " + std::to_string(step) + " as worker:" + std::to_string(worker),
+                self->current_sender(),
+                "its grant proof is not the one of that step for that worker: nobody granted it");
+}
+
 caf::result<int64_t> on_push(self_ptr self, run_id run, int32_t worker, int64_t step,
-                             const std::vector<std::string>& names,
+                             uint64_t proof, const std::vector<std::string>& names,
                              const std::vector<tensor>& gradients) {
   auto& st = self->state;
   if (auto err = unless_this_run(self, run, "a push"))
+    return err;
+  if (auto err = unless_granted(self, worker, step, proof))
     return err;
   st.traffic.pushed(names, gradients);
   if (st.pending)
@@ -302,11 +321,11 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     [self](pull_atom, run_id run, const std::vector<std::string>& names) {
       return on_pull(self, run, names);
     },
-    [self](push_atom, run_id run, int32_t worker, int64_t step,
+    [self](push_atom, run_id run, int32_t worker, int64_t step, uint64_t proof,
            const std::vector<std::string>& names, const std::vector<tensor>& gradients) {
-      return on_push(self, run, worker, step, names, gradients);
+      return on_push(self, run, worker, step, proof, names, gradients);
     },
-    [self](bulk_atom, run_id run) -> caf::result<uint16_t, uint64_t> {
+    [self](bulk_atom, run_id run, int32_t worker) -> caf::result<uint16_t, uint64_t> {
       auto& st = self->state;
       if (!st.store->initialized())
         return make_error({errc::not_initialized, st.label + " has not been initialised"});
@@ -314,7 +333,7 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
         return err;
       if (!st.bulk)
         return {uint16_t{0}, uint64_t{0}};
-      return {st.bulk->port(), st.bulk->ticket()};
+      return {st.bulk->port(), st.bulk->issue_ticket(worker)};
     },
     [self](stats_atom) -> caf::result<shard_traffic> {
       auto& st = self->state;

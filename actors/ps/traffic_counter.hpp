@@ -36,10 +36,18 @@ public:
     }
   }
 
+  /// A push refused because nobody granted its step to the worker it names
+  /// (a wrong grant proof, or a bulk connection opened for another worker).
+  void unauthorized_push() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    ++unauthorized_pushes_;
+  }
+
   /// The reply to the chief's stats request; variables by name.
   shard_traffic report(int32_t shard, uint64_t bytes_held) const {
     std::lock_guard<std::mutex> guard{mutex_};
     shard_traffic out{shard, bytes_held, in_, out_, pulls_, pushes_, 0, {}}; // updates: the store's
+    out.unauthorized_pushes = unauthorized_pushes_;
     for (auto& [name, counts] : by_variable_)
       out.variables.push_back({name, counts.bytes_in, counts.bytes_out});
     return out;
@@ -53,7 +61,7 @@ private:
   }
 
   mutable std::mutex mutex_;
-  uint64_t pulls_ = 0, pushes_ = 0, in_ = 0, out_ = 0;
+  uint64_t pulls_ = 0, pushes_ = 0, in_ = 0, out_ = 0, unauthorized_pushes_ = 0;
   std::map<std::string, variable_traffic> by_variable_;
 };
 

@@ -16,8 +16,8 @@ const std::string label = "token queue";
 
 void release(self_ptr self) {
   auto& st = self->state;
-  for (auto& rp : st.waiting)
-    rp.deliver(st.ledger.grant());
+  for (auto& [worker, rp] : st.waiting)
+    rp.deliver(st.signer.sign(worker, st.ledger.grant()));
   st.waiting.clear();
 }
 
@@ -38,9 +38,9 @@ caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
   if (r.step >= 0)
     st.positions[r.worker] = {r.data_epoch, r.data_offset};
   if (auto now = st.ledger.report(r))
-    return *now;
+    return st.signer.sign(r.worker, *now);
   auto rp = self->make_response_promise<step_grant>();
-  st.waiting.push_back(rp);
+  st.waiting.emplace_back(r.worker, rp);
   return rp;
 }
 
@@ -74,6 +74,7 @@ token_queue(token_queue_actor::stateful_pointer<token_queue_state> self, token_q
   st.ledger = token_ledger{static_cast<int32_t>(config.shards.size()), config.last_step,
                            config.first_step};
   st.run = config.run;
+  st.signer = grant_signer{config.key, config.run};
   st.shards = std::move(config.shards);
   st.chief = std::move(chief);
   return {

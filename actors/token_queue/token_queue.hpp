@@ -15,6 +15,7 @@
 
 #include <caf/actor_addr.hpp>
 
+#include "actors/protocol/grant_proof.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/token_queue/token_ledger.hpp"
 
@@ -26,16 +27,18 @@ struct token_queue_config {
   /// The shards holding variables: each reports every update.
   std::vector<caf::actor_addr> shards;
   int64_t first_step = 0; ///< a restored checkpoint's global step
+  grant_key key;          ///< signs each token (grant_proof.hpp); the shards check it
 };
 
 struct token_queue_state {
   static inline const char* name = "troupe.token_queue";
   token_ledger ledger{1, 1};
   run_id run = 0;
+  grant_signer signer;
   chief_actor chief;
   std::vector<caf::actor_addr> shards;
   std::map<int32_t, caf::actor_addr> workers; // admitted by the chief, by index
-  std::vector<caf::typed_response_promise<step_grant>> waiting;
+  std::vector<std::pair<int32_t, caf::typed_response_promise<step_grant>>> waiting; // by worker
   std::map<int32_t, std::pair<uint64_t, uint64_t>> positions; // worker -> (epoch, offset)
 };
 

@@ -90,7 +90,7 @@ void start_job(self_ptr self, bool with_pushes) {
     if (auto* link = bulk_link_to(self, part.shard)) {
       if (with_pushes) {
         job.pushing[k] = std::move(grads);
-        link->start_push(st.report.run, st.config.index, st.report.step, part.names,
+        link->start_push(st.report.run, st.config.index, st.report.step, st.proof, part.names,
                          job.pushing[k]);
       } else {
         link->start_pull(st.report.run, part.names, std::move(link->values()));
@@ -104,7 +104,7 @@ void start_job(self_ptr self, bool with_pushes) {
       ++job.pending;
       self
         ->request(shard, st.config.request_timeout, push_atom::value, st.report.run,
-                  st.config.index, st.report.step, part.names, std::move(grads))
+                  st.config.index, st.report.step, st.proof, part.names, std::move(grads))
         .then(
           [self, gen](int64_t) {
             if (self->state.generation == gen)

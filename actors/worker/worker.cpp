@@ -95,7 +95,8 @@ void start_next_step(self_ptr self) {
     return;
   }
   st.busy = true;
-  st.report.step = st.granted.front();
+  st.report.step = st.granted.front().step;
+  st.proof = st.granted.front().proof;
   st.granted.pop_front();
   st.report.applied = false;
   if (st.values_ready) {
@@ -115,7 +116,7 @@ void on_grant(self_ptr self, const step_grant& grant) {
     self->quit(caf::exit_reason::normal);
     return;
   }
-  st.granted.push_back(grant.step);
+  st.granted.push_back(grant);
   start_next_step(self);
 }
 
@@ -372,14 +373,15 @@ void push_all(self_ptr self) {
     if (auto* link = bulk_link_to(self, part.shard)) {
       auto& sending = st.bulk_pushes[static_cast<size_t>(part.shard)];
       sending = std::move(grads);
-      link->start_push(st.report.run, st.config.index, st.report.step, part.names, sending);
+      link->start_push(st.report.run, st.config.index, st.report.step, st.proof, part.names,
+                       sending);
       bulk.push_back({link, &part});
       continue;
     }
     self
       ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
-                push_atom::value, st.report.run, st.config.index, st.report.step, part.names,
-                std::move(grads))
+                push_atom::value, st.report.run, st.config.index, st.report.step, st.proof,
+                part.names, std::move(grads))
       .then(
         [self, join, gen = st.generation](int64_t) {
           if (self->state.generation == gen)
@@ -419,7 +421,9 @@ void open_bulk_links(self_ptr self) {
         remote.push_back(s);
   auto join = make_fan_in(remote.size(), [self] { ask_for_first_steps(self); });
   for (auto s : remote)
-    self->request(st.links.shards[s], st.config.request_timeout, bulk_atom::value, st.report.run)
+    self
+      ->request(st.links.shards[s], st.config.request_timeout, bulk_atom::value, st.report.run,
+                st.config.index)
       .then(
         [self, join, s, gen = st.generation](uint16_t port, uint64_t ticket) {
           auto& st = self->state;

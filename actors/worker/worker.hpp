@@ -89,10 +89,11 @@ struct worker_state {
   std::vector<tensor> grads;
   batch current;
   step_report report; // of the step in flight / last finished
+  uint64_t proof = 0; // its grant's proof, shown with its pushes
   // Steps granted and not begun (async leases two: the next one is here
   // while the last one's report is on the way), and whether one is under way.
   int32_t lease = 1;
-  std::deque<int64_t> granted;
+  std::deque<step_grant> granted;
   bool busy = false;
   uint64_t step_overs = 0; // numbers the worker's run messages: the latest counts
   int64_t local_step = 0;

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   tensor small({2, 3}, std::vector<float>{1, -2, 0.5f, std::numeric_limits<float>::quiet_NaN(),
                                           std::numeric_limits<float>::infinity(), -0.0f});
   seed(sys, messages, 0, "push",
-       caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3},
+       caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
                          std::vector<std::string>{"w"}, std::vector<tensor>{small}));
   seed(sys, messages, 0, "pull",
        caf::make_message(pull_atom::value, run_id{7}, std::vector<std::string>{"w", "b"}));
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   seed(sys, messages, 18, "chief_actor", chief_actor{});
   seed(sys, messages, 19, "worker_actor", worker_actor{});
   std::vector<caf::strong_actor_ptr> no_stages;
-  auto push = caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3},
+  auto push = caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
                                 std::vector<std::string>{"w"}, std::vector<tensor>{small});
   seed(sys, messages, 20, "gate_direct_push", no_stages, push);
   seed(sys, messages, 21, "gate_routed_push", sys.node(), sys.node(), no_stages, push);

@@ -14,6 +14,11 @@
 // 0 when the node answered a hello after every one.
 //   troupe-foreign-client --huge N SECONDS HOST:PORT
 // sends N BASP headers announcing 4 GiB each, on N connections.
+//   troupe-foreign-client --forge RUN PS_HOST:PORT
+// knows the run id (as if read off the wire) and pushes worker 0's steps,
+// later ones and the current one, with gradients 1000x, over a bulk
+// connection it asked a ticket for and over BASP; then tries a spent ticket
+// again. Exit 0 when every push and the spent ticket were refused.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -30,6 +35,7 @@
 
 #include <caf/openssl/all.hpp>
 
+#include "actors/bulk/bulk_client.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/protocol/wire.hpp"
 #include "tests/integration/foreign_frames.hpp"
@@ -130,9 +136,71 @@ int hold_silent_connections(int count, int seconds, const std::string& host, uin
   return 0;
 }
 
+// A forger who knows the run: every push it makes must be refused.
+int forge_pushes(run_id run, const std::string& host, uint16_t port) {
+  client_config cfg;
+  caf::actor_system sys{cfg};
+  auto shard = sys.middleman().remote_actor<ps_shard_actor>(host, port);
+  if (!shard) {
+    std::printf("cannot connect: %s\n", sys.render(shard.error()).c_str());
+    return 3;
+  }
+  caf::scoped_actor self{sys};
+  uint16_t bulk_port = 0;
+  uint64_t ticket = 0;
+  self->request(*shard, std::chrono::seconds(10), bulk_atom::value, run, int32_t{0})
+    .receive([&](uint16_t p, uint64_t t) { bulk_port = p, ticket = t; },
+             [&](caf::error& err) { std::printf("no ticket: %s\n", describe(err).c_str()); });
+  std::vector<std::string> names{"softmax/weights", "softmax/biases"};
+  std::vector<tensor> grads{tensor({784, 10}, 1000.0f), tensor({10}, 1000.0f)};
+  auto until = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(10); };
+  int pushes = 0;
+  if (bulk_port != 0) {
+    maybe_failure error;
+    auto link = bulk_link::open(host, bulk_port, run, ticket, "forger", until(), error);
+    if (!link) {
+      std::printf("no bulk connection: %s\n", error ? error->message.c_str() : "");
+      return 3;
+    }
+    for (int64_t step : {0, 1, 5, 1000000}) {
+      link->start_push(run, 0, step, 0x5eed + static_cast<uint64_t>(step), names, grads);
+      complete_all({link.get()}, until());
+      ++pushes;
+      if (!link->error()) {
+        std::printf("ACCEPTED: bulk push of step %lld as worker:0\n", static_cast<long long>(step));
+        ++accepted;
+      } else {
+        std::printf("refused: bulk push of step %lld as worker:0: %s\n",
+                    static_cast<long long>(step), link->error()->message.c_str());
+      }
+    }
+    error.reset();
+    if (bulk_link::open(host, bulk_port, run, ticket, "forger", until(), error)) {
+      std::printf("ACCEPTED: a spent ticket opened a second connection\n");
+      ++accepted;
+    } else {
+      std::printf("refused: a spent ticket: %s\n", error ? error->message.c_str() : "");
+    }
+  }
+  for (int64_t step : {0, 3}) {
+    must_refuse<int64_t>(self, *shard, "BASP push as worker:0", push_atom::value, run, int32_t{0},
+                         step, uint64_t{0x5eed}, names, grads);
+    ++pushes;
+  }
+  std::printf("%d push(es), %d accepted\n", pushes, accepted);
+  return accepted == 0 ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--forge") {
+    std::string host;
+    uint16_t port = 0;
+    if (!split(argv[3], host, port))
+      return 2;
+    return forge_pushes(std::stoull(argv[2]), host, port);
+  }
   if ((argc == 4 || argc == 7) && std::string(argv[1]) == "--sweep") {
     foreign::target node{argv[2], "", 0};
     if (!split(argv[3], node.host, node.port))
@@ -177,9 +245,9 @@ int main(int argc, char** argv) {
                             std::vector<tensor>{tensor({784, 10})}, shard_options{});
   must_refuse<pull_reply>(self, *shard, "pull of the weights", pull_atom::value, run_id{0},
                           std::vector<std::string>{"softmax/weights"});
-  must_refuse<int64_t>(self, *shard, "push of a huge gradient", push_atom::value, run_id{0},
-                       int32_t{0}, int64_t{0}, std::vector<std::string>{"softmax/weights"},
-                       std::vector<tensor>{huge_gradient});
+  must_refuse<int64_t>(
+    self, *shard, "push of a huge gradient", push_atom::value, run_id{0}, int32_t{0}, int64_t{0},
+    uint64_t{0}, std::vector<std::string>{"softmax/weights"}, std::vector<tensor>{huge_gradient});
   must_refuse<shard_traffic>(self, *shard, "stats of the shard", stats_atom::value);
   // The chief: ask for the plan (and so the run id and the token queue)
   // under an index the cluster lacks and one a live worker holds; report

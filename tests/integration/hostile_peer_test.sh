@@ -37,6 +37,16 @@ for what in "init of the shard" "pull of the weights" "push of a huge gradient" 
             "ready as worker 99" "ready as worker 0" "report as worker 0" "non-finite gradient as worker 0"; do
   expect "  refused: $what" grep -q "^refused: $what" "$tmp/client.log"
 done
+# A forger who read the run id off the wire (here: off the chief's log)
+# pushes worker 0's steps with gradients 1000x, over a bulk connection and
+# over BASP, and tries a spent ticket (before grant proofs, such a push was
+# applied and the real one dropped as "applied already").
+run=$(sed -n 's/.*chief: run \([0-9]*\)$/\1/p' "$tmp/chief.log" | head -1)
+"$client" --forge "$run" 127.0.0.1:8861 >"$tmp/forge.log" 2>&1
+forge_rc=$?
+sed 's/^/    forger: /' "$tmp/forge.log"
+expect "every push of the forger who knows the run was refused (exit $forge_rc)" test "$forge_rc" = 0
+expect "  six pushes, each unauthorized" test "$(grep -c "^refused: .*push.*unauthorized" "$tmp/forge.log")" = 6
 peak_mib() { awk '/VmHWM/ { print int($2 / 1024) }' "/proc/$1/status"; }
 ps_before=$(peak_mib "$pid_ps"); chief_before=$(peak_mib "$pid_chief")
 "$client" --sweep ps 127.0.0.1:8861 >"$tmp/sweep-ps.log" 2>&1 &
@@ -77,6 +87,7 @@ expect "the chief exits 0 (got $rc)" test "$rc" = 0
 expect "  its final line says ok with all 40000 steps" \
   grep -q '"ok":true,"mode":"sync","global_step":40000,' "$tmp/chief.log"
 accuracy=$(grep -o '"test_accuracy":[0-9.]*' "$tmp/chief.log" | cut -d: -f2)
+expect "  and counts the forger's six refused pushes" grep -q '"unauthorized_pushes":6' "$tmp/chief.log"
 expect "  and the accuracy of an undisturbed run ($accuracy >= 0.80)" \
   awk -v a="${accuracy:-0}" 'BEGIN { exit !(a >= 0.80) }'
 for t in ps w0 w1; do eval "p=\$pid_$t"; wait_exit "$p" 60

@@ -47,7 +47,6 @@ struct bulk_shard {
   std::vector<std::string> names{"special", "big"};
   std::vector<tensor> values;
   uint16_t port = 0;
-  uint64_t ticket = 0;
 
   bulk_shard() {
     ps_shard_config config{0, plain_sgd(0.5)};
@@ -65,10 +64,17 @@ struct bulk_shard {
     values.push_back(tensor({1000, 1000}, std::move(big)));
     chief->request(shard, 10s, init_atom::value, the_run, names, values, shard_options{})
       .receive([](caf::ok_atom) {}, [](caf::error& e) { BOOST_FAIL(describe(e)); });
-    chief->request(shard, 10s, bulk_atom::value, the_run)
+    ticket_for(0);
+    BOOST_REQUIRE(port != 0);
+  }
+
+  // A ticket for one connection whose pushes are `worker`'s.
+  uint64_t ticket_for(int32_t worker) {
+    uint64_t ticket = 0;
+    chief->request(shard, 10s, bulk_atom::value, the_run, worker)
       .receive([&](uint16_t p, uint64_t t) { port = p, ticket = t; },
                [](caf::error& e) { BOOST_FAIL(describe(e)); });
-    BOOST_REQUIRE(port != 0);
+    return ticket;
   }
   ~bulk_shard() { chief->send(shard, stop_atom::value); }
 
@@ -96,7 +102,7 @@ BOOST_FIXTURE_TEST_SUITE(bulk_path, bulk_shard)
 
 BOOST_AUTO_TEST_CASE(pulls_and_pushes_match_basp_bit_for_bit) {
   maybe_failure error;
-  auto link = open(ticket, error);
+  auto link = open(ticket_for(0), error);
   BOOST_REQUIRE_MESSAGE(link, (error ? error->message : ""));
   BOOST_TEST(link->shard() == 0);
   pull(*link, the_run, names);
@@ -106,7 +112,7 @@ BOOST_AUTO_TEST_CASE(pulls_and_pushes_match_basp_bit_for_bit) {
     BOOST_TEST(link->values()[i].bit_equal(values[i]), names[i]);
   // A push over the bulk path is applied once, as over BASP: v - 0.5 g.
   std::vector<tensor> grads{tensor({4}, 2.0f), tensor({1000, 1000}, 0.125f)};
-  link->start_push(the_run, 0, 0, names, grads);
+  link->start_push(the_run, 0, 0, 0, names, grads);
   complete_all({link.get()}, soon());
   BOOST_REQUIRE(!link->error());
   BOOST_TEST(link->version() == 1);
@@ -118,15 +124,19 @@ BOOST_AUTO_TEST_CASE(pulls_and_pushes_match_basp_bit_for_bit) {
     BOOST_TEST(link->values()[i].bit_equal(over_basp.values[i]), names[i]);
     BOOST_TEST(over_basp.values[i][1] == values[i][1] - 0.5f * grads[i][1]);
   }
-  // The same step pushed again is not applied again (async: a step applies once).
-  link->start_push(the_run, 1, 0, names, grads);
-  complete_all({link.get()}, soon());
-  BOOST_TEST(link->version() == 1);
+  // The same step pushed again (by another worker it was granted to after
+  // the first was lost) is not applied again: async, a step applies once.
+  auto second = open(ticket_for(1), error);
+  BOOST_REQUIRE(second);
+  second->start_push(the_run, 1, 0, 0, names, grads);
+  complete_all({second.get()}, soon());
+  BOOST_REQUIRE(!second->error());
+  BOOST_TEST(second->version() == 1);
 }
 
 BOOST_AUTO_TEST_CASE(refusals_are_answers_and_the_link_stays_open) {
   maybe_failure error;
-  auto link = open(ticket, error);
+  auto link = open(ticket_for(0), error);
   BOOST_REQUIRE(link);
   pull(*link, the_run + 1, names); // another run
   BOOST_REQUIRE(link->error());
@@ -137,7 +147,7 @@ BOOST_AUTO_TEST_CASE(refusals_are_answers_and_the_link_stays_open) {
   BOOST_TEST((link->error()->code == errc::unknown_variable));
   std::vector<tensor> bad{tensor({4}, std::numeric_limits<float>::quiet_NaN()),
                           tensor({1000, 1000}, 0.0f)};
-  link->start_push(the_run, 0, 5, names, bad);
+  link->start_push(the_run, 0, 5, 0, names, bad);
   complete_all({link.get()}, soon());
   BOOST_REQUIRE(link->error());
   BOOST_TEST((link->error()->code == errc::non_finite_gradient));
@@ -149,6 +159,7 @@ BOOST_AUTO_TEST_CASE(refusals_are_answers_and_the_link_stays_open) {
 
 BOOST_AUTO_TEST_CASE(strangers_are_refused_and_the_shard_serves_on) {
   maybe_failure error;
+  auto ticket = ticket_for(0);
   auto stranger = open(ticket + 1, error);
   BOOST_TEST(!stranger);
   BOOST_REQUIRE(error);
@@ -176,11 +187,38 @@ BOOST_AUTO_TEST_CASE(strangers_are_refused_and_the_shard_serves_on) {
   BOOST_REQUIRE(friend_link);
   pull(*friend_link, the_run, names);
   BOOST_TEST(!friend_link->error());
+  // A ticket opens one connection: one read off the wire is spent already.
+  error.reset();
+  BOOST_TEST(!open(ticket, error));
+  BOOST_REQUIRE(error);
+  BOOST_TEST((error->code == errc::unauthorized));
+}
+
+// Issue 25: a peer that got a connection for one worker (or for reading)
+// cannot push as another; the refusal is counted for the final line.
+BOOST_AUTO_TEST_CASE(a_connection_pushes_only_as_the_worker_its_ticket_names) {
+  maybe_failure error;
+  std::vector<tensor> grads{tensor({4}, 2.0f), tensor({1000, 1000}, 0.125f)};
+  for (int32_t owner : {1, -1}) {
+    auto link = open(ticket_for(owner), error);
+    BOOST_REQUIRE(link);
+    link->start_push(the_run, 0, 7, 0, names, grads);
+    complete_all({link.get()}, soon());
+    BOOST_REQUIRE(link->error());
+    BOOST_TEST((link->error()->code == errc::unauthorized));
+    BOOST_TEST(link->error()->message.find("worker:0") != std::string::npos,
+               link->error()->message);
+  }
+  BOOST_TEST(basp_pull().version == 0);
+  shard_traffic stats;
+  chief->request(shard, 10s, stats_atom::value)
+    .receive([&](shard_traffic& t) { stats = t; }, [](caf::error& e) { BOOST_FAIL(describe(e)); });
+  BOOST_TEST(stats.unauthorized_pushes == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_shard_breaks_the_link_within_the_deadline) {
   maybe_failure error;
-  auto link = open(ticket, error);
+  auto link = open(ticket_for(0), error);
   BOOST_REQUIRE(link);
   chief->send_exit(shard, caf::exit_reason::kill);
   chief->wait_for(shard);
@@ -194,7 +232,7 @@ BOOST_AUTO_TEST_CASE(a_lost_shard_breaks_the_link_within_the_deadline) {
 
 BOOST_AUTO_TEST_CASE(a_pull_in_the_background_gives_what_a_pull_in_the_foreground_gives) {
   maybe_failure error;
-  auto link = open(ticket, error);
+  auto link = open(ticket_for(0), error);
   BOOST_REQUIRE(link);
   background_exchange runner;
   link->start_pull(the_run, names, {});

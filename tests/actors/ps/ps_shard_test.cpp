@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 #include <caf/all.hpp>
 
+#include "actors/protocol/grant_proof.hpp"
 #include "actors/ps/ps_shard.hpp"
 #include "tests/support/actors.hpp"
 
@@ -43,8 +44,8 @@ BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
   BOOST_TEST(pulled->values[0].bit_equal(init[1])); // in the order asked
   BOOST_TEST(pulled->values[1].bit_equal(init[0]));
 
-  auto version = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
-                              std::vector<tensor>{tensor({2, 2}, 1.0f)});
+  auto version = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
+                              names{"w"}, std::vector<tensor>{tensor({2, 2}, 1.0f)});
   BOOST_REQUIRE(version);
   BOOST_TEST(*version == 1);
   pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
@@ -62,7 +63,7 @@ BOOST_AUTO_TEST_CASE(an_async_step_pushed_twice_is_applied_once) {
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({2}, 0.0f)}, shard_options{}));
   auto push = [&](int32_t worker, int64_t step) {
-    return ask<int64_t>(s, push_atom::value, test_run, worker, step, names{"w"},
+    return ask<int64_t>(s, push_atom::value, test_run, worker, step, uint64_t{0}, names{"w"},
                         std::vector<tensor>{tensor({2}, 1.0f)});
   };
   BOOST_TEST(*push(0, 0) == 1);
@@ -85,15 +86,15 @@ BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
   BOOST_TEST(describe(unknown.error()).find("'v'") != std::string::npos);
   BOOST_TEST(describe(unknown.error()).find("ps:3") != std::string::npos);
 
-  auto wrong_shape = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
-                                  std::vector<tensor>{tensor({4}, 1.0f)});
+  auto wrong_shape = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0},
+                                  uint64_t{0}, names{"w"}, std::vector<tensor>{tensor({4}, 1.0f)});
   BOOST_REQUIRE(!wrong_shape);
   BOOST_TEST(is(wrong_shape.error(), errc::shape_mismatch));
 
   tensor nan_grad({3}, 1.0f);
   nan_grad[2] = std::nanf("");
-  auto nan_push = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
-                               std::vector<tensor>{nan_grad});
+  auto nan_push = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
+                               names{"w"}, std::vector<tensor>{nan_grad});
   BOOST_REQUIRE(!nan_push);
   BOOST_TEST(is(nan_push.error(), errc::non_finite_gradient));
 
@@ -127,9 +128,10 @@ BOOST_AUTO_TEST_CASE(only_its_chief_steers_it_and_only_its_run_reads_it) {
   BOOST_TEST(
     is(error_of<pull_reply>(sched, stranger, s, pull_atom::value, test_run + 1, names{"w"}),
        errc::unauthorized));
-  BOOST_TEST(is(error_of<int64_t>(sched, stranger, s, push_atom::value, test_run + 1, int32_t{0},
-                                  int64_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)}),
-                errc::unauthorized));
+  BOOST_TEST(
+    is(error_of<int64_t>(sched, stranger, s, push_atom::value, test_run + 1, int32_t{0}, int64_t{0},
+                         uint64_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)}),
+       errc::unauthorized));
   stranger->send(s, stop_atom::value);
   stranger->send(s, replicas_atom::value, int32_t{5});
   sched.run();
@@ -157,7 +159,8 @@ BOOST_AUTO_TEST_CASE(a_snapshot_copies_variables_and_slots_at_one_version) {
                                   std::vector<tensor>{tensor({2, 3}, 1.0f), tensor({3}, 0.0f)},
                                   shard_options{}));
   auto push = [&](int64_t step) {
-    return ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, step, names{"w", "b"},
+    return ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, step, uint64_t{0},
+                        names{"w", "b"},
                         std::vector<tensor>{tensor({2, 3}, 0.5f), tensor({3}, -1.0f)});
   };
   BOOST_REQUIRE(push(0));
@@ -206,7 +209,7 @@ BOOST_AUTO_TEST_CASE(a_restored_shard_continues_as_the_original_would) {
                                   std::vector<tensor>{tensor({2, 3}, 1.0f), tensor({3}, 0.0f)},
                                   shard_options{}));
   for (int64_t step = 0; step < 3; ++step)
-    BOOST_REQUIRE(ask<int64_t>(original, push_atom::value, test_run, int32_t{0}, step,
+    BOOST_REQUIRE(ask<int64_t>(original, push_atom::value, test_run, int32_t{0}, step, uint64_t{0},
                                names{"w", "b"}, grads(0.25f * static_cast<float>(step + 1))));
   auto index = ask<snapshot_index>(original, snapshot_atom::value, test_run, int64_t{3});
   BOOST_REQUIRE(index);
@@ -232,10 +235,10 @@ BOOST_AUTO_TEST_CASE(a_restored_shard_continues_as_the_original_would) {
   BOOST_TEST(is(bad_shape.error(), errc::shape_mismatch));
   // A step below the restored one counts as applied: a late push of it is not applied.
   BOOST_TEST(*ask<int64_t>(restored, push_atom::value, test_run, int32_t{0}, int64_t{2},
-                           names{"w", "b"}, grads(9.0f))
+                           uint64_t{0}, names{"w", "b"}, grads(9.0f))
              == 3);
   for (auto shard : {original, restored})
-    BOOST_TEST(*ask<int64_t>(shard, push_atom::value, test_run, int32_t{0}, int64_t{3},
+    BOOST_TEST(*ask<int64_t>(shard, push_atom::value, test_run, int32_t{0}, int64_t{3}, uint64_t{0},
                              names{"w", "b"}, grads(1.0f))
                == 4);
   auto a = ask<pull_reply>(original, pull_atom::value, test_run, names{"w", "b"});
@@ -251,8 +254,8 @@ BOOST_AUTO_TEST_CASE(its_chief_reinitialises_it_for_a_new_run) {
   sched.run();
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({2}, 1.0f)}, shard_options{}));
-  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
-                             std::vector<tensor>{tensor({2}, 1.0f)}));
+  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
+                             names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)}));
   shard_options restored;
   restored.first_step = 40;
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run + 1, names{"w"},
@@ -261,8 +264,8 @@ BOOST_AUTO_TEST_CASE(its_chief_reinitialises_it_for_a_new_run) {
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->version == 40);
   BOOST_TEST(pulled->values[0][0] == 7.0f);
-  auto old = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, names{"w"},
-                          std::vector<tensor>{tensor({2}, 1.0f)});
+  auto old = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, uint64_t{0},
+                          names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)});
   BOOST_REQUIRE(!old);
   BOOST_TEST(is(old.error(), errc::unauthorized));
   // The same run again is not a recovery: init stays once per run.
@@ -310,6 +313,42 @@ BOOST_AUTO_TEST_CASE(hello_refuses_another_protocol_version) {
   BOOST_TEST(describe(refused.error()).find("worker:1") != std::string::npos);
 }
 
+// Issue 25: a peer that knows the run (or read a bulk ticket off the wire)
+// replayed a worker's push with a later step and a scaled gradient, and the
+// shard applied it. With the run's key, a push must show its grant's proof.
+BOOST_AUTO_TEST_CASE(a_push_without_its_grants_proof_is_refused_and_counted) {
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
+  sched.run();
+  auto key = grant_key::draw();
+  shard_options options;
+  options.grant_key0 = key.k0;
+  options.grant_key1 = key.k1;
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
+                                  std::vector<tensor>{tensor({2}, 1.0f)}, options));
+  auto push = [&](int32_t worker, int64_t step, uint64_t proof, float g) {
+    return ask<int64_t>(s, push_atom::value, test_run, worker, step, proof, names{"w"},
+                        std::vector<tensor>{tensor({2}, g)});
+  };
+  auto granted = grant_proof(key, test_run, 0, 0);
+  for (auto forged : {push(0, 1, granted, 1000.0f), // a later step
+                      push(1, 0, granted, 1000.0f), // another worker
+                      push(0, 0, 0, 1000.0f),       // no proof
+                      push(0, 0, grant_proof(key, test_run + 1, 0, 0), 1000.0f)}) { // other run
+    BOOST_REQUIRE(!forged);
+    BOOST_TEST(is(forged.error(), errc::unauthorized));
+  }
+  auto real = push(0, 0, granted, 1.0f);
+  BOOST_REQUIRE(real);
+  BOOST_TEST(*real == 1);
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  BOOST_REQUIRE(pulled);
+  BOOST_TEST(pulled->values[0][0] == 0.5f); // 1 - 0.5 * 1: none of the forged ones
+  auto stats = ask<shard_traffic>(s, stats_atom::value);
+  BOOST_REQUIRE(stats);
+  BOOST_TEST(stats->unauthorized_pushes == 4u);
+  BOOST_TEST(stats->updates == 1);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(ps_shard_sync, deterministic_fixture)
@@ -325,23 +364,23 @@ BOOST_AUTO_TEST_CASE(shard_applies_at_the_rth_gradient_and_drops_stale_ones) {
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({2}, 1.0f)},
                                   shard_options{true, 2, 10, queue}));
-  auto first = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
-                            std::vector<tensor>{tensor({2}, 2.0f)});
+  auto first = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
+                            names{"w"}, std::vector<tensor>{tensor({2}, 2.0f)});
   BOOST_REQUIRE(first);
   BOOST_TEST(*first == 0);
   auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
   BOOST_TEST(pulled->values[0][0] == 1.0f); // not applied yet
   BOOST_TEST(log->empty());
-  auto second = ask<int64_t>(s, push_atom::value, test_run, int32_t{1}, int64_t{0}, names{"w"},
-                             std::vector<tensor>{tensor({2}, 4.0f)});
+  auto second = ask<int64_t>(s, push_atom::value, test_run, int32_t{1}, int64_t{0}, uint64_t{0},
+                             names{"w"}, std::vector<tensor>{tensor({2}, 4.0f)});
   BOOST_REQUIRE(second);
   BOOST_TEST(*second == 1);
   pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
   BOOST_TEST(pulled->values[0][0] == 1.0f - 0.5f * 3.0f); // the mean, applied once
   BOOST_REQUIRE(log->size() == 1u);
   BOOST_TEST(log->at(0).step == 1);
-  auto late = ask<int64_t>(s, push_atom::value, test_run, int32_t{2}, int64_t{0}, names{"w"},
-                           std::vector<tensor>{tensor({2}, 100.0f)});
+  auto late = ask<int64_t>(s, push_atom::value, test_run, int32_t{2}, int64_t{0}, uint64_t{0},
+                           names{"w"}, std::vector<tensor>{tensor({2}, 100.0f)});
   BOOST_REQUIRE(!late);
   BOOST_TEST(is(late.error(), errc::stale_gradient));
   BOOST_TEST(describe(late.error()).find("worker:2") != std::string::npos);
@@ -349,8 +388,8 @@ BOOST_AUTO_TEST_CASE(shard_applies_at_the_rth_gradient_and_drops_stale_ones) {
   BOOST_TEST(pulled->values[0][0] == -0.5f); // unchanged by the stale gradient
   BOOST_TEST(log->size() == 1u);
   // A push at or past last_step is refused: nothing runs after the end.
-  auto past = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{10}, names{"w"},
-                           std::vector<tensor>{tensor({2}, 1.0f)});
+  auto past = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{10}, uint64_t{0},
+                           names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)});
   BOOST_REQUIRE(!past);
   BOOST_TEST(is(past.error(), errc::training_stopped));
 }
@@ -369,7 +408,7 @@ BOOST_AUTO_TEST_CASE(a_sync_snapshot_waits_for_its_update) {
   auto waiting = self->request(s, caf::infinite, snapshot_atom::value, test_run, int64_t{5});
   sched.run();
   auto push = [&](int32_t worker, int64_t step) {
-    return ask<int64_t>(s, push_atom::value, test_run, worker, step, names{"w"},
+    return ask<int64_t>(s, push_atom::value, test_run, worker, step, uint64_t{0}, names{"w"},
                         std::vector<tensor>{tensor({2}, 2.0f)});
   };
   BOOST_TEST(is(push(0, 3).error(), errc::stale_gradient)); // before the restored step
@@ -397,8 +436,8 @@ BOOST_AUTO_TEST_CASE(shrinking_r_applies_a_step_a_lost_worker_blocked) {
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({1}, 0.0f)},
                                   shard_options{true, 2, 10, queue}));
-  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, names{"w"},
-                             std::vector<tensor>{tensor({1}, 1.0f)}));
+  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
+                             names{"w"}, std::vector<tensor>{tensor({1}, 1.0f)}));
   BOOST_TEST(log->empty());                        // waiting for a second worker that is gone
   self->send(s, replicas_atom::value, int32_t{1}); // from its chief: the fixture
   sched.run();
