@@ -112,12 +112,13 @@ public:
     held_ = false;
     while (!waiting_.empty()) {
       auto next = waiting_.begin();
-      auto step = budget_.grant(next->first);
+      const int32_t worker = next->first;
+      auto step = budget_.grant(worker);
       if (!step)
         return; // every step granted: the rest wait for revocations or the end
       auto reply = std::move(next->second);
       waiting_.erase(next);
-      reply.deliver(grant_of(next->first, *step));
+      reply.deliver(grant_of(worker, *step));
     }
   }
   bool held() const noexcept { return held_; }
