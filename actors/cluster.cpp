@@ -43,11 +43,13 @@ training_data load_training_data(const training_settings& settings) {
 
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
                               const training_settings& settings, spawn_mode mode,
-                              std::string bulk_host) {
+                              std::string bulk_host,
+                              std::shared_ptr<const bulk::tls_context> bulk_tls) {
   ps_shard_config config;
   config.index = index;
   config.optimizer = settings.optimizer;
   config.bulk_host = std::move(bulk_host);
+  config.bulk_tls = std::move(bulk_tls);
   return spawn_as<ps_shard_actor>(sys, mode, ps_shard, config);
 }
 
@@ -56,7 +58,7 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
                         std::function<void(const training_result&)> on_finish, spawn_mode mode,
                         std::shared_ptr<const checkpoint_reader> restore_from,
-                        peer_reconnect reconnect, std::vector<std::string> shard_hosts) {
+                        peer_reconnect reconnect, bulk_peers bulk) {
   cluster_shape shape{static_cast<int32_t>(shards.size()), num_workers};
   require_valid_settings(settings, runtime, shape);
   chief_config config{settings, runtime, num_workers, replicas_of(settings, shape),
@@ -64,7 +66,7 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
   chief_links links{std::move(shards),       make_model(settings.model, model_options_of(settings)),
                     std::move(test),         std::move(on_finish),
                     std::move(restore_from), std::move(reconnect),
-                    std::move(shard_hosts)};
+                    std::move(bulk)};
   return spawn_as<chief_actor>(sys, mode, chief, std::move(config), std::move(links));
 }
 
@@ -72,7 +74,7 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief_handle, std::vector<ps_shard_actor> shards,
                           std::shared_ptr<const data_split> train, spawn_mode mode,
-                          peer_reconnect reconnect, std::vector<std::string> shard_hosts) {
+                          peer_reconnect reconnect, bulk_peers bulk) {
   require_valid_settings(settings, runtime, {static_cast<int32_t>(shards.size()), num_workers});
   if (index < 0 || index >= num_workers)
     throw troupe_error("worker index " + std::to_string(index) + " outside 0.."
@@ -104,7 +106,7 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   else
     spdlog::info("worker:{}: computing on cpu, batch {}", index, config.batch_size);
   worker_links links{std::move(chief_handle), std::move(shards),    std::move(net),
-                     std::move(train),        std::move(reconnect), std::move(shard_hosts)};
+                     std::move(train),        std::move(reconnect), std::move(bulk)};
   return spawn_as<worker_actor>(sys, mode, worker, config, std::move(links));
 }
 

@@ -47,11 +47,12 @@ training_data training_data_of(const data_catalog& catalog);
 training_data load_training_data(const training_settings& settings);
 
 /// bulk_host: the shard's own address, where it listens for the bulk path
-/// of workers in other processes (docs/protocol.md); empty: none.
+/// of workers in other processes (docs/protocol.md); empty: none. bulk_tls:
+/// mutual TLS on it (null: plain TCP).
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
                               const training_settings& settings,
-                              spawn_mode mode = spawn_mode::cooperative,
-                              std::string bulk_host = {});
+                              spawn_mode mode = spawn_mode::cooperative, std::string bulk_host = {},
+                              std::shared_ptr<const bulk::tls_context> bulk_tls = nullptr);
 
 // spawn_chief, spawn_worker and spawn_local_cluster check the settings first
 // (check_settings, the config file's checks) and throw troupe_error listing
@@ -65,17 +66,17 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         std::function<void(const training_result&)> on_finish,
                         spawn_mode mode = spawn_mode::detached,
                         std::shared_ptr<const checkpoint_reader> restore_from = nullptr,
-                        peer_reconnect reconnect = {}, std::vector<std::string> shard_hosts = {});
+                        peer_reconnect reconnect = {}, bulk_peers bulk = {});
 
 /// Worker `index` of num_workers; its share of `train` follows from both
-/// (share_of). shard_hosts (one per shard, or empty): where the worker
-/// opens the bulk path to each shard in another process that offers one.
+/// (share_of). bulk (a host per shard, or none): where the worker opens the
+/// bulk path to each shard in another process that offers one, and its TLS.
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief, std::vector<ps_shard_actor> shards,
                           std::shared_ptr<const data_split> train,
                           spawn_mode mode = spawn_mode::detached, peer_reconnect reconnect = {},
-                          std::vector<std::string> shard_hosts = {});
+                          bulk_peers bulk = {});
 
 struct local_cluster {
   std::vector<ps_shard_actor> shards;

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -109,6 +110,15 @@ std::unique_ptr<connection_warden> guard_port(const node_setup& setup, const war
   return std::make_unique<connection_warden>(address.port, limits, hosts);
 }
 
+// SIGTERM (a preemption, Kubernetes' normal stop): the chief saves a
+// checkpoint and stops the cluster. Other tasks keep the default action and
+// die at once, which the others treat as a loss.
+volatile std::sig_atomic_t sigterm_received = 0;
+
+void on_sigterm(int) {
+  sigterm_received = 1;
+}
+
 // Blocks until the actor behind `handle` has terminated; returns its reason.
 template <class Handle>
 caf::error wait_for(caf::actor_system& sys, const Handle& handle) {
@@ -129,7 +139,14 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
   auto deadline = std::chrono::steady_clock::now() + within;
   auto backoff = std::chrono::milliseconds(100);
   caf::error last;
+  // A chief told to stop while it waits (Kubernetes' grace period runs) stops waiting.
+  auto stopped = [&] {
+    return make_error({errc::training_stopped, "stopped by SIGTERM while waiting for the " + what
+                                                 + " at " + address.to_string()});
+  };
   for (;;) {
+    if (sigterm_received)
+      return stopped();
     auto handle = setup.tls ? caf::openssl::remote_actor<Handle>(sys, address.host, address.port)
                             : sys.middleman().remote_actor<Handle>(address.host, address.port);
     if (handle) {
@@ -157,7 +174,9 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
     if (std::chrono::steady_clock::now() + backoff > deadline)
       break;
     spdlog::debug("waiting for {} at {}: {}", what, address.to_string(), sys.render(last));
-    std::this_thread::sleep_for(backoff);
+    for (auto slept = std::chrono::milliseconds(0); slept < backoff && !sigterm_received;
+         slept += std::chrono::milliseconds(50))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     backoff = std::min(backoff * 3 / 2, std::chrono::milliseconds(2000));
   }
   return caf::make_error(caf::sec::cannot_connect_to_node,
@@ -272,15 +291,6 @@ peer_reconnect reconnect_to_peers(caf::actor_system& sys, const node_setup& setu
                                       setup.cluster.ps[static_cast<size_t>(shard)], within);
   };
   return out;
-}
-
-// SIGTERM (a preemption, Kubernetes' normal stop): the chief saves a
-// checkpoint and stops the cluster. Other tasks keep the default action and
-// die at once, which the others treat as a loss.
-volatile std::sig_atomic_t sigterm_received = 0;
-
-void on_sigterm(int) {
-  sigterm_received = 1;
 }
 
 // Until `chief` ends: tells it when SIGTERM arrives (a signal handler may not
@@ -405,27 +415,52 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
   return result.ok || result.preempted ? exit_ok : exit_failure;
 }
 
-// The bulk path carries tensors in the clear: never beside mutual TLS.
-bool uses_bulk_path(const node_setup& setup) {
-  return setup.runtime.bulk_path && !setup.tls;
+// The bulk path of this task: on unless cluster.bulk-path = false, under
+// the same mutual TLS as BASP when [openssl] is configured.
+struct bulk_path {
+  bool on = false;
+  std::shared_ptr<const bulk::tls_context> tls;
+};
+
+// Null (logged) when the TLS files do not load: check_tls read them already,
+// so only a file changed since can fail here.
+std::optional<bulk_path> bulk_path_of(const node_config& cfg, const node_setup& setup) {
+  bulk_path out{setup.runtime.bulk_path, nullptr};
+  if (!out.on || !setup.tls)
+    return out;
+  maybe_failure error;
+  out.tls = bulk::tls_context::make({cfg.openssl_certificate, cfg.openssl_key,
+                                     cfg.openssl_passphrase, cfg.openssl_cafile,
+                                     cfg.openssl_capath},
+                                    error);
+  if (!out.tls) {
+    spdlog::error("{}", error ? error->message : "bulk path TLS failed");
+    return std::nullopt;
+  }
+  return out;
 }
 
-// Where a worker opens the bulk path to each shard (none without one).
-std::vector<std::string> bulk_hosts(const node_setup& setup) {
-  std::vector<std::string> hosts;
-  if (uses_bulk_path(setup))
+// Where a worker (or the chief) opens the bulk path to each shard.
+bulk_peers bulk_peers_of(const node_setup& setup, const bulk_path& bulk) {
+  bulk_peers peers;
+  if (bulk.on) {
     for (auto& address : setup.cluster.ps)
-      hosts.push_back(address.host);
-  return hosts;
+      peers.shard_hosts.push_back(address.host);
+    peers.tls = bulk.tls;
+  }
+  return peers;
 }
 
-int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits) {
+int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
+           const bulk_path& bulk) {
   if (!address_is_free(setup, setup.cluster.ps[setup.task]))
     return exit_failure;
   ps_shard_config config{setup.task, setup.train.optimizer, setup.runtime.connect_timeout,
                          setup.runtime.recovery_timeout};
-  if (uses_bulk_path(setup))
+  if (bulk.on) {
     config.bulk_host = setup.cluster.ps[setup.task].host;
+    config.bulk_tls = bulk.tls;
+  }
   ps_shard_actor shard = sys.spawn(ps_shard, config); // published without its timer
   if (!publish(sys, setup, shard, setup.cluster.ps[setup.task])) {
     // kill: the shard's exit handler ignores anonymous exit messages
@@ -454,20 +489,31 @@ bool connect_shards(caf::actor_system& sys, const node_setup& setup,
   return true;
 }
 
-int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits) {
+int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
+              const bulk_path& bulk) {
   // Before it reaches any shard: a second start of the chief touches nothing.
   if (!address_is_free(setup, setup.cluster.chief[0]))
     return exit_failure;
   std::vector<ps_shard_actor> shards;
-  if (!connect_shards(sys, setup, shards))
-    return exit_failure;
+  if (!connect_shards(sys, setup, shards)) {
+    if (!sigterm_received)
+      return exit_failure;
+    // Preempted before anything started: nothing to save, nothing to stop.
+    training_result preempted;
+    preempted.preempted = true;
+    preempted.error = "stopped by SIGTERM while waiting for the ps tasks; nothing had started: "
+                      "start the job again";
+    spdlog::warn("chief: {}", preempted.error);
+    print_final(preempted);
+    return exit_ok;
+  }
   auto summary = announce_data(setup);
   auto test = std::make_shared<const dataset>(load_all(setup.data->evaluation()));
   training_result result;
   auto chief_handle = spawn_chief(
     sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.worker.size()), shards,
     test, [&result](const training_result& r) { result = r; }, spawn_mode::detached,
-    setup.restore_from, reconnect_to_peers(sys, setup), bulk_hosts(setup));
+    setup.restore_from, reconnect_to_peers(sys, setup), bulk_peers_of(setup, bulk));
   if (!publish(sys, setup, chief_handle, setup.cluster.chief[0])) {
     // Lost a race for the port: its shards refuse a second chief's init.
     caf::anon_send_exit(chief_handle, caf::exit_reason::user_shutdown);
@@ -550,7 +596,7 @@ int run_evaluator(const node_setup& setup) {
   }
 }
 
-int run_worker(caf::actor_system& sys, const node_setup& setup) {
+int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path& bulk) {
   auto chief_handle = connect_to<chief_actor>(sys, setup, "chief", setup.cluster.chief[0],
                                               setup.runtime.connect_timeout);
   if (!chief_handle) {
@@ -565,7 +611,8 @@ int run_worker(caf::actor_system& sys, const node_setup& setup) {
   // connection the worker opened (its ready request).
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
                         setup.train, setup.runtime, *chief_handle, shards, train,
-                        spawn_mode::detached, reconnect_to_peers(sys, setup), bulk_hosts(setup));
+                        spawn_mode::detached, reconnect_to_peers(sys, setup),
+                        bulk_peers_of(setup, bulk));
   return exit_code_of(wait_for(sys, w));
 }
 
@@ -640,12 +687,15 @@ int main(int argc, char** argv) {
     }
   }
   guard_frames(cfg, setup, limit_tensors_to_the_model(setup.train));
+  auto bulk = bulk_path_of(cfg, setup);
+  if (!bulk)
+    return exit_failure;
   try {
     caf::actor_system sys{cfg};
     int code = setup.whole_cluster            ? run_whole_cluster(sys, setup)
-               : setup.job == job_kind::ps    ? run_ps(sys, setup, limits)
-               : setup.job == job_kind::chief ? run_chief(sys, setup, limits)
-                                              : run_worker(sys, setup);
+               : setup.job == job_kind::ps    ? run_ps(sys, setup, limits, *bulk)
+               : setup.job == job_kind::chief ? run_chief(sys, setup, limits, *bulk)
+                                              : run_worker(sys, setup, *bulk);
     log_peak_memory();
     exit_if_shutdown_hangs(code);
     return code; // the actor system shuts down here

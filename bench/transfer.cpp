@@ -7,8 +7,10 @@
 // three times each, in turns, and their medians compared. Then the round trip of a pull of a
 // 64-byte tensor on each path beside a 64-byte raw TCP echo: median and p99
 // (P2: bulk median <= 1.5 x raw). With --tls it also moves the tensors
-// through a second shard over mutual TLS (CAF's openssl module, a throwaway
-// certificate made here) and prints TLS/BASP.
+// through a second shard under mutual TLS (a throwaway certificate made
+// here): on its bulk path, which workers of a TLS cluster use (issue 25:
+// TLS must not cost the fast path), and over BASP (CAF's openssl module);
+// it prints TLS bulk / plain bulk and TLS BASP / plain BASP.
 //   build/bin/troupe-bench-transfer [--rounds N] [--tls]
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -57,6 +59,11 @@ struct node_cfg : caf::actor_system_config {
     }
   }
 };
+
+// The throwaway identity as the bulk path's TLS files.
+bulk::tls_files bench_tls_files() {
+  return {tls_dir + "/node.pem", tls_dir + "/node.key", "", tls_dir + "/node.pem", ""};
+}
 
 // A self-signed P-256 certificate both processes present and trust.
 bool make_throwaway_identity(const std::string& dir) {
@@ -155,7 +162,13 @@ int listen_loopback(uint16_t& port) {
     ps_shard_actor tls_shard;
     uint16_t tls_port = 0;
     if (!tls_dir.empty()) {
-      tls_shard = sys.spawn(ps_shard, ps_shard_config{1, plain_sgd(1e-20)});
+      ps_shard_config secure{1, plain_sgd(1e-20)};
+      secure.bulk_host = "127.0.0.1";
+      maybe_failure error;
+      secure.bulk_tls = bulk::tls_context::make(bench_tls_files(), error);
+      if (!secure.bulk_tls)
+        ::_exit(1);
+      tls_shard = sys.spawn(ps_shard, secure);
       auto published = caf::openssl::publish(tls_shard, 0, "127.0.0.1", true);
       tls_port = published ? *published : uint16_t(0);
     }
@@ -177,6 +190,23 @@ int listen_loopback(uint16_t& port) {
 
 // The run the benchmark initialises the shard for.
 constexpr run_id bench_run = 1;
+
+// A bulk link to `shard` (under TLS with `tls`), or null (logged).
+std::unique_ptr<bulk_link> open_link(caf::scoped_actor& chief, const ps_shard_actor& shard,
+                                     const bulk::tls_context* tls) {
+  uint16_t bulk_port = 0;
+  uint64_t ticket = 0;
+  chief->request(shard, std::chrono::seconds(10), bulk_atom::value, bench_run, int32_t{0})
+    .receive([&](uint16_t port, uint64_t t) { bulk_port = port, ticket = t; },
+             [&](caf::error& e) { std::fprintf(stderr, "bulk: %s\n", describe(e).c_str()); });
+  maybe_failure error;
+  auto link = bulk_link::open("127.0.0.1", bulk_port, bench_run, ticket, "bench",
+                              clock_type::now() + std::chrono::seconds(10), error, tls);
+  if (!link)
+    std::fprintf(stderr, "transfer: no bulk path%s: %s\n", tls ? " under TLS" : "",
+                 error ? error->message.c_str() : "");
+  return link;
+}
 
 // Each push is a new global step: a shard applies a step once.
 int64_t next_step = 0;
@@ -369,39 +399,47 @@ int main(int argc, char** argv) {
     if (!initialise(chief, *shard, names, values)
         || (tls && !initialise(chief, *tls_shard, names, values)))
       return 1;
-    uint16_t bulk_port = 0;
-    uint64_t ticket = 0;
-    chief->request(*shard, std::chrono::seconds(10), bulk_atom::value, bench_run, int32_t{0})
-      .receive([&](uint16_t port, uint64_t t) { bulk_port = port, ticket = t; },
-               [&](caf::error& e) { std::fprintf(stderr, "bulk: %s\n", describe(e).c_str()); });
-    maybe_failure error;
-    auto link = bulk_link::open("127.0.0.1", bulk_port, bench_run, ticket, "bench",
-                                clock_type::now() + std::chrono::seconds(10), error);
-    if (!link) {
-      std::fprintf(stderr, "transfer: no bulk path: %s\n", error ? error->message.c_str() : "");
+    auto link = open_link(chief, *shard, nullptr);
+    if (!link)
       return 1;
+    std::shared_ptr<const bulk::tls_context> tls_ctx;
+    std::unique_ptr<bulk_link> tls_link;
+    if (tls) {
+      maybe_failure error;
+      tls_ctx = bulk::tls_context::make(bench_tls_files(), error);
+      tls_link = tls_ctx ? open_link(chief, *tls_shard, tls_ctx.get()) : nullptr;
+      if (!tls_link)
+        return 1;
     }
     std::printf("bench/transfer: pull+push of one tensor between two processes over 127.0.0.1\n");
     std::printf("%8s %7s %13s %10s %9s %10s %9s", "size", "rounds", "raw TCP MB/s", "bulk MB/s",
                 "bulk/raw", "BASP MB/s", "BASP/raw");
-    std::printf(tls ? " %10s %9s\n" : "\n", "TLS MB/s", "TLS/BASP");
+    if (tls)
+      std::printf(" %14s %14s %14s %14s\n", "TLS bulk MB/s", "TLS/plain bulk", "TLS BASP MB/s",
+                  "TLS/plain BASP");
+    else
+      std::printf("\n");
     for (size_t i = 0; i < 3; ++i) {
       int rounds = static_cast<int>(rounds_40mb * 40 / sizes_mb[i]);
       // Raw TCP and the bulk path take turns, three times each; the medians
       // are compared (the machine's noise hits both alike).
-      std::vector<double> raws, bulks;
+      std::vector<double> raws, bulks, tls_bulks;
       for (int turn = 0; turn < 3; ++turn) {
         raws.push_back(raw_mb_per_s(raw_fd, values[i].bytes(), rounds));
         bulks.push_back(bulk_mb_per_s(*link, names[i], values[i].size(), rounds));
+        if (tls)
+          tls_bulks.push_back(bulk_mb_per_s(*tls_link, names[i], values[i].size(), rounds));
       }
       std::sort(raws.begin(), raws.end());
       std::sort(bulks.begin(), bulks.end());
+      std::sort(tls_bulks.begin(), tls_bulks.end());
       double raw = raws.front() < 0 ? -1 : raws[1];
       double bulk = bulks.front() < 0 ? -1 : bulks[1];
+      double tls_bulk = !tls ? 0 : tls_bulks.front() < 0 ? -1 : tls_bulks[1];
       double basp = troupe_mb_per_s(sys, *shard, names[i], values[i].size(), rounds);
       double over_tls = tls ? troupe_mb_per_s(sys, *tls_shard, names[i], values[i].size(), rounds)
                             : 0;
-      if (basp < 0 || bulk < 0 || raw < 0 || over_tls < 0) {
+      if (basp < 0 || bulk < 0 || raw < 0 || over_tls < 0 || tls_bulk < 0) {
         std::fprintf(stderr, "transfer: a round failed at %zu MB\n", sizes_mb[i]);
         exit_code = 1;
         break;
@@ -409,7 +447,8 @@ int main(int argc, char** argv) {
       std::printf("%6zuMB %7d %13.0f %10.0f %9.2f %10.0f %9.2f", sizes_mb[i], rounds, raw, bulk,
                   bulk / raw, basp, basp / raw);
       if (tls)
-        std::printf(" %10.0f %9.2f\n", over_tls, over_tls / basp);
+        std::printf(" %14.0f %14.2f %14.0f %14.2f\n", tls_bulk, tls_bulk / bulk, over_tls,
+                    over_tls / basp);
       else
         std::printf("\n");
     }
@@ -429,6 +468,13 @@ int main(int argc, char** argv) {
       complete_all({link.get()}, clock_type::now() + std::chrono::seconds(10));
       small_values = std::move(link->values());
       return !link->error();
+    });
+    std::vector<tensor> tls_small_values;
+    auto tls_bulk_trips = !tls ? std::vector<double>{} : round_trips(trips, [&] {
+      tls_link->start_pull(bench_run, small_name, std::move(tls_small_values));
+      complete_all({tls_link.get()}, clock_type::now() + std::chrono::seconds(10));
+      tls_small_values = std::move(tls_link->values());
+      return !tls_link->error();
     });
     auto basp_trips = round_trips(trips, [&] {
       bool ok = false;
@@ -450,9 +496,12 @@ int main(int argc, char** argv) {
       };
       row("raw TCP", raw_trips);
       row("bulk", bulk_trips);
+      if (tls && !tls_bulk_trips.empty())
+        row("TLS bulk", tls_bulk_trips);
       row("BASP", basp_trips);
     }
     link.reset();
+    tls_link.reset();
     uint64_t zero = 0;
     write_all(raw_fd, &zero, sizeof(zero));
     ::close(raw_fd);

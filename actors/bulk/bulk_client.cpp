@@ -10,12 +10,16 @@ using namespace bulk;
 
 std::unique_ptr<bulk_link> bulk_link::open(const std::string& host, uint16_t port, uint64_t run,
                                            uint64_t ticket, const std::string& label,
-                                           deadline until, maybe_failure& error) {
+                                           deadline until, maybe_failure& error,
+                                           const tls_context* tls) {
   auto fd = connect_to(host, port, until, error);
   if (!fd)
     return nullptr;
+  auto ch = tls ? tls->connect(std::move(fd), until, error) : channel{std::move(fd)};
+  if (!ch)
+    return nullptr;
   std::unique_ptr<bulk_link> link{
-    new bulk_link(std::move(fd), frame_limits{max_wire_elements(), max_frame_bytes()})};
+    new bulk_link(std::move(ch), frame_limits{max_wire_elements(), max_frame_bytes()})};
   meta_writer meta;
   meta.u64(run).u64(ticket).text(label);
   link->begin(frame_kind::welcome, frame_writer{frame_kind::hello, 0, meta});
@@ -98,13 +102,24 @@ void bulk_link::finish() {
     fail({errc::invalid_request, "bulk frame: a malformed reply"});
 }
 
+short bulk_link::events() const noexcept {
+  short wanted = POLLIN;
+  if (!out_.done())
+    wanted |= POLLOUT;
+  if (ch_.encrypted()) // TLS may need the other direction to go on
+    wanted |= ch_.wanted(!out_.done());
+  return wanted;
+}
+
 bool bulk_link::progress(bool readable, bool writable) {
   if (done_)
     return true;
   maybe_failure error;
-  if (writable && !out_.done())
-    out_.send_some(fd_.get(), error);
-  if (!error && readable && in_.receive_some(fd_.get(), error)) {
+  readable = readable || ch_.has_buffered();
+  // Under TLS a write may wait for the socket to be readable: try on either.
+  if ((writable || (readable && ch_.encrypted())) && !out_.done())
+    out_.send_some(ch_, error);
+  if (!error && readable && in_.receive_some(ch_, error)) {
     finish();
     return true;
   }
@@ -129,10 +144,11 @@ void complete_all(const std::vector<bulk_link*>& links, deadline until, const th
       open.push_back(i);
   while (!open.empty()) {
     waiting.clear();
-    for (auto i : open)
-      waiting.push_back({links[i]->fd(),
-                         static_cast<short>(POLLIN | (links[i]->wants_to_write() ? POLLOUT : 0)),
-                         0});
+    bool buffered = false;
+    for (auto i : open) {
+      waiting.push_back({links[i]->fd(), links[i]->events(), 0});
+      buffered = buffered || links[i]->has_buffered();
+    }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       until - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
@@ -143,8 +159,9 @@ void complete_all(const std::vector<bulk_link*>& links, deadline until, const th
       return;
     }
     auto ready = ::poll(waiting.data(), waiting.size(),
-                        static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30)));
-    if (ready <= 0)
+                        buffered ? 0
+                                 : static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30)));
+    if (ready < 0 || (ready == 0 && !buffered))
       continue;
     size_t kept = 0;
     for (size_t k = 0; k < open.size(); ++k) {
@@ -160,13 +177,13 @@ void complete_all(const std::vector<bulk_link*>& links, deadline until, const th
 }
 
 maybe_failure read_once(std::vector<bulk_read>& reads, uint64_t run, const std::string& label,
-                        std::chrono::milliseconds within) {
+                        std::chrono::milliseconds within, const tls_context* tls) {
   auto until = std::chrono::steady_clock::now() + within;
   std::vector<std::unique_ptr<bulk_link>> links;
   std::vector<bulk_link*> started;
   for (auto& read : reads) {
     maybe_failure error;
-    auto link = bulk_link::open(read.host, read.port, run, read.ticket, label, until, error);
+    auto link = bulk_link::open(read.host, read.port, run, read.ticket, label, until, error, tls);
     if (!link)
       return error;
     link->start_pull(run, read.names, {});

@@ -1,7 +1,7 @@
 #pragma once
-// The worker side of the bulk path: one connection to one shard, opened
-// with the ticket the shard gave over BASP, carrying one pull or push at a
-// time. complete_all drives the exchanges of several shards at once (a
+// The worker side of the bulk path: one connection to one shard (plain, or
+// mutual TLS with the cluster's certificates), opened with the ticket the
+// shard gave over BASP, carrying one pull or push at a time. complete_all drives the exchanges of several shards at once (a
 // step's fan-out), each frame sent from the tensors' own storage and each
 // reply read into storage the caller lends. Free of CAF.
 #include <chrono>
@@ -21,11 +21,12 @@ using then_on_link = std::function<bool(size_t i)>;
 
 class bulk_link {
 public:
-  /// Connects to a shard's bulk port and shows its ticket; null with
-  /// `error` set when the shard is unreachable or refuses.
+  /// Connects to a shard's bulk port (under TLS with `tls`), shows its
+  /// ticket; null with `error` set when the shard is unreachable or refuses.
   static std::unique_ptr<bulk_link> open(const std::string& host, uint16_t port, uint64_t run,
                                          uint64_t ticket, const std::string& label,
-                                         bulk::deadline until, maybe_failure& error);
+                                         bulk::deadline until, maybe_failure& error,
+                                         const bulk::tls_context* tls = nullptr);
 
   /// A pull of `names`, read into `storage` (its tensors' memory is reused).
   void start_pull(uint64_t run, const std::vector<std::string>& names, std::vector<tensor> storage);
@@ -47,18 +48,21 @@ public:
   /// Sends what it can, reads what has come; true once the reply is in
   /// (or the exchange failed).
   bool progress(bool readable, bool writable);
-  bool wants_to_write() const noexcept { return !out_.done(); }
-  int fd() const noexcept { return fd_.get(); }
+  /// What to poll the link's socket for.
+  short events() const noexcept;
+  /// Bytes of a reply already decrypted: progress needs no poll first.
+  bool has_buffered() const noexcept { return ch_.has_buffered(); }
+  int fd() const noexcept { return ch_.fd(); }
 
 private:
   friend void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until,
                            const then_on_link& then);
-  bulk_link(bulk::socket_fd fd, bulk::frame_limits limits) : fd_(std::move(fd)), in_(limits) {}
+  bulk_link(bulk::channel ch, bulk::frame_limits limits) : ch_(std::move(ch)), in_(limits) {}
   void begin(bulk::frame_kind kind, bulk::frame_writer frame);
   void finish();
   void fail(failure why);
 
-  bulk::socket_fd fd_;
+  bulk::channel ch_;
   bulk::frame_reader in_;
   bulk::frame_writer out_;
   bulk::frame_kind expected_ = bulk::frame_kind::welcome;
@@ -68,6 +72,12 @@ private:
   maybe_failure error_;
   int64_t version_ = 0;
   int32_t shard_ = -1;
+};
+
+/// Where a task reaches the shards in other processes on the bulk path.
+struct bulk_peers {
+  std::vector<std::string> shard_hosts;         ///< each shard's host (empty: over BASP)
+  std::shared_ptr<const bulk::tls_context> tls; ///< mutual TLS (null: plain TCP)
 };
 
 /// One shard's part of a one-off read: where its bulk path is and what to pull.
@@ -84,7 +94,7 @@ struct bulk_read {
 /// and final read), which then costs a shard no copy and no message buffer.
 /// Blocks, at most `within`; the first failure for all.
 maybe_failure read_once(std::vector<bulk_read>& reads, uint64_t run, const std::string& label,
-                        std::chrono::milliseconds within);
+                        std::chrono::milliseconds within, const bulk::tls_context* tls = nullptr);
 
 /// Runs every started exchange to its reply, all at once, and what `then`
 /// starts after each; an exchange still open at the deadline fails (and its

@@ -10,6 +10,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/after.hpp>
 #include <caf/make_message.hpp>
 #include <caf/scoped_actor.hpp>
 #include <spdlog/spdlog.h>
@@ -84,7 +85,7 @@ bulk_server::~bulk_server() {
     acceptor_.join();
   std::lock_guard<std::mutex> guard{mutex_};
   for (auto& conn : connections_)
-    ::shutdown(conn.fd.get(), SHUT_RDWR);
+    ::shutdown(conn.socket, SHUT_RDWR);
   for (auto& conn : connections_)
     if (conn.thread.joinable())
       conn.thread.join();
@@ -113,11 +114,12 @@ void bulk_server::accept_loop() {
       continue;
     }
     auto& conn = connections_.emplace_back();
-    conn.fd = std::move(fd);
+    conn.socket = fd.get();
+    conn.accepted = std::move(fd);
     conn.peer = std::move(peer);
     conn.thread = std::thread([this, &conn] {
       serve(conn);
-      ::shutdown(conn.fd.get(), SHUT_RDWR);
+      ::shutdown(conn.socket, SHUT_RDWR);
       conn.finished = true;
     });
   }
@@ -156,11 +158,25 @@ std::optional<int32_t> bulk_server::redeem(uint64_t ticket) {
   return worker;
 }
 
-// The first frame must be a hello with a ticket the shard issued.
+// Under TLS the handshake first (a certificate of the cluster CA); then the
+// first frame must be a hello with a ticket the shard issued.
 bool bulk_server::welcome(connection& conn) {
-  // No tensor may come before the ticket is shown: nothing is allocated for a stranger.
-  frame_reader in{frame_limits{0, 0}};
-  if (auto err = receive_frame(conn.fd.get(), in, after(options_.hello_timeout))) {
+  auto until = after(options_.hello_timeout);
+  if (options_.tls) {
+    maybe_failure error;
+    conn.ch = options_.tls->accept(std::move(conn.accepted), until, error);
+    if (!conn.ch) {
+      spdlog::warn("ps:{}: refused a bulk connection from {}: {}", options_.shard, conn.peer,
+                   error ? error->message : "no TLS handshake");
+      return false;
+    }
+  } else {
+    conn.ch = channel{std::move(conn.accepted)};
+  }
+  // No tensor and no more than a hello's few fields may come before the
+  // ticket is shown: nothing is allocated for a stranger.
+  frame_reader in{frame_limits{0, 0, max_hello_meta_bytes}};
+  if (auto err = receive_frame(conn.ch, in, until)) {
     spdlog::warn("ps:{}: refused a bulk connection from {}: {}", options_.shard, conn.peer,
                  err->message);
     return false;
@@ -183,7 +199,7 @@ bool bulk_server::welcome(connection& conn) {
     auto out = refusal(in.header().request,
                        {errc::unauthorized, "ps:" + std::to_string(options_.shard)
                                               + " refused the bulk connection: " + why});
-    send_frame(conn.fd.get(), out, after(options_.hello_timeout));
+    send_frame(conn.ch, out, after(options_.hello_timeout));
     return false;
   }
   conn.worker = *worker;
@@ -192,7 +208,7 @@ bool bulk_server::welcome(connection& conn) {
   meta_writer meta;
   meta.i32(options_.shard);
   frame_writer out{frame_kind::welcome, in.header().request, meta};
-  return !send_frame(conn.fd.get(), out, after(options_.request_timeout));
+  return !send_frame(conn.ch, out, after(options_.request_timeout));
 }
 
 void bulk_server::serve(connection& conn) {
@@ -205,11 +221,11 @@ void bulk_server::serve(connection& conn) {
     in.next();
     // Idle between requests: wake each second to notice a stop.
     maybe_failure idle;
-    while (!stopping_ && !wait_for(conn.fd.get(), false, after(std::chrono::seconds(1)), idle))
+    while (!stopping_ && !wait_for(conn.ch, false, after(std::chrono::seconds(1)), idle))
       idle.reset();
     if (stopping_)
       return;
-    if (auto err = receive_frame(conn.fd.get(), in, after(options_.request_timeout))) {
+    if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
       if (err->code != errc::training_stopped)
         spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
                      err->message);
@@ -232,7 +248,7 @@ std::unique_lock<std::mutex> bulk_server::take_turn(connection& conn, std::mutex
   if (!conn.shares_link) {
     conn.shares_link = true;
     for (int option : {SO_SNDBUF, SO_RCVBUF})
-      ::setsockopt(conn.fd.get(), SOL_SOCKET, option, &options_.shared_link_buffer,
+      ::setsockopt(conn.socket, SOL_SOCKET, option, &options_.shared_link_buffer,
                    sizeof(options_.shared_link_buffer));
   }
   turn.lock();
@@ -291,7 +307,7 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_ac
                                   : "to worker:" + std::to_string(conn.worker));
     spdlog::warn("{} (from {})", why, conn.peer);
     in.skip_data(); // read, not stored: the sender reads the refusal
-    if (receive_frame(conn.fd.get(), in, after(options_.request_timeout)))
+    if (receive_frame(conn.ch, in, after(options_.request_timeout)))
       return false;
     return reply(conn, refusal(request, {errc::unauthorized, why}));
   }
@@ -302,7 +318,7 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_ac
   auto turn = take_turn(conn, inbound_);
   in.lend(std::move(push_storage_));
   in.read_data();
-  if (auto err = receive_frame(conn.fd.get(), in, until)) {
+  if (auto err = receive_frame(conn.ch, in, until)) {
     spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
                  err->message);
     return false;
@@ -311,19 +327,27 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_ac
   // of it, the gradients' storage serves the next push unzeroed.
   auto msg = caf::make_message(push_atom::value, run, worker, step, proof, std::move(names),
                                std::move(in.tensors()));
+  // Sent, not requested: the shard's answer comes back as an ordinary
+  // message, and the wait is the mailbox's own. A request with a timeout
+  // would leave a timer per push that CAF never cancels for a blocking
+  // actor: each fired timeout stayed in this long-lived actor's mailbox, and
+  // every receive scanned them all (a ps spent 80% of its time there after
+  // a minute of training). One push is outstanding per connection; after a
+  // missing answer the connection closes, so a late one matches nothing.
   std::optional<frame_writer> out;
-  self->request(shard, options_.request_timeout, msg)
-    .receive(
-      [&](int64_t version) {
-        meta_writer meta;
-        meta.i64(version);
-        out.emplace(frame_kind::push_reply, request, meta);
-      },
-      [&](caf::error& err) {
-        failure refused;
-        if (as_failure(err, refused))
-          out = refusal(request, refused);
-      });
+  self->send(shard, msg);
+  self->receive(
+    [&](int64_t version) {
+      meta_writer meta;
+      meta.i64(version);
+      out.emplace(frame_kind::push_reply, request, meta);
+    },
+    [&](caf::error& err) {
+      failure refused;
+      if (as_failure(err, refused))
+        out = refusal(request, refused);
+    },
+    caf::after(options_.request_timeout) >> [] {});
   if (!msg.shared())
     push_storage_ = std::move(msg.get_mutable_as<std::vector<tensor>>(6));
   turn.unlock(); // the reply is small: no turn needed
@@ -332,7 +356,7 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_ac
 }
 
 bool bulk_server::reply(connection& conn, frame_writer out) {
-  return !send_frame(conn.fd.get(), out, after(options_.request_timeout));
+  return !send_frame(conn.ch, out, after(options_.request_timeout));
 }
 
 bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& self) {

@@ -45,6 +45,9 @@ struct bulk_server_options {
   /// wait for its turn: small enough that what waits does not move beside
   /// the transfer under way, large enough for a LAN's bandwidth-delay product.
   int shared_link_buffer = 128 * 1024;
+  /// Mutual TLS with the cluster's certificates (null: plain TCP): every
+  /// connection's handshake must show a certificate of the cluster CA.
+  std::shared_ptr<const bulk::tls_context> tls;
 };
 
 class bulk_server {
@@ -64,7 +67,9 @@ public:
 
 private:
   struct connection {
-    bulk::socket_fd fd;
+    bulk::socket_fd accepted; // until the connection's thread makes it a channel
+    bulk::channel ch;
+    int socket = -1; // the descriptor, for shutdown from the server's thread
     std::string peer;
     std::thread thread;
     std::atomic<bool> finished{false};

@@ -1,9 +1,6 @@
 #include "actors/bulk/frame.hpp"
 
 #include <algorithm>
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <cstring>
 
 namespace troupe::bulk {
@@ -12,30 +9,6 @@ namespace {
 
 failure malformed(std::string what) {
   return {errc::invalid_request, "bulk frame: " + std::move(what)};
-}
-
-failure socket_error(const char* what) {
-  return {errc::training_stopped,
-          std::string("bulk connection: ") + what + ": " + std::strerror(errno)};
-}
-
-// recv without blocking: >0 bytes, 0 would block, -1 closed or failed.
-ssize_t receive(int fd, void* into, size_t n, maybe_failure& error) {
-  for (;;) {
-    auto got = ::recv(fd, into, n, 0);
-    if (got > 0)
-      return got;
-    if (got == 0) {
-      error = failure{errc::training_stopped, "bulk connection: closed by the peer"};
-      return -1;
-    }
-    if (errno == EINTR)
-      continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK)
-      return 0;
-    error = socket_error("receive failed");
-    return -1;
-  }
 }
 
 } // namespace
@@ -52,9 +25,10 @@ maybe_failure check_header(const frame_header& head, const frame_limits& limits)
     return malformed("unknown kind " + std::to_string(head.kind));
   if (head.reserved != 0)
     return malformed("reserved header field is " + std::to_string(head.reserved) + ", not 0");
-  if (head.meta_bytes > max_meta_bytes)
+  if (head.meta_bytes > std::min(max_meta_bytes, limits.max_meta))
     return malformed("meta section of " + std::to_string(head.meta_bytes)
-                     + " bytes exceeds the limit of " + std::to_string(max_meta_bytes));
+                     + " bytes exceeds the limit of "
+                     + std::to_string(std::min(max_meta_bytes, limits.max_meta)));
   if (head.data_bytes > limits.max_data_bytes)
     return malformed("data of " + std::to_string(head.data_bytes) + " bytes exceeds the limit of "
                      + std::to_string(limits.max_data_bytes)
@@ -247,7 +221,7 @@ frame_writer::frame_writer(frame_kind kind, uint64_t request, const meta_writer&
       chunks_.push_back({const_cast<float*>(t->data()), t->bytes()});
 }
 
-bool frame_writer::send_some(int fd, maybe_failure& error) {
+bool frame_writer::send_some(channel& ch, maybe_failure& error) {
   // The header's chunk points into head_: set here, so that a writer copied
   // or moved (a short string's buffer moves with it) sends its own.
   if (!chunks_.empty())
@@ -260,18 +234,9 @@ bool frame_writer::send_some(int fd, maybe_failure& error) {
       pending[n] = chunks_[i];
     pending[0].iov_base = static_cast<char*>(pending[0].iov_base) + offset_;
     pending[0].iov_len -= offset_;
-    msghdr msg{};
-    msg.msg_iov = pending;
-    msg.msg_iovlen = n;
-    auto sent = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (sent < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
-        return false;
-      error = socket_error("send failed");
+    auto sent = ch.write_some(pending, n, error);
+    if (sent <= 0)
       return false;
-    }
     auto left = static_cast<size_t>(sent);
     while (next_ < chunks_.size() && left >= chunks_[next_].iov_len - offset_) {
       left -= chunks_[next_].iov_len - offset_;
@@ -280,7 +245,8 @@ bool frame_writer::send_some(int fd, maybe_failure& error) {
     }
     offset_ += left;
   }
-  return true;
+  unflushed_ = !ch.flush(error);
+  return !unflushed_;
 }
 
 // -- frame_reader -----------------------------------------------------------
@@ -298,7 +264,7 @@ void frame_reader::next() {
 maybe_failure frame_reader::on_header() {
   if (auto err = check_header(head_, limits_))
     return err;
-  meta_.resize(head_.meta_bytes);
+  meta_.clear(); // filled as its bytes arrive: a header alone allocates nothing
   return std::nullopt;
 }
 
@@ -326,11 +292,12 @@ void frame_reader::skip_data() {
   got_ = 0;
 }
 
-bool frame_reader::receive_some(int fd, maybe_failure& error) {
+bool frame_reader::receive_some(channel& ch, maybe_failure& error) {
   for (;;) {
     switch (phase_) {
       case phase::header: {
-        auto got = receive(fd, reinterpret_cast<char*>(&head_) + got_, sizeof(head_) - got_, error);
+        auto got = ch.read_some(reinterpret_cast<char*>(&head_) + got_, sizeof(head_) - got_,
+                                error);
         if (got <= 0)
           return false;
         got_ += static_cast<size_t>(got);
@@ -343,11 +310,13 @@ bool frame_reader::receive_some(int fd, maybe_failure& error) {
         break;
       }
       case phase::meta: {
-        if (got_ < meta_.size()) {
-          auto got = receive(fd, meta_.data() + got_, meta_.size() - got_, error);
+        if (meta_.size() < head_.meta_bytes) {
+          char chunk[16384];
+          auto want = std::min<size_t>(sizeof(chunk), head_.meta_bytes - meta_.size());
+          auto got = ch.read_some(chunk, want, error);
           if (got <= 0)
             return false;
-          got_ += static_cast<size_t>(got);
+          meta_.append(chunk, static_cast<size_t>(got));
           continue;
         }
         if ((error = on_meta()))
@@ -371,7 +340,7 @@ bool frame_reader::receive_some(int fd, maybe_failure& error) {
           return true;
         }
         auto& t = tensors_[tensor_];
-        auto got = receive(fd, reinterpret_cast<char*>(t.data()) + got_, t.bytes() - got_, error);
+        auto got = ch.read_some(reinterpret_cast<char*>(t.data()) + got_, t.bytes() - got_, error);
         if (got <= 0)
           return false;
         got_ += static_cast<size_t>(got);
@@ -384,7 +353,7 @@ bool frame_reader::receive_some(int fd, maybe_failure& error) {
         }
         char scratch[1 << 16];
         auto want = std::min<uint64_t>(sizeof(scratch), head_.data_bytes - got_);
-        auto got = receive(fd, scratch, static_cast<size_t>(want), error);
+        auto got = ch.read_some(scratch, static_cast<size_t>(want), error);
         if (got <= 0)
           return false;
         got_ += static_cast<size_t>(got);

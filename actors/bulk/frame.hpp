@@ -14,6 +14,7 @@
 
 #include <sys/uio.h>
 
+#include "actors/bulk/channel.hpp"
 #include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
 
@@ -50,11 +51,16 @@ struct frame_header {
 static_assert(sizeof(frame_header) == 32, "the header is 32 bytes on the wire");
 
 /// What a reader accepts: each tensor at most max_elements, all of a
-/// frame's floats at most max_data_bytes.
+/// frame's floats at most max_data_bytes, its meta section at most
+/// max_meta (a hello's, before any ticket is shown: a few fields).
 struct frame_limits {
   size_t max_elements = size_t{1} << 28;
   uint64_t max_data_bytes = uint64_t{1} << 32;
+  uint32_t max_meta = max_meta_bytes;
 };
+
+/// The meta section a hello may have: run, ticket and a short label.
+constexpr uint32_t max_hello_meta_bytes = 4096;
 
 /// A header's fields against the limits, before anything else is read.
 maybe_failure check_header(const frame_header& head, const frame_limits& limits);
@@ -119,16 +125,18 @@ public:
     : frame_writer(kind, request, meta, refs_of(tensors)) {}
   frame_writer(frame_kind kind, uint64_t request, const meta_writer& meta,
                const tensor_refs& tensors);
-  /// Sends what the socket takes without blocking (MSG_NOSIGNAL): true once
-  /// all is sent; a failure on a socket error.
-  bool send_some(int fd, maybe_failure& error);
-  bool done() const noexcept { return next_ == chunks_.size(); }
+  /// Sends what the channel takes without blocking: true once all is sent;
+  /// a failure on a socket or TLS error.
+  bool send_some(channel& ch, maybe_failure& error);
+  /// Every byte taken by the channel and sent on (TLS may hold some).
+  bool done() const noexcept { return next_ == chunks_.size() && !unflushed_; }
 
 private:
   std::string head_;
   std::vector<iovec> chunks_;
-  size_t next_ = 0;   // first chunk not fully sent
-  size_t offset_ = 0; // bytes of it already sent
+  size_t next_ = 0;        // first chunk not fully sent
+  size_t offset_ = 0;      // bytes of it already sent
+  bool unflushed_ = false; // all taken, some still in the channel
 };
 
 /// Reads one frame at a time from a non-blocking socket: the header (checked
@@ -137,11 +145,11 @@ private:
 class frame_reader {
 public:
   explicit frame_reader(frame_limits limits) : limits_(limits) {}
-  /// Reads what the socket has. True once a whole frame is in (or, when
+  /// Reads what the channel has. True once a whole frame is in (or, when
   /// pausing before data, its header and meta section); false with `error`
   /// empty when more is to come, set on a bad frame or a socket error (a
   /// closed connection included).
-  bool receive_some(int fd, maybe_failure& error);
+  bool receive_some(channel& ch, maybe_failure& error);
   /// From the next frame on: stop once header and meta are in, before
   /// anything is allocated for the data (a server first takes its turn);
   /// read_data() goes on.

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -36,26 +37,6 @@ bool resolve(const std::string& host, uint16_t port, sockaddr_storage& out, sock
 }
 
 } // namespace
-
-socket_fd& socket_fd::operator=(socket_fd&& other) noexcept {
-  if (this != &other) {
-    reset();
-    fd_ = other.release();
-  }
-  return *this;
-}
-
-int socket_fd::release() noexcept {
-  int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-void socket_fd::reset() noexcept {
-  if (fd_ >= 0)
-    ::close(fd_);
-  fd_ = -1;
-}
 
 void prepare(int fd) {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -105,8 +86,15 @@ socket_fd connect_to(const std::string& host, uint16_t port, deadline until, may
                       + std::strerror(errno));
       return {};
     }
-    if (!wait_for(fd.get(), true, until, error))
+    pollfd p{fd.get(), POLLOUT, 0};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - std::chrono::steady_clock::now());
+    if (left.count() <= 0
+        || ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30))) <= 0) {
+      error = stopped("cannot connect to " + host + ":" + std::to_string(port)
+                      + " before the deadline");
       return {};
+    }
     int status = 0;
     socklen_t size = sizeof(status);
     ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &status, &size);
@@ -119,7 +107,9 @@ socket_fd connect_to(const std::string& host, uint16_t port, deadline until, may
   return fd;
 }
 
-bool wait_for(int fd, bool writable, deadline until, maybe_failure& error) {
+bool wait_for(const channel& ch, bool writable, deadline until, maybe_failure& error) {
+  if (!writable && ch.has_buffered())
+    return true;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       until - std::chrono::steady_clock::now());
@@ -127,7 +117,7 @@ bool wait_for(int fd, bool writable, deadline until, maybe_failure& error) {
       error = stopped("no progress before the deadline");
       return false;
     }
-    pollfd p{fd, static_cast<short>(writable ? POLLOUT : POLLIN), 0};
+    pollfd p{ch.fd(), ch.wanted(writable), 0};
     auto ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30)));
     if (ready > 0)
       return true;
@@ -138,19 +128,19 @@ bool wait_for(int fd, bool writable, deadline until, maybe_failure& error) {
   }
 }
 
-maybe_failure send_frame(int fd, frame_writer& frame, deadline until) {
+maybe_failure send_frame(channel& ch, frame_writer& frame, deadline until) {
   maybe_failure error;
-  while (!frame.send_some(fd, error)) {
-    if (error || !wait_for(fd, true, until, error))
+  while (!frame.send_some(ch, error)) {
+    if (error || !wait_for(ch, true, until, error))
       return error;
   }
   return std::nullopt;
 }
 
-maybe_failure receive_frame(int fd, frame_reader& frame, deadline until) {
+maybe_failure receive_frame(channel& ch, frame_reader& frame, deadline until) {
   maybe_failure error;
-  while (!frame.receive_some(fd, error)) {
-    if (error || !wait_for(fd, false, until, error))
+  while (!frame.receive_some(ch, error)) {
+    if (error || !wait_for(ch, false, until, error))
       return error;
   }
   return std::nullopt;

@@ -16,6 +16,7 @@
 
 #include <caf/actor_addr.hpp>
 
+#include "actors/bulk/bulk_client.hpp"
 #include "actors/chief/checkpoint_schedule.hpp"
 #include "actors/chief/evaluator.hpp"
 #include "actors/chief/grant_desk.hpp"
@@ -52,9 +53,9 @@ struct chief_links {
   std::shared_ptr<const checkpoint_reader> restore_from;
   /// Reaching a lost shard again (troupe-node; empty: a lost shard ends the run).
   peer_reconnect reconnect;
-  /// Each shard's host, for reading values on the bulk path from shards in
-  /// other processes (troupe-node sets it without TLS); empty: over BASP.
-  std::vector<std::string> shard_hosts;
+  /// Each shard's host (and the TLS to use), for reading values on the bulk
+  /// path from shards in other processes (troupe-node); empty: over BASP.
+  bulk_peers bulk;
 };
 
 struct chief_state {
@@ -117,6 +118,9 @@ struct chief_state {
   };
   std::optional<shard_recovery> recovering;
   bool replan_workers = false; // after the restore: send every live worker the new plan
+  // Restored at or past last_step: nothing to train, but every worker is
+  // told to stop as it connects (its task then exits 0, not after a timeout).
+  bool nothing_to_train = false;
   // shutdown: quit once every shard has gone down after the stop (or at the next tick)
   size_t shards_down = 0;
   caf::error exit_reason;

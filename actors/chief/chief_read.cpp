@@ -58,7 +58,7 @@ void read_over_basp(self_ptr self, std::shared_ptr<value_read> read,
 bool over_bulk(self_ptr self, int32_t shard) {
   auto& st = self->state;
   auto s = static_cast<size_t>(shard);
-  return st.links.shard_hosts.size() == st.links.shards.size()
+  return st.links.bulk.shard_hosts.size() == st.links.shards.size()
          && st.links.shards[s].node() != self->node();
 }
 
@@ -85,11 +85,12 @@ void read_over_bulk(self_ptr self, std::shared_ptr<value_read> read,
     auto& st = self->state;
     auto within = st.config.runtime.request_timeout;
     auto run = st.run;
+    auto tls = st.links.bulk.tls;
     auto reader = self->spawn<caf::detached>(
-      [reads, run, within](caf::event_based_actor* me) -> caf::behavior {
-        return {[me, reads, run, within](caf::get_atom) -> caf::result<caf::ok_atom> {
+      [reads, run, within, tls](caf::event_based_actor* me) -> caf::behavior {
+        return {[me, reads, run, within, tls](caf::get_atom) -> caf::result<caf::ok_atom> {
           me->quit();
-          if (auto err = read_once(*reads, run, "chief", within))
+          if (auto err = read_once(*reads, run, "chief", within, tls.get()))
             return make_error(*err);
           return caf::ok_atom::value;
         }};
@@ -109,7 +110,7 @@ void read_over_bulk(self_ptr self, std::shared_ptr<value_read> read,
       .then(
         [self, reads, i, part = parts[i], asked](uint16_t port, uint64_t ticket) {
           auto& r = (*reads)[i];
-          r.host = self->state.links.shard_hosts[static_cast<size_t>(part.shard)];
+          r.host = self->state.links.bulk.shard_hosts[static_cast<size_t>(part.shard)];
           r.port = port;
           r.ticket = ticket;
           r.names = part.names;

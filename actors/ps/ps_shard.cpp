@@ -266,6 +266,7 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
   if (!config.bulk_host.empty()) {
     bulk_server_options options;
     options.host = config.bulk_host;
+    options.tls = config.bulk_tls;
     options.shard = config.index;
     maybe_failure error;
     st.bulk = std::make_unique<bulk_server>(self->system(), self->address(), *st.store, st.traffic,
@@ -275,7 +276,8 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
                    st.label, error->message);
       st.bulk.reset();
     } else {
-      spdlog::info("{}: bulk path on {}:{}", st.label, config.bulk_host, st.bulk->port());
+      spdlog::info("{}: bulk path on {}:{}{}", st.label, config.bulk_host, st.bulk->port(),
+                   config.bulk_tls ? " (mutual TLS)" : "");
     }
   }
   self->set_down_handler([self](const caf::down_msg& msg) {

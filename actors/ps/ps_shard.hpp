@@ -35,8 +35,10 @@ struct ps_shard_config {
   /// this long for a new chief, whose init replaces it (cluster.recovery-timeout).
   std::chrono::milliseconds recovery_timeout{0};
   /// Where to listen for the bulk path (the shard's own address); empty: no
-  /// bulk path, peers pull and push over BASP (in process, or under TLS).
+  /// bulk path, peers pull and push over BASP (in process).
   std::string bulk_host{};
+  /// Mutual TLS on the bulk path (null: plain TCP).
+  std::shared_ptr<const bulk::tls_context> bulk_tls{};
 };
 
 struct ps_shard_state {

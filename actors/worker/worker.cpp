@@ -415,7 +415,7 @@ void open_bulk_links(self_ptr self) {
   st.bulk.resize(st.links.shards.size());
   st.bulk_pushes.resize(st.links.shards.size());
   std::vector<size_t> remote;
-  if (st.links.shard_hosts.size() == st.links.shards.size())
+  if (st.links.bulk.shard_hosts.size() == st.links.shards.size())
     for (size_t s = 0; s < st.links.shards.size(); ++s)
       if (st.links.shards[s].node() != self->node())
         remote.push_back(s);
@@ -433,9 +433,9 @@ void open_bulk_links(self_ptr self) {
             maybe_failure error;
             auto within = std::min<std::chrono::milliseconds>(st.config.request_timeout,
                                                               std::chrono::seconds(10));
-            st.bulk[s] = bulk_link::open(st.links.shard_hosts[s], port, st.report.run, ticket,
-                                         st.label, std::chrono::steady_clock::now() + within,
-                                         error);
+            st.bulk[s] = bulk_link::open(st.links.bulk.shard_hosts[s], port, st.report.run, ticket,
+                                         st.label, std::chrono::steady_clock::now() + within, error,
+                                         st.links.bulk.tls.get());
             if (error)
               spdlog::warn("{}: no bulk path to ps:{} ({}); pulling and pushing over the "
                            "control connection",

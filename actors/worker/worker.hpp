@@ -49,10 +49,10 @@ struct worker_config {
   /// long as the slowest worker (or a lost worker's restart).
   std::chrono::milliseconds step_timeout{150000};
   bool shuffle = true;
-  size_t shuffle_buffer = 10000; ///< examples (data.shuffle-buffer)
-  size_t prefetch = 4;           ///< batches read ahead (data.prefetch)
-  double clip_norm = 0;          ///< > 0: clip gradients to this global norm before pushing
-  bool pull_ahead = false;       ///< train.pull-ahead: push s, then pull s+2, while s+1 computes
+  size_t shuffle_buffer = 0; ///< examples (data.shuffle-buffer; 0: automatic)
+  size_t prefetch = 4;       ///< batches read ahead (data.prefetch)
+  double clip_norm = 0;      ///< > 0: clip gradients to this global norm before pushing
+  bool pull_ahead = false;   ///< train.pull-ahead: push s, then pull s+2, while s+1 computes
   /// How long to wait for a lost shard or chief to come back (used only when
   /// the links can reconnect).
   std::chrono::milliseconds recovery_timeout{120000};
@@ -67,9 +67,9 @@ struct worker_links {
   /// Reaching a peer again after it was lost (troupe-node sets both; empty:
   /// a lost peer ends the worker). They block: the worker is detached.
   peer_reconnect reconnect;
-  /// Each shard's host, for the bulk path to shards in other processes
-  /// (troupe-node sets it without TLS); empty: pulls and pushes go over BASP.
-  std::vector<std::string> shard_hosts;
+  /// Each shard's host (and the TLS to use), for the bulk path to shards in
+  /// other processes (troupe-node); empty: pulls and pushes go over BASP.
+  bulk_peers bulk;
 };
 
 struct worker_state {

@@ -22,21 +22,21 @@ bool read_one(const uint8_t* data, size_t size, frame_reader& reader) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0)
     std::abort();
-  socket_fd a{fds[0]}, b{fds[1]};
-  prepare(b.get());
+  channel a{socket_fd{fds[0]}}, b{socket_fd{fds[1]}};
+  prepare(b.fd());
   int buffer = 1 << 20;
-  ::setsockopt(a.get(), SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
-  if (size > 0 && ::send(a.get(), data, size, 0) != static_cast<ssize_t>(size))
+  ::setsockopt(a.fd(), SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+  if (size > 0 && ::send(a.fd(), data, size, 0) != static_cast<ssize_t>(size))
     return false; // more than a socket holds: not an input worth fuzzing
-  a.reset();
+  a = channel{};
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   reader.pause_before_data(size % 2 == 1);
-  if (receive_frame(b.get(), reader, until))
+  if (receive_frame(b, reader, until))
     return false;
   if (!reader.paused())
     return true;
   reader.read_data();
-  return !receive_frame(b.get(), reader, until);
+  return !receive_frame(b, reader, until);
 }
 
 } // namespace
@@ -76,17 +76,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0)
     std::abort();
-  socket_fd a{fds[0]}, b{fds[1]};
-  prepare(a.get());
-  prepare(b.get());
+  channel a{socket_fd{fds[0]}}, b{socket_fd{fds[1]}};
+  prepare(a.fd());
+  prepare(b.fd());
   frame_reader second{limits};
   maybe_failure error;
   bool received = false;
   for (int turns = 0; !received && !error && turns < 100000; ++turns) {
     if (!writer.done())
-      writer.send_some(a.get(), error);
+      writer.send_some(a, error);
     if (!error)
-      received = second.receive_some(b.get(), error);
+      received = second.receive_some(b, error);
   }
   if (!received)
     std::abort(); // an accepted frame must write and read again

@@ -19,7 +19,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 sed -e 's/7800/8860/; s/7801/8861/; s/7901/8960/; s/7902/8961/' \
-    -e 's/^last-step = .*/last-step = 40000/' -e 's/^log-interval = .*/log-interval = 500/' \
+    -e "s/^last-step = .*/last-step = 40000/" -e 's/^log-interval = .*/log-interval = 500/' \
     "$root/config/examples/local-sync-1ps-2workers.conf" >"$tmp/c.conf"
 start() { # name job index
   "$bin" --config-file="$tmp/c.conf" --job_name="$2" --task_index="$3" >"$tmp/$1.log" 2>&1 &

@@ -17,7 +17,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 sed -e 's/7200/8820/; s/7201/8821/; s/7301/8920/; s/7302/8921/' \
-    -e 's/^last-step = .*/last-step = 60000/' -e 's/^log-interval = .*/log-interval = 1000/' \
+    -e "s/^last-step = .*/last-step = 150000/" -e 's/^log-interval = .*/log-interval = 1000/' \
     "$root/config/examples/local-1ps-2workers.conf" >"$tmp/plain.conf"
 cp "$tmp/plain.conf" "$tmp/tls.conf"
 # The strangers give up after 5 s, long before the run ends.
@@ -34,6 +34,16 @@ peak_mib() { awk '/VmHWM/ { print int($2 / 1024) }' "/proc/$1/status"; }
 start ps tls ps 0; start chief tls chief 0; start w0 tls worker 0; start w1 tls worker 1
 expect "the cluster trains over mutual TLS" wait_for_line "$tmp/chief.log" "global_step=1000/" 60
 expect "  and says so" grep -q "listening on 127.0.0.1:8821 (mutual TLS)" "$tmp/ps.log"
+# Issue 25: tensors travel on the bulk path under the same TLS, not over BASP.
+bulk_port=$(sed -n 's/.*ps:0: bulk path on 127.0.0.1:\([0-9]*\) (mutual TLS)$/\1/p' "$tmp/ps.log")
+expect "the ps serves the bulk path under mutual TLS (port ${bulk_port:-none})" test -n "$bulk_port"
+expect "  and no worker fell back to BASP" bash -c "! grep -q 'no bulk path' '$tmp/w0.log' '$tmp/w1.log'"
+# A stranger on the bulk port without a certificate: the handshake refuses it.
+(exec 3<>/dev/tcp/127.0.0.1/"${bulk_port:-1}" && { printf 'TRPB'; head -c 60 /dev/zero; } >&3; sleep 0.5
+ exec 3>&-) 2>/dev/null
+wait_for_line "$tmp/ps.log" "refused a bulk connection from 127.0.0.1:[0-9]*: .*TLS handshake failed" 10
+expect "  a plain connection to it fails the TLS handshake, logged with its address" \
+  grep -q "refused a bulk connection from 127.0.0.1:[0-9]*: .*TLS handshake failed" "$tmp/ps.log"
 ps_before=$(peak_mib "$pid_ps"); chief_before=$(peak_mib "$pid_chief")
 
 # Garbage, and a BASP header claiming a 3 GiB payload: over plain TCP CAF 0.17
@@ -72,9 +82,9 @@ if [ -n "$client" ]; then
     grep -q "^chief: @config_value with bad variant index: closed" "$tmp/sweep-chief.log"
 fi
 expect "  and the run was still going meanwhile" kill -0 "$pid_chief"
-wait_exit "$pid_chief" 240
+wait_exit "$pid_chief" 500
 expect "the run's chief exits 0 (got $rc)" test "$rc" = 0
-expect "  its final line says ok with every step" grep -q '"ok":true.*"global_step":60000' "$tmp/chief.log"
+expect "  its final line says ok with every step" grep -q '"ok":true.*"global_step":150000' "$tmp/chief.log"
 for t in ps w0 w1; do eval "p=\$pid_$t"; wait_exit "$p" 60
   expect "$t exits 0 (got $rc)" test "$rc" = 0; done
 # A certificate that does not match its key, or from another CA, is a

@@ -17,14 +17,14 @@ using namespace troupe::bulk;
 namespace {
 
 struct socket_pair {
-  socket_fd a, b;
+  channel a, b;
   socket_pair() {
     int fds[2];
     BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
-    a = socket_fd{fds[0]};
-    b = socket_fd{fds[1]};
-    prepare(a.get());
-    prepare(b.get());
+    a = channel{socket_fd{fds[0]}};
+    b = channel{socket_fd{fds[1]}};
+    prepare(a.fd());
+    prepare(b.fd());
   }
 };
 
@@ -41,11 +41,11 @@ tensor from_bits(std::vector<uint32_t> bits, shape_t shape) {
 // Raw bytes on the socket, then what a reader makes of them.
 maybe_failure read_raw(const std::string& bytes, frame_limits limits = {}) {
   socket_pair p;
-  BOOST_REQUIRE(::send(p.a.get(), bytes.data(), bytes.size(), 0)
+  BOOST_REQUIRE(::send(p.a.fd(), bytes.data(), bytes.size(), 0)
                 == static_cast<ssize_t>(bytes.size()));
-  p.a.reset(); // what is not there will not come
+  p.a = channel{}; // what is not there will not come
   frame_reader reader{limits};
-  return receive_frame(p.b.get(), reader, soon());
+  return receive_frame(p.b, reader, soon());
 }
 
 std::string header_bytes(frame_header head) {
@@ -166,9 +166,9 @@ BOOST_AUTO_TEST_CASE(frames_round_trip_bit_exact_into_lent_storage) {
     auto until = soon();
     while (!received && !error && std::chrono::steady_clock::now() < until) {
       if (!writer.done())
-        writer.send_some(p.a.get(), error);
+        writer.send_some(p.a, error);
       if (!error)
-        received = reader.receive_some(p.b.get(), error);
+        received = reader.receive_some(p.b, error);
     }
     BOOST_REQUIRE_MESSAGE(received, (error ? error->message : "no frame"));
     BOOST_TEST(reader.header().request == 9u + static_cast<uint64_t>(round));
@@ -203,15 +203,15 @@ BOOST_AUTO_TEST_CASE(a_reader_pausing_before_the_data_allocates_nothing_until_to
   auto until = soon();
   while (!headed && !error && std::chrono::steady_clock::now() < until) {
     if (!writer.done())
-      writer.send_some(p.a.get(), error);
+      writer.send_some(p.a, error);
     if (!error)
-      headed = reader.receive_some(p.b.get(), error);
+      headed = reader.receive_some(p.b, error);
   }
   BOOST_REQUIRE_MESSAGE(headed, (error ? error->message : "no header"));
   BOOST_TEST(reader.paused());
   BOOST_TEST(reader.tensors().empty());
   BOOST_TEST(reader.fields().u64() == 7u);
-  BOOST_TEST(reader.receive_some(p.b.get(), error)); // paused: at once, reading nothing
+  BOOST_TEST(reader.receive_some(p.b, error)); // paused: at once, reading nothing
   BOOST_TEST(reader.paused());
   std::vector<tensor> storage{tensor({300, 1000}), tensor({2})};
   const float* lent = storage[0].data();
@@ -220,9 +220,9 @@ BOOST_AUTO_TEST_CASE(a_reader_pausing_before_the_data_allocates_nothing_until_to
   bool received = false;
   while (!received && !error && std::chrono::steady_clock::now() < until) {
     if (!writer.done())
-      writer.send_some(p.a.get(), error);
+      writer.send_some(p.a, error);
     if (!error)
-      received = reader.receive_some(p.b.get(), error);
+      received = reader.receive_some(p.b, error);
   }
   BOOST_REQUIRE_MESSAGE(received, (error ? error->message : "no data"));
   BOOST_TEST(!reader.paused());

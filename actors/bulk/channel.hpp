@@ -1,0 +1,121 @@
+#pragma once
+// A bulk connection's byte stream: a connected non-blocking socket, plain
+// or under mutual TLS (the cluster's certificates, the peer checked against
+// the cluster CA, as CAF's openssl module checks BASP peers). Frames are
+// read and written through it, the same either way. Free of CAF.
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/core/error.hpp"
+
+typedef struct ssl_st SSL;
+typedef struct ssl_ctx_st SSL_CTX;
+
+namespace troupe::bulk {
+
+using deadline = std::chrono::steady_clock::time_point;
+
+/// Owns a socket; closes it when destroyed.
+class socket_fd {
+public:
+  socket_fd() = default;
+  explicit socket_fd(int fd) : fd_(fd) {}
+  socket_fd(socket_fd&& other) noexcept : fd_(other.release()) {}
+  socket_fd& operator=(socket_fd&& other) noexcept;
+  socket_fd(const socket_fd&) = delete;
+  socket_fd& operator=(const socket_fd&) = delete;
+  ~socket_fd() { reset(); }
+  int get() const noexcept { return fd_; }
+  explicit operator bool() const noexcept { return fd_ >= 0; }
+  int release() noexcept;
+  void reset() noexcept;
+
+private:
+  int fd_ = -1;
+};
+
+class channel {
+public:
+  channel() = default;
+  /// Plain TCP.
+  explicit channel(socket_fd fd) : fd_(std::move(fd)) {}
+  /// TLS over fd, its handshake done (tls_context).
+  channel(socket_fd fd, SSL* ssl) : fd_(std::move(fd)), ssl_(ssl) {}
+  channel(channel&& other) noexcept;
+  channel& operator=(channel&& other) noexcept;
+  channel(const channel&) = delete;
+  channel& operator=(const channel&) = delete;
+  ~channel();
+
+  int fd() const noexcept { return fd_.get(); }
+  explicit operator bool() const noexcept { return static_cast<bool>(fd_); }
+  bool encrypted() const noexcept { return ssl_ != nullptr; }
+
+  /// >0: bytes read; 0: nothing now (would block); -1: closed or failed,
+  /// with `error` set.
+  ssize_t read_some(void* into, size_t n, maybe_failure& error);
+  /// Bytes of the chunks taken (in order): >0, 0 (would block) or -1.
+  /// Under TLS, bytes taken may still wait in the channel: flush() sends them.
+  ssize_t write_some(const iovec* chunks, size_t count, maybe_failure& error);
+  /// Sends what write_some took and the socket has not yet; true once all
+  /// is out (always, in the clear).
+  bool flush(maybe_failure& error);
+  /// The poll events the channel waits for after a call that would block:
+  /// a read may need the socket writable under TLS, and a write readable.
+  short wanted(bool writing) const noexcept;
+  /// Decrypted bytes waiting inside TLS: a read needs no poll first.
+  bool has_buffered() const noexcept;
+  /// Wakes a thread polling this channel's socket (both directions).
+  void shutdown() noexcept;
+
+private:
+  friend class tls_context;
+  ssize_t tls_result(int ret, maybe_failure& error, bool writing);
+  // Moves what TLS wrote into its memory buffer to out_: TLS writes a
+  // frame's records there, and the socket gets them in one system call.
+  void collect_output();
+  socket_fd fd_;
+  SSL* ssl_ = nullptr;
+  short want_ = 0;        // the events the last blocked TLS call waits for
+  std::vector<char> out_; // encrypted bytes the socket did not take yet
+  size_t out_at_ = 0;
+};
+
+/// What a node's mutual TLS is made of: the [openssl] section's files,
+/// expanded for this task.
+struct tls_files {
+  std::string certificate;
+  std::string key;
+  std::string passphrase;
+  std::string cafile;
+  std::string capath;
+};
+
+/// One process's TLS settings for its bulk connections, both ways.
+class tls_context {
+public:
+  /// The context, or a failure naming the file that did not load.
+  static std::shared_ptr<const tls_context> make(const tls_files& files, maybe_failure& error);
+  ~tls_context();
+  tls_context(const tls_context&) = delete;
+  tls_context& operator=(const tls_context&) = delete;
+
+  /// The handshake on an accepted (or connected) non-blocking socket,
+  /// within the deadline; a failure when the peer shows no certificate of
+  /// the cluster CA, speaks no TLS or is too slow.
+  channel accept(socket_fd fd, deadline until, maybe_failure& error) const;
+  channel connect(socket_fd fd, deadline until, maybe_failure& error) const;
+
+private:
+  explicit tls_context(SSL_CTX* ctx) : ctx_(ctx) {}
+  channel handshake(socket_fd fd, bool server, deadline until, maybe_failure& error) const;
+  SSL_CTX* ctx_;
+};
+
+} // namespace troupe::bulk
