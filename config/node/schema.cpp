@@ -174,7 +174,9 @@ node_config::node_config()
     .add(bad_records, "bad-records",
          "fail (a bad record ends the run, naming it) or skip (counted per file and reported)")
     .add(d.shuffle_buffer, "shuffle-buffer",
-         "examples each worker holds to shuffle from (tf.data's shuffle buffer)")
+         "examples each worker holds to shuffle from (tf.data's shuffle buffer); a share "
+         "that fits is read once and kept; 0: the whole share when it takes at most 256 MiB, "
+         "else 10000")
     .add(d.prefetch, "prefetch", "batches each worker's reader thread prepares ahead (0: none)");
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <glob.h>
+#include <sys/stat.h>
 
 namespace troupe {
 
@@ -201,6 +202,38 @@ shape_t item_shape_of(const data_options& options, const file_scan& scan, const 
   return options.input_shape;
 }
 
+// Classes taken from integer labels are 0..largest: one that no training
+// label names would be a class the model learns never to predict (61 stray
+// labels of 200 made a 201-class model). Refused, naming the first missing
+// ones, unless data.classes says how many classes there are.
+void refuse_missing_classes(const data_split& split, const std::map<std::string, uint64_t>& all,
+                            int64_t largest) {
+  std::vector<bool> seen(static_cast<size_t>(largest + 1), false);
+  for (auto& [text, count] : all)
+    if (auto v = integer_label(text); v && *v >= 0)
+      seen[static_cast<size_t>(*v)] = true;
+  std::vector<int64_t> missing;
+  for (int64_t c = 0; c <= largest; ++c)
+    if (!seen[static_cast<size_t>(c)])
+      missing.push_back(c);
+  if (missing.empty())
+    return;
+  std::string names;
+  for (size_t i = 0; i < missing.size() && i < 8; ++i)
+    names += (i ? ", " : "") + std::to_string(missing[i]);
+  if (missing.size() > 8)
+    names += ", ... (" + std::to_string(missing.size()) + " in all)";
+  std::string rare; // the labels beyond the gap, with their counts: the likely strays
+  for (auto& [text, count] : all)
+    if (auto v = integer_label(text); v && *v > missing.front())
+      rare += (rare.empty() ? "" : ", ") + text + " (" + std::to_string(count) + " records)";
+  throw data_error(split.name + ": the labels run 0.." + std::to_string(largest)
+                   + " but no record has class " + names + "; labels above the gap: "
+                   + (rare.size() > 200 ? rare.substr(0, 200) + "..." : rare)
+                   + ". Fix the stray labels, or set data.classes = " + std::to_string(largest + 1)
+                   + " if the classes are meant");
+}
+
 // Classes and their names from the training set's labels.
 void find_classes(data_split& split, const data_options& options,
                   const std::vector<file_scan>& scans) {
@@ -244,6 +277,8 @@ void find_classes(data_split& split, const data_options& options,
     if (split.classes < 2)
       throw data_error(split.name + ": every label is " + std::to_string(largest)
                        + "; classification needs at least two classes (set data.classes)");
+    if (options.classes == 0)
+      refuse_missing_classes(split, all, largest);
     return;
   }
   if (split.format != data_format::csv)
@@ -359,9 +394,10 @@ std::vector<std::string> data_option_problems(const data_options& o) {
   if (o.csv.label_column.empty())
     out.push_back("data.label-column is empty: name the label's column, or give its 0-based "
                   "index as text (\"0\")");
-  if (o.shuffle_buffer < 1 || o.shuffle_buffer > data_limits::max_shuffle_buffer)
-    out.push_back("data.shuffle-buffer = " + std::to_string(o.shuffle_buffer) + " is outside 1.."
-                  + std::to_string(data_limits::max_shuffle_buffer));
+  if (o.shuffle_buffer < 0 || o.shuffle_buffer > data_limits::max_shuffle_buffer)
+    out.push_back("data.shuffle-buffer = " + std::to_string(o.shuffle_buffer) + " is outside 0.."
+                  + std::to_string(data_limits::max_shuffle_buffer)
+                  + " (0: the whole share when it takes at most 256 MiB)");
   if (o.prefetch < 0 || o.prefetch > data_limits::max_prefetch)
     out.push_back("data.prefetch = " + std::to_string(o.prefetch) + " is outside 0.."
                   + std::to_string(data_limits::max_prefetch));
@@ -449,10 +485,29 @@ std::shared_ptr<const data_split> split_in_memory(std::shared_ptr<const dataset>
   return split;
 }
 
+// Data files are read whole, more than once (the catalog's pass, then each
+// worker's): a FIFO would block the task and a directory or device is no
+// data. Anything but a regular file is refused by name.
+void require_regular_file(const std::string& path, const char* key) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0)
+    return; // the reader names a missing file, as before
+  if (S_ISREG(info.st_mode))
+    return;
+  const char* what = S_ISDIR(info.st_mode)    ? "a directory"
+                     : S_ISFIFO(info.st_mode) ? "a FIFO (named pipe)"
+                     : S_ISSOCK(info.st_mode) ? "a socket"
+                                              : "a device";
+  throw data_error(std::string(key) + ": '" + path + "' is " + what
+                   + ", not a regular file; data files are read whole, more than once: give "
+                     "files (a glob such as 'dir/*.csv' names a directory's)");
+}
+
 std::vector<std::string> expand_paths(const std::vector<std::string>& patterns, const char* key) {
   std::vector<std::string> out;
   for (auto& pattern : patterns) {
     if (!has_glob_characters(pattern)) {
+      require_regular_file(pattern, key);
       out.push_back(pattern);
       continue;
     }
@@ -462,9 +517,12 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& patterns, 
       globfree(&found);
       throw data_error(std::string(key) + ": '" + pattern + "' matches no file");
     }
+    auto first = out.size();
     for (size_t i = 0; i < found.gl_pathc; ++i)
       out.emplace_back(found.gl_pathv[i]); // glob sorts
     globfree(&found);
+    for (auto i = first; i < out.size(); ++i)
+      require_regular_file(out[i], key);
     if (out.size() > data_limits::max_files)
       throw data_error(std::string(key) + ": more than " + std::to_string(data_limits::max_files)
                        + " files");

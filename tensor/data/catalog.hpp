@@ -64,8 +64,10 @@ struct data_options {
   bad_record_policy bad_records = bad_record_policy::fail;
   /// regression: the label column (CSV) holds a real target, not a class.
   objective task = objective::classification;
-  /// Examples a worker holds to shuffle from (tf.data's shuffle buffer).
-  int64_t shuffle_buffer = 10000;
+  /// Examples a worker holds to shuffle from (tf.data's shuffle buffer); a
+  /// share that fits is kept in memory. 0: the whole share when it takes at
+  /// most 256 MiB, else 10000 (stream.hpp).
+  int64_t shuffle_buffer = 0;
   /// Batches a worker's reader thread prepares ahead of compute (0: none).
   int64_t prefetch = 4;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <numeric>
 
 namespace troupe {
 
@@ -47,12 +49,64 @@ share_reader::share_reader(std::shared_ptr<const data_split> split, const stream
     auto bad = f.records == 0 ? 0 : f.bad * records / f.records;
     share_size_ += records - std::min(records, bad);
   }
+  uint64_t share_records = 0; // an upper bound on the share's usable examples
+  for (auto& s : segments_)
+    share_records += s.end - s.first;
+  auto bytes_per_example = (features_ + 2) * sizeof(float);
+  buffer_examples_ = options_.shuffle_buffer;
+  if (buffer_examples_ == 0)
+    buffer_examples_ = share_records * bytes_per_example <= auto_shuffle_bytes
+                         ? static_cast<size_t>(share_records)
+                         : auto_shuffle_examples;
+  resident_ = options_.shuffle && buffer_examples_ >= share_records
+              && share_records <= std::numeric_limits<uint32_t>::max();
+  if (resident_) {
+    buffer_examples_ = static_cast<size_t>(share_records);
+    return; // read on first use, on the reader thread
+  }
   if (options_.shuffle) {
-    buffer_.resize(options_.shuffle_buffer * features_);
-    labels_.resize(options_.shuffle_buffer);
-    targets_.resize(options_.shuffle_buffer);
+    buffer_.resize(buffer_examples_ * features_);
+    labels_.resize(buffer_examples_);
+    targets_.resize(buffer_examples_);
   }
   start_epoch();
+}
+
+// The whole share, once, in file order (bad records skipped as the catalog says).
+void share_reader::load_share() {
+  buffer_.resize(buffer_examples_ * features_);
+  labels_.resize(buffer_examples_);
+  targets_.resize(buffer_examples_);
+  order_ = segments_;
+  next_segment_ = 0;
+  source_.reset();
+  filled_ = 0;
+  while (filled_ < buffer_examples_
+         && read_example(buffer_.data() + filled_ * features_, labels_[filled_], targets_[filled_]))
+    ++filled_;
+  source_.reset();
+  if (filled_ == 0)
+    throw data_error("worker " + std::to_string(options_.index) + ": its share of the "
+                     + split_->name + " holds no usable example");
+  buffer_.resize(filled_ * features_);
+  buffer_.shrink_to_fit();
+  share_size_ = filled_;
+  loaded_ = true;
+}
+
+void share_reader::take_resident(float* features, int32_t& label, float& target) {
+  if (!loaded_) {
+    load_share();
+    start_epoch();
+  }
+  if (offset_ == filled_) {
+    ++epoch_;
+    start_epoch();
+  }
+  auto pick = permutation_[offset_++];
+  std::memcpy(features, buffer_.data() + size_t{pick} * features_, features_ * sizeof(float));
+  label = labels_[pick];
+  target = targets_[pick];
 }
 
 void share_reader::seed_rng(uint64_t salt) {
@@ -65,6 +119,15 @@ void share_reader::seed_rng(uint64_t salt) {
 
 void share_reader::start_epoch() {
   offset_ = 0;
+  if (resident_) {
+    if (!loaded_)
+      return;
+    permutation_.resize(filled_);
+    std::iota(permutation_.begin(), permutation_.end(), uint32_t{0});
+    seed_rng(3);
+    std::shuffle(permutation_.begin(), permutation_.end(), rng_);
+    return;
+  }
   order_ = segments_;
   if (options_.shuffle) {
     seed_rng(1);
@@ -76,7 +139,7 @@ void share_reader::start_epoch() {
   filled_ = 0;
   if (!options_.shuffle)
     return;
-  while (filled_ < options_.shuffle_buffer
+  while (filled_ < buffer_examples_
          && read_example(buffer_.data() + filled_ * features_, labels_[filled_], targets_[filled_]))
     ++filled_;
 }
@@ -99,6 +162,10 @@ bool share_reader::read_example(float* features, int32_t& label, float& target) 
 }
 
 void share_reader::take_example(float* features, int32_t& label, float& target) {
+  if (resident_) {
+    take_resident(features, label, target);
+    return;
+  }
   for (int pass = 0; pass < 3; ++pass) {
     if (!options_.shuffle) {
       if (read_example(features, label, target)) {
@@ -145,6 +212,17 @@ void share_reader::next_batch(batch& out) {
 
 void share_reader::seek(stream_position position) {
   epoch_ = position.epoch;
+  if (resident_) {
+    if (!loaded_)
+      load_share();
+    start_epoch();
+    if (position.offset > filled_)
+      throw data_error("worker " + std::to_string(options_.index) + ": data position "
+                       + std::to_string(position.offset) + " lies beyond its share of "
+                       + std::to_string(filled_) + " examples (another data set?)");
+    offset_ = position.offset;
+    return;
+  }
   start_epoch();
   std::vector<float> discard(features_);
   int32_t label;

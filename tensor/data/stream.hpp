@@ -1,11 +1,16 @@
 #pragma once
-// A worker's part of the training set, streamed: which records it reads
-// (share_of: by file first, as tf.data's shard does, else by record
-// ranges), in what order (segments reshuffled each epoch, records through a
-// bounded shuffle buffer, all from the seed), read ahead by a background
-// thread into a bounded queue of batches. Memory: the shuffle buffer, the
-// prefetched batches and one read buffer per open file, never the data set.
-// ("Share" is a worker's part of the data; a shard is always a ps shard.)
+// A worker's part of the training set: which records it reads (share_of:
+// by file first, as tf.data's shard does, else by record ranges), in what
+// order, read ahead by a background thread into a bounded queue of batches.
+// Two ways, chosen by the buffer's size against the share's:
+// - a share that fits the shuffle buffer is read once and kept: each epoch
+//   is a uniform permutation of it (what tf.data's shuffle gives with a
+//   buffer as large as the data), and no epoch reads the files again;
+// - a larger share is streamed: segments reshuffled each epoch, records
+//   through the bounded shuffle buffer. Memory: the buffer, the prefetched
+//   batches and one read buffer per open file, never the data set.
+// Both follow from the seed alone. ("Share" is a worker's part of the data;
+// a shard is always a ps shard.)
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -41,12 +46,17 @@ struct stream_position {
   uint64_t offset = 0;
 };
 
+/// data.shuffle-buffer = 0: the whole share when it takes at most this
+/// many bytes, else a buffer of auto_shuffle_examples.
+constexpr uint64_t auto_shuffle_bytes = uint64_t{256} << 20;
+constexpr size_t auto_shuffle_examples = 10000;
+
 struct stream_options {
   size_t index = 0, count = 1;
   uint64_t seed = 42;
-  bool shuffle = true; ///< off: the share in file order (equivalence checks)
-  size_t shuffle_buffer = 10000;
-  size_t prefetch = 4; ///< batches read ahead by a background thread (0: none)
+  bool shuffle = true;       ///< off: the share in file order (equivalence checks)
+  size_t shuffle_buffer = 0; ///< examples; 0: automatic (auto_shuffle_bytes)
+  size_t prefetch = 4;       ///< batches read ahead by a background thread (0: none)
   size_t batch_size = 100;
 };
 
@@ -64,9 +74,15 @@ public:
   /// Usable examples in the share (bad records in a range share estimated
   /// from their file's count).
   uint64_t share_size() const noexcept { return share_size_; }
+  /// Whether the share is kept in memory (it fits the shuffle buffer).
+  bool resident() const noexcept { return resident_; }
+  /// Examples the shuffle buffer holds (the share's, when resident).
+  size_t buffer_examples() const noexcept { return buffer_examples_; }
 
 private:
   void start_epoch();
+  void load_share();
+  void take_resident(float* features, int32_t& label, float& target);
   // The next example of the epoch into slot storage; false when the share's
   // files are exhausted.
   bool read_example(float* features, int32_t& label, float& target);
@@ -89,6 +105,12 @@ private:
   std::vector<int32_t> labels_;
   std::vector<float> targets_;
   size_t filled_ = 0;
+  size_t buffer_examples_ = 0;
+  // Resident: the share in file order in the vectors above (loaded_
+  // examples, read on first use) and this epoch's permutation of them.
+  bool resident_ = false;
+  bool loaded_ = false;
+  std::vector<uint32_t> permutation_;
 };
 
 /// share_reader behind a bounded queue filled by a background thread, so

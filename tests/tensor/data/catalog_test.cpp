@@ -1,5 +1,9 @@
 #include <cmath>
 
+#include <filesystem>
+
+#include <sys/stat.h>
+
 #include <boost/test/unit_test.hpp>
 
 #include "tensor/data/catalog.hpp"
@@ -70,6 +74,11 @@ BOOST_AUTO_TEST_CASE(integer_labels_give_the_class_count_or_are_checked_against_
   write_text(d.file("train.csv"), "label,x\n0,1\n4,2\n2,3\n");
   write_text(d.file("test.csv"), "label,x\n4,1\n");
   auto o = csv_options(d, {"train.csv"}, "test.csv");
+  // Classes 1 and 3 never occur: refused unless data.classes says there are 5.
+  auto gap = error_of([&] { catalog_data(o, ""); });
+  BOOST_TEST(contains(gap, "the labels run 0..4 but no record has class 1, 3"), gap);
+  BOOST_TEST(contains(gap, "set data.classes = 5"), gap);
+  o.classes = 5;
   BOOST_TEST(catalog_data(o, "").train->classes == 5);
   o.classes = 3;
   auto msg = error_of([&] { catalog_data(o, ""); });
@@ -87,6 +96,43 @@ BOOST_AUTO_TEST_CASE(integer_labels_give_the_class_count_or_are_checked_against_
   o.classes = 0;
   msg = error_of([&] { catalog_data(o, ""); });
   BOOST_TEST(contains(msg, "line 2: label '-1'"), msg);
+}
+
+// Issue 25: 61 of 60,000 training labels set to 200 made a 201-class model
+// that ran to "ok":true. Classes that never occur are refused, naming them
+// and the strays, unless data.classes says so.
+BOOST_AUTO_TEST_CASE(labels_with_gaps_are_refused_naming_the_missing_classes) {
+  temp_dir d;
+  std::string text = "label,x\n";
+  for (int i = 0; i < 600; ++i)
+    text += std::to_string(i % 10) + ",1\n";
+  for (int i = 0; i < 6; ++i)
+    text += "200,1\n";
+  write_text(d.file("train.csv"), text);
+  write_text(d.file("test.csv"), "label,x\n0,1\n");
+  auto o = csv_options(d, {"train.csv"}, "test.csv");
+  auto msg = error_of([&] { catalog_data(o, ""); });
+  BOOST_TEST(contains(msg, "the labels run 0..200 but no record has class 10, 11, 12"), msg);
+  BOOST_TEST(contains(msg, "(190 in all)"), msg);
+  BOOST_TEST(contains(msg, "labels above the gap: 200 (6 records)"), msg);
+  o.classes = 201; // meant: trains on
+  BOOST_TEST(catalog_data(o, "").train->classes == 201);
+}
+
+// A data file must be a regular file: a FIFO would block the task (read
+// whole, more than once), a directory is no data.
+BOOST_AUTO_TEST_CASE(fifos_and_directories_are_refused_as_data_files) {
+  temp_dir d;
+  write_text(d.file("test.csv"), "x,label\n1,0\n");
+  BOOST_REQUIRE(::mkfifo(d.file("pipe.csv").c_str(), 0600) == 0);
+  auto o = csv_options(d, {"pipe.csv"}, "test.csv");
+  BOOST_TEST(contains(error_of([&] { catalog_data(o, ""); }), "is a FIFO (named pipe), not a"));
+  std::filesystem::create_directory(d.file("dir.csv"));
+  o = csv_options(d, {"dir.csv"}, "test.csv");
+  BOOST_TEST(
+    contains(error_of([&] { catalog_data(o, ""); }), "is a directory, not a regular file"));
+  o = csv_options(d, {"*.csv"}, "test.csv"); // a glob that matches them
+  BOOST_TEST(contains(error_of([&] { catalog_data(o, ""); }), "not a regular file"));
 }
 
 BOOST_AUTO_TEST_CASE(bad_records_fail_or_are_skipped_and_counted_per_file) {
@@ -165,7 +211,7 @@ BOOST_AUTO_TEST_CASE(standardize_uses_the_training_statistics_everywhere) {
 BOOST_AUTO_TEST_CASE(option_problems_name_their_keys) {
   data_options o;
   o.train = {"x.csv"};
-  o.shuffle_buffer = 0;
+  o.shuffle_buffer = -1;
   o.prefetch = -1;
   o.classes = 1;
   o.format = "parquet";
@@ -175,7 +221,7 @@ BOOST_AUTO_TEST_CASE(option_problems_name_their_keys) {
   for (auto& p : problems)
     all += p + "\n";
   BOOST_TEST(contains(all, "data.test is missing"));
-  BOOST_TEST(contains(all, "data.shuffle-buffer = 0"));
+  BOOST_TEST(contains(all, "data.shuffle-buffer = -1"));
   BOOST_TEST(contains(all, "data.prefetch = -1"));
   BOOST_TEST(contains(all, "data.classes = 1"));
   BOOST_TEST(contains(all, "data.format = 'parquet' is not one of idx, csv, npy"));

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstdio>
+#include <numeric>
 #include <set>
 
 #include <boost/test/unit_test.hpp>
@@ -180,6 +182,92 @@ BOOST_AUTO_TEST_CASE(a_restored_stream_continues_where_the_position_says) {
     BOOST_TEST((ids_of(want) == ids_of(got)));
   }
   BOOST_TEST(contains(error_of([&] { restored.seek({0, 19}); }), "lies beyond its share of 18"));
+}
+
+// Issue 25: a share that fits the buffer (the default picks the whole share
+// up to 256 MiB) is read once and kept: each epoch a uniform permutation of
+// it, the files never read again, and a restore lands where the run was.
+BOOST_AUTO_TEST_CASE(a_share_that_fits_is_kept_and_permuted_each_epoch) {
+  temp_dir d;
+  auto split = id_files(d, 2, 30); // ids 0..59
+  auto make = [&](uint64_t seed, size_t prefetch) {
+    stream_options o;
+    o.seed = seed;
+    o.index = 1;
+    o.count = 2;
+    o.batch_size = 5;
+    o.prefetch = prefetch;
+    return std::make_unique<example_stream>(split, o);
+  };
+  auto read_epochs = [&](example_stream& s, int epochs) {
+    std::vector<std::vector<int>> out(static_cast<size_t>(epochs));
+    batch b;
+    for (int i = 0; i < epochs * 6; ++i) { // 30 examples a share, 5 a batch
+      s.next_batch(b);
+      auto got = ids_of(b);
+      auto& epoch = out[static_cast<size_t>(i / 6)];
+      epoch.insert(epoch.end(), got.begin(), got.end());
+    }
+    return out;
+  };
+  share_reader probe(split, [] {
+    stream_options o;
+    o.index = 1;
+    o.count = 2;
+    return o;
+  }());
+  BOOST_TEST(probe.resident());
+  BOOST_TEST(probe.buffer_examples() == 30u);
+  auto s = make(7, 2);
+  batch b;
+  s->next_batch(b); // the share is in memory from here on
+  std::vector<int> all = ids_of(b);
+  for (auto& f : split->files)
+    std::remove(f.features.c_str());
+  for (int i = 1; i < 18; ++i) { // three epochs of 30 in batches of 5
+    s->next_batch(b);
+    auto got = ids_of(b);
+    all.insert(all.end(), got.begin(), got.end());
+  }
+  std::vector<std::vector<int>> epochs;
+  for (size_t e = 0; e < 3; ++e)
+    epochs.emplace_back(all.begin() + 30 * e, all.begin() + 30 * (e + 1));
+  std::vector<int> share(30);
+  std::iota(share.begin(), share.end(), 30); // worker 1 of 2 holds file 1: ids 30..59
+  for (size_t e = 0; e < 3; ++e) {
+    auto sorted = epochs[e];
+    std::sort(sorted.begin(), sorted.end());
+    BOOST_TEST((sorted == share), "epoch " << e << " is the whole share once");
+  }
+  BOOST_TEST(!(epochs[1] == epochs[2])); // another permutation each epoch
+  // The same seed gives the same order, prefetching or not; a restore too.
+  id_files(d, 2, 30); // the files again, for new streams
+  auto again = make(7, 0);
+  auto replay = read_epochs(*again, 2);
+  auto original = make(7, 3);
+  auto reference = read_epochs(*original, 2);
+  BOOST_TEST((replay == reference));
+  BOOST_TEST(!(read_epochs(*make(8, 3), 1)[0] == reference[0]));
+  auto restored = make(7, 2);
+  restored->seek({1, 10});
+  auto tail = read_epochs(*restored, 1)[0]; // epoch 1 from 10, then epoch 2's first 10
+  BOOST_TEST((std::vector<int>(tail.begin(), tail.begin() + 20)
+              == std::vector<int>(reference[1].begin() + 10, reference[1].end())));
+  BOOST_TEST(contains(error_of([&] { restored->seek({0, 31}); }), "lies beyond its share of 30"));
+}
+
+// The automatic buffer keeps a share only up to 256 MiB: a larger one is
+// streamed through 10000 examples, as before.
+BOOST_AUTO_TEST_CASE(a_share_too_large_to_keep_is_streamed) {
+  temp_dir d;
+  auto split = std::make_shared<data_split>(*id_files(d, 1, 10));
+  split->files[0].records = 200'000'000; // as the catalog would count a huge file
+  stream_options o;
+  share_reader reader(split, o);
+  BOOST_TEST(!reader.resident());
+  BOOST_TEST(reader.buffer_examples() == auto_shuffle_examples);
+  o.shuffle_buffer = 50;
+  BOOST_TEST(!share_reader(split, o).resident());
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_record_on_the_reader_thread_reaches_the_caller) {
