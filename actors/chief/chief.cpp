@@ -141,6 +141,7 @@ void on_tick(self_ptr self) {
     quit(self);
     return;
   }
+  finish_when_every_worker_came(self);
   // The reconnector may hang on a peer that accepts but never answers (a
   // frozen process): the bound is kept here.
   if (st.recovering && now - st.recovering->since > st.config.runtime.recovery_timeout) {

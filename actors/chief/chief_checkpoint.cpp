@@ -178,6 +178,17 @@ void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uin
 
 void on_preempted(self_ptr self) {
   auto& st = self->state;
+  if (st.recovering) {
+    // Waiting for a lost shard: the latest checkpoint is where a restart
+    // continues, as after any preemption.
+    auto& lost = *st.recovering;
+    auto why = "stopped by SIGTERM while waiting for lost ps:" + std::to_string(lost.shard)
+               + " (lost at step " + std::to_string(lost.lost_at) + ")";
+    spdlog::warn("chief: SIGTERM while waiting for ps:{}; stopping the cluster", lost.shard);
+    st.recovering.reset();
+    stop_preempted(self, why);
+    return;
+  }
   if (st.now != chief_state::phase::training) {
     spdlog::warn("chief: SIGTERM while {}; stopping the cluster",
                  st.now == chief_state::phase::initializing ? "initialising" : "finishing");

@@ -193,11 +193,12 @@ void finish(self_ptr self) {
     [self](const std::string& why) { abort_run(self, "reading the final values: " + why); });
 }
 
-void stop_preempted(self_ptr self) {
+void stop_preempted(self_ptr self, const std::string& why) {
   auto& st = self->state;
   auto r = base_result(self);
   r.preempted = true;
-  r.error = "stopped by SIGTERM at step " + std::to_string(r.global_step) + "; "
+  r.error = (why.empty() ? "stopped by SIGTERM at step " + std::to_string(r.global_step) : why)
+            + "; "
             + (!st.schedule ? std::string("checkpoints are off (checkpoint.log-dir)")
                : st.final_checkpoint_error.empty()
                  ? "checkpoint saved at step " + std::to_string(st.last_saved_step)

@@ -18,14 +18,16 @@ void on_initialized(self_ptr self) {
   auto& st = self->state;
   if (st.now != chief_state::phase::initializing)
     return;
-  st.now = chief_state::phase::training;
   if (st.first_step >= st.config.train.last_step) {
     spdlog::warn("chief: the checkpoint is at step {}, at or past last_step {}: nothing to "
-                 "train; raise train.last-step to train on",
+                 "train (raise train.last-step to train on); each worker is told to stop as it "
+                 "connects",
                  st.first_step, st.config.train.last_step);
-    finish(self);
+    st.nothing_to_train = true; // workers' ready requests wait; finish stops them
+    finish_when_every_worker_came(self);
     return;
   }
+  st.now = chief_state::phase::training;
   if (is_sync(self)) // sync steps start now; async ones at the first grant
     start_clock(self);
   spdlog::info("chief: initialised {} variable(s) on {} shard(s); {} worker(s) waiting",
@@ -42,6 +44,17 @@ void on_initialized(self_ptr self) {
 }
 
 } // namespace
+
+void finish_when_every_worker_came(self_ptr self) {
+  auto& st = self->state;
+  if (!st.nothing_to_train || st.now != chief_state::phase::initializing)
+    return;
+  auto waited = chief_state::clock::now() - st.created;
+  if (st.roster->live().size() < static_cast<size_t>(st.config.num_workers)
+      && waited < st.config.runtime.connect_timeout)
+    return;
+  finish(self);
+}
 
 training_plan plan_message(self_ptr self, int32_t index) {
   auto& st = self->state;

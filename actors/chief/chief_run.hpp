@@ -124,7 +124,13 @@ void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uin
 /// stop every task normally; the final line says preempted.
 void on_preempted(self_ptr self);
 /// The end of a preempted run: reports it and stops every task normally.
-void stop_preempted(self_ptr self);
+/// The cluster stops after a SIGTERM; `why` replaces "stopped by SIGTERM at
+/// step N" in the final line's error when given.
+void stop_preempted(self_ptr self, const std::string& why = {});
+
+/// Nothing to train (restored at last_step): finishes once every worker has
+/// connected (so that finish stops it), or cluster.connect-timeout after start.
+void finish_when_every_worker_came(self_ptr self);
 /// The end of the run: saves the final checkpoint (if checkpoints are on),
 /// then calls `then`.
 void save_final_then(self_ptr self, std::function<void()> then);

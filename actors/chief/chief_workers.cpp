@@ -122,7 +122,9 @@ caf::result<training_plan> on_ready(self_ptr self, int32_t index) {
     case claim::again:
       break;
   }
-  return plan_or_promise(self, index);
+  auto plan = plan_or_promise(self, index);
+  finish_when_every_worker_came(self);
+  return plan;
 }
 
 void on_worker_down(self_ptr self, int32_t index, const caf::error& reason) {

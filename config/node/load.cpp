@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include "config/node/caf_sections.hpp"
 #include "config/node/ini_checks.hpp"
 #include "config/node/ini_scan.hpp"
@@ -430,6 +432,17 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   std::stringstream text;
   std::vector<std::string> file_keys; // "section.key" the file sets
   if (!config_file.empty()) {
+    struct stat info {};
+    if (::stat(config_file.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+      out.what = load_outcome::action::fail;
+      out.errors.push_back("the config file '" + config_file + "' is "
+                           + (S_ISDIR(info.st_mode)
+                                ? "a directory; pass the file in it, e.g. --config-file="
+                                    + config_file + "/" + default_config_file
+                                : std::string("not a regular file (a FIFO or a device?); pass "
+                                              "the config file itself")));
+      return out;
+    }
     std::ifstream in(config_file);
     if (!in) {
       out.what = load_outcome::action::fail;
@@ -453,7 +466,17 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
     text.clear();
     text.seekg(0);
   }
-  if (config_file.empty())
+  // A file without the cluster's tasks (only [train], [data], ...) runs the
+  // default cluster in one process, as no file does.
+  auto names_tasks = [](const std::string& key) {
+    return key == "cluster.chief" || key == "cluster.ps" || key == "cluster.worker";
+  };
+  bool file_names_tasks = std::any_of(file_keys.begin(), file_keys.end(), names_tasks)
+                          || std::any_of(args.begin(), args.end(), [&](const std::string& arg) {
+                               return arg.rfind("--", 0) == 0
+                                      && names_tasks(arg.substr(2, arg.find('=') - 2));
+                             });
+  if (!file_names_tasks)
     apply_embedded_defaults(cfg); // before parsing, so --cluster.* overrides them
   if (auto err = cfg.parse(args, text))
     out.errors.push_back(command_line_error(cfg, err, args));
@@ -471,12 +494,17 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   if (const char* env = std::getenv("TF_CONFIG"); env && *env)
     from_tf_config = apply_tf_config(cfg, env, setup, out.errors);
   setup.whole_cluster = cfg.job_name.empty();
-  if (config_file.empty() && !from_tf_config) {
+  if (!file_names_tasks && !from_tf_config) {
     if (!setup.whole_cluster)
-      out.errors.push_back("--job_name=" + cfg.job_name + " needs a cluster: no "
-                           + default_config_file
-                           + " in the working directory; pass "
-                             "--config-file=FILE (examples in config/examples/)");
+      out.errors.push_back("--job_name=" + cfg.job_name + " needs a cluster: "
+                           + (config_file.empty()
+                                ? std::string("no ") + default_config_file
+                                    + " in the working directory; pass "
+                                      "--config-file=FILE"
+                                : "'" + config_file
+                                    + "' lists no tasks (cluster.chief, cluster.ps, "
+                                      "cluster.worker); add a [cluster] section")
+                           + " (examples in config/examples/), or set TF_CONFIG");
     else
       setup.embedded_defaults = true;
   }

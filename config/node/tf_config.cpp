@@ -12,6 +12,22 @@ namespace {
 
 constexpr size_t max_tasks_per_job = 4096;
 
+// A string of TF_CONFIG as an error message may show it: control and
+// non-ASCII bytes as \xNN (a NUL or an escape sequence must not reach the
+// terminal), at most 60 characters.
+std::string shown(const std::string& text) {
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < 60; ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    else
+      out += static_cast<char>(c);
+  }
+  return text.size() > 60 ? out + "..." : out;
+}
+
 // A job's list of "host:port" strings.
 bool host_list(const json::value& v, const std::string& job, std::vector<std::string>& out,
                std::vector<std::string>& errors) {
@@ -60,7 +76,7 @@ std::optional<tf_config> parse_tf_config(const std::string& text,
   }
   for (auto& [key, value] : *top)
     if (key != "cluster" && key != "task" && key != "environment" && key != "rpc_layer")
-      errors.push_back("TF_CONFIG: unknown field \"" + key
+      errors.push_back("TF_CONFIG: unknown field \"" + shown(key)
                        + "\" (known: cluster, task, environment, rpc_layer)");
   tf_config out;
   auto* cluster = root.find("cluster") ? root.find("cluster")->as_object() : nullptr;
@@ -84,7 +100,7 @@ std::optional<tf_config> parse_tf_config(const std::string& text,
       } else if (job == "evaluator") {
         host_list(hosts, job, out.evaluator, errors);
       } else {
-        errors.push_back("TF_CONFIG: cluster job \"" + job
+        errors.push_back("TF_CONFIG: cluster job \"" + shown(job)
                          + "\" is not one Troupe runs (chief or master, ps, worker, evaluator)");
       }
     }
@@ -104,7 +120,7 @@ std::optional<tf_config> parse_tf_config(const std::string& text,
   }
   for (auto& [key, value] : *task)
     if (key != "type" && key != "index" && key != "trial")
-      errors.push_back("TF_CONFIG: unknown field task." + key + " (known: type, index)");
+      errors.push_back("TF_CONFIG: unknown field task." + shown(key) + " (known: type, index)");
   auto* type = root.find("task")->find("type");
   auto* index = root.find("task")->find("index");
   if (!type || !type->as_string()) {
@@ -115,7 +131,7 @@ std::optional<tf_config> parse_tf_config(const std::string& text,
   if (job == "master")
     job = "chief";
   if (job != "chief" && job != "ps" && job != "worker" && job != "evaluator") {
-    errors.push_back("TF_CONFIG: task.type \"" + *type->as_string()
+    errors.push_back("TF_CONFIG: task.type \"" + shown(*type->as_string())
                      + "\" is not a job (chief, master, ps, worker, evaluator)");
     return std::nullopt;
   }
@@ -132,8 +148,8 @@ std::optional<tf_config> parse_tf_config(const std::string& text,
                   : job == "worker" ? out.worker
                                     : out.evaluator;
     if (static_cast<size_t>(*i) >= tasks.size())
-      errors.push_back("TF_CONFIG: task " + *type->as_string() + ":" + std::to_string(*i)
-                       + " is not in the cluster (" + *type->as_string() + " has "
+      errors.push_back("TF_CONFIG: task " + shown(*type->as_string()) + ":" + std::to_string(*i)
+                       + " is not in the cluster (" + shown(*type->as_string()) + " has "
                        + std::to_string(tasks.size()) + " task(s))");
   }
   if (errors.size() != before)

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fcntl.h>
@@ -310,41 +312,37 @@ checkpoint_reader::checkpoint_reader(std::string dir) : dir_(std::move(dir)) {
     if (i->second.entries().count(t.key) == 0)
       fail(dir_ + "/" + t.file, "lacks tensor '" + t.key + "' that the manifest lists");
   }
+  check_layout();
+  check_update_counts();
+  check_values();
 }
 
-tensor checkpoint_reader::assemble(const std::string& variable, const std::string& slot) const {
+std::vector<const saved_tensor*> checkpoint_reader::layout_of(const std::string& variable,
+                                                              const std::string& slot) const {
   auto* shape = manifest_.shape_of(variable);
   if (shape == nullptr)
     fail(dir_, "holds no variable '" + variable + "'");
   std::string what = variable + (slot.empty() ? "" : " (slot " + slot + ")");
-  tensor full(*shape);
+  std::vector<const saved_tensor*> slices;
   std::vector<std::pair<int64_t, int64_t>> covered; // [offset, end) along the axis
   int32_t axis = -1;
   for (auto& t : manifest_.tensors) {
     if (t.variable != variable || t.slot != slot)
       continue;
-    auto& file = files_.at(t.file);
-    auto& entry = file.entries().at(t.key);
+    auto& part = files_.at(t.file).entries().at(t.key).shape;
     if (axis >= 0 && t.axis != axis)
       fail(dir_, what + " is split along two axes");
     axis = t.axis;
-    auto& part = entry.shape;
-    bool fits = part.size() == shape->size() && static_cast<size_t>(axis) < part.size();
+    bool fits = part.size() == shape->size()
+                && (part.empty() ? axis == 0 : static_cast<size_t>(axis) < part.size());
     for (size_t d = 0; fits && d < part.size(); ++d)
       fits = static_cast<int>(d) == axis ? t.offset + part[d] <= (*shape)[d]
                                          : part[d] == (*shape)[d];
     if (!fits)
       fail(dir_, "slice '" + t.key + "' " + to_string(part) + " at offset "
                    + std::to_string(t.offset) + " does not fit " + what + " " + to_string(*shape));
-    variable_slice slice;
-    slice.name = t.key;
-    slice.variable = variable;
-    slice.axis = axis;
-    slice.offset = t.offset;
-    slice.shape = part;
-    slice.full_shape = *shape;
-    insert_slice(slice, file.read(t.key), full);
-    covered.emplace_back(t.offset, t.offset + part[static_cast<size_t>(axis)]);
+    slices.push_back(&t);
+    covered.emplace_back(t.offset, t.offset + (part.empty() ? 1 : part[static_cast<size_t>(axis)]));
   }
   if (covered.empty())
     fail(dir_, "holds no slice of " + what);
@@ -360,6 +358,73 @@ tensor checkpoint_reader::assemble(const std::string& variable, const std::strin
   if (next != dims)
     fail(dir_, "the slices of " + what + " end at " + std::to_string(next) + " of "
                  + std::to_string(dims));
+  return slices;
+}
+
+// Every variable's values and every slot saved for it tile exactly; no key
+// appears twice.
+void checkpoint_reader::check_layout() const {
+  std::set<std::string> keys;
+  for (auto& t : manifest_.tensors)
+    if (!keys.insert(t.file + "/" + t.key).second)
+      fail(dir_, "lists tensor '" + t.key + "' of " + t.file + " twice");
+  for (auto& [variable, shape] : manifest_.variables) {
+    layout_of(variable, "");
+    for (auto& slot : slots_of(variable))
+      layout_of(variable, slot);
+  }
+}
+
+// A value that is not finite would train on as NaN: refused here, not when
+// a shard is filled.
+void checkpoint_reader::check_values() const {
+  for (auto& t : manifest_.tensors) {
+    auto value = files_.at(t.file).read(t.key);
+    for (size_t i = 0; i < value.size(); ++i)
+      if (!std::isfinite(value[i]))
+        fail(dir_ + "/" + t.file, "tensor '" + t.key + "' holds " + std::to_string(value[i])
+                                    + " at index " + std::to_string(i)
+                                    + " (a checkpoint of a diverged run?)");
+  }
+}
+
+// A consistent checkpoint is taken when every shard holding variables has
+// applied exactly `step` updates; a shard without variables none since
+// its last initialisation (at most `step`).
+void checkpoint_reader::check_update_counts() const {
+  std::set<size_t> holding;
+  for (auto& t : manifest_.tensors) {
+    size_t shard = 0;
+    if (std::sscanf(t.file.c_str(), "ps-%zu.safetensors", &shard) == 1)
+      holding.insert(shard);
+  }
+  for (size_t s = 0; s < manifest_.shard_updates.size(); ++s) {
+    auto updates = manifest_.shard_updates[s];
+    bool holds = holding.count(s) > 0;
+    if ((holds && updates != manifest_.step) || updates > manifest_.step)
+      fail(dir_, "ps:" + std::to_string(s) + " had applied " + std::to_string(updates)
+                   + " update(s) when saved, but the checkpoint claims step "
+                   + std::to_string(manifest_.step) + " (not a consistent checkpoint)");
+  }
+  for (auto s : holding)
+    if (s >= manifest_.shard_updates.size())
+      fail(dir_, "holds tensors of ps:" + std::to_string(s)
+                   + " but no update count for it (not a consistent checkpoint)");
+}
+
+tensor checkpoint_reader::assemble(const std::string& variable, const std::string& slot) const {
+  tensor full(*manifest_.shape_of(variable)); // layout_of checked it exists, at open
+  for (auto* t : layout_of(variable, slot)) {
+    auto& file = files_.at(t->file);
+    variable_slice slice;
+    slice.name = t->key;
+    slice.variable = variable;
+    slice.axis = t->axis;
+    slice.offset = t->offset;
+    slice.shape = file.entries().at(t->key).shape;
+    slice.full_shape = full.shape();
+    insert_slice(slice, file.read(t->key), full);
+  }
   return full;
 }
 

@@ -95,8 +95,12 @@ private:
   std::string root_;
 };
 
-/// A checkpoint opened for restoring: the manifest checked against the
-/// files' sizes and checksums. Throws checkpoint_error naming the file.
+/// A checkpoint opened for restoring, checked whole before anyone uses it:
+/// the manifest against the files' sizes and checksums, every variable's
+/// (and slot's) slices tiling it exactly along one axis, every value
+/// finite, and each shard's update count against the step. Throws
+/// checkpoint_error naming the file and the problem (--restore=auto then
+/// falls back to an older checkpoint).
 class checkpoint_reader {
 public:
   explicit checkpoint_reader(std::string dir);
@@ -110,6 +114,13 @@ public:
   std::vector<std::string> slots_of(const std::string& variable) const;
 
 private:
+  /// The slices of `variable` (or its `slot`), checked to tile it exactly.
+  std::vector<const saved_tensor*> layout_of(const std::string& variable,
+                                             const std::string& slot) const;
+  void check_layout() const;
+  void check_values() const;
+  void check_update_counts() const;
+
   std::string dir_;
   checkpoint_manifest manifest_;
   std::map<std::string, safetensors_file> files_;

@@ -140,6 +140,52 @@ run_cluster e 2
 expect "E: and a sync run restores it and ends ok at 1600" \
   bash -c "grep -q 'restoring logs/ckpt-1200 (step 1200)' '$tmp/e-chief.log' && [ '$chief_rc$all_rc' = 00 ] && [ '$(field e global_step)' = 1600 ]"
 
+# F (issue 25): the job started again once it is done (its latest checkpoint
+# is at last-step): nothing to train, and every task exits 0 at once, the
+# workers told to stop as they connect instead of waiting out a timeout.
+started=$SECONDS
+run_cluster e 2
+expect "F: a finished job started again: every task exits 0 (chief $chief_rc, others $all_rc)" \
+  test "$chief_rc$all_rc" = 00
+expect "F:   within seconds ($((SECONDS - started)) s)" test $((SECONDS - started)) -lt 30
+expect "F:   the chief says there is nothing to train" grep -q "nothing to train" "$tmp/e-chief.log"
+expect "F:   and the workers were stopped by it" grep -q "stopped by the chief" "$tmp/e-w0.log"
+
+# G (issue 25): SIGTERM to a chief whose ps tasks are not up yet ended only
+# by SIGKILL; now it exits 0 at once, saying so.
+config g 1 1000 async
+sed -i 's/127.0.0.1:8881/127.0.0.1:8871/; s/^connect-timeout = .*/connect-timeout = 120s/' "$tmp/g.conf"
+"$bin" --config-file="$tmp/g.conf" --job_name=chief --task_index=0 >"$tmp/g-chief.log" 2>&1 &
+g_chief=$!; pids+=($g_chief)
+sleep 3
+kill -TERM "$g_chief"; term_at=$SECONDS
+wait_exit "$g_chief" 20
+expect "G: SIGTERM to a chief still connecting: it exits 0 (got $rc) within 3 s ($((SECONDS - term_at)) s)" \
+  bash -c "[ '$rc' = 0 ] && [ $((SECONDS - term_at)) -le 3 ]"
+expect "G:   saying what it was waiting for" \
+  grep -q '"preempted":true.*stopped by SIGTERM while waiting for the ps tasks; nothing had started' "$tmp/g-chief.log"
+
+# H (issue 25): SIGTERM while the chief waits for a lost ps logged "stopped
+# by SIGTERM before training began" after thousands of steps.
+rm -rf "$tmp/logs"
+config h 2 1000000 async
+h=(); "$bin" --config-file="$tmp/h.conf" --job_name=chief --task_index=0 >"$tmp/h-chief.log" 2>&1 & h+=($!)
+for i in 0 1; do "$bin" --config-file="$tmp/h.conf" --job_name=ps --task_index=$i >"$tmp/h-ps$i.log" 2>&1 & h+=($!); done
+for i in 0 1; do "$bin" --config-file="$tmp/h.conf" --job_name=worker --task_index=$i >"$tmp/h-w$i.log" 2>&1 & h+=($!); done
+pids+=("${h[@]}")
+wait_for_line "$tmp/h-chief.log" "saved checkpoint logs/ckpt-500 " 90
+kill -9 "${h[2]}"
+wait_for_line "$tmp/h-chief.log" "lost ps:1" 20
+kill -TERM "${h[0]}"; term_at=$SECONDS
+wait_exit "${h[0]}" 30; h_rc=$rc
+expect "H: SIGTERM while waiting for a lost ps: the chief exits 0 (got $h_rc) in $((SECONDS - term_at)) s" \
+  bash -c "[ '$h_rc' = 0 ] && [ $((SECONDS - term_at)) -le 10 ]"
+expect "H:   saying so, and where a restart continues" \
+  grep -q '"preempted":true.*stopped by SIGTERM while waiting for lost ps:1 (lost at step [0-9]*); checkpoint saved at step [0-9]*' "$tmp/h-chief.log"
+others=0
+for p in "${h[1]}" "${h[3]}" "${h[4]}"; do wait_exit "$p" 30; [ "$rc" = 0 ] || others=$rc; done
+expect "H:   and the other tasks exit 0 (got $others)" test "$others" = 0
+
 [ $fails -eq 0 ] || for f in "$tmp"/*.log; do echo "== $f"; tail -5 "$f"; done
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

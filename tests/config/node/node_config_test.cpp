@@ -202,6 +202,54 @@ BOOST_AUTO_TEST_CASE(tf_config_names_the_cluster_and_the_task) {
   }
 }
 
+// Issue 25: a file with only [train] keys was refused for lacking [cluster];
+// like no file at all, it now runs the default cluster in one process.
+BOOST_AUTO_TEST_CASE(a_file_without_a_cluster_runs_the_embedded_one) {
+  auto train_only = "[train]\ndata-dir = \"" + (dir / "data").string()
+                    + "\"\nlast-step = 30\nbatch-size = 32\n";
+  auto out = load(train_only);
+  BOOST_REQUIRE_MESSAGE(out.errors.empty(), (out.errors.empty() ? "" : out.errors[0]));
+  BOOST_TEST(out.setup.whole_cluster);
+  BOOST_TEST(out.setup.embedded_defaults);
+  BOOST_TEST(out.setup.cluster.ps.size() == 2u);
+  BOOST_TEST(out.setup.train.last_step == 30);
+  BOOST_TEST(out.setup.train.batch_size == 32);
+  expect_error(load(train_only, worker0),
+               {"--job_name=worker needs a cluster", "lists no tasks", "add a [cluster] section"});
+  auto cli = load(train_only,
+                  {"--cluster.chief=[\"127.0.0.1:7000\"]", "--cluster.ps=[\"127.0.0.1:7001\"]",
+                   "--cluster.worker=[\"127.0.0.1:7101\"]", "--job_name=worker"});
+  BOOST_TEST(cli.errors.empty(), (cli.errors.empty() ? "" : cli.errors[0]));
+}
+
+// --config-file=DIR named the cluster's lack of a chief; now the directory.
+BOOST_AUTO_TEST_CASE(a_directory_as_config_file_is_named) {
+  std::vector<std::string> argv_s{"troupe-node", "--config-file=" + dir.string()};
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  node_config cfg;
+  auto out = load_node_config(cfg, static_cast<int>(argv.size()), argv.data());
+  expect_error(out, {"the config file '" + dir.string() + "' is a directory",
+                     "--config-file=" + dir.string() + "/caf-application.conf"});
+}
+
+// TF_CONFIG strings are shown escaped: a NUL or an escape sequence in
+// task.type does not reach the terminal raw.
+BOOST_AUTO_TEST_CASE(tf_config_strings_are_shown_escaped) {
+  std::string tf =
+    R"({"cluster": {"chief": ["127.0.0.1:2222"], "ps": ["127.0.0.1:2223"], )"
+    R"("worker": ["127.0.0.1:2224"]}, "task": {"type": "ps\u0000\u001b[2J", "index": 0}})";
+  ::setenv("TF_CONFIG", tf.c_str(), 1);
+  auto out = load(base());
+  ::unsetenv("TF_CONFIG");
+  BOOST_REQUIRE(!out.errors.empty());
+  auto& e = out.errors[0];
+  BOOST_TEST(e.find("task.type \"ps\\x00\\x1b[2J\" is not a job") != std::string::npos, e);
+  BOOST_TEST(e.find('\0') == std::string::npos);
+  BOOST_TEST(e.find('\x1b') == std::string::npos);
+}
+
 // Plain TCP between hosts lets anyone who reaches a port act as a task: a
 // cluster whose addresses are not all loopback needs [openssl] or an explicit
 // cluster.allow-plain (issue 25).

@@ -5,10 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 
 #include <unistd.h>
 
 #include "tensor/checkpoint/checkpoint.hpp"
+#include "tensor/checkpoint/json.hpp"
 #include "tensor/checkpoint/restore.hpp"
 #include "tensor/plan/partitioner.hpp"
 
@@ -273,6 +276,82 @@ BOOST_AUTO_TEST_CASE(auto_restores_the_latest_or_the_newest_that_checks_out) {
   BOOST_TEST(contains(none, "--restore=never"), none);
   auto named = error_of([&] { choose_checkpoint(log.root, log.root + "/ckpt-999"); });
   BOOST_TEST(contains(named, "ckpt-999/manifest.json: cannot open"), named);
+}
+
+// Issue 25: a manifest that lied about its layout was refused only when the
+// shards were filled (exit 1, no fallback), and one whose step disagreed with
+// its shards' update counts was accepted. Now every lie is refused when the
+// checkpoint is opened: before anything starts, and --restore=auto falls back.
+BOOST_AUTO_TEST_CASE(a_manifest_that_lies_about_its_layout_is_refused_at_open) {
+  log_dir log;
+  checkpoint_dir dir(log.root);
+  saved_model model;
+  model.save(dir, 10);
+  auto path = model.save(dir, 20);
+  auto manifest_path = path + "/manifest.json";
+  auto honest = read_file_bounded(manifest_path, 1 << 20);
+  struct lie {
+    std::string what;
+    std::function<void(checkpoint_manifest&)> change;
+    std::string named;
+  };
+  auto index_of = [](const checkpoint_manifest& m, const std::string& key) {
+    for (size_t i = 0; i < m.tensors.size(); ++i)
+      if (m.tensors[i].key == key)
+        return i;
+    throw std::runtime_error("no " + key);
+  };
+  auto p1 = model.part(1).name;
+  std::vector<lie> lies{
+    {"an offset", [&](auto& m) { m.tensors[index_of(m, p1)].offset = 2; },
+     "the slices of fc1/weights leave a gap or overlap at index 3"},
+    {"an axis", [&](auto& m) { m.tensors[index_of(m, p1)].axis = 1; }, "split along two axes"},
+    {"a duplicate slice", [&](auto& m) { m.tensors.push_back(m.tensors[index_of(m, p1)]); },
+     "lists tensor '" + p1 + "' of ps-1.safetensors twice"},
+    {"a missing slice",
+     [&](auto& m) { m.tensors.erase(m.tensors.begin() + static_cast<long>(index_of(m, p1))); },
+     "the slices of fc1/weights end at 3 of 6"},
+    {"a missing slot slice",
+     [&](auto& m) {
+       m.tensors.erase(m.tensors.begin() + static_cast<long>(index_of(m, p1 + "/Adam")));
+     },
+     "the slices of fc1/weights (slot Adam) end at 3 of 6"},
+    {"a shard's update count",
+     [&](auto& m) {
+       m.shard_updates = {20, 17};
+     },
+     "ps:1 had applied 17 update(s) when saved, but the checkpoint claims step 20"},
+    {"the step", [&](auto& m) { m.step = 25; },
+     "ps:0 had applied 20 update(s) when saved, but the checkpoint claims step 25"},
+  };
+  for (auto& l : lies) {
+    auto m = checkpoint_manifest::from_json(json::parse(honest), manifest_path);
+    l.change(m);
+    std::ofstream(manifest_path, std::ios::trunc) << json::write(m.to_json()) << "\n";
+    auto err = error_of([&] { checkpoint_reader{path}; });
+    BOOST_TEST(contains(err, l.named), l.what << ": " << err);
+    auto fallback = choose_checkpoint(log.root, "auto");
+    BOOST_TEST(fallback.reader->manifest().step == 10, l.what);
+    BOOST_TEST(contains(error_of([&] { choose_checkpoint(log.root, path); }), l.named), l.what);
+  }
+  std::ofstream(manifest_path, std::ios::trunc) << honest;
+  BOOST_TEST(checkpoint_reader{path}.manifest().step == 20);
+}
+
+// A NaN saved by a diverged run is refused at open (exit 2 at start, or
+// --restore=auto falls back), not when a shard is filled.
+BOOST_AUTO_TEST_CASE(a_checkpoint_holding_a_nan_is_refused_at_open) {
+  log_dir log;
+  checkpoint_dir dir(log.root);
+  saved_model model;
+  model.save(dir, 10);
+  model.weights[13] = std::numeric_limits<float>::quiet_NaN();
+  auto path = model.save(dir, 20);
+  auto err = error_of([&] { checkpoint_reader{path}; });
+  BOOST_TEST(
+    contains(err, "ps-1.safetensors: tensor '" + model.part(1).name + "' holds nan at index 1"),
+    err);
+  BOOST_TEST(choose_checkpoint(log.root, "auto").reader->manifest().step == 10);
 }
 
 BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_model_or_optimizer_is_refused) {
