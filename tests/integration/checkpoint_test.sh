@@ -147,7 +147,8 @@ started=$SECONDS
 run_cluster e 2
 expect "F: a finished job started again: every task exits 0 (chief $chief_rc, others $all_rc)" \
   test "$chief_rc$all_rc" = 00
-expect "F:   within seconds ($((SECONDS - started)) s)" test $((SECONDS - started)) -lt 30
+expect "F:   within seconds ($((SECONDS - started)) s; the timeouts it used to wait out are 60 s)" \
+  test $((SECONDS - started)) -lt 45
 expect "F:   the chief says there is nothing to train" grep -q "nothing to train" "$tmp/e-chief.log"
 expect "F:   and the workers were stopped by it" grep -q "stopped by the chief" "$tmp/e-w0.log"
 
@@ -160,8 +161,9 @@ g_chief=$!; pids+=($g_chief)
 sleep 3
 kill -TERM "$g_chief"; term_at=$SECONDS
 wait_exit "$g_chief" 20
-expect "G: SIGTERM to a chief still connecting: it exits 0 (got $rc) within 3 s ($((SECONDS - term_at)) s)" \
-  bash -c "[ '$rc' = 0 ] && [ $((SECONDS - term_at)) -le 3 ]"
+# (bounds with room for a loaded machine: ctest runs two tests at once)
+expect "G: SIGTERM to a chief still connecting: it exits 0 (got $rc) within 10 s ($((SECONDS - term_at)) s; it used to take SIGKILL)" \
+  bash -c "[ '$rc' = 0 ] && [ $((SECONDS - term_at)) -le 10 ]"
 expect "G:   saying what it was waiting for" \
   grep -q '"preempted":true.*stopped by SIGTERM while waiting for the ps tasks; nothing had started' "$tmp/g-chief.log"
 
@@ -179,7 +181,7 @@ wait_for_line "$tmp/h-chief.log" "lost ps:1" 20
 kill -TERM "${h[0]}"; term_at=$SECONDS
 wait_exit "${h[0]}" 30; h_rc=$rc
 expect "H: SIGTERM while waiting for a lost ps: the chief exits 0 (got $h_rc) in $((SECONDS - term_at)) s" \
-  bash -c "[ '$h_rc' = 0 ] && [ $((SECONDS - term_at)) -le 10 ]"
+  bash -c "[ '$h_rc' = 0 ] && [ $((SECONDS - term_at)) -le 20 ]"
 expect "H:   saying so, and where a restart continues" \
   grep -q '"preempted":true.*stopped by SIGTERM while waiting for lost ps:1 (lost at step [0-9]*); checkpoint saved at step [0-9]*' "$tmp/h-chief.log"
 others=0
