@@ -239,7 +239,8 @@ void share_reader::seek(stream_position position) {
 example_stream::example_stream(std::shared_ptr<const data_split> split,
                                const stream_options& options)
   : split_(std::move(split)), options_(options), reader_(split_, options),
-    share_size_(reader_.share_size()) {
+    share_size_(reader_.share_size()), buffer_examples_(reader_.buffer_examples()),
+    resident_(reader_.resident()) {
   start_reader();
 }
 

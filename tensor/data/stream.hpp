@@ -129,6 +129,10 @@ public:
   stream_position position() const noexcept { return position_; }
   void seek(stream_position position);
   uint64_t share_size() const noexcept { return share_size_; }
+  /// What the reader holds (fixed at construction): the buffer's examples,
+  /// and whether that is the whole share.
+  size_t buffer_examples() const noexcept { return buffer_examples_; }
+  bool resident() const noexcept { return resident_; }
   uint64_t total_examples() const noexcept { return split_->usable_records(); }
   const data_split& split() const noexcept { return *split_; }
 
@@ -146,6 +150,8 @@ private:
   stream_options options_;
   share_reader reader_;
   uint64_t share_size_;
+  size_t buffer_examples_;
+  bool resident_;
   stream_position position_;
   std::mutex mutex_;
   std::condition_variable changed_;
