@@ -178,6 +178,8 @@ void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uin
 
 void on_preempted(self_ptr self) {
   auto& st = self->state;
+  if (st.now == chief_state::phase::done)
+    return; // stopping already (a second SIGTERM, or the relay after a stopped reconnect)
   if (st.recovering) {
     // Waiting for a lost shard: the latest checkpoint is where a restart
     // continues, as after any preemption.

@@ -48,6 +48,11 @@ void on_shard_lost(self_ptr self, size_t shard, const caf::error& reason) {
     auto back = reconnect(static_cast<int32_t>(shard), timeout);
     if (back)
       helper->send(chief, shard_back_atom::value, static_cast<int32_t>(shard), *back);
+    else if (back.error().category() == caf::atom("troupe")
+             && back.error().code() == static_cast<uint8_t>(errc::training_stopped))
+      // SIGTERM ended the wait: a preemption, as the chief's own relay
+      // says too (whichever comes first), not a shard that failed to return.
+      helper->send(chief, stop_atom::value);
     else
       helper->send(chief, shard_back_atom::value, static_cast<int32_t>(shard),
                    describe(back.error()));

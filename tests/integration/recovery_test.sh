@@ -89,7 +89,10 @@ run() {
 declare -A rcs accuracy
 all_zero() { local tok; [ -n "${accuracy[$1]}" ] || return 1
   for tok in ${rcs[$1]}; do [ "${tok##*:}" = 0 ] || return 1; done; }
-close_to() { awk -v a="${accuracy[$1]:-0}" -v b="${accuracy[$2]:-1}" 'BEGIN { d = a - b; exit !(d < 0.01 && d > -0.01) }'; }
+# Lost state shows as a lower accuracy; async runs differ by about a point
+# either way (arrival order), so a recovered run may not fall more than 1
+# point below the undisturbed one, and may not rise more than 3 above it.
+close_to() { awk -v a="${accuracy[$1]:-0}" -v b="${accuracy[$2]:-1}" 'BEGIN { d = a - b; exit !(d < 0.03 && d > -0.01) }'; }
 ok_line() { cat "$tmp/$1"-chief*.log | grep -q '"ok":true,"mode":"'"${2%-ahead}"'","global_step":3000,'; }
 
 for mode in async sync async-ahead; do
@@ -103,7 +106,7 @@ for case in "async ps:1" "async chief:0" "async worker:0" "async chief:0 save" "
   run "$name" "$1" "$2" "${3:-}"
   expect "$name: training completes, every process exits 0 (${rcs[$name]})" all_zero "$name"
   expect "$name:   the final line says ok with all 3000 steps" ok_line "$name" "$1"
-  expect "$name:   accuracy ${accuracy[$name]} within 1 point of ${accuracy[base-$1]}" close_to "$name" "base-$1"
+  expect "$name:   accuracy ${accuracy[$name]} no more than 1 point below ${accuracy[base-$1]}" close_to "$name" "base-$1"
   case $2 in
     ps:*) expect "$name:   the chief says what was lost and restored" \
             grep -q "lost at step [0-9]*; every shard restored from step [0-9]*.*steps to redo" "$tmp/$name-chief:0.log" ;;
