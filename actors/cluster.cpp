@@ -58,7 +58,8 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
                         std::function<void(const training_result&)> on_finish, spawn_mode mode,
                         std::shared_ptr<const checkpoint_reader> restore_from,
-                        peer_reconnect reconnect, bulk_peers bulk) {
+                        peer_reconnect reconnect, bulk_peers bulk,
+                        checkpoint_source_actor checkpoints) {
   cluster_shape shape{static_cast<int32_t>(shards.size()), num_workers};
   require_valid_settings(settings, runtime, shape);
   chief_config config{settings, runtime, num_workers, replicas_of(settings, shape),
@@ -66,7 +67,7 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
   chief_links links{std::move(shards),       make_model(settings.model, model_options_of(settings)),
                     std::move(test),         std::move(on_finish),
                     std::move(restore_from), std::move(reconnect),
-                    std::move(bulk)};
+                    std::move(bulk),         std::move(checkpoints)};
   return spawn_as<chief_actor>(sys, mode, chief, std::move(config), std::move(links));
 }
 

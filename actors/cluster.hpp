@@ -66,7 +66,8 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         std::function<void(const training_result&)> on_finish,
                         spawn_mode mode = spawn_mode::detached,
                         std::shared_ptr<const checkpoint_reader> restore_from = nullptr,
-                        peer_reconnect reconnect = {}, bulk_peers bulk = {});
+                        peer_reconnect reconnect = {}, bulk_peers bulk = {},
+                        checkpoint_source_actor checkpoints = {});
 
 /// Worker `index` of num_workers; its share of `train` follows from both
 /// (share_of). bulk (a host per shard, or none): where the worker opens the

@@ -31,6 +31,8 @@
 #include "actors/cluster.hpp"
 #include "actors/protocol/basp_guard.hpp"
 #include "actors/protocol/protocol.hpp"
+#include "actors/chief/checkpoint_source.hpp"
+#include "config/node/connect_deadline.hpp"
 #include "config/node/connection_warden.hpp"
 #include "config/node/node_config.hpp"
 #include "gpu/backend.hpp"
@@ -177,7 +179,7 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
     for (auto slept = std::chrono::milliseconds(0); slept < backoff && !sigterm_received;
          slept += std::chrono::milliseconds(50))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    backoff = std::min(backoff * 3 / 2, std::chrono::milliseconds(2000));
+    backoff = std::min(backoff * 3 / 2, std::chrono::milliseconds(1000));
   }
   return caf::make_error(caf::sec::cannot_connect_to_node,
                          "no " + what + " reachable at " + address.to_string() + " within "
@@ -277,6 +279,17 @@ void guard_frames(const node_config& cfg, const node_setup& setup, uint64_t mode
   auto peers = setup.cluster.worker.size() + 2;
   frames.max_pending_bytes = frames.max_message_bytes * peers;
   guard_basp(cfg, frames);
+}
+
+// One connection attempt waits at most as long as TCP's first retransmission
+// (config/node/connect_deadline.hpp), so that a task restarting at the same
+// name is reached within about a second of listening.
+void bound_connects() {
+  if (auto problem = connect_deadline_problem(); !problem.empty()) {
+    spdlog::warn("connection attempts are not bounded: {}", problem);
+    return;
+  }
+  set_connect_deadline(std::chrono::milliseconds(1000));
 }
 
 // How this task reaches a lost peer again: at the same address, retrying
@@ -489,6 +502,26 @@ bool connect_shards(caf::actor_system& sys, const node_setup& setup,
   return true;
 }
 
+// The evaluators following this chief's checkpoints get the last one before
+// the process ends: the source answers until each has been told that nothing
+// newer will come (or has gone), for at most cluster.recovery-timeout.
+void release_followers(caf::actor_system& sys, const node_setup& setup,
+                       const checkpoint_source_actor& source) {
+  if (!source)
+    return;
+  caf::scoped_actor self{sys};
+  self->monitor(source);
+  self->send(source, stop_atom::value);
+  bool gone = false;
+  self->receive([&](const caf::down_msg&) { gone = true; },
+                caf::after(setup.runtime.recovery_timeout) >> [] {});
+  if (!gone) {
+    spdlog::warn("chief: an evaluator did not fetch the last checkpoint within "
+                 "cluster.recovery-timeout; ending without it");
+    self->send_exit(source, caf::exit_reason::user_shutdown);
+  }
+}
+
 int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
               const bulk_path& bulk) {
   // Before it reaches any shard: a second start of the chief touches nothing.
@@ -510,13 +543,18 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
   auto summary = announce_data(setup);
   auto test = std::make_shared<const dataset>(load_all(setup.data->evaluation()));
   training_result result;
+  checkpoint_source_actor checkpoints;
+  if (!setup.train.checkpoint.log_dir.empty())
+    checkpoints = spawn_checkpoint_source(sys, setup.train.checkpoint.log_dir);
   auto chief_handle = spawn_chief(
     sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.worker.size()), shards,
     test, [&result](const training_result& r) { result = r; }, spawn_mode::detached,
-    setup.restore_from, reconnect_to_peers(sys, setup), bulk_peers_of(setup, bulk));
+    setup.restore_from, reconnect_to_peers(sys, setup), bulk_peers_of(setup, bulk), checkpoints);
   if (!publish(sys, setup, chief_handle, setup.cluster.chief[0])) {
     // Lost a race for the port: its shards refuse a second chief's init.
     caf::anon_send_exit(chief_handle, caf::exit_reason::user_shutdown);
+    if (checkpoints)
+      caf::anon_send_exit(checkpoints, caf::exit_reason::user_shutdown);
     return exit_failure;
   }
   auto warden = guard_port(setup, limits, setup.cluster.chief[0]);
@@ -524,72 +562,140 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
     sigterm_relay relay{sys, chief_handle};
     wait_for(sys, chief_handle);
   }
+  release_followers(sys, setup, checkpoints);
   result.data_json = summary;
   export_model(setup, result);
   print_final(result);
   return result.ok || result.preempted ? exit_ok : exit_failure;
 }
 
-// TensorFlow's evaluator job: follows the chief's log directory and
-// evaluates each new checkpoint (the newest, when several arrived) on the
-// evaluation set, logging it and writing TensorBoard scalars to
-// <log-dir>/eval. It sends nothing to anyone, so it cannot slow training.
-// A checkpoint deleted by keep-N while it is read is skipped. It exits 0
-// once it has evaluated the checkpoint of the last step, 1 when no new one
-// came for checkpoint.save-interval + cluster.recovery-timeout.
-int run_evaluator(const node_setup& setup) {
+// TensorFlow's evaluator job: follows the chief's checkpoints over the
+// network (no volume shared with the chief) and evaluates each new one (the
+// newest, when several arrived) on the evaluation set, logging it and
+// writing TensorBoard scalars to <its log-dir>/eval. It only reads, so it
+// cannot slow training beyond the copy. A checkpoint deleted by keep-N while
+// it is copied is skipped; a lost chief is looked for again for
+// cluster.recovery-timeout. It exits 0 once the chief said nothing newer
+// will come, 1 when no new checkpoint came for checkpoint.save-interval +
+// cluster.recovery-timeout or the chief is gone for good.
+class checkpoint_follower {
+public:
+  checkpoint_follower(caf::actor_system& sys, const node_setup& setup) : sys_(sys), setup_(setup) {}
+
+  // The chief's checkpoint source, reached within `within`. One actor asks
+  // everything from then on: the source knows its followers by it and waits
+  // for them at the end of the run. A fresh one after a failure, so that a
+  // late answer to the old one cannot pass for the answer to a new question.
+  bool follow(std::chrono::milliseconds within) {
+    self_.reset();
+    auto chief = connect_to<chief_actor>(sys_, setup_, "chief", setup_.cluster.chief[0], within);
+    if (!chief) {
+      spdlog::error("evaluator: {}", describe(chief.error()));
+      return false;
+    }
+    self_ = std::make_unique<caf::scoped_actor>(sys_);
+    bool ok = false;
+    (*self_)->send(*chief, follow_atom::value);
+    (*self_)->receive(
+      [&](checkpoint_source_actor& found) { source_ = found, ok = true; },
+      [&](caf::error& err) { spdlog::error("evaluator: the chief: {}", describe(err)); },
+      caf::after(setup_.runtime.request_timeout) >> [] {
+        spdlog::error("evaluator: the chief did not answer within cluster.request-timeout");
+      });
+    return ok;
+  }
+
+  caf::expected<checkpoint_listing> newest_after(int64_t step) {
+    caf::expected<checkpoint_listing> out{caf::sec::request_timeout};
+    (*self_)->send(source_, ckpt_list_atom::value, step);
+    (*self_)->receive([&](checkpoint_listing& l) { out = std::move(l); },
+                      [&](caf::error& err) { out = std::move(err); },
+                      caf::after(setup_.runtime.request_timeout) >> [] {});
+    return out;
+  }
+
+  std::string read(int64_t step, const std::string& name, uint64_t offset) {
+    std::optional<std::string> out;
+    std::string why = "no answer within cluster.request-timeout";
+    (*self_)->send(source_, ckpt_read_atom::value, step, name, offset);
+    (*self_)->receive([&](std::string& bytes) { out = std::move(bytes); },
+                      [&](caf::error& err) { why = describe(err); },
+                      caf::after(setup_.runtime.request_timeout) >> [] {});
+    if (!out)
+      throw checkpoint_error("reading " + name + " from the chief: " + why);
+    return *out;
+  }
+
+private:
+  caf::actor_system& sys_;
+  const node_setup& setup_;
+  std::unique_ptr<caf::scoped_actor> self_;
+  checkpoint_source_actor source_;
+};
+
+int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t model_bytes) {
   auto& dir = setup.train.checkpoint.log_dir;
-  auto last_step = setup.train.last_step;
   auto idle_limit = setup.train.checkpoint.save_interval + setup.runtime.recovery_timeout;
   auto test = load_all(setup.data->evaluation());
-  spdlog::info("evaluator: following {} (until step {}), evaluating on {} examples", dir, last_step,
-               test.size());
+  // Values, optimizer slots (Adam: two), the manifest: far below this.
+  checkpoint_fetcher fetcher(dir + "/eval/fetched", 8 * model_bytes + (uint64_t{64} << 20));
+  checkpoint_follower chief{sys, setup};
+  spdlog::info("evaluator: following the chief's checkpoints at {} (until step {}), evaluating on "
+               "{} examples",
+               setup.cluster.chief[0].to_string(), setup.train.last_step, test.size());
+  if (!chief.follow(setup.runtime.connect_timeout))
+    return exit_failure;
   std::unique_ptr<event_file> events;
   int64_t evaluated = -1;
   auto last_news = std::chrono::steady_clock::now();
   bool regression = setup.train.data.task == objective::regression;
   while (true) {
-    std::vector<std::string> complete;
-    try {
-      complete = checkpoint_dir(dir).complete();
-    } catch (const std::exception& e) {
-      spdlog::warn("evaluator: cannot list {}: {}", dir, e.what());
+    auto listing = chief.newest_after(evaluated);
+    if (!listing) {
+      spdlog::warn("evaluator: lost the chief ({}); looking for it again", describe(listing.error()));
+      if (!chief.follow(setup.runtime.recovery_timeout))
+        return exit_failure;
+      continue;
     }
-    for (auto& path : complete) { // newest first: the first new one readable
-      int64_t step = -1;
+    if (listing->step > evaluated) {
       try {
-        auto model = load_model(path, dir + "/model.json");
-        step = model.card.step;
-        if (step <= evaluated)
-          break;
+        auto step = listing->step;
+        auto copy = fetcher.fetch(*listing, [&](const std::string& name, uint64_t offset) {
+          return chief.read(step, name, offset);
+        });
+        auto model = load_model(copy.checkpoint, copy.card);
         auto stats = evaluate_dataset(*model.net, model.params, test);
-        double loss = stats.loss;
-        double quality = regression ? std::sqrt(std::max(0.0, loss))
+        double quality = regression ? std::sqrt(std::max(0.0, stats.loss))
                                     : static_cast<double>(stats.correct) / stats.examples;
-        spdlog::info("evaluator: checkpoint {} (step {}): test_{}={:.4f} test_loss={:.4f}", path,
-                     step, regression ? "rmse" : "accuracy", quality, loss);
+        spdlog::info("evaluator: checkpoint {} (step {}): test_{}={:.4f} test_loss={:.4f}",
+                     "ckpt-" + std::to_string(step), model.card.step,
+                     regression ? "rmse" : "accuracy", quality, stats.loss);
         if (!events)
           events = std::make_unique<event_file>(dir + "/eval");
         events->scalars(step, {{regression ? "eval/test_rmse" : "eval/test_accuracy",
                                 static_cast<float>(quality)},
-                               {"eval/test_loss", static_cast<float>(loss)}});
+                               {"eval/test_loss", static_cast<float>(stats.loss)}});
         events->flush();
         evaluated = step;
         last_news = std::chrono::steady_clock::now();
-        break;
       } catch (const checkpoint_error& e) {
-        // keep-N deleted it while it was read, or it is not complete yet.
-        spdlog::info("evaluator: skipping {}: {}", path, e.what());
+        // keep-N deleted it while it was copied: the next listing names a
+        // newer one. Asked again by a fresh actor (a late answer to this
+        // copy must not answer the next question).
+        spdlog::info("evaluator: skipping checkpoint {}: {}", listing->step, e.what());
+        if (!chief.follow(setup.runtime.recovery_timeout))
+          return exit_failure;
       }
+      continue;
     }
-    if (evaluated >= last_step) {
-      spdlog::info("evaluator: evaluated the last step ({}); done", evaluated);
+    if (listing->final) {
+      spdlog::info("evaluator: the run is over; evaluated up to step {}; done", evaluated);
       return exit_ok;
     }
     if (std::chrono::steady_clock::now() - last_news > idle_limit) {
-      spdlog::error("evaluator: no new checkpoint in {} for {} s (checkpoint.save-interval + "
-                    "cluster.recovery-timeout); did training stop?",
-                    dir, std::chrono::duration_cast<std::chrono::seconds>(idle_limit).count());
+      spdlog::error("evaluator: no new checkpoint from the chief for {} s (checkpoint.save-interval "
+                    "+ cluster.recovery-timeout); did training stop?",
+                    std::chrono::duration_cast<std::chrono::seconds>(idle_limit).count());
       return exit_failure;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -676,9 +782,13 @@ int main(int argc, char** argv) {
   warn_without_tls(setup);
   default_heartbeats(cfg);
   auto limits = connection_limits(cfg, setup);
+  bound_connects();
+  auto model_bytes = limit_tensors_to_the_model(setup.train);
+  guard_frames(cfg, setup, model_bytes);
   if (!setup.whole_cluster && setup.job == job_kind::evaluator) {
     try {
-      auto code = run_evaluator(setup);
+      caf::actor_system sys{cfg};
+      auto code = run_evaluator(sys, setup, model_bytes);
       log_peak_memory();
       return code;
     } catch (const std::exception& e) {
@@ -686,7 +796,6 @@ int main(int argc, char** argv) {
       return exit_failure;
     }
   }
-  guard_frames(cfg, setup, limit_tensors_to_the_model(setup.train));
   auto bulk = bulk_path_of(cfg, setup);
   if (!bulk)
     return exit_failure;

@@ -238,6 +238,13 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     [self](shard_back_atom, int32_t shard, const std::string& why) {
       on_shard_not_back(self, shard, why);
     },
+    [self](follow_atom) -> caf::result<checkpoint_source_actor> {
+      if (!self->state.links.checkpoints)
+        return make_error({errc::invalid_request,
+                           "this chief serves no checkpoints (it has no checkpoint.log-dir, or "
+                           "runs inside a library topology)"});
+      return self->state.links.checkpoints;
+    },
     [self](stop_atom) {
       auto sender = self->current_sender();
       if (!sender || sender->node() != self->node()) {

@@ -56,6 +56,8 @@ struct chief_links {
   /// Each shard's host (and the TLS to use), for reading values on the bulk
   /// path from shards in other processes (troupe-node); empty: over BASP.
   bulk_peers bulk;
+  /// Where evaluators read the checkpoints (troupe-node; null: nowhere).
+  checkpoint_source_actor checkpoints;
 };
 
 struct chief_state {

@@ -29,7 +29,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 9;
+constexpr uint32_t protocol_version = 10;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -51,6 +51,9 @@ using fetch_atom = caf::atom_constant<caf::atom("fetch")>;     ///< chief -> sha
 using restore_atom = caf::atom_constant<caf::atom("restore")>; ///< chief -> shard: a slot
 using plan_atom = caf::atom_constant<caf::atom("plan")>; ///< chief -> worker: after a recovery
 using bulk_atom = caf::atom_constant<caf::atom("bulk")>; ///< worker, chief -> shard: bulk port
+using follow_atom = caf::atom_constant<caf::atom("follow")>; ///< evaluator -> chief: checkpoints
+using ckpt_list_atom = caf::atom_constant<caf::atom("ckpt_list")>; ///< evaluator -> source
+using ckpt_read_atom = caf::atom_constant<caf::atom("ckpt_read")>; ///< evaluator -> source
 // Internal: sent by an actor to itself only, never part of a published interface.
 using run_atom = caf::atom_constant<caf::atom("run")>;               ///< worker: next step
 using tick_atom = caf::atom_constant<caf::atom("tick")>;             ///< chief, shard: timers
@@ -270,6 +273,38 @@ typename Inspector::result_type inspect(Inspector& f, snapshot_index& x) {
   return f(caf::meta::type_name("snapshot_index"), x.version, x.ticket, x.names, x.shapes);
 }
 
+/// A checkpoint as the chief's checkpoint source offers it to an evaluator:
+/// its step (-1: none newer than asked), whether the run is over (nothing
+/// newer will come), and its files, relative to the log directory
+/// ("model.json", "ckpt-<step>/...") with their sizes.
+struct checkpoint_listing {
+  int64_t step = -1;
+  bool final = false;
+  std::vector<std::string> files;
+  std::vector<uint64_t> sizes;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_listing& x) {
+  return f(caf::meta::type_name("checkpoint_listing"), x.step, x.final, x.files, x.sizes);
+}
+
+/// The most bytes one ckpt_read answers with.
+constexpr uint64_t checkpoint_chunk_bytes = uint64_t{1} << 20;
+
+/// Serves the chief's checkpoints to evaluators over the network, so that an
+/// evaluator needs no volume shared with the chief; it lives in the chief's
+/// process and outlasts the chief actor until its followers have the last
+/// checkpoint (or cluster.recovery-timeout passed).
+using checkpoint_source_actor = caf::typed_actor<
+  // a follower: the newest complete checkpoint after `step`
+  caf::replies_to<ckpt_list_atom, int64_t>::with<checkpoint_listing>,
+  // a follower: (step, a file of its listing, offset) -> up to
+  // checkpoint_chunk_bytes of it; a name off the listing is refused
+  caf::replies_to<ckpt_read_atom, int64_t, std::string, uint64_t>::with<std::string>,
+  // its own process: the run is over
+  caf::reacts_to<stop_atom>>;
+
 /// A parameter-server shard (published). The first init makes its sender the
 /// shard's chief and fixes the run; from then on it accepts pulls and pushes
 /// of that run only, and replicas, stats and stop messages from that chief
@@ -327,7 +362,9 @@ using chief_actor =
                    // an admitted worker: a non-finite gradient
                    nonfinite_handler,
                    // its token queue, sync: each update
-                   caf::reacts_to<step_done_atom, step_summary>>;
+                   caf::reacts_to<step_done_atom, step_summary>,
+                   // an evaluator: where to read the checkpoints (an error where none are served)
+                   caf::replies_to<follow_atom>::with<checkpoint_source_actor>>;
 
 /// The chief as implemented: plus its watchdog, its checkpoint writer's
 /// report (step, ok, the checkpoint's path or the error, bytes, seconds),
@@ -370,6 +407,8 @@ using worker_impl =
   X(step_coordinator_actor)                                                                        \
   X(token_queue_actor)                                                                             \
   X(ps_shard_actor)                                                                                \
+  X(checkpoint_listing)                                                                            \
+  X(checkpoint_source_actor)                                                                       \
   X(chief_actor)                                                                                   \
   X(worker_actor)
 

@@ -141,8 +141,9 @@ void check_cluster(const node_config& cfg, node_setup& setup, std::vector<std::s
       errors.push_back("--task_index=" + std::to_string(cfg.task_index)
                        + ": there is one evaluator, task 0");
     if (cfg.train.checkpoint.log_dir.empty())
-      errors.push_back("the evaluator follows the chief's checkpoints: set checkpoint.log-dir "
-                       "to the chief's log directory");
+      errors.push_back("the evaluator keeps its copies of the chief's checkpoints and its "
+                       "TensorBoard scalars in checkpoint.log-dir: set it (a directory of its "
+                       "own; no volume shared with the chief is needed)");
     return;
   }
   auto tasks = cfg.job_name == "chief" ? cfg.chief_hosts.size()

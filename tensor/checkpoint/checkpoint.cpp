@@ -89,8 +89,9 @@ constexpr const char* pointer_file = "checkpoint";
 constexpr const char* manifest_file = "manifest.json";
 constexpr const char* prefix = "ckpt-";
 
-// The step of a directory named ckpt-<step>, or -1.
-int64_t step_of(const std::string& name) {
+} // namespace
+
+int64_t checkpoint_step_of(const std::string& name) {
   if (name.rfind(prefix, 0) != 0 || name.size() == std::strlen(prefix))
     return -1;
   auto digits = name.substr(std::strlen(prefix));
@@ -98,8 +99,6 @@ int64_t step_of(const std::string& name) {
     return -1;
   return std::stoll(digits);
 }
-
-} // namespace
 
 json::value checkpoint_manifest::to_json() const {
   json::object fp;
@@ -265,7 +264,7 @@ std::optional<std::string> checkpoint_dir::latest() const {
   if (text.rfind("model_checkpoint_path:", 0) != 0 || open == close)
     fail(path, "not a checkpoint pointer file (expected model_checkpoint_path: \"ckpt-N\")");
   auto name = text.substr(open + 1, close - open - 1);
-  if (step_of(name) < 0)
+  if (checkpoint_step_of(name) < 0)
     fail(path, "names '" + name + "', which is not a checkpoint directory (ckpt-N)");
   return (fs::path(root_) / name).string();
 }
@@ -274,7 +273,7 @@ std::vector<std::string> checkpoint_dir::complete() const {
   std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(root_, ec)) {
-    auto step = step_of(entry.path().filename().string());
+    auto step = checkpoint_step_of(entry.path().filename().string());
     if (step >= 0 && fs::exists(entry.path() / manifest_file, ec))
       found.emplace_back(step, entry.path().string());
   }

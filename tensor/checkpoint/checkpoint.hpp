@@ -72,6 +72,9 @@ void write_file_atomically(const std::string& path, const std::string& text);
 /// missing or larger than `limit` bytes (read before trusting its size).
 std::string read_file_bounded(const std::string& path, size_t limit);
 
+/// The step of a checkpoint directory named ckpt-<step>, or -1.
+int64_t checkpoint_step_of(const std::string& directory_name);
+
 /// The log directory's checkpoints.
 class checkpoint_dir {
 public:

@@ -5,7 +5,8 @@
 # the Kubeflow operator would set in each pod, and the one
 # tf-config-from-statefulset builds in each StatefulSet pod, are accepted by
 # troupe-node with the shipped config (--dump-config, exit 0, naming the
-# task); the Dockerfile copies what exists.
+# task); the Dockerfile copies what exists, and .dockerignore keeps build
+# trees and logs out of the image.
 set -u
 . "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
 bin=$1; root=$2
@@ -76,5 +77,10 @@ expect "a hostname of no job: exit 2, named" bash -c "test $rc = 2 && grep -q \"
 missing=$(grep -E '^COPY' "$root/deploy/Dockerfile" | grep -oE '(^| )deploy/[^ ]+' | while read -r f; do
   [ -e "$root/$f" ] || echo "$f"; done)
 expect "the Dockerfile copies files that exist (${missing:-all there})" test -z "$missing"
+# Issue 26: COPY . . carried build/CMakeCache.txt into the image and CMake stopped.
+if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
+  expect ".dockerignore leaves out every path git ignores, and no tracked file" \
+    "$py" "$root/tests/integration/dockerignore_check.py" "$root"
+fi
 echo "deploy_test: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -29,6 +29,7 @@ BOOST_AUTO_TEST_CASE(a_plan_that_does_not_tile_a_variable_is_refused) {
       [](report_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
       [](nonfinite_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
       [](step_done_atom, const step_summary&) {},
+      [](follow_atom) -> caf::result<checkpoint_source_actor> { return checkpoint_source_actor{}; },
     };
   });
   auto shard = spawn_ps_shard(sys, 0, settings);
