@@ -188,14 +188,18 @@ std::string connection_warden_problem() {
 }
 
 struct connection_warden::impl {
-  impl(uint16_t port, warden_limits limits, std::vector<std::string> cluster_addresses,
+  impl(uint16_t port, warden_limits limits, std::vector<std::string> cluster_hosts,
        std::chrono::milliseconds sweep_interval)
-    : port(port), limits(limits), cluster_addresses(std::move(cluster_addresses)),
-      sweep_interval(sweep_interval) {}
+    : port(port), limits(limits), cluster_hosts(std::move(cluster_hosts)),
+      cluster_addresses(resolve_hosts(this->cluster_hosts)),
+      resolved_at(std::chrono::steady_clock::now()), sweep_interval(sweep_interval) {}
 
   uint16_t port;
   warden_limits limits;
+  // Resolved again now and then: a pod that restarts keeps its name, not its address.
+  std::vector<std::string> cluster_hosts;
   std::vector<std::string> cluster_addresses;
+  std::chrono::steady_clock::time_point resolved_at;
   std::chrono::milliseconds sweep_interval;
   std::mutex mutex;
   std::condition_variable wake;
@@ -208,6 +212,10 @@ struct connection_warden::impl {
   std::chrono::steady_clock::time_point last_log{};
 
   void sweep() {
+    if (std::chrono::steady_clock::now() - resolved_at > std::chrono::seconds(30)) {
+      cluster_addresses = resolve_hosts(cluster_hosts);
+      resolved_at = std::chrono::steady_clock::now();
+    }
     auto connections = accepted_connections_on(port, cluster_addresses);
     std::vector<accepted_connection> open;
     for (auto& c : connections)
@@ -271,7 +279,7 @@ struct connection_warden::impl {
 connection_warden::connection_warden(uint16_t port, warden_limits limits,
                                      std::vector<std::string> cluster_hosts,
                                      std::chrono::milliseconds sweep_interval)
-  : impl_(std::make_unique<impl>(port, limits, resolve_hosts(cluster_hosts), sweep_interval)) {
+  : impl_(std::make_unique<impl>(port, limits, std::move(cluster_hosts), sweep_interval)) {
   accept_limit.store(limits.max_connections);
   live_connections.store(accepted_connections_on(port, impl_->cluster_addresses).size());
   watched_port.store(port);
