@@ -597,7 +597,10 @@ public:
     bool ok = false;
     (*self_)->send(*chief, follow_atom::value);
     (*self_)->receive(
-      [&](checkpoint_source_actor& found) { source_ = found, ok = true; },
+      [&](checkpoint_source_actor& found) {
+        source_ = found, ok = true;
+        (*self_)->monitor(source_); // a chief that dies ends a wait at once, not at the timeout
+      },
       [&](caf::error& err) { spdlog::error("evaluator: the chief: {}", describe(err)); },
       caf::after(setup_.runtime.request_timeout) >> [] {
         spdlog::error("evaluator: the chief did not answer within cluster.request-timeout");
@@ -610,6 +613,7 @@ public:
     (*self_)->send(source_, ckpt_list_atom::value, step);
     (*self_)->receive([&](checkpoint_listing& l) { out = std::move(l); },
                       [&](caf::error& err) { out = std::move(err); },
+                      [&](caf::down_msg&) { out = caf::make_error(caf::sec::request_receiver_down); },
                       caf::after(setup_.runtime.request_timeout) >> [] {});
     return out;
   }
@@ -620,6 +624,7 @@ public:
     (*self_)->send(source_, ckpt_read_atom::value, step, name, offset);
     (*self_)->receive([&](std::string& bytes) { out = std::move(bytes); },
                       [&](caf::error& err) { why = describe(err); },
+                      [&](caf::down_msg&) { why = "the chief is gone"; },
                       caf::after(setup_.runtime.request_timeout) >> [] {});
     if (!out)
       throw checkpoint_error("reading " + name + " from the chief: " + why);
