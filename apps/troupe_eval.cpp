@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "apps/model_tools.hpp"
+#include "tensor/nn/metric.hpp"
 
 using namespace troupe;
 
@@ -54,14 +55,13 @@ int main(int argc, char** argv) {
     if (examples == 0)
       throw data_error(cl.positional[1] + ": holds no examples");
     double loss = loss_sum / static_cast<double>(examples);
-    bool regression = model.card.task == objective::regression;
-    double quality = regression ? std::sqrt(loss) : static_cast<double>(correct) / examples;
+    auto metric = metric_of(model.card.task, loss, correct, examples);
     std::fprintf(stderr, "troupe-eval: %llu examples, loss %.4f, %s %.4f (model at step %lld)\n",
-                 static_cast<unsigned long long>(examples), loss, regression ? "rmse" : "accuracy",
-                 quality, static_cast<long long>(model.card.step));
+                 static_cast<unsigned long long>(examples), loss, metric.name, metric.value,
+                 static_cast<long long>(model.card.step));
     std::printf("{\"event\":\"eval\",\"examples\":%llu,\"loss\":%.4f,\"%s\":%.4f,\"step\":%lld}\n",
-                static_cast<unsigned long long>(examples), loss, regression ? "rmse" : "accuracy",
-                quality, static_cast<long long>(model.card.step));
+                static_cast<unsigned long long>(examples), loss, metric.name, metric.value,
+                static_cast<long long>(model.card.step));
     return tools::exit_ok;
   });
 }

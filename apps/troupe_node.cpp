@@ -40,6 +40,7 @@
 #include "tensor/core/error.hpp"
 #include "tensor/core/memory_policy.hpp"
 #include "tensor/export/model_export.hpp"
+#include "tensor/nn/metric.hpp"
 #include "tensor/summary/event_file.hpp"
 
 using namespace troupe;
@@ -653,7 +654,6 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
   std::unique_ptr<event_file> events;
   int64_t evaluated = -1;
   auto last_news = std::chrono::steady_clock::now();
-  bool regression = setup.train.data.task == objective::regression;
   while (true) {
     auto listing = chief.newest_after(evaluated);
     if (!listing) {
@@ -670,15 +670,14 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
         });
         auto model = load_model(copy.checkpoint, copy.card);
         auto stats = evaluate_dataset(*model.net, model.params, test);
-        double quality = regression ? std::sqrt(std::max(0.0, stats.loss))
-                                    : static_cast<double>(stats.correct) / stats.examples;
+        auto metric = metric_of(setup.train.data.task, stats.loss, stats.correct, stats.examples);
         spdlog::info("evaluator: checkpoint {} (step {}): test_{}={:.4f} test_loss={:.4f}",
-                     "ckpt-" + std::to_string(step), model.card.step,
-                     regression ? "rmse" : "accuracy", quality, stats.loss);
+                     "ckpt-" + std::to_string(step), model.card.step, metric.name, metric.value,
+                     stats.loss);
         if (!events)
           events = std::make_unique<event_file>(dir + "/eval");
-        events->scalars(step, {{regression ? "eval/test_rmse" : "eval/test_accuracy",
-                                static_cast<float>(quality)},
+        events->scalars(step, {{std::string("eval/test_") + metric.name,
+                                static_cast<float>(metric.value)},
                                {"eval/test_loss", static_cast<float>(stats.loss)}});
         events->flush();
         evaluated = step;

@@ -144,6 +144,8 @@ checkpoint_fetcher::copy checkpoint_fetcher::fetch(const checkpoint_listing& lis
 
 namespace {
 
+constexpr size_t max_followers = 64;
+
 struct checkpoint_source_state {
   static inline const char* name = "troupe.checkpoint_source";
   std::optional<checkpoint_catalog> catalog;
@@ -168,7 +170,9 @@ checkpoint_source_actor::behavior_type checkpoint_source(source_ptr self, std::s
     [self](ckpt_list_atom, int64_t after) -> caf::result<checkpoint_listing> {
       auto& st = self->state;
       auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
-      if (sender && st.followers.insert(sender).second)
+      // Tracked (and waited for at the end) up to a bound: a stranger's
+      // thousand actors must not hold the chief's process for long, nor grow it.
+      if (sender && st.followers.size() < max_followers && st.followers.insert(sender).second)
         self->monitor(sender);
       try {
         auto listing = st.catalog->newest_after(after);

@@ -12,6 +12,7 @@
 
 #include "actors/chief/chief_run.hpp"
 #include "actors/common/fan_in.hpp"
+#include "tensor/nn/metric.hpp"
 
 namespace troupe::chief_run {
 
@@ -159,7 +160,7 @@ void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
         if (r->task == objective::regression)
           spdlog::info("chief: done: global_step={} test_rmse={:.4f} test_loss={:.4f} "
                        "examples/s={:.0f}",
-                       r->global_step, std::sqrt(std::max(0.0, r->test_loss)), r->test_loss,
+                       r->global_step, rmse_of(r->test_loss), r->test_loss,
                        r->examples_per_sec);
         else
           spdlog::info("chief: done: global_step={} test_accuracy={:.4f} test_loss={:.4f} "

@@ -15,6 +15,7 @@
 #include "actors/chief/chief_run.hpp"
 #include "actors/chief/evaluator.hpp"
 #include "actors/protocol/protocol.hpp"
+#include "tensor/nn/metric.hpp"
 
 namespace troupe::chief_run {
 
@@ -52,7 +53,7 @@ void maybe_evaluate(self_ptr self) {
             if (st.config.train.data.task == objective::regression)
               spdlog::info("chief: evaluation at global_step={}: test_rmse={:.4f} "
                            "test_loss={:.4f} ({} examples)",
-                           step, std::sqrt(std::max(0.0, loss)), loss, examples);
+                           step, rmse_of(loss), loss, examples);
             else
               spdlog::info("chief: evaluation at global_step={}: test_accuracy={:.4f} "
                            "test_loss={:.4f} ({} examples)",

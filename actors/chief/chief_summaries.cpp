@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/chief/chief_run.hpp"
+#include "tensor/nn/metric.hpp"
 
 namespace troupe::chief_run {
 
@@ -55,7 +56,7 @@ void summarize_progress(self_ptr self, const progress_line& line) {
       {"train/steps_per_sec", static_cast<float>(line.steps_per_sec)},
       {"train/learning_rate", static_cast<float>(t.optimizer.learning_rate.at(step))}};
     if (t.data.task == objective::regression)
-      v.push_back({"train/rmse", static_cast<float>(std::sqrt(std::max(0.0, line.loss)))});
+      v.push_back({"train/rmse", static_cast<float>(rmse_of(line.loss))});
     else
       v.push_back({"train/batch_accuracy", static_cast<float>(line.batch_accuracy)});
     if (is_sync(self)) {
@@ -81,7 +82,7 @@ void summarize_evaluation(self_ptr self, int64_t step, double accuracy, double l
   with_events(self, [&](event_file& f) {
     if (self->state.config.train.data.task == objective::regression)
       f.scalars(step, {{"eval/test_loss", static_cast<float>(loss)},
-                       {"eval/test_rmse", static_cast<float>(std::sqrt(std::max(0.0, loss)))}});
+                       {"eval/test_rmse", static_cast<float>(rmse_of(loss))}});
     else
       f.scalars(step, {{"eval/test_loss", static_cast<float>(loss)},
                        {"eval/test_accuracy", static_cast<float>(accuracy)}});

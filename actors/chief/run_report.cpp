@@ -1,4 +1,5 @@
 #include "actors/chief/run_report.hpp"
+#include "tensor/nn/metric.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -26,7 +27,7 @@ std::string training_result::to_json() const {
     std::snprintf(quality, sizeof(quality),
                   "\"task\":\"regression\",\"test_accuracy\":null,\"test_loss\":%.4f,"
                   "\"test_rmse\":%.4f",
-                  test_loss, std::sqrt(std::max(0.0, test_loss)));
+                  test_loss, rmse_of(test_loss));
   else
     std::snprintf(quality, sizeof(quality), "\"test_accuracy\":%.4f,\"test_loss\":%.4f",
                   test_accuracy, test_loss);
@@ -58,7 +59,7 @@ std::string training_result::to_json() const {
       if (task == objective::regression)
         std::snprintf(point, sizeof(point), "%s{\"step\":%lld,\"rmse\":%.4f,\"loss\":%.4f}",
                       i ? "," : "", static_cast<long long>(evaluations[i].step),
-                      std::sqrt(std::max(0.0, evaluations[i].loss)), evaluations[i].loss);
+                      rmse_of(evaluations[i].loss), evaluations[i].loss);
       else
         std::snprintf(point, sizeof(point), "%s{\"step\":%lld,\"accuracy\":%.4f,\"loss\":%.4f}",
                       i ? "," : "", static_cast<long long>(evaluations[i].step),

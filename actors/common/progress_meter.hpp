@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "tensor/nn/metric.hpp"
+
 namespace troupe {
 
 /// Averages over the steps since the previous line.
@@ -29,7 +31,7 @@ struct progress_line {
 inline std::string metric_text(const progress_line& line, bool regression) {
   char text[64];
   if (regression)
-    std::snprintf(text, sizeof text, "rmse=%.4f", std::sqrt(std::max(0.0, line.loss)));
+    std::snprintf(text, sizeof text, "rmse=%.4f", rmse_of(line.loss));
   else
     std::snprintf(text, sizeof text, "batch_accuracy=%.4f", line.batch_accuracy);
   return text;
