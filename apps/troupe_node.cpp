@@ -28,10 +28,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/chief/checkpoint_source.hpp"
 #include "actors/cluster.hpp"
 #include "actors/protocol/basp_guard.hpp"
 #include "actors/protocol/protocol.hpp"
-#include "actors/chief/checkpoint_source.hpp"
 #include "config/node/connect_deadline.hpp"
 #include "config/node/connection_warden.hpp"
 #include "config/node/node_config.hpp"
@@ -603,19 +603,21 @@ public:
         (*self_)->monitor(source_); // a chief that dies ends a wait at once, not at the timeout
       },
       [&](caf::error& err) { spdlog::error("evaluator: the chief: {}", describe(err)); },
-      caf::after(setup_.runtime.request_timeout) >> [] {
-        spdlog::error("evaluator: the chief did not answer within cluster.request-timeout");
-      });
+      caf::after(setup_.runtime.request_timeout) >>
+        [] {
+          spdlog::error("evaluator: the chief did not answer within cluster.request-timeout");
+        });
     return ok;
   }
 
   caf::expected<checkpoint_listing> newest_after(int64_t step) {
     caf::expected<checkpoint_listing> out{caf::sec::request_timeout};
     (*self_)->send(source_, ckpt_list_atom::value, step);
-    (*self_)->receive([&](checkpoint_listing& l) { out = std::move(l); },
-                      [&](caf::error& err) { out = std::move(err); },
-                      [&](caf::down_msg&) { out = caf::make_error(caf::sec::request_receiver_down); },
-                      caf::after(setup_.runtime.request_timeout) >> [] {});
+    (*self_)->receive(
+      [&](checkpoint_listing& l) { out = std::move(l); },
+      [&](caf::error& err) { out = std::move(err); },
+      [&](caf::down_msg&) { out = caf::make_error(caf::sec::request_receiver_down); },
+      caf::after(setup_.runtime.request_timeout) >> [] {});
     return out;
   }
 
@@ -657,7 +659,8 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
   while (true) {
     auto listing = chief.newest_after(evaluated);
     if (!listing) {
-      spdlog::warn("evaluator: lost the chief ({}); looking for it again", describe(listing.error()));
+      spdlog::warn("evaluator: lost the chief ({}); looking for it again",
+                   describe(listing.error()));
       if (!chief.follow(setup.runtime.recovery_timeout))
         return exit_failure;
       continue;
@@ -676,9 +679,9 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
                      stats.loss);
         if (!events)
           events = std::make_unique<event_file>(dir + "/eval");
-        events->scalars(step, {{std::string("eval/test_") + metric.name,
-                                static_cast<float>(metric.value)},
-                               {"eval/test_loss", static_cast<float>(stats.loss)}});
+        events->scalars(
+          step, {{std::string("eval/test_") + metric.name, static_cast<float>(metric.value)},
+                 {"eval/test_loss", static_cast<float>(stats.loss)}});
         events->flush();
         evaluated = step;
         last_news = std::chrono::steady_clock::now();
@@ -697,9 +700,10 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
       return exit_ok;
     }
     if (std::chrono::steady_clock::now() - last_news > idle_limit) {
-      spdlog::error("evaluator: no new checkpoint from the chief for {} s (checkpoint.save-interval "
-                    "+ cluster.recovery-timeout); did training stop?",
-                    std::chrono::duration_cast<std::chrono::seconds>(idle_limit).count());
+      spdlog::error(
+        "evaluator: no new checkpoint from the chief for {} s (checkpoint.save-interval "
+        "+ cluster.recovery-timeout); did training stop?",
+        std::chrono::duration_cast<std::chrono::seconds>(idle_limit).count());
       return exit_failure;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));

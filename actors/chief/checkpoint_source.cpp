@@ -48,7 +48,8 @@ checkpoint_listing checkpoint_catalog::listing_of(int64_t step, const std::strin
   std::vector<std::pair<std::string, uint64_t>> files;
   for (auto& entry : fs::directory_iterator(path, ec))
     if (entry.is_regular_file(ec))
-      files.emplace_back(fs::path(path).filename().string() + "/" + entry.path().filename().string(),
+      files.emplace_back(fs::path(path).filename().string() + "/"
+                           + entry.path().filename().string(),
                          entry.file_size(ec));
   if (ec)
     fail(path + ": cannot list it: " + ec.message());

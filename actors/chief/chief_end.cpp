@@ -160,8 +160,7 @@ void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
         if (r->task == objective::regression)
           spdlog::info("chief: done: global_step={} test_rmse={:.4f} test_loss={:.4f} "
                        "examples/s={:.0f}",
-                       r->global_step, rmse_of(r->test_loss), r->test_loss,
-                       r->examples_per_sec);
+                       r->global_step, rmse_of(r->test_loss), r->test_loss, r->examples_per_sec);
         else
           spdlog::info("chief: done: global_step={} test_accuracy={:.4f} test_loss={:.4f} "
                        "examples/s={:.0f}",

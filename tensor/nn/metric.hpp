@@ -26,7 +26,8 @@ inline task_metric metric_of(objective task, double mean_loss, uint64_t correct,
                              uint64_t examples) {
   if (task == objective::regression)
     return {"rmse", rmse_of(mean_loss)};
-  return {"accuracy", examples ? static_cast<double>(correct) / static_cast<double>(examples) : 0.0};
+  return {"accuracy",
+          examples ? static_cast<double>(correct) / static_cast<double>(examples) : 0.0};
 }
 
 } // namespace troupe

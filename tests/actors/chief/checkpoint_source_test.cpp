@@ -84,8 +84,9 @@ BOOST_AUTO_TEST_CASE(the_catalog_reads_only_files_of_a_listed_checkpoint) {
   BOOST_TEST(catalog.read(200, "ckpt-200/ps-0.safetensors", 2990, 100) == std::string(10, 'c'));
   BOOST_TEST(catalog.read(200, "model.json", 0, 4).size() == 4u);
   BOOST_TEST(catalog.read(200, "model.json", 1000, 4).empty()); // past the end
-  for (auto name : {"secret.txt", "../secret.txt", "ckpt-200/../secret.txt", "ckpt-100/manifest.json",
-                    "ckpt-200/", "ckpt-200/missing", "/etc/passwd", "ckpt-200/./manifest.json"})
+  for (auto name :
+       {"secret.txt", "../secret.txt", "ckpt-200/../secret.txt", "ckpt-100/manifest.json",
+        "ckpt-200/", "ckpt-200/missing", "/etc/passwd", "ckpt-200/./manifest.json"})
     BOOST_CHECK_MESSAGE((throws([&] { catalog.read(200, name, 0, 100); })), name);
   BOOST_CHECK_THROW(catalog.read(-1, "model.json", 0, 100), checkpoint_error);
   BOOST_CHECK_THROW(catalog.read(300, "ckpt-300/ps-0.safetensors", 0, 100), checkpoint_error);

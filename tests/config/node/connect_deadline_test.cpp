@@ -60,8 +60,8 @@ attempt blocking_connect(uint16_t port) {
   auto start = std::chrono::steady_clock::now();
   int result = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   int error = errno;
-  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
-    std::chrono::steady_clock::now() - start);
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now()
+                                                                    - start);
   int flags = fcntl(fd, F_GETFL);
   ::close(fd);
   return {result, error, took, flags};
@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(a_connect_nobody_answers_gives_up_at_the_deadline) {
   BOOST_TEST(a.result == -1);
   BOOST_TEST(a.error == ETIMEDOUT);
   BOOST_TEST(a.took.count() >= 250);
-  BOOST_TEST(a.took.count() < 5000); // the kernel alone retries for about two minutes
+  BOOST_TEST(a.took.count() < 5000);             // the kernel alone retries for about two minutes
   BOOST_TEST((a.flags_after & O_NONBLOCK) == 0); // the socket is left blocking, as it was
 }
 
