@@ -1,4 +1,5 @@
 #include "config/node/connect_deadline.hpp"
+#include "config/node/next_symbol.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -17,14 +18,7 @@ std::atomic<int> deadline_ms{0};
 using connect_fn = int (*)(int, const sockaddr*, socklen_t);
 
 connect_fn libc_connect() {
-  static auto fn = [] {
-    auto found = reinterpret_cast<connect_fn>(dlsym(RTLD_NEXT, "connect"));
-    if (found == nullptr) {
-      std::fprintf(stderr, "troupe: cannot find connect in libc: %s\n", dlerror());
-      std::abort();
-    }
-    return found;
-  }();
+  static auto fn = troupe::next_symbol<connect_fn>("connect", "libc");
   return fn;
 }
 

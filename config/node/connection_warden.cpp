@@ -1,4 +1,5 @@
 #include "config/node/connection_warden.hpp"
+#include "config/node/next_symbol.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -32,14 +33,7 @@ std::atomic<size_t> refused_at_accept{0}; // not yet logged
 using accept_fn = int (*)(int, sockaddr*, socklen_t*);
 
 accept_fn libc_accept() {
-  static auto fn = [] {
-    auto found = reinterpret_cast<accept_fn>(dlsym(RTLD_NEXT, "accept"));
-    if (found == nullptr) {
-      std::fprintf(stderr, "troupe: cannot find accept in libc: %s\n", dlerror());
-      std::abort();
-    }
-    return found;
-  }();
+  static auto fn = troupe::next_symbol<accept_fn>("accept", "libc");
   return fn;
 }
 

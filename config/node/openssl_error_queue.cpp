@@ -1,4 +1,5 @@
 #include "config/node/openssl_error_queue.hpp"
+#include "config/node/next_symbol.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -7,20 +8,6 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-namespace {
-
-template <class Fn>
-Fn libssl_symbol(const char* name) {
-  auto fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-  if (fn == nullptr) {
-    std::fprintf(stderr, "troupe: cannot find %s in libssl: %s\n", name, dlerror());
-    std::abort();
-  }
-  return fn;
-}
-
-} // namespace
-
 // Exported even where the build hides symbols by default: libcaf_openssl
 // must bind to these.
 #define TROUPE_INTERPOSE __attribute__((visibility("default")))
@@ -28,25 +15,25 @@ Fn libssl_symbol(const char* name) {
 extern "C" {
 
 TROUPE_INTERPOSE int SSL_read(SSL* ssl, void* buf, int num) {
-  static auto real = libssl_symbol<int (*)(SSL*, void*, int)>("SSL_read");
+  static auto real = troupe::next_symbol<int (*)(SSL*, void*, int)>("SSL_read", "libssl");
   ERR_clear_error();
   return real(ssl, buf, num);
 }
 
 TROUPE_INTERPOSE int SSL_write(SSL* ssl, const void* buf, int num) {
-  static auto real = libssl_symbol<int (*)(SSL*, const void*, int)>("SSL_write");
+  static auto real = troupe::next_symbol<int (*)(SSL*, const void*, int)>("SSL_write", "libssl");
   ERR_clear_error();
   return real(ssl, buf, num);
 }
 
 TROUPE_INTERPOSE int SSL_accept(SSL* ssl) {
-  static auto real = libssl_symbol<int (*)(SSL*)>("SSL_accept");
+  static auto real = troupe::next_symbol<int (*)(SSL*)>("SSL_accept", "libssl");
   ERR_clear_error();
   return real(ssl);
 }
 
 TROUPE_INTERPOSE int SSL_connect(SSL* ssl) {
-  static auto real = libssl_symbol<int (*)(SSL*)>("SSL_connect");
+  static auto real = troupe::next_symbol<int (*)(SSL*)>("SSL_connect", "libssl");
   ERR_clear_error();
   return real(ssl);
 }
