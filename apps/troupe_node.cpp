@@ -30,11 +30,11 @@
 
 #include "actors/chief/checkpoint_source.hpp"
 #include "actors/cluster.hpp"
+#include "actors/net/connect_deadline.hpp"
+#include "actors/net/connection_warden.hpp"
 #include "actors/protocol/basp_guard.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "apps/evaluator_job.hpp"
-#include "config/node/connect_deadline.hpp"
-#include "config/node/connection_warden.hpp"
 #include "config/node/node_config.hpp"
 #include "gpu/backend.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
@@ -282,7 +282,7 @@ void guard_frames(const node_config& cfg, const node_setup& setup, uint64_t mode
 }
 
 // One connection attempt waits at most as long as TCP's first retransmission
-// (config/node/connect_deadline.hpp), so that a task restarting at the same
+// (actors/net/connect_deadline.hpp), so that a task restarting at the same
 // name is reached within about a second of listening.
 void bound_connects() {
   if (auto problem = connect_deadline_problem(); !problem.empty()) {

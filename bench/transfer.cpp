@@ -32,10 +32,10 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "actors/bulk/bulk_client.hpp"
+#include "actors/net/bulk_client.hpp"
+#include "actors/net/openssl_error_queue.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/ps_shard.hpp"
-#include "config/node/openssl_error_queue.hpp"
 #include "tensor/core/memory_policy.hpp"
 
 using namespace troupe;

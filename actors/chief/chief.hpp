@@ -16,7 +16,6 @@
 
 #include <caf/actor_addr.hpp>
 
-#include "actors/bulk/bulk_client.hpp"
 #include "actors/chief/checkpoint_schedule.hpp"
 #include "actors/chief/evaluator.hpp"
 #include "actors/chief/grant_desk.hpp"
@@ -24,8 +23,9 @@
 #include "actors/chief/run_report.hpp"
 #include "actors/chief/worker_roster.hpp"
 #include "actors/common/progress_meter.hpp"
+#include "actors/net/bulk_client.hpp"
+#include "actors/protocol/peer_reconnect.hpp"
 #include "actors/protocol/protocol.hpp"
-#include "actors/worker/worker.hpp"
 #include "config/settings/settings.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/data/dataset.hpp"

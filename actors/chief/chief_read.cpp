@@ -9,9 +9,9 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/bulk/bulk_client.hpp"
 #include "actors/chief/chief_run.hpp"
 #include "actors/common/fan_in.hpp"
+#include "actors/net/bulk_client.hpp"
 
 namespace troupe::chief_run {
 

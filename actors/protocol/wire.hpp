@@ -14,21 +14,10 @@
 #include <caf/sec.hpp>
 #include <caf/serializer.hpp>
 
+#include "actors/net/wire_limits.hpp"
 #include "tensor/core/tensor.hpp"
 
 namespace troupe {
-
-/// The most elements a tensor arriving over the wire may have: troupe-node
-/// sets it to the model's largest variable; 2^28 until then. Every tensor is
-/// checked against it, and against the bytes its message really carries,
-/// before anything is allocated for it.
-void set_max_wire_elements(size_t elements) noexcept;
-size_t max_wire_elements() noexcept;
-
-/// The most bytes of tensors one bulk-path frame may carry: troupe-node sets
-/// it to the model's variables' total; 2^32 until then.
-void set_max_frame_bytes(uint64_t bytes) noexcept;
-uint64_t max_frame_bytes() noexcept;
 
 inline caf::error inspect(caf::serializer& f, tensor& x) {
   shape_t shape = x.shape();

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/protocol/grant_proof.hpp"
+#include "actors/ps/shard_endpoint.hpp"
 
 namespace troupe {
 
@@ -109,11 +110,10 @@ caf::error unless_from_chief(self_ptr self, const char* what) {
 // Reads and updates belong to the run the shard was initialised for.
 caf::error unless_this_run(self_ptr self, run_id run, const char* what) {
   auto& st = self->state;
-  if (!st.store->initialized() || run == st.run)
-    return caf::none; // an early request is refused by the store: not_initialized
-  return refuse(st.label, what, self->current_sender(),
-                "it belongs to another run (" + std::to_string(run) + ", not "
-                  + std::to_string(st.run) + ")");
+  // An early request is refused by the store itself: not_initialized.
+  if (auto why = st.store->other_run(run))
+    return refuse(st.label, what, self->current_sender(), *why);
+  return caf::none;
 }
 
 // A recovery: the shard's chief restores every shard for a new run after
@@ -176,16 +176,18 @@ caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<s
 }
 
 // A pull of the run over BASP: the values as they are now, counted, copied
-// into the reply (the message owns them).
+// into the reply (the message owns them). The bulk path's pulls take the
+// same way into the store (pin), without the copy.
 caf::result<pull_reply> on_pull(self_ptr self, run_id run, const std::vector<std::string>& names) {
   auto& st = self->state;
   if (auto err = unless_this_run(self, run, "a pull"))
     return err;
   std::vector<std::shared_ptr<const tensor>> values;
-  if (auto err = st.store->share(names, values))
+  int64_t version = 0;
+  if (auto err = st.store->pin(run, names, values, version))
     return make_error(*err);
   st.traffic.pulled(names, values);
-  pull_reply reply{st.store->version(), {}};
+  pull_reply reply{version, {}};
   reply.values.reserve(values.size());
   for (auto& value : values)
     reply.values.push_back(*value);
@@ -269,8 +271,8 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     options.tls = config.bulk_tls;
     options.shard = config.index;
     maybe_failure error;
-    st.bulk = std::make_unique<bulk_server>(self->system(), self->address(), *st.store, st.traffic,
-                                            options, error);
+    st.bulk = std::make_unique<bulk_server>(
+      shard_endpoint(self->system(), self->address(), *st.store, st.traffic), options, error);
     if (error) {
       spdlog::warn("{}: no bulk path ({}); peers pull and push over the control connection",
                    st.label, error->message);

@@ -16,7 +16,7 @@
 #include <caf/actor_addr.hpp>
 #include <caf/typed_response_promise.hpp>
 
-#include "actors/bulk/bulk_server.hpp"
+#include "actors/net/bulk_server.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/applied_steps.hpp"
 #include "actors/ps/snapshot_copy.hpp"

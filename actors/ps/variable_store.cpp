@@ -106,14 +106,24 @@ maybe_failure variable_store::lookup(const std::vector<std::string>& names,
   return std::nullopt;
 }
 
+std::optional<std::string> variable_store::other_run(uint64_t run) const {
+  std::shared_lock<std::shared_mutex> guard{lock_};
+  return other_run_locked(run);
+}
+
+std::optional<std::string> variable_store::other_run_locked(uint64_t run) const {
+  if (!initialized_ || run == run_)
+    return std::nullopt;
+  return "it belongs to another run (" + std::to_string(run) + ", not " + std::to_string(run_)
+         + ")";
+}
+
 maybe_failure variable_store::pin(uint64_t run, const std::vector<std::string>& names,
                                   std::vector<std::shared_ptr<const tensor>>& out,
                                   int64_t& version) const {
   std::shared_lock<std::shared_mutex> guard{lock_};
-  if (initialized_ && run != run_)
-    return failure{errc::unauthorized, owner_ + " refused a pull: it belongs to another run ("
-                                         + std::to_string(run) + ", not " + std::to_string(run_)
-                                         + ")"};
+  if (auto why = other_run_locked(run))
+    return failure{errc::unauthorized, owner_ + " refused a pull: " + *why};
   version = version_;
   return share_locked(names, out);
 }

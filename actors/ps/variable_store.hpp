@@ -9,6 +9,7 @@
 // lock exclusively, pin holds it shared while it takes its pointers.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -54,6 +55,11 @@ public:
   maybe_failure share(const std::vector<std::string>& names,
                       std::vector<std::shared_ptr<const tensor>>& out) const;
 
+  /// Why a request of `run` is refused: it belongs to another run than the
+  /// initialised one (none before initialisation). The one run check of
+  /// pulls and pushes, over BASP and the bulk path alike.
+  std::optional<std::string> other_run(uint64_t run) const;
+
   /// share() for a peer of `run`, from any thread, with the version the
   /// values are at; refused before initialisation and for another run.
   maybe_failure pin(uint64_t run, const std::vector<std::string>& names,
@@ -77,6 +83,7 @@ public:
   size_t bytes() const noexcept;
 
 private:
+  std::optional<std::string> other_run_locked(uint64_t run) const;
   maybe_failure share_locked(const std::vector<std::string>& names,
                              std::vector<std::shared_ptr<const tensor>>& out) const;
   /// The named variables' slots in the map, in the order asked.

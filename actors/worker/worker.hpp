@@ -15,9 +15,10 @@
 
 #include <caf/expected.hpp>
 
-#include "actors/bulk/background_exchange.hpp"
-#include "actors/bulk/bulk_client.hpp"
 #include "actors/common/progress_meter.hpp"
+#include "actors/net/background_exchange.hpp"
+#include "actors/net/bulk_client.hpp"
+#include "actors/protocol/peer_reconnect.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/worker/gradient_guard.hpp"
 #include "tensor/data/stream.hpp"
@@ -25,16 +26,6 @@
 #include "tensor/plan/training_plan.hpp"
 
 namespace troupe {
-
-/// How a task of troupe-node reaches a peer again after it was lost: they
-/// connect (with retries, at most `within`) to the address the cluster file
-/// gives. The library's in-process clusters leave them empty.
-struct peer_reconnect {
-  std::function<caf::expected<chief_actor>(std::chrono::milliseconds within)> chief;
-  std::function<caf::expected<ps_shard_actor>(int32_t shard, std::chrono::milliseconds within)>
-    shard;
-  explicit operator bool() const { return chief && shard; }
-};
 
 struct worker_config {
   int32_t index = 0;

@@ -1,6 +1,6 @@
 #include "config/node/tls.hpp"
 
-#include "config/node/openssl_error_queue.hpp"
+#include "actors/net/openssl_error_queue.hpp"
 
 #include <cstdio>
 #include <memory>

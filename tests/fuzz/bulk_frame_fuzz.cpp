@@ -1,4 +1,4 @@
-// Fuzz target: the bulk path's framing (actors/bulk/frame.hpp), as a shard
+// Fuzz target: the bulk path's framing (actors/net/frame.hpp), as a shard
 // (pausing before the data, as its turns do; inputs of odd length) or a
 // worker reads it from a socket. Whatever is accepted as a frame must
 // write and read again to the same header, fields and bits; anything else
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "actors/bulk/socket.hpp"
+#include "actors/net/socket.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 using namespace troupe;

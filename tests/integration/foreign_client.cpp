@@ -35,7 +35,7 @@
 
 #include <caf/openssl/all.hpp>
 
-#include "actors/bulk/bulk_client.hpp"
+#include "actors/net/bulk_client.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/protocol/wire.hpp"
 #include "tests/integration/foreign_frames.hpp"

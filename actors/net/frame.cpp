@@ -1,4 +1,4 @@
-#include "actors/bulk/frame.hpp"
+#include "actors/net/frame.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "actors/bulk/channel.hpp"
+#include "actors/net/channel.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "actors/bulk/channel.hpp"
-#include "actors/bulk/frame.hpp"
+#include "actors/net/channel.hpp"
+#include "actors/net/frame.hpp"
 
 namespace troupe::bulk {
 

@@ -1,4 +1,4 @@
-#include "actors/bulk/socket.hpp"
+#include "actors/net/socket.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -2,17 +2,17 @@
 // The shard side of the bulk path (docs/protocol.md, "Bulk path"): a
 // listening socket beside the shard's published BASP port and one thread
 // per connection. A push is read straight into tensors and handed to the
-// shard as the same push message a BASP peer sends (in process, so nothing
-// is serialised): the shard's checks and counts apply. A pull is answered
-// by the connection's thread itself from the shard's store (pinned values,
-// copy-on-write), written straight from them: no hop through the shard
-// actor, so a small pull costs about a TCP round trip. A connection must
-// open with a ticket the shard gave a peer of its run over BASP
-// (bulk_atom): each ticket opens one connection, for the worker it was
-// asked for (its pushes must name that worker; -1: pulls only), and
-// expires unused after a minute; anything else is refused and closed. The
-// shard owns its server: destroying it closes every connection and joins
-// their threads.
+// shard's endpoint, which applies it as the same push message a BASP peer
+// sends (in process, so nothing is serialised): the shard's checks and
+// counts apply. A pull is answered by the connection's thread itself from
+// the values the endpoint pins (copy-on-write), written straight from them:
+// no hop through the shard actor, so a small pull costs about a TCP round
+// trip. A connection must open with a ticket the shard gave a peer of its
+// run over BASP (bulk_atom): each ticket opens one connection, for the
+// worker it was asked for (its pushes must name that worker; -1: pulls
+// only), and expires unused after a minute; anything else is refused and
+// closed. The shard owns its server: destroying it closes every connection
+// and joins their threads. Free of CAF: the shard lends its endpoint.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -25,12 +25,9 @@
 #include <thread>
 #include <vector>
 
-#include <caf/actor_addr.hpp>
-#include <caf/fwd.hpp>
+#include <functional>
 
-#include "actors/bulk/socket.hpp"
-#include "actors/ps/traffic_counter.hpp"
-#include "actors/ps/variable_store.hpp"
+#include "actors/net/socket.hpp"
 
 namespace troupe {
 
@@ -50,12 +47,45 @@ struct bulk_server_options {
   std::shared_ptr<const bulk::tls_context> tls;
 };
 
+/// A push read off a connection, for the shard to apply.
+struct bulk_push {
+  uint64_t run = 0;
+  int32_t worker = -1;
+  int64_t step = 0;
+  uint64_t proof = 0;
+  std::vector<std::string> names;
+  std::vector<tensor> gradients;
+};
+
+/// The shard's answer to a push: its version once applied, or its refusal;
+/// neither when no answer came (the shard is gone or did not answer in time).
+struct bulk_push_answer {
+  std::optional<int64_t> version;
+  maybe_failure refused;
+};
+
+/// What the shard lends its bulk server. Every function is called from the
+/// connections' threads and must be thread-safe.
+struct bulk_endpoint {
+  /// Pins the values of `names` for a pull of run `run` (their version in
+  /// `version`); a refusal otherwise. The shard's own pull check.
+  std::function<maybe_failure(uint64_t run, const std::vector<std::string>& names,
+                              std::vector<std::shared_ptr<const tensor>>& pinned, int64_t& version)>
+    pull;
+  /// Applies a push and waits for the answer, at most `within`. Gives the
+  /// gradients' storage back in `push.gradients` once the shard let go of it.
+  using pusher = std::function<bulk_push_answer(bulk_push& push, std::chrono::milliseconds within)>;
+  /// A pusher for one connection (called on its thread, once).
+  std::function<pusher()> open_pusher;
+  /// A push that named another worker than its connection's ticket.
+  std::function<void()> unauthorized_push;
+};
+
 class bulk_server {
 public:
   /// Listens at once; a failure (logged by the caller) when it cannot.
-  /// `store` and `traffic` are the shard's, and must outlive the server.
-  bulk_server(caf::actor_system& sys, caf::actor_addr shard, const variable_store& store,
-              traffic_counter& traffic, bulk_server_options options, maybe_failure& error);
+  /// What `endpoint` reaches must outlive the server.
+  bulk_server(bulk_endpoint endpoint, bulk_server_options options, maybe_failure& error);
   ~bulk_server();
   bulk_server(const bulk_server&) = delete;
   bulk_server& operator=(const bulk_server&) = delete;
@@ -87,16 +117,13 @@ private:
   void serve(connection& conn);
   bool welcome(connection& conn);
   /// One request and its reply; false when the connection must close.
-  bool answer(connection& conn, bulk::frame_reader& in, caf::scoped_actor& self);
+  bool answer(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
   bool answer_pull(connection& conn, bulk::frame_reader& in);
-  bool answer_push(connection& conn, bulk::frame_reader& in, caf::scoped_actor& self);
+  bool answer_push(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
   bool reply(connection& conn, bulk::frame_writer out);
   std::unique_lock<std::mutex> take_turn(connection& conn, std::mutex& direction);
 
-  caf::actor_system& sys_;
-  caf::actor_addr shard_;
-  const variable_store& store_;
-  traffic_counter& traffic_;
+  bulk_endpoint endpoint_;
   bulk_server_options options_;
   // One push is read and one pull written at a time (turns in each
   // direction): a shard's link carries one transfer per direction at full

@@ -1,4 +1,4 @@
-#include "actors/protocol/wire.hpp"
+#include "actors/net/wire_limits.hpp"
 
 #include <atomic>
 

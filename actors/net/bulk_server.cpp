@@ -1,4 +1,4 @@
-#include "actors/bulk/bulk_server.hpp"
+#include "actors/net/bulk_server.hpp"
 
 #include <netdb.h>
 #include <poll.h>
@@ -7,15 +7,9 @@
 #include <algorithm>
 #include <random>
 
-#include <caf/actor.hpp>
-#include <caf/actor_cast.hpp>
-#include <caf/actor_system.hpp>
-#include <caf/after.hpp>
-#include <caf/make_message.hpp>
-#include <caf/scoped_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/net/wire_limits.hpp"
 
 namespace troupe {
 
@@ -34,16 +28,6 @@ uint64_t draw_ticket() {
 
 deadline after(std::chrono::milliseconds d) {
   return std::chrono::steady_clock::now() + d;
-}
-
-// A refusal's code and message from the shard's error; false for an error
-// that is not an answer (the shard is gone, the request timed out).
-bool as_failure(const caf::error& err, failure& out) {
-  if (err.category() != caf::atom("troupe"))
-    return false;
-  out.code = static_cast<errc>(err.code());
-  out.message = describe(err);
-  return true;
 }
 
 frame_writer refusal(uint64_t request, const failure& why) {
@@ -65,11 +49,8 @@ std::string peer_name(int fd) {
 
 } // namespace
 
-bulk_server::bulk_server(caf::actor_system& sys, caf::actor_addr shard, const variable_store& store,
-                         traffic_counter& traffic, bulk_server_options options,
-                         maybe_failure& error)
-  : sys_(sys), shard_(std::move(shard)), store_(store), traffic_(traffic),
-    options_(std::move(options)) {
+bulk_server::bulk_server(bulk_endpoint endpoint, bulk_server_options options, maybe_failure& error)
+  : endpoint_(std::move(endpoint)), options_(std::move(options)) {
   port_ = options_.port;
   listener_ = listen_on(options_.host, port_, error);
   if (!listener_)
@@ -216,7 +197,7 @@ void bulk_server::serve(connection& conn) {
     return;
   frame_reader in{current_limits()};
   in.pause_before_data(true);
-  caf::scoped_actor self{sys_};
+  auto push = endpoint_.open_pusher();
   for (;;) {
     in.next();
     // Idle between requests: wake each second to notice a stop.
@@ -231,7 +212,7 @@ void bulk_server::serve(connection& conn) {
                      err->message);
       return;
     }
-    if (!answer(conn, in, self))
+    if (!answer(conn, in, push))
       return;
   }
 }
@@ -270,13 +251,12 @@ bool bulk_server::answer_pull(connection& conn, frame_reader& in) {
   auto turn = take_turn(conn, outbound_);
   std::vector<std::shared_ptr<const tensor>> pinned; // held until the reply is sent
   int64_t version = 0;
-  if (auto err = store_.pin(run, names, pinned, version)) {
+  if (auto err = endpoint_.pull(run, names, pinned, version)) {
     if (err->code == errc::unauthorized)
       spdlog::warn("ps:{}: refused a bulk pull from {}: {}", options_.shard, conn.peer,
                    err->message);
     return reply(conn, refusal(request, *err));
   }
-  traffic_.pulled(names, pinned);
   tensor_refs values;
   for (auto& v : pinned)
     values.push_back(v.get());
@@ -287,7 +267,8 @@ bool bulk_server::answer_pull(connection& conn, frame_reader& in) {
 
 // A push, handed to the shard as the message a BASP peer sends; its data is
 // read in this connection's turn, into the storage the turns share.
-bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_actor& self) {
+bool bulk_server::answer_push(connection& conn, frame_reader& in,
+                              const bulk_endpoint::pusher& push) {
   auto request = in.header().request;
   auto fields = in.fields();
   auto run = fields.u64();
@@ -300,7 +281,7 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_ac
     return false; // its data was never read
   }
   if (worker != conn.worker) {
-    traffic_.unauthorized_push();
+    endpoint_.unauthorized_push();
     auto why = "ps:" + std::to_string(options_.shard) + " refused a bulk push as worker:"
                + std::to_string(worker) + ": this connection's ticket was issued "
                + (conn.worker < 0 ? std::string("for reading only")
@@ -311,9 +292,6 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_ac
       return false;
     return reply(conn, refusal(request, {errc::unauthorized, why}));
   }
-  auto shard = caf::actor_cast<caf::actor>(caf::actor_cast<caf::strong_actor_ptr>(shard_));
-  if (!shard)
-    return false;
   auto until = after(options_.request_timeout);
   auto turn = take_turn(conn, inbound_);
   in.lend(std::move(push_storage_));
@@ -323,34 +301,18 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in, caf::scoped_ac
                  err->message);
     return false;
   }
-  // The connection keeps a reference to the message: once the shard let go
-  // of it, the gradients' storage serves the next push unzeroed.
-  auto msg = caf::make_message(push_atom::value, run, worker, step, proof, std::move(names),
-                               std::move(in.tensors()));
-  // Sent, not requested: the shard's answer comes back as an ordinary
-  // message, and the wait is the mailbox's own. A request with a timeout
-  // would leave a timer per push that CAF never cancels for a blocking
-  // actor: each fired timeout stayed in this long-lived actor's mailbox, and
-  // every receive scanned them all (a ps spent 80% of its time there after
-  // a minute of training). One push is outstanding per connection; after a
-  // missing answer the connection closes, so a late one matches nothing.
-  std::optional<frame_writer> out;
-  self->send(shard, msg);
-  self->receive(
-    [&](int64_t version) {
-      meta_writer meta;
-      meta.i64(version);
-      out.emplace(frame_kind::push_reply, request, meta);
-    },
-    [&](caf::error& err) {
-      failure refused;
-      if (as_failure(err, refused))
-        out = refusal(request, refused);
-    },
-    caf::after(options_.request_timeout) >> [] {});
-  if (!msg.shared())
-    push_storage_ = std::move(msg.get_mutable_as<std::vector<tensor>>(6));
+  bulk_push request_data{run, worker, step, proof, std::move(names), std::move(in.tensors())};
+  auto answer = push(request_data, options_.request_timeout);
+  push_storage_ = std::move(request_data.gradients);
   turn.unlock(); // the reply is small: no turn needed
+  std::optional<frame_writer> out;
+  if (answer.version) {
+    meta_writer meta;
+    meta.i64(*answer.version);
+    out.emplace(frame_kind::push_reply, request, meta);
+  } else if (answer.refused) {
+    out = refusal(request, *answer.refused);
+  }
   // No answer (the shard is gone, or timed out): the peer sees the connection close.
   return out && reply(conn, *out);
 }
@@ -359,12 +321,12 @@ bool bulk_server::reply(connection& conn, frame_writer out) {
   return !send_frame(conn.ch, out, after(options_.request_timeout));
 }
 
-bool bulk_server::answer(connection& conn, frame_reader& in, caf::scoped_actor& self) {
+bool bulk_server::answer(connection& conn, frame_reader& in, const bulk_endpoint::pusher& push) {
   switch (static_cast<frame_kind>(in.header().kind)) {
     case frame_kind::pull:
       return answer_pull(conn, in);
     case frame_kind::push:
-      return answer_push(conn, in, self);
+      return answer_push(conn, in, push);
     default:
       spdlog::warn("ps:{}: closed the bulk connection from {}: a {} frame is not a request",
                    options_.shard, conn.peer, in.header().kind);

@@ -1,5 +1,5 @@
-#include "config/node/connection_warden.hpp"
-#include "config/node/next_symbol.hpp"
+#include "actors/net/connection_warden.hpp"
+#include "actors/net/next_symbol.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -176,7 +176,7 @@ std::vector<std::string> resolve_hosts(const std::vector<std::string>& hosts) {
 
 std::string connection_warden_problem() {
   if (dlsym(RTLD_DEFAULT, "accept") != reinterpret_cast<void*>(&::accept))
-    return "libc's accept is not the warden's; link config/node/connection_warden.cpp into the "
+    return "libc's accept is not the warden's; link actors/net/connection_warden.cpp into the "
            "executable";
   return {};
 }

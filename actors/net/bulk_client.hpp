@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/bulk/socket.hpp"
+#include "actors/net/socket.hpp"
 
 namespace troupe {
 

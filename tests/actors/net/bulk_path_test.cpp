@@ -13,8 +13,8 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include "actors/bulk/background_exchange.hpp"
-#include "actors/bulk/bulk_client.hpp"
+#include "actors/net/background_exchange.hpp"
+#include "actors/net/bulk_client.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/ps_shard.hpp"
 

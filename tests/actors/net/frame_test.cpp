@@ -9,7 +9,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "actors/bulk/socket.hpp"
+#include "actors/net/socket.hpp"
 
 using namespace troupe;
 using namespace troupe::bulk;

@@ -1,5 +1,5 @@
-#include "config/node/connect_deadline.hpp"
-#include "config/node/next_symbol.hpp"
+#include "actors/net/connect_deadline.hpp"
+#include "actors/net/next_symbol.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -81,7 +81,7 @@ void set_connect_deadline(std::chrono::milliseconds limit) {
 std::string connect_deadline_problem() {
   if (dlsym(RTLD_DEFAULT, "connect") != reinterpret_cast<void*>(&connect))
     return "libc's connect is not the one with a deadline; link "
-           "config/node/connect_deadline.cpp into the executable";
+           "actors/net/connect_deadline.cpp into the executable";
   return {};
 }
 

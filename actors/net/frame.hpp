@@ -14,7 +14,7 @@
 
 #include <sys/uio.h>
 
-#include "actors/bulk/channel.hpp"
+#include "actors/net/channel.hpp"
 #include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
 

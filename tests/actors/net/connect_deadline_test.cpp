@@ -1,5 +1,5 @@
 // A blocking connect() to a peer that never answers gives up at the deadline
-// (config/node/connect_deadline.hpp). A listener whose backlog is full drops
+// (actors/net/connect_deadline.hpp). A listener whose backlog is full drops
 // further SYNs, as an address with nobody behind it does.
 #include <boost/test/unit_test.hpp>
 
@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config/node/connect_deadline.hpp"
+#include "actors/net/connect_deadline.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;

@@ -1,4 +1,4 @@
-#include "actors/bulk/background_exchange.hpp"
+#include "actors/net/background_exchange.hpp"
 
 #include <sys/socket.h>
 

@@ -1,4 +1,4 @@
-// Connections CAF never times out (config/node/connection_warden.hpp): the
+// Connections CAF never times out (actors/net/connection_warden.hpp): the
 // policy, and the interposed accept() and the sweep on real sockets.
 #include <boost/test/unit_test.hpp>
 
@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config/node/connection_warden.hpp"
+#include "actors/net/connection_warden.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;

@@ -1,8 +1,8 @@
-#include "actors/bulk/bulk_client.hpp"
+#include "actors/net/bulk_client.hpp"
 
 #include <poll.h>
 
-#include "actors/protocol/wire.hpp"
+#include "actors/net/wire_limits.hpp"
 
 namespace troupe {
 

@@ -1,5 +1,5 @@
-#include "config/node/openssl_error_queue.hpp"
-#include "config/node/next_symbol.hpp"
+#include "actors/net/openssl_error_queue.hpp"
+#include "actors/net/next_symbol.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -50,7 +50,7 @@ std::string openssl_error_queue_problem() {
     if (dlsym(RTLD_DEFAULT, names[i]) != ours[i])
       return std::string("libssl's ") + names[i]
              + " is not the one that clears OpenSSL's error queue first; link "
-               "config/node/openssl_error_queue.cpp into the executable";
+               "actors/net/openssl_error_queue.cpp into the executable";
   return {};
 }
 

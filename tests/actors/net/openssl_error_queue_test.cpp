@@ -1,6 +1,6 @@
 // An error left in OpenSSL's per-thread queue by one connection must not turn
 // an ordinary "would block" on another into a fatal error (see
-// config/node/openssl_error_queue.hpp).
+// actors/net/openssl_error_queue.hpp).
 #include <memory>
 
 #include <boost/test/unit_test.hpp>
@@ -9,7 +9,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include "config/node/openssl_error_queue.hpp"
+#include "actors/net/openssl_error_queue.hpp"
 
 namespace {
 

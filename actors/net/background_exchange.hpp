@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "actors/bulk/bulk_client.hpp"
+#include "actors/net/bulk_client.hpp"
 
 namespace troupe {
 

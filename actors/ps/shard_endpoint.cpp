@@ -1,0 +1,82 @@
+#include "actors/ps/shard_endpoint.hpp"
+
+#include <memory>
+
+#include <caf/actor.hpp>
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/after.hpp>
+#include <caf/make_message.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "actors/protocol/protocol.hpp"
+
+namespace troupe {
+
+namespace {
+
+// A refusal's code and message from the shard's error; false for an error
+// that is not an answer (the shard is gone, the request timed out).
+bool as_failure(const caf::error& err, failure& out) {
+  if (err.category() != caf::atom("troupe"))
+    return false;
+  out.code = static_cast<errc>(err.code());
+  out.message = describe(err);
+  return true;
+}
+
+// One connection's pushes, through a blocking actor of its own.
+bulk_push_answer push_through(caf::scoped_actor& self, const caf::actor_addr& shard_addr,
+                              bulk_push& push, std::chrono::milliseconds within) {
+  bulk_push_answer answer;
+  auto shard = caf::actor_cast<caf::actor>(caf::actor_cast<caf::strong_actor_ptr>(shard_addr));
+  if (!shard)
+    return answer;
+  // The message keeps the gradients: once the shard let go of it, their
+  // storage serves the connection's next push unzeroed.
+  auto msg = caf::make_message(push_atom::value, push.run, push.worker, push.step, push.proof,
+                               std::move(push.names), std::move(push.gradients));
+  // Sent, not requested: the shard's answer comes back as an ordinary
+  // message, and the wait is the mailbox's own. A request with a timeout
+  // would leave a timer per push that CAF never cancels for a blocking
+  // actor: each fired timeout stayed in this long-lived actor's mailbox, and
+  // every receive scanned them all (a ps spent 80% of its time there after
+  // a minute of training). One push is outstanding per connection; after a
+  // missing answer the connection closes, so a late one matches nothing.
+  self->send(shard, msg);
+  self->receive([&](int64_t version) { answer.version = version; },
+                [&](caf::error& err) {
+                  failure refused;
+                  if (as_failure(err, refused))
+                    answer.refused = refused;
+                },
+                caf::after(within) >> [] {});
+  if (!msg.shared())
+    push.gradients = std::move(msg.get_mutable_as<std::vector<tensor>>(6));
+  return answer;
+}
+
+} // namespace
+
+bulk_endpoint shard_endpoint(caf::actor_system& sys, caf::actor_addr shard,
+                             const variable_store& store, traffic_counter& traffic) {
+  bulk_endpoint out;
+  out.pull = [&store, &traffic](uint64_t run, const std::vector<std::string>& names,
+                                std::vector<std::shared_ptr<const tensor>>& pinned,
+                                int64_t& version) -> maybe_failure {
+    if (auto err = store.pin(run, names, pinned, version))
+      return err;
+    traffic.pulled(names, pinned);
+    return std::nullopt;
+  };
+  out.open_pusher = [&sys, shard]() -> bulk_endpoint::pusher {
+    auto self = std::make_shared<caf::scoped_actor>(sys);
+    return [self, shard](bulk_push& push, std::chrono::milliseconds within) {
+      return push_through(*self, shard, push, within);
+    };
+  };
+  out.unauthorized_push = [&traffic] { traffic.unauthorized_push(); };
+  return out;
+}
+
+} // namespace troupe
