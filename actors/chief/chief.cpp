@@ -187,7 +187,7 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
   open_summaries(self);
   if (auto& ckpt = st.links.restore_from) {
     st.first_step = ckpt->manifest().step;
-    st.last_saved_step = st.first_step; // the checkpoint holds it already
+    st.save.restored_at(st.first_step); // the checkpoint holds it already
     for (auto& p : ckpt->manifest().data)
       st.data_positions[p.worker] = p;
   }

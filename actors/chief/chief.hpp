@@ -16,6 +16,7 @@
 
 #include <caf/actor_addr.hpp>
 
+#include "actors/chief/checkpoint_save.hpp"
 #include "actors/chief/checkpoint_schedule.hpp"
 #include "actors/chief/evaluator.hpp"
 #include "actors/chief/grant_desk.hpp"
@@ -88,23 +89,12 @@ struct chief_state {
   std::optional<clock::time_point> started; // examples/s counts from the first step
   clock::time_point last_worker_seen;
   // checkpoints
-  int64_t first_step = 0;                      // restored from a checkpoint, else 0
-  std::optional<checkpoint_schedule> schedule; // when checkpoint.log-dir is set
-  struct save_attempt {
-    uint64_t id = 0;
-    bool final = false;
-    bool requested = false; // the shards were asked for their copies
-    int64_t version = 0;
-    clock::time_point began;
-    std::vector<snapshot_index> copies; // per shard
-    size_t answered = 0;
-  };
-  std::optional<save_attempt> saving; // from the fence until the writer reports
-  uint64_t save_attempts = 0;
-  bool final_save_wanted = false;         // finish() came while another save ran
-  std::function<void()> after_final_save; // the end of the run, once the last save is done
-  std::string final_checkpoint_error;
-  int64_t last_saved_step = -1;
+  int64_t first_step = 0;                          // restored from a checkpoint, else 0
+  std::optional<checkpoint_schedule> schedule;     // when checkpoint.log-dir is set
+  checkpoint_save save;                            // the save under way, and the last one saved
+  clock::time_point save_began;                    // of the save under way
+  std::vector<snapshot_index> save_copies;         // per shard, of the save under way
+  std::function<void()> after_final_save;          // the end of the run, once the last save is done
   std::map<int32_t, data_position> data_positions; // each worker's, from its reports
   // evaluation while training (train.eval-interval)
   int64_t next_evaluation = 0;     // the global step of the next one (0: off)

@@ -7,6 +7,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/chief/checkpoint_save.hpp"
 #include "actors/chief/checkpoint_writer.hpp"
 #include "actors/chief/chief_run.hpp"
 #include "actors/common/fan_in.hpp"
@@ -21,46 +22,31 @@ double ms_since(chief_state::clock::time_point t) {
   return std::chrono::duration<double, std::milli>(chief_state::clock::now() - t).count();
 }
 
-// Async saves hold new grants while the shards copy; nothing else pauses.
-void end_fence(self_ptr self) {
+checkpoint_save::context context_of(self_ptr self) {
   auto& st = self->state;
-  bool stopping = st.saving && st.saving->final; // a preemption's: no more steps
-  if (st.grants && st.grants->held() && st.now == chief_state::phase::training && !stopping)
-    st.grants->resume();
+  return {global_step(self), st.now == chief_state::phase::training, is_sync(self),
+          st.config.train.last_step};
 }
 
-void abandon(self_ptr self, const std::string& why) {
-  auto& st = self->state;
-  spdlog::warn("chief: checkpoint at step {} abandoned: {}; training goes on", st.saving->version,
-               why);
-  bool final = st.saving->final;
-  st.saving.reset();
-  end_fence(self);
-  if (final) {
-    st.final_checkpoint_error = why;
-    if (auto then = std::move(st.after_final_save))
-      then();
-  }
-}
+void carry_out(self_ptr self, const checkpoint_save::actions& act);
 
-void write(self_ptr self) {
+void write(self_ptr self, int64_t version) {
   auto& st = self->state;
-  auto& save = *st.saving;
   checkpoint_job job;
   job.run = st.run;
   job.log_dir = st.config.train.checkpoint.log_dir;
   job.keep = st.config.train.checkpoint.keep;
-  job.manifest.step = save.version;
+  job.manifest.step = version;
   job.manifest.fingerprint = checkpoint_fingerprint(st.config.train.model,
                                                     st.config.train.optimizer.kind);
   for (auto& v : st.links.net->variables())
     job.manifest.variables.emplace_back(v.name, v.shape);
-  for (auto& copy : save.copies)
+  for (auto& copy : st.save_copies)
     job.manifest.shard_updates.push_back(copy.version);
   for (auto& [worker, position] : st.data_positions)
     job.manifest.data.push_back(position);
   job.shards = st.links.shards;
-  job.copies = save.copies;
+  job.copies = st.save_copies;
   job.plan = st.router->plan();
   job.variables = st.links.net->variables();
   job.request_timeout = st.config.runtime.request_timeout;
@@ -76,10 +62,7 @@ void write(self_ptr self) {
 // update). Shards holding nothing have nothing to copy.
 void request_copies(self_ptr self, int64_t version) {
   auto& st = self->state;
-  auto& save = *st.saving;
-  save.requested = true;
-  save.version = version;
-  save.copies.assign(st.links.shards.size(), snapshot_index{});
+  st.save_copies.assign(st.links.shards.size(), snapshot_index{});
   auto parts = st.router->parts().size();
   auto timeout = st.config.runtime.request_timeout + st.config.runtime.worker_wait_timeout;
   for (auto& part : st.router->parts())
@@ -87,93 +70,80 @@ void request_copies(self_ptr self, int64_t version) {
       ->request(st.links.shards[static_cast<size_t>(part.shard)], timeout, snapshot_atom::value,
                 st.run, version)
       .then(
-        [self, id = save.id, shard = part.shard, parts](snapshot_index& copy) {
+        [self, id = st.save.id(), shard = part.shard, parts](snapshot_index& copy) {
           auto& st = self->state;
-          if (!st.saving || st.saving->id != id)
+          if (st.save.id() != id)
             return;
-          st.saving->copies[static_cast<size_t>(shard)] = std::move(copy);
-          if (++st.saving->answered < parts)
-            return;
-          auto paused = ms_since(st.saving->began);
-          end_fence(self);
-          spdlog::info("chief: checkpoint at step {}: every shard copied its state{} {:.1f} ms "
-                       "after the save began",
-                       st.saving->version, is_sync(self) ? "" : " (training paused)", paused);
-          write(self);
+          st.save_copies[static_cast<size_t>(shard)] = std::move(copy);
+          carry_out(self, st.save.copy_arrived(id, parts));
         },
-        [self, id = save.id, shard = part.shard](caf::error& err) {
+        [self, id = st.save.id(), shard = part.shard](caf::error& err) {
           auto& st = self->state;
-          if (st.saving && st.saving->id == id)
-            abandon(self, "ps:" + std::to_string(shard) + ": " + describe(err));
+          carry_out(self,
+                    st.save.copy_failed(id, "ps:" + std::to_string(shard) + ": " + describe(err)));
         });
 }
 
-void begin(self_ptr self, bool final) {
+// Carries out what the save decided, in its order.
+void carry_out(self_ptr self, const checkpoint_save::actions& act) {
   auto& st = self->state;
-  auto step = global_step(self);
-  st.saving = chief_state::save_attempt{++st.save_attempts,        final, false, step,
-                                        chief_state::clock::now(), {},    0};
-  st.schedule->began(step, st.saving->began);
-  if (final && st.now != chief_state::phase::training) {
-    request_copies(self, step); // every step is in: the shards are still
-  } else if (is_sync(self)) {
-    // The update after next: the shards cannot have passed it yet.
-    if (step + 2 > st.config.train.last_step) {
-      st.saving.reset(); // the final save is near
-      if (final && st.after_final_save)
-        std::exchange(st.after_final_save, nullptr)();
-      return;
-    }
-    request_copies(self, step + 2);
-  } else {
+  if (act.began) {
+    st.save_began = chief_state::clock::now();
+    st.schedule->began(*act.began, st.save_began);
+  }
+  if (!act.abandoned.empty())
+    spdlog::warn("chief: {}; training goes on", act.abandoned);
+  if (act.hold_grants) {
     st.grants->hold();
     on_grant_settled(self);
   }
+  if (act.request_copies)
+    request_copies(self, *act.request_copies);
+  // Async saves hold new grants while the shards copy; nothing else pauses.
+  if (act.resume_grants && st.grants && st.grants->held() && st.now == chief_state::phase::training)
+    st.grants->resume();
+  if (act.write) {
+    spdlog::info("chief: checkpoint at step {}: every shard copied its state{} {:.1f} ms after "
+                 "the save began",
+                 *act.write, is_sync(self) ? "" : " (training paused)", ms_since(st.save_began));
+    write(self, *act.write);
+  }
+  if (act.final_over)
+    if (auto then = std::exchange(st.after_final_save, nullptr))
+      then();
 }
 
 } // namespace
 
 void maybe_save(self_ptr self) {
   auto& st = self->state;
-  if (!st.schedule || st.saving || st.now != chief_state::phase::training)
+  if (!st.schedule || st.save.saving() || st.now != chief_state::phase::training)
     return;
   if (st.schedule->due(global_step(self), chief_state::clock::now()))
-    begin(self, false);
+    carry_out(self, st.save.begin_periodic(context_of(self)));
 }
 
 void on_grant_settled(self_ptr self) {
   auto& st = self->state;
-  if (st.saving && !st.saving->requested && st.grants && st.grants->quiescent())
-    request_copies(self, st.grants->global_step());
+  if (st.save.saving() && st.grants && st.grants->quiescent())
+    carry_out(self, st.save.fence_reached(st.grants->global_step()));
 }
 
 void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uint64_t bytes,
               double seconds) {
   auto& st = self->state;
-  if (!st.saving || st.saving->version != step)
+  if (!st.save.saving() || st.save.version() != step)
     return;
-  bool final = st.saving->final;
-  st.saving.reset();
-  if (ok)
-    st.last_saved_step = step;
   if (ok) {
     spdlog::info("chief: saved checkpoint {} (step {}, {} bytes, written in {:.0f} ms)", what, step,
                  bytes, seconds * 1000);
     summarize_checkpoint(self, step, seconds, bytes);
-  } else
+  } else {
     spdlog::error("chief: checkpoint at step {} failed: {}{}", step, what,
-                  final ? "" : "; training goes on, the previous checkpoint stays the latest");
-  if (final) {
-    if (!ok)
-      st.final_checkpoint_error = what;
-    if (auto then = std::move(st.after_final_save))
-      then();
-    return;
+                  st.save.final() ? ""
+                                  : "; training goes on, the previous checkpoint stays the latest");
   }
-  if (st.final_save_wanted) {
-    st.final_save_wanted = false;
-    begin(self, true);
-  }
+  carry_out(self, st.save.written(context_of(self), step, ok, what));
 }
 
 void on_preempted(self_ptr self) {
@@ -200,17 +170,7 @@ void on_preempted(self_ptr self) {
   }
   spdlog::warn("chief: SIGTERM at step {}: saving a checkpoint, then stopping the cluster",
                global_step(self));
-  if (!st.schedule) {
-    stop_preempted(self);
-    return;
-  }
-  if (st.saving && !st.saving->final && !st.saving->requested)
-    st.saving.reset(); // a fence begun for a periodic save: the final one takes over
-  st.after_final_save = [self] { stop_preempted(self); };
-  if (st.saving)
-    st.final_save_wanted = true;
-  else
-    begin(self, true);
+  save_final_then(self, [self] { stop_preempted(self); });
 }
 
 void save_final_then(self_ptr self, std::function<void()> then) {
@@ -219,26 +179,8 @@ void save_final_then(self_ptr self, std::function<void()> then) {
     then();
     return;
   }
-  if (!st.saving && st.last_saved_step == global_step(self)) {
-    then(); // the last periodic save holds the final state already
-    return;
-  }
   st.after_final_save = std::move(then);
-  if (st.saving) {
-    if (st.saving->final)
-      return; // running; it calls `then`
-    if (st.saving->requested && st.saving->version == global_step(self)) {
-      st.saving->final = true; // this one already holds the final state
-      return;
-    }
-    if (!st.saving->requested)
-      st.saving.reset(); // a fence that the end overtook
-    else {
-      st.final_save_wanted = true;
-      return;
-    }
-  }
-  begin(self, true);
+  carry_out(self, st.save.want_final(context_of(self)));
 }
 
 void restore_slots(self_ptr self, std::function<void()> done) {

@@ -86,8 +86,8 @@ void verify(self_ptr self, training_result& r) {
   if (!r.ok)
     return;
   auto problems = st.roster->failures();
-  if (!st.final_checkpoint_error.empty())
-    problems.push_back("the final checkpoint could not be written: " + st.final_checkpoint_error);
+  if (!st.save.final_error().empty())
+    problems.push_back("the final checkpoint could not be written: " + st.save.final_error());
   std::vector<bool> holds(st.links.shards.size(), false);
   for (auto& part : st.router->parts())
     holds[static_cast<size_t>(part.shard)] = true;
@@ -200,10 +200,10 @@ void stop_preempted(self_ptr self, const std::string& why) {
   r.error = (why.empty() ? "stopped by SIGTERM at step " + std::to_string(r.global_step) : why)
             + "; "
             + (!st.schedule ? std::string("checkpoints are off (checkpoint.log-dir)")
-               : st.final_checkpoint_error.empty()
-                 ? "checkpoint saved at step " + std::to_string(st.last_saved_step)
+               : st.save.final_error().empty()
+                 ? "checkpoint saved at step " + std::to_string(st.save.last_saved_step())
                      + "; start the job again to continue from it"
-                 : "no checkpoint was saved (" + st.final_checkpoint_error
+                 : "no checkpoint was saved (" + st.save.final_error()
                      + "); a restart begins from the latest one there is");
   spdlog::warn("chief: {}", r.error);
   if (st.links.on_finish)

@@ -32,7 +32,7 @@ void on_shard_lost(self_ptr self, size_t shard, const caf::error& reason) {
                "checkpoint",
                shard, self->system().render(reason), st.recovering->lost_at, timeout.count());
   st.now = chief_state::phase::initializing; // nothing is granted until the restore
-  st.saving.reset();
+  st.save.drop();
   if (st.grants) {
     st.grants->hold();
     st.grants->drop_waiting(); // they wait for the new plan
@@ -67,7 +67,7 @@ void on_shard_back(self_ptr self, int32_t shard, ps_shard_actor handle) {
   self->monitor(handle);
   restore_choice choice;
   try {
-    choice = choose_checkpoint(st.config.train.checkpoint.log_dir, "auto");
+    choice = choose_checkpoint(st.config.train.checkpoint.log_dir, restore_request{});
   } catch (const std::exception& e) {
     abort_run(self, std::string("ps:") + std::to_string(shard) + " is back, but " + e.what());
     return;
@@ -85,7 +85,8 @@ void on_shard_back(self_ptr self, int32_t shard, ps_shard_actor handle) {
   auto old_run = st.run;
   st.run = draw_run_id();
   st.signing_key = grant_key::draw();
-  st.first_step = st.last_saved_step = from;
+  st.first_step = from;
+  st.save.restored_at(from);
   st.data_positions.clear();
   if (choice.reader)
     for (auto& p : choice.reader->manifest().data)

@@ -34,6 +34,12 @@ caf::error make_error(const failure& f) {
   return caf::make_error(f.code, f.message);
 }
 
+maybe_failure refusal_of(const caf::error& err) {
+  if (err.category() != caf::atom("troupe"))
+    return std::nullopt;
+  return failure{static_cast<errc>(err.code()), describe(err)};
+}
+
 std::string describe(const caf::error& err) {
   if (err.category() == caf::atom("troupe"))
     return render_troupe_error(err.code(), err.category(), err.context());

@@ -419,6 +419,11 @@ void register_protocol(caf::actor_system_config& cfg);
 /// A caf::error from a failure (category "troupe").
 caf::error make_error(const failure& f);
 
+/// The peer's refusal carried by an error of category "troupe" (its code
+/// and message); none for an error that is no answer (the peer is gone, the
+/// request timed out).
+maybe_failure refusal_of(const caf::error& err);
+
 /// One line for logs: "unknown_variable: no variable 'x' on ps:0" for our
 /// errors, CAF's rendering for the rest.
 std::string describe(const caf::error& err);

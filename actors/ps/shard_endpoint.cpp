@@ -15,16 +15,6 @@ namespace troupe {
 
 namespace {
 
-// A refusal's code and message from the shard's error; false for an error
-// that is not an answer (the shard is gone, the request timed out).
-bool as_failure(const caf::error& err, failure& out) {
-  if (err.category() != caf::atom("troupe"))
-    return false;
-  out.code = static_cast<errc>(err.code());
-  out.message = describe(err);
-  return true;
-}
-
 // One connection's pushes, through a blocking actor of its own.
 bulk_push_answer push_through(caf::scoped_actor& self, const caf::actor_addr& shard_addr,
                               bulk_push& push, std::chrono::milliseconds within) {
@@ -45,11 +35,7 @@ bulk_push_answer push_through(caf::scoped_actor& self, const caf::actor_addr& sh
   // missing answer the connection closes, so a late one matches nothing.
   self->send(shard, msg);
   self->receive([&](int64_t version) { answer.version = version; },
-                [&](caf::error& err) {
-                  failure refused;
-                  if (as_failure(err, refused))
-                    answer.refused = refused;
-                },
+                [&](caf::error& err) { answer.refused = refusal_of(err); },
                 caf::after(within) >> [] {});
   if (!msg.shared())
     push.gradients = std::move(msg.get_mutable_as<std::vector<tensor>>(6));

@@ -1,5 +1,4 @@
 #include "actors/worker/worker.hpp"
-#include "actors/worker/worker_steps.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
@@ -9,10 +8,13 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/common/fan_in.hpp"
+#include "actors/exchange/basp_path.hpp"
 
 namespace troupe {
 
-namespace worker_steps {
+namespace {
+
+using self_ptr = worker_impl::stateful_pointer<worker_state>;
 
 void fail(self_ptr self, const std::string& what, const caf::error& err) {
   spdlog::error("{}: {}: {}; stopping this worker", self->state.label, what, describe(err));
@@ -26,7 +28,7 @@ bool can_recover(self_ptr self) {
 
 // A peer is gone or a request of the run failed: the chief restores the run
 // and sends a new plan (a lost shard), or the worker finds the restarted
-// chief (a lost chief). Replies of the step in flight are dropped from here.
+// chief (a lost chief). What the step had under way is void from here.
 void wait_for_recovery(self_ptr self, const std::string& why, const caf::error& err) {
   auto& st = self->state;
   if (!can_recover(self)) {
@@ -34,7 +36,7 @@ void wait_for_recovery(self_ptr self, const std::string& why, const caf::error& 
     return;
   }
   ++st.generation;
-  drop_job(self);
+  st.pipeline->drop();
   if (st.waiting_since) {
     spdlog::info("{}: while waiting, also {}: {}", st.label, why, describe(err));
     return;
@@ -62,9 +64,6 @@ bool reconnect_lost_shards(self_ptr self) {
   return true;
 }
 
-void pull_all(self_ptr self);
-void push_all(self_ptr self);
-
 template <class Source>
 bool from_chief_or_here(self_ptr self, const Source& source) {
   if (!source)
@@ -73,52 +72,7 @@ bool from_chief_or_here(self_ptr self, const Source& source) {
   return addr == self->state.links.chief.address() || addr.node() == self->node();
 }
 
-void compute(self_ptr self);
-void step_over(self_ptr self);
-
-// Starts the next granted step, unless one is under way or none is granted.
-// With train.pull-ahead, a worker out of granted steps first finishes its
-// job: the step it pushed is reported (or the run could not end), and the
-// values pulled ahead are let go (they would be stale by the next grant).
-void start_next_step(self_ptr self) {
-  auto& st = self->state;
-  if (st.busy)
-    return;
-  if (st.granted.empty()) {
-    if (st.job.active) {
-      st.busy = true;
-      collect_job(self, [self] {
-        self->state.values_ready = false;
-        step_over(self);
-      });
-    }
-    return;
-  }
-  st.busy = true;
-  st.report.step = st.granted.front().step;
-  st.proof = st.granted.front().proof;
-  st.granted.pop_front();
-  st.report.applied = false;
-  if (st.values_ready) {
-    st.values_ready = false;
-    compute(self);
-  } else {
-    pull_all(self);
-  }
-}
-
-// The answer to a report: a step to compute (now, or after the one under
-// way), or stop.
-void on_grant(self_ptr self, const step_grant& grant) {
-  auto& st = self->state;
-  if (grant.stop) {
-    spdlog::info("{}: stop after {} local step(s)", st.label, st.local_step);
-    self->quit(caf::exit_reason::normal);
-    return;
-  }
-  st.granted.push_back(grant);
-  start_next_step(self);
-}
+void on_grant(self_ptr self, const step_grant& grant);
 
 // Reports the last step to `to`; the answer (the next step) arrives while
 // the worker computes a step it holds already, if any.
@@ -137,30 +91,50 @@ void ask_for_step(self_ptr self, const Handle& to, const step_report& report) {
       });
 }
 
+// Starts the next granted step, unless one is under way or none is granted.
+// With train.pull-ahead, a worker out of granted steps first collects its
+// job: the step it pushed is reported (or the run could not end).
+void start_next_step(self_ptr self) {
+  auto& st = self->state;
+  if (st.lease.busy())
+    return;
+  auto grant = st.lease.begin();
+  if (!grant) {
+    if (st.pipeline->flushable()) {
+      st.lease.hold();
+      st.pipeline->flush();
+    }
+    return;
+  }
+  st.report.step = grant->step;
+  st.report.applied = false;
+  st.proof = grant->proof;
+  st.pipeline->begin(st.report.run);
+}
+
+// The answer to a report: a step to compute (now, or after the one under
+// way), or stop.
+void on_grant(self_ptr self, const step_grant& grant) {
+  auto& st = self->state;
+  if (grant.stop) {
+    spdlog::info("{}: stop after {} local step(s)", st.label, st.local_step);
+    self->quit(caf::exit_reason::normal);
+    return;
+  }
+  st.lease.grant(grant);
+  start_next_step(self);
+}
+
 // The step under way is over (reported): on to the next one held, through
 // the mailbox (a step on the bulk path runs within one handler; the next
 // one must not nest in it, and grants and losses must get their turn).
-// Only the latest such message counts: one left from before a grant came
-// would find no step granted yet, and with train.pull-ahead flush early.
 void step_over(self_ptr self) {
-  auto& st = self->state;
-  st.busy = false;
-  self->send(self, run_atom::value, ++st.step_overs);
-}
-
-// Training starts: ask for as many steps as the lease allows.
-void ask_for_first_steps(self_ptr self) {
-  for (int32_t i = 0; i < self->state.lease; ++i)
-    ask_for_step<report_atom>(self, self->state.coordinator, self->state.report);
+  self->send(self, run_atom::value, self->state.lease.end());
 }
 
 void compute(self_ptr self) {
   auto& st = self->state;
-  // train.pull-ahead, first step of a stretch: the next one's values move
-  // while this one computes.
-  if (st.config.pull_ahead && !st.job.active)
-    start_job(self, false);
-  batch_stats stats;
+  st.pipeline->before_compute(st.report.run);
   try {
     st.data->next_batch(st.current);
   } catch (const std::exception& e) {
@@ -170,9 +144,11 @@ void compute(self_ptr self) {
   }
   st.report.data_epoch = st.data->position().epoch;
   st.report.data_offset = st.data->position().offset;
+  auto* staging = st.buffers.staging();
+  batch_stats stats;
   try {
-    stats = st.staging ? st.links.net->train_step_staged(st.current)
-                       : st.links.net->train_step(st.params, st.current, st.grads);
+    stats = staging ? st.links.net->train_step_staged(st.current)
+                    : st.links.net->train_step(st.buffers.params(), st.current, st.buffers.grads());
   } catch (const std::exception& e) {
     fail(self, "compute failed at step " + std::to_string(st.report.step),
          caf::make_error(caf::sec::runtime_error, e.what()));
@@ -181,132 +157,13 @@ void compute(self_ptr self) {
   st.report.loss = stats.loss;
   st.report.correct = stats.correct;
   st.report.examples = stats.examples;
-  auto bad = st.staging ? st.guard->check_and_clip(*st.staging, stats.gradient_norm)
-                        : st.guard->check_and_clip(st.grads, stats.gradient_norm);
+  auto bad = staging ? st.guard->check_and_clip(*staging, stats.gradient_norm)
+                     : st.guard->check_and_clip(st.buffers.grads(), stats.gradient_norm);
   if (bad)
     spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed", st.label,
                  st.report.step, st.links.net->variables()[*bad].name, st.report.loss);
-  if (st.config.pull_ahead) {
-    on_computed_ahead(self, !bad);
-    return;
-  }
-  if (!bad) {
-    push_all(self);
-    return;
-  }
-  // The chief decides: revoke and grant again (async) or end the run (sync,
-  // where no step can complete without this worker's gradient).
-  ask_for_step<nonfinite_atom>(self, st.links.chief, st.report);
-  step_over(self);
-}
-
-// A pulled part into the variables; false (the worker stops) when it does not fit.
-bool take_pulled(self_ptr self, const slice_router::shard_part& part, std::vector<tensor>& values) {
-  auto& st = self->state;
-  try {
-    if (st.staging)
-      st.router->gather(part, values, st.staging->params);
-    else
-      st.router->gather(part, std::move(values), st.params);
-  } catch (const std::exception& e) {
-    fail(self, "pull from ps:" + std::to_string(part.shard),
-         make_error({errc::invalid_request, e.what()}));
-    return false;
-  }
-  return true;
-}
-
-bulk_link* link_to(const std::vector<std::unique_ptr<bulk_link>>& links, int32_t shard) {
-  auto s = static_cast<size_t>(shard);
-  return s < links.size() ? links[s].get() : nullptr;
-}
-
-bulk_link* bulk_link_to(self_ptr self, int32_t shard) {
-  return link_to(self->state.bulk, shard);
-}
-
-bool whole_variable(const slice_router& router, size_t slice) {
-  return router.slice(slice).shape == router.slice(slice).full_shape;
-}
-
-// A bulk exchange failed: the shard's refusal as its error, a broken
-// connection as a lost peer's (and the link is dropped; the next plan opens
-// a new one).
-caf::error bulk_failure(std::vector<std::unique_ptr<bulk_link>>& links, int32_t shard) {
-  auto& link = *links[static_cast<size_t>(shard)];
-  auto& why = *link.error();
-  if (!link.broken())
-    return make_error(why);
-  auto err = caf::make_error(caf::sec::runtime_error, why.message);
-  links[static_cast<size_t>(shard)].reset();
-  return err;
-}
-
-// Where a part's pulled values land: a whole variable straight in its
-// parameter tensor (its storage reused), a slice or a staged model's part
-// in the link's buffers of the last pull.
-std::vector<tensor> pull_storage(self_ptr self, const slice_router::shard_part& part,
-                                 bulk_link& link) {
-  auto& st = self->state;
-  std::vector<tensor> out = std::move(link.values());
-  out.resize(part.slices.size());
-  if (!st.staging)
-    for (size_t k = 0; k < part.slices.size(); ++k)
-      if (whole_variable(*st.router, part.slices[k]))
-        out[k] = std::move(st.params[st.router->variable_of(part.slices[k])]);
-  return out;
-}
-
-// A part of the step on the bulk path: its link, with the exchange started.
-struct bulk_exchange {
-  bulk_link* link;
-  const slice_router::shard_part* part;
-};
-
-// Runs the step's bulk exchanges to their replies, all at once. The worker
-// is detached: they block it like its compute does.
-void complete(self_ptr self, const std::vector<bulk_exchange>& exchanges) {
-  std::vector<bulk_link*> links;
-  for (auto& x : exchanges)
-    links.push_back(x.link);
-  complete_all(links, std::chrono::steady_clock::now() + self->state.config.request_timeout);
-}
-
-void pull_all(self_ptr self) {
-  auto& st = self->state;
-  auto join = make_fan_in(st.router->parts().size(), [self] { compute(self); });
-  std::vector<bulk_exchange> bulk;
-  for (auto& part : st.router->parts()) {
-    if (auto* link = bulk_link_to(self, part.shard)) {
-      link->start_pull(st.report.run, part.names, pull_storage(self, part, *link));
-      bulk.push_back({link, &part});
-      continue;
-    }
-    self
-      ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
-                pull_atom::value, st.report.run, part.names)
-      .then(
-        [self, join, &part, gen = st.generation](pull_reply& reply) {
-          if (self->state.generation == gen && take_pulled(self, part, reply.values))
-            join->arrive();
-        },
-        [self, shard = part.shard, gen = st.generation](caf::error& err) {
-          if (self->state.generation == gen)
-            wait_for_recovery(self, "pull from ps:" + std::to_string(shard) + " failed", err);
-        });
-  }
-  complete(self, bulk);
-  auto gen = st.generation;
-  for (size_t k = 0; k < bulk.size() && st.generation == gen; ++k) {
-    auto [link, part] = bulk[k];
-    if (link->error())
-      wait_for_recovery(self, "pull from ps:" + std::to_string(part->shard) + " failed",
-                        bulk_failure(st.bulk, part->shard));
-    else if (take_pulled(self, *part, link->values()))
-      join->arrive();
-    else
-      return;
-  }
+  push_header step{st.report.run, st.config.index, st.report.step, st.proof};
+  st.pipeline->computed(step, st.report, !bad);
 }
 
 // A step's pushes are all answered: count it, then report it.
@@ -324,96 +181,54 @@ void count_and_report(self_ptr self, const step_report& report) {
   ask_for_step<report_atom>(self, st.coordinator, report);
 }
 
-void on_pushed(self_ptr self) {
-  count_and_report(self, self->state.report);
-  step_over(self);
+step_hooks hooks_of(self_ptr self) {
+  step_hooks hooks;
+  hooks.compute = [self] { compute(self); };
+  hooks.report = [self](const step_report& report) { count_and_report(self, report); };
+  // The chief decides: revoke and grant again (async) or end the run (sync,
+  // where no step can complete without this worker's gradient).
+  hooks.nonfinite = [self] {
+    ask_for_step<nonfinite_atom>(self, self->state.links.chief, self->state.report);
+  };
+  hooks.over = [self] { step_over(self); };
+  hooks.recover = [self](const std::string& why, const std::string& error) {
+    wait_for_recovery(self, why, caf::make_error(caf::sec::runtime_error, error));
+  };
+  hooks.fail = [self](const std::string& why, const failure& error) {
+    fail(self, why, make_error(error));
+  };
+  return hooks;
 }
 
-// A refused part (stale, past the end, or a faulty gradient) is reported as
-// not applied, not fatal: the coordinator decides what follows. Any other
-// error stops the worker; returns false then.
-bool on_push_refused(self_ptr self, int32_t shard, const caf::error& err, step_report& report) {
+// Training starts: ask for as many steps as the lease allows.
+void ask_for_first_steps(self_ptr self) {
+  for (int32_t i = 0; i < self->state.lease.size(); ++i)
+    ask_for_step<report_atom>(self, self->state.coordinator, self->state.report);
+}
+
+// A bulk link to shard `s` at `port`, opened with `ticket`; a shard that
+// cannot be reached that way stays on BASP.
+void open_bulk_link(self_ptr self, size_t s, uint16_t port, uint64_t ticket) {
   auto& st = self->state;
-  auto code = static_cast<errc>(err.code());
-  if (err.category() != caf::atom("troupe") || code == errc::not_initialized) {
-    wait_for_recovery(self, "push to ps:" + std::to_string(shard) + " failed", err);
-    return false;
-  }
-  // Stale (a backup's late gradient) and past-the-end pushes are part of sync
-  // training; anything else is worth a warning.
-  if (code == errc::stale_gradient || code == errc::training_stopped)
-    spdlog::debug("{}: {}", st.label, describe(err));
+  maybe_failure error;
+  auto within = std::min<std::chrono::milliseconds>(st.config.request_timeout,
+                                                    std::chrono::seconds(10));
+  auto link = bulk_link::open(st.links.bulk.shard_hosts[s], port, st.report.run, ticket, st.label,
+                              std::chrono::steady_clock::now() + within, error,
+                              st.links.bulk.tls.get());
+  if (error)
+    spdlog::warn("{}: no bulk path to ps:{} ({}); pulling and pushing over the control connection",
+                 st.label, s, error->message);
   else
-    spdlog::warn("{}: ps:{} refused step {}: {}", st.label, shard, report.step, describe(err));
-  report.applied = false;
-  return true;
-}
-
-// A pushed part's whole-variable gradients go back to gradient tensors
-// (`into`, one per variable), whose storage a later step reuses.
-void return_gradients(self_ptr self, const slice_router::shard_part& part,
-                      std::vector<tensor>& sent, std::vector<tensor>& into) {
-  auto& st = self->state;
-  if (st.staging)
-    return;
-  into.resize(st.grads.size());
-  for (size_t k = 0; k < part.slices.size() && k < sent.size(); ++k)
-    if (whole_variable(*st.router, part.slices[k]))
-      into[st.router->variable_of(part.slices[k])] = std::move(sent[k]);
-}
-
-void push_all(self_ptr self) {
-  auto& st = self->state;
-  st.report.applied = true;
-  auto join = make_fan_in(st.router->parts().size(), [self] { on_pushed(self); });
-  std::vector<bulk_exchange> bulk;
-  for (auto& part : st.router->parts()) {
-    auto grads = st.staging ? st.router->cut(part, st.staging->grads)
-                            : st.router->cut(part, st.grads);
-    if (auto* link = bulk_link_to(self, part.shard)) {
-      auto& sending = st.bulk_pushes[static_cast<size_t>(part.shard)];
-      sending = std::move(grads);
-      link->start_push(st.report.run, st.config.index, st.report.step, st.proof, part.names,
-                       sending);
-      bulk.push_back({link, &part});
-      continue;
-    }
-    self
-      ->request(st.links.shards[static_cast<size_t>(part.shard)], st.config.request_timeout,
-                push_atom::value, st.report.run, st.config.index, st.report.step, st.proof,
-                part.names, std::move(grads))
-      .then(
-        [self, join, gen = st.generation](int64_t) {
-          if (self->state.generation == gen)
-            join->arrive();
-        },
-        [self, join, shard = part.shard, gen = st.generation](caf::error& err) {
-          if (self->state.generation == gen
-              && on_push_refused(self, shard, err, self->state.report))
-            join->arrive();
-        });
-  }
-  complete(self, bulk);
-  auto gen = st.generation;
-  for (size_t k = 0; k < bulk.size() && st.generation == gen; ++k) {
-    auto [link, part] = bulk[k];
-    return_gradients(self, *part, st.bulk_pushes[static_cast<size_t>(part->shard)], st.grads);
-    if (!link->error()
-        || on_push_refused(self, part->shard, bulk_failure(st.bulk, part->shard), st.report))
-      join->arrive();
-  }
+    st.exchange->set_link(static_cast<int32_t>(s), std::move(link));
 }
 
 // The bulk path to every shard in another process that offers one: its port
-// and ticket asked over BASP, then connected from here. A shard without one,
-// or one that cannot be reached that way, is pulled from and pushed to over
-// BASP. Training starts once every shard answered.
+// and ticket asked over BASP, then connected from here. Training starts
+// once every shard answered.
 void open_bulk_links(self_ptr self) {
   auto& st = self->state;
-  drop_job(self);
-  st.bulk.clear();
-  st.bulk.resize(st.links.shards.size());
-  st.bulk_pushes.resize(st.links.shards.size());
+  st.exchange->reset_links(st.links.shards.size());
   std::vector<size_t> remote;
   if (st.links.bulk.shard_hosts.size() == st.links.shards.size())
     for (size_t s = 0; s < st.links.shards.size(); ++s)
@@ -426,23 +241,10 @@ void open_bulk_links(self_ptr self) {
                 st.config.index)
       .then(
         [self, join, s, gen = st.generation](uint16_t port, uint64_t ticket) {
-          auto& st = self->state;
-          if (st.generation != gen)
+          if (self->state.generation != gen)
             return;
-          if (port != 0) {
-            maybe_failure error;
-            auto within = std::min<std::chrono::milliseconds>(st.config.request_timeout,
-                                                              std::chrono::seconds(10));
-            st.bulk[s] = bulk_link::open(st.links.bulk.shard_hosts[s], port, st.report.run, ticket,
-                                         st.label, std::chrono::steady_clock::now() + within, error,
-                                         st.links.bulk.tls.get());
-            if (error)
-              spdlog::warn("{}: no bulk path to ps:{} ({}); pulling and pushing over the "
-                           "control connection",
-                           st.label, s, error->message);
-            else if (st.config.pull_ahead && !st.runner)
-              st.runner = std::make_unique<background_exchange>();
-          }
+          if (port != 0)
+            open_bulk_link(self, s, port, ticket);
           join->arrive();
         },
         [self, s, gen = st.generation](caf::error& err) {
@@ -492,9 +294,31 @@ void on_chief_back(self_ptr self, const chief_actor& chief) {
   ask_for_plan(self);
 }
 
+// The data continue where the checkpoint's position says; false (the worker
+// stops) when they cannot.
+bool seek_data(self_ptr self, const training_plan& plan) {
+  auto& st = self->state;
+  if (plan.data_epoch == 0 && plan.data_offset == 0)
+    return true;
+  try {
+    st.data->seek({plan.data_epoch, plan.data_offset});
+    // Every step so far read one batch: the dropout masks continue from there.
+    auto examples = plan.data_epoch * st.data->share_size() + plan.data_offset;
+    st.links.net->skip_training_steps(examples / static_cast<uint64_t>(st.config.batch_size),
+                                      st.config.batch_size);
+  } catch (const std::exception& e) {
+    fail(self, "cannot continue at the checkpoint's data position",
+         make_error({errc::invalid_request, e.what()}));
+    return false;
+  }
+  spdlog::info("{}: continuing its data at epoch {}, example {} of its share", st.label,
+               plan.data_epoch, plan.data_offset);
+  return true;
+}
+
 void on_plan(self_ptr self, training_plan& plan) {
   auto& st = self->state;
-  drop_job(self); // of the plan before, if any
+  st.pipeline->drop(); // of the plan before, if any
   auto& vars = st.links.net->variables();
   try {
     st.router.emplace(std::move(plan.slices), vars, static_cast<int32_t>(st.links.shards.size()));
@@ -503,54 +327,28 @@ void on_plan(self_ptr self, training_plan& plan) {
          make_error({errc::invalid_request, e.what()}));
     return;
   }
-  st.coordinator = plan.coordinator;
-  st.lease = std::max(plan.lease, int32_t{1});
-  st.granted.clear();
-  st.busy = false;
-  st.report.run = plan.run;
-  st.report.step = -1; // a new run (or a restored one) starts by asking
-  st.report.applied = false;
-  st.waiting_since.reset();
-  if (!st.coordinator) {
+  if (!plan.coordinator) {
     fail(self, "the chief's plan names no step coordinator",
          make_error({errc::invalid_request, "empty coordinator"}));
     return;
   }
-  if (plan.data_epoch > 0 || plan.data_offset > 0) {
-    try {
-      st.data->seek({plan.data_epoch, plan.data_offset});
-      // Every step so far read one batch: the dropout masks continue from there.
-      auto examples = plan.data_epoch * st.data->share_size() + plan.data_offset;
-      st.links.net->skip_training_steps(examples / static_cast<uint64_t>(st.config.batch_size),
-                                        st.config.batch_size);
-    } catch (const std::exception& e) {
-      fail(self, "cannot continue at the checkpoint's data position",
-           make_error({errc::invalid_request, e.what()}));
-      return;
-    }
-    spdlog::info("{}: continuing its data at epoch {}, example {} of its share", st.label,
-                 plan.data_epoch, plan.data_offset);
-  }
-  st.staging = st.links.net->staging();
-  st.params.resize(vars.size());
-  st.grads.resize(vars.size());
+  st.coordinator = plan.coordinator;
+  st.lease.reset(plan.lease);
+  st.report.run = plan.run;
+  st.report.step = -1; // a new run (or a restored one) starts by asking
+  st.report.applied = false;
+  st.waiting_since.reset();
+  if (!seek_data(self, plan))
+    return;
+  st.buffers.reset(*st.router, st.links.net->staging(), vars.size());
+  st.pipeline->reset(*st.router);
   st.progress.restart();
   spdlog::info("{}: ready; training on {} of {} examples", st.label, st.data->share_size(),
                st.data->total_examples());
   open_bulk_links(self);
 }
 
-// A non-finite gradient: nothing was pushed; the chief decides.
-void report_nonfinite(self_ptr self) {
-  auto& st = self->state;
-  ask_for_step<nonfinite_atom>(self, st.links.chief, st.report);
-}
-
-} // namespace worker_steps
-
-worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,
-                                  worker_config config, worker_links links) {
-  using namespace worker_steps;
+void setup(self_ptr self, worker_config config, worker_links links) {
   auto& st = self->state;
   st.label = "worker:" + std::to_string(config.index);
   st.config = config;
@@ -567,37 +365,45 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
   st.guard.emplace(config.clip_norm);
   st.progress = progress_meter{config.log_interval};
   st.report.worker = config.index;
-  self->monitor(st.links.chief);
-  for (auto& shard : st.links.shards)
-    self->monitor(shard);
-  self->set_down_handler([self](const caf::down_msg& msg) {
-    auto& st = self->state;
-    if (msg.reason == caf::exit_reason::normal) {
-      // The chief ends normally only once the run is over: a worker that
-      // joined too late (its ready or its first asks still open) stops too,
-      // instead of waiting out its timeouts. A shard's normal end is the
-      // run's: the chief's stop follows.
-      if (msg.source == st.links.chief.address()) {
-        spdlog::info("{}: the chief finished the run; stop after {} local step(s)", st.label,
-                     st.local_step);
-        self->quit(caf::exit_reason::normal);
-      }
-      return;
-    }
+  st.basp = std::make_unique<basp_path<std::remove_pointer_t<self_ptr>>>(self, st.links.shards,
+                                                                         config.request_timeout);
+  st.exchange = std::make_unique<shard_exchange>(*st.basp, config.request_timeout);
+  st.pipeline = std::make_unique<step_pipeline>(*st.exchange, st.buffers, st.label,
+                                                config.pull_ahead, hooks_of(self));
+}
+
+// A peer's end: the chief's normal end is the run's; anything else starts
+// recovery.
+void on_down(self_ptr self, const caf::down_msg& msg) {
+  auto& st = self->state;
+  if (msg.reason == caf::exit_reason::normal) {
+    // The chief ends normally only once the run is over: a worker that
+    // joined too late (its ready or its first asks still open) stops too,
+    // instead of waiting out its timeouts. A shard's normal end is the
+    // run's: the chief's stop follows.
     if (msg.source == st.links.chief.address()) {
-      wait_for_recovery(self, "lost the chief", msg.reason);
-      if (can_recover(self))
-        self->send(self, rejoin_atom::value);
+      spdlog::info("{}: the chief finished the run; stop after {} local step(s)", st.label,
+                   st.local_step);
+      self->quit(caf::exit_reason::normal);
+    }
+    return;
+  }
+  if (msg.source == st.links.chief.address()) {
+    wait_for_recovery(self, "lost the chief", msg.reason);
+    if (can_recover(self))
+      self->send(self, rejoin_atom::value);
+    return;
+  }
+  for (size_t s = 0; s < st.links.shards.size(); ++s)
+    if (msg.source == st.links.shards[s].address()) {
+      st.lost_shards.push_back(static_cast<int32_t>(s));
+      wait_for_recovery(self, "lost ps:" + std::to_string(s), msg.reason);
       return;
     }
-    for (size_t s = 0; s < st.links.shards.size(); ++s)
-      if (msg.source == st.links.shards[s].address()) {
-        st.lost_shards.push_back(static_cast<int32_t>(s));
-        wait_for_recovery(self, "lost ps:" + std::to_string(s), msg.reason);
-        return;
-      }
-  });
-  ask_for_plan(self);
+}
+
+void install_handlers(self_ptr self) {
+  self->set_down_handler([self](const caf::down_msg& msg) { on_down(self, msg); });
   // Only this process ends a worker with an exit message (its chief sends
   // stop); an exception ends it at once with the error logged, so its task
   // exits non-zero.
@@ -618,12 +424,24 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
     spdlog::error("{}: died of an exception: {}; stopping this worker", self->state.label, what);
     return caf::make_error(caf::sec::runtime_error, what);
   });
+}
+
+} // namespace
+
+worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,
+                                  worker_config config, worker_links links) {
+  setup(self, config, std::move(links));
+  self->monitor(self->state.links.chief);
+  for (auto& shard : self->state.links.shards)
+    self->monitor(shard);
+  install_handlers(self);
+  ask_for_plan(self);
   return {
     [self](hello_atom, uint32_t version, const std::string& job, int32_t task) {
       return answer_hello(version, job, task, self->state.label);
     },
-    [self](run_atom, uint64_t step_over) {
-      if (step_over == self->state.step_overs)
+    [self](run_atom, uint64_t step_end) {
+      if (self->state.lease.latest(step_end))
         start_next_step(self);
     },
     [self](rejoin_atom) { rejoin(self); },

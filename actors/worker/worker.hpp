@@ -2,25 +2,25 @@
 // A worker: asks for a step (the chief in async mode, the token queue in
 // sync mode), pulls from every shard in parallel, computes gradients on its
 // share of the data, checks and clips them (gradient_guard), pushes them in
-// parallel, reports, and repeats until told to stop. The plan's slices are
-// moved by slice_router. Spawn it detached: compute blocks.
+// parallel, reports, and repeats until told to stop. The actor holds the
+// run's side (plan, grants, recovery, sender checks); its parts do the
+// rest: step_lease (the steps held), step_pipeline (pull, push, pull-ahead
+// through one shard_exchange), param_buffers (where the values land).
+// Spawn it detached: compute and the bulk path block.
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include <functional>
-
-#include <caf/expected.hpp>
-
 #include "actors/common/progress_meter.hpp"
-#include "actors/net/background_exchange.hpp"
 #include "actors/net/bulk_client.hpp"
 #include "actors/protocol/peer_reconnect.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/worker/gradient_guard.hpp"
+#include "actors/worker/param_buffers.hpp"
+#include "actors/worker/step_lease.hpp"
+#include "actors/worker/step_pipeline.hpp"
 #include "tensor/data/stream.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/plan/training_plan.hpp"
@@ -72,49 +72,22 @@ struct worker_state {
   std::optional<slice_router> router;   // the chief's plan, checked against the model
   std::optional<gradient_guard> guard;
   step_coordinator_actor coordinator; // chief (async) or token queue (sync)
-  // Parameters and gradients: the model's own pinned buffers when it offers
-  // them (a GPU model), so pulled slices land there and pushed ones are cut
-  // from there without another host copy; these tensors otherwise.
-  host_staging* staging = nullptr;
-  std::vector<tensor> params;
-  std::vector<tensor> grads;
+  param_buffers buffers;
   batch current;
   step_report report; // of the step in flight / last finished
   uint64_t proof = 0; // its grant's proof, shown with its pushes
-  // Steps granted and not begun (async leases two: the next one is here
-  // while the last one's report is on the way), and whether one is under way.
-  int32_t lease = 1;
-  std::deque<step_grant> granted;
-  bool busy = false;
-  uint64_t step_overs = 0; // numbers the worker's run messages: the latest counts
+  step_lease lease;
   int64_t local_step = 0;
   progress_meter progress{0};
-  // recovery: replies of an earlier generation are ignored
+  // Grants and bulk-path answers of the plan before a recovery are ignored.
   uint64_t generation = 0;
   std::optional<std::chrono::steady_clock::time_point> waiting_since; // for a new plan
   std::vector<int32_t> lost_shards;
-  // The bulk path, per shard (null: that shard over BASP), and the gradients
-  // each is sending (they must outlive the exchange).
-  std::vector<std::unique_ptr<bulk_link>> bulk;
-  std::vector<std::vector<tensor>> bulk_pushes;
-  // train.pull-ahead: the job of the last step computed (its pushes, then
-  // the pulls of the step after next; pull_ahead.cpp), the gradients its
-  // predecessor sent (their storage serves the next step), whether the
-  // parameters hold the next step's values already, and the thread that
-  // moves a job on the bulk path (declared last: it stops first).
-  struct step_job {
-    bool active = false;
-    bool pushes = false;                      // false: pulls only (a stretch's first step)
-    step_report report;                       // of the pushed step, sent once it is answered
-    size_t pending = 0;                       // replies over BASP still due
-    std::function<void()> then;               // runs when the last of them is in
-    std::vector<std::vector<tensor>> pulled;  // per part: values pulled over BASP
-    std::vector<std::vector<tensor>> pushing; // per part: gradients on the bulk path
-    std::vector<maybe_failure> push_outcome;  // per part: a bulk push's refusal, if any
-  } job;
-  std::vector<tensor> spare_grads;
-  bool values_ready = false;
-  std::unique_ptr<background_exchange> runner;
+  // Declared last: the pipeline goes first, then the exchange (its thread
+  // stops), then the message path it used.
+  std::unique_ptr<message_path> basp;
+  std::unique_ptr<shard_exchange> exchange;
+  std::unique_ptr<step_pipeline> pipeline;
 };
 
 worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,

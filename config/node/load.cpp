@@ -238,15 +238,16 @@ void check_plain_exposure(const node_config& cfg, const node_setup& setup,
 // start from and checks it against the model and optimizer now, so that a
 // mismatch stops the run before any task trains.
 void check_restore(const node_config& cfg, node_setup& setup, std::vector<std::string>& errors) {
-  setup.restore = cfg.restore;
-  if (!setup.whole_cluster && setup.job != job_kind::chief)
-    return;
-  if (cfg.restore != "auto" && cfg.restore != "never" && cfg.restore.empty()) {
+  auto restore = restore_request::parse(cfg.restore);
+  if (!restore) {
     errors.push_back("--restore must be auto, never or a checkpoint directory");
     return;
   }
+  setup.restore = *restore;
+  if (!setup.whole_cluster && setup.job != job_kind::chief)
+    return;
   try {
-    auto choice = choose_checkpoint(setup.train.checkpoint.log_dir, cfg.restore);
+    auto choice = choose_checkpoint(setup.train.checkpoint.log_dir, setup.restore);
     setup.restore_notes = choice.notes;
     setup.restore_warnings = choice.warnings;
     if (!choice.reader)

@@ -18,6 +18,7 @@
 #include "config/node/cluster_spec.hpp"
 #include "config/settings/settings.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
+#include "tensor/checkpoint/restore.hpp"
 
 namespace troupe {
 
@@ -77,7 +78,7 @@ struct node_setup {
   /// Connections a listening task holds at most (cluster.max-connections).
   size_t max_connections = 0;
   /// --restore: auto, never or a checkpoint directory (the chief's).
-  std::string restore = "auto";
+  restore_request restore;
   /// The checkpoint the chief starts from (null: from the seed), and what
   /// choosing it found (logged at start).
   std::shared_ptr<const checkpoint_reader> restore_from;

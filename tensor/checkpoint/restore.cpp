@@ -41,15 +41,25 @@ std::vector<std::string> restore_problems(const checkpoint_manifest& manifest,
   return out;
 }
 
-restore_choice choose_checkpoint(const std::string& log_dir, const std::string& restore) {
+std::optional<restore_request> restore_request::parse(const std::string& text) {
+  if (text.empty())
+    return std::nullopt;
+  if (text == "auto")
+    return restore_request{};
+  if (text == "never")
+    return restore_request{kind::never, {}};
+  return restore_request{kind::directory, text};
+}
+
+restore_choice choose_checkpoint(const std::string& log_dir, const restore_request& restore) {
   restore_choice out;
-  if (restore == "never") {
+  if (restore.how == restore_request::kind::never) {
     out.notes.push_back("--restore=never: initialising from the seed");
     return out;
   }
-  if (restore != "auto") {
-    out.reader = std::make_shared<checkpoint_reader>(restore);
-    out.notes.push_back("restoring " + restore + " (--restore)");
+  if (restore.how == restore_request::kind::directory) {
+    out.reader = std::make_shared<checkpoint_reader>(restore.directory);
+    out.notes.push_back("restoring " + restore.directory + " (--restore)");
     return out;
   }
   if (log_dir.empty())

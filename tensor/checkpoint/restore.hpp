@@ -5,6 +5,7 @@
 // anything starts, naming the variable and both shapes.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,24 @@ struct restore_choice {
   std::vector<std::string> warnings;               ///< checkpoints skipped, and why
 };
 
-/// --restore=auto: the checkpoint the pointer file names, or, if it is
-/// corrupt or missing, the newest complete one that checks out (the notes
-/// say which was skipped and why); none in the directory: a fresh start.
-/// never: a fresh start. Anything else: that directory. Throws
-/// checkpoint_error when a named checkpoint, or every one found, is unusable.
-restore_choice choose_checkpoint(const std::string& log_dir, const std::string& restore);
+/// --restore: which checkpoint a run starts from.
+struct restore_request {
+  enum class kind {
+    automatic, ///< "auto": the latest usable one in the log directory, if any
+    never,     ///< "never": from the seed
+    directory  ///< that checkpoint directory
+  } how = kind::automatic;
+  std::string directory; ///< for kind::directory
+
+  /// "auto", "never" or a directory; none for an empty text.
+  static std::optional<restore_request> parse(const std::string& text);
+};
+
+/// automatic: the checkpoint the pointer file names, or, if it is corrupt
+/// or missing, the newest complete one that checks out (the notes say which
+/// was skipped and why); none in the directory: a fresh start. never: a
+/// fresh start. directory: that one. Throws checkpoint_error when a named
+/// checkpoint, or every one found, is unusable.
+restore_choice choose_checkpoint(const std::string& log_dir, const restore_request& restore);
 
 } // namespace troupe

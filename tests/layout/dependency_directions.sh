@@ -3,7 +3,7 @@
 #   tensor <- {gpu, plan} <- checkpoint <- export; {gpu, plan} <- settings;
 #   {settings, checkpoint} <- {actors, config/node} <- apps; export <- apps
 # and inside actors/:
-#   net <- protocol <- {common, ps, token_queue} <- worker <- chief <- actors/
+#   net <- protocol <- {common, exchange, ps, token_queue} <- worker <- chief <- actors/
 #   (the library API: cluster.hpp); net is below config/node too.
 # Each folder may include only from the folders below it (and itself);
 # tensor/, gpu/, tensor/plan and config/settings stay free of CAF. CMake's
@@ -32,9 +32,12 @@ declare -A allowed=(
   [actors/common]="$tensor_base actors/common"
   [actors/ps]="$tensor_base actors/net actors/protocol actors/common actors/ps"
   [actors/token_queue]="$tensor_base actors/protocol actors/common actors/token_queue"
-  [actors/worker]="$tensor_base tensor/plan actors/net actors/protocol actors/common actors/worker"
+  [actors/exchange]="tensor/core actors/net actors/protocol actors/exchange"
+  [actors/worker]="$tensor_base tensor/plan actors/net actors/protocol actors/common actors/exchange
+                   actors/worker"
   [actors/chief]="$tensor_base tensor/plan tensor/checkpoint tensor/summary config/settings
-                  actors/net actors/protocol actors/common actors/token_queue actors/chief"
+                  actors/net actors/protocol actors/common actors/exchange actors/token_queue
+                  actors/chief"
   [actors]="$tensor_base tensor/plan tensor/checkpoint tensor/summary gpu config/settings actors"
   [config/node]="$tensor_base tensor/plan tensor/checkpoint gpu config/settings actors/net
                  config/node"

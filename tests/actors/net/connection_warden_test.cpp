@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "actors/net/connection_warden.hpp"
+#include "tests/support/loopback.hpp"
 
 using namespace troupe;
 using namespace std::chrono_literals;
@@ -23,22 +24,7 @@ accepted_connection conn(int fd, std::chrono::milliseconds idle, bool cluster) {
   return accepted_connection{fd, idle, cluster, "10.0.0." + std::to_string(fd) + ":1"};
 }
 
-// A listening socket on 127.0.0.1 at a free port.
-struct listener {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  uint16_t port = 0;
-  listener() {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    BOOST_REQUIRE(::listen(fd, 64) == 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    port = ntohs(addr.sin_port);
-  }
-  ~listener() { ::close(fd); }
-};
+using listener = troupe::testing::loopback_listener;
 
 int connect_to(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -254,27 +254,41 @@ BOOST_AUTO_TEST_CASE(safetensors_headers_are_checked_before_reading) {
   BOOST_TEST(contains(huge, "header claims 1099511627776 bytes"), huge);
 }
 
+BOOST_AUTO_TEST_CASE(restore_is_auto_never_or_a_directory_and_never_empty) {
+  BOOST_TEST(!restore_request::parse(""));
+  BOOST_TEST((restore_request::parse("auto")->how == restore_request::kind::automatic));
+  BOOST_TEST((restore_request::parse("never")->how == restore_request::kind::never));
+  auto named = restore_request::parse("logs/ckpt-100");
+  BOOST_TEST((named->how == restore_request::kind::directory));
+  BOOST_TEST(named->directory == "logs/ckpt-100");
+}
+
 BOOST_AUTO_TEST_CASE(auto_restores_the_latest_or_the_newest_that_checks_out) {
   log_dir log;
   checkpoint_dir dir(log.root);
-  BOOST_TEST(!choose_checkpoint(log.root, "auto").reader); // nothing there: from the seed
-  BOOST_TEST(!choose_checkpoint("", "auto").reader);       // checkpoints off
+  BOOST_TEST(
+    !choose_checkpoint(log.root, restore_request{}).reader);    // nothing there: from the seed
+  BOOST_TEST(!choose_checkpoint("", restore_request{}).reader); // checkpoints off
   saved_model model;
   model.save(dir, 100);
   auto latest = model.save(dir, 200);
-  BOOST_TEST(choose_checkpoint(log.root, "auto").reader->manifest().step == 200);
-  BOOST_TEST(!choose_checkpoint(log.root, "never").reader);
-  BOOST_TEST(choose_checkpoint(log.root, log.root + "/ckpt-100").reader->manifest().step == 100);
+  BOOST_TEST(choose_checkpoint(log.root, restore_request{}).reader->manifest().step == 200);
+  BOOST_TEST(!choose_checkpoint(log.root, *restore_request::parse("never")).reader);
+  BOOST_TEST(choose_checkpoint(log.root, *restore_request::parse(log.root + "/ckpt-100"))
+               .reader->manifest()
+               .step
+             == 100);
   corrupt_byte(latest + "/ps-0.safetensors", 150);
-  auto fallback = choose_checkpoint(log.root, "auto");
+  auto fallback = choose_checkpoint(log.root, restore_request{});
   BOOST_TEST(fallback.reader->manifest().step == 100);
   BOOST_REQUIRE(fallback.warnings.size() == 1u);
   BOOST_TEST(contains(fallback.warnings[0], "ckpt-200/ps-0.safetensors: checksum mismatch"));
   corrupt_byte(log.root + "/ckpt-100/manifest.json", 3);
-  auto none = error_of([&] { choose_checkpoint(log.root, "auto"); });
+  auto none = error_of([&] { choose_checkpoint(log.root, restore_request{}); });
   BOOST_TEST(contains(none, "no usable checkpoint in " + log.root), none);
   BOOST_TEST(contains(none, "--restore=never"), none);
-  auto named = error_of([&] { choose_checkpoint(log.root, log.root + "/ckpt-999"); });
+  auto named = error_of(
+    [&] { choose_checkpoint(log.root, *restore_request::parse(log.root + "/ckpt-999")); });
   BOOST_TEST(contains(named, "ckpt-999/manifest.json: cannot open"), named);
 }
 
@@ -330,9 +344,12 @@ BOOST_AUTO_TEST_CASE(a_manifest_that_lies_about_its_layout_is_refused_at_open) {
     std::ofstream(manifest_path, std::ios::trunc) << json::write(m.to_json()) << "\n";
     auto err = error_of([&] { checkpoint_reader{path}; });
     BOOST_TEST(contains(err, l.named), l.what << ": " << err);
-    auto fallback = choose_checkpoint(log.root, "auto");
+    auto fallback = choose_checkpoint(log.root, restore_request{});
     BOOST_TEST(fallback.reader->manifest().step == 10, l.what);
-    BOOST_TEST(contains(error_of([&] { choose_checkpoint(log.root, path); }), l.named), l.what);
+    BOOST_TEST(
+      contains(error_of([&] { choose_checkpoint(log.root, *restore_request::parse(path)); }),
+               l.named),
+      l.what);
   }
   std::ofstream(manifest_path, std::ios::trunc) << honest;
   BOOST_TEST(checkpoint_reader{path}.manifest().step == 20);
@@ -351,7 +368,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_holding_a_nan_is_refused_at_open) {
   BOOST_TEST(
     contains(err, "ps-1.safetensors: tensor '" + model.part(1).name + "' holds nan at index 1"),
     err);
-  BOOST_TEST(choose_checkpoint(log.root, "auto").reader->manifest().step == 10);
+  BOOST_TEST(choose_checkpoint(log.root, restore_request{}).reader->manifest().step == 10);
 }
 
 BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_model_or_optimizer_is_refused) {

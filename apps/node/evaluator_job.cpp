@@ -1,4 +1,4 @@
-#include "apps/evaluator_job.hpp"
+#include "apps/node/evaluator_job.hpp"
 
 #include <chrono>
 #include <cmath>

@@ -1,0 +1,55 @@
+#pragma once
+// The message path of a shard_exchange for an actor (a worker, the chief):
+// pulls and pushes as requests to the shards' actors, their replies handed
+// to the exchange from the actor's own handlers.
+#include <chrono>
+#include <vector>
+
+#include <caf/error.hpp>
+
+#include "actors/exchange/shard_exchange.hpp"
+#include "actors/protocol/protocol.hpp"
+
+namespace troupe {
+
+template <class Self>
+class basp_path final : public message_path {
+public:
+  /// `shards` (the actor's handles, replaced in place when a shard comes
+  /// back) must outlive the path.
+  basp_path(Self* self, const std::vector<ps_shard_actor>& shards,
+            std::chrono::milliseconds timeout)
+    : self_(self), shards_(shards), timeout_(timeout) {}
+
+  void pull(int32_t shard, uint64_t run, const std::vector<std::string>& names,
+            pull_done done) override {
+    self_->request(shards_.at(static_cast<size_t>(shard)), timeout_, pull_atom::value, run, names)
+      .then([done](pull_reply& reply) { done(reply.values, std::nullopt, std::nullopt); },
+            [done](caf::error& err) { failed(done, err); });
+  }
+
+  void push(int32_t shard, const push_header& h, const std::vector<std::string>& names,
+            std::vector<tensor> gradients, push_done done) override {
+    self_
+      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, push_atom::value, h.run, h.worker,
+                h.step, h.proof, names, std::move(gradients))
+      .then([done](int64_t) { done(std::nullopt, std::nullopt); },
+            [done](caf::error& err) {
+              auto refused = refusal_of(err);
+              done(refused, refused ? std::nullopt : std::optional<std::string>{describe(err)});
+            });
+  }
+
+private:
+  static void failed(const pull_done& done, const caf::error& err) {
+    std::vector<tensor> none;
+    auto refused = refusal_of(err);
+    done(none, refused, refused ? std::nullopt : std::optional<std::string>{describe(err)});
+  }
+
+  Self* self_;
+  const std::vector<ps_shard_actor>& shards_;
+  std::chrono::milliseconds timeout_;
+};
+
+} // namespace troupe

@@ -1,0 +1,134 @@
+#pragma once
+// One exchange with the shards of a plan: per shard part a pull, a push, or
+// a push followed by a pull, each on the bulk path where the shard has a
+// link and over BASP (the message path) where it has none. The caller
+// starts an exchange, may compute meanwhile, and finishes it: what each part
+// came back with (values, the shard's refusal, or a loss) arrives in one
+// place, whichever path carried it. A second kind of pull or push (sparse
+// rows) is one more method here, not a branch at every caller.
+//
+// The bulk part runs to its replies at once (blocking the caller, which is
+// detached) or on a thread of its own while the caller computes. The BASP
+// part's replies arrive through the caller's mailbox and are handed in by
+// the message path. An exchange voided by cancel() (a lost peer, a new
+// plan) ignores the replies still due. Free of CAF.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/net/background_exchange.hpp"
+#include "actors/net/bulk_client.hpp"
+
+namespace troupe {
+
+enum class exchange_kind { pull, push, push_then_pull };
+
+/// What a push shows besides its gradients: the run, the worker, the
+/// granted step and the grant's proof.
+struct push_header {
+  uint64_t run = 0;
+  int32_t worker = 0;
+  int64_t step = 0;
+  uint64_t proof = 0;
+};
+
+/// One shard's part of an exchange.
+struct exchange_part {
+  int32_t shard = 0;
+  const std::vector<std::string>* names = nullptr; ///< must outlive the exchange
+  /// A pull's storage, lent (a tensor of the right size is filled in place;
+  /// an empty one takes the part's storage of its last bulk pull).
+  std::vector<tensor> storage;
+  std::vector<tensor> gradients; ///< a push's
+};
+
+/// What a part came back with.
+struct part_outcome {
+  std::vector<tensor> values;    ///< pulled, in the order of the names
+  std::vector<tensor> gradients; ///< pushed on the bulk path, back for reuse (none over BASP)
+  maybe_failure refused;         ///< the shard refused the push (its code and message)
+  /// The part failed otherwise: the shard could not be reached, its link
+  /// broke, or it refused the pull. The run must recover.
+  std::optional<std::string> lost;
+};
+
+/// The message path: pulls and pushes as requests to a shard's actor,
+/// answered through the caller's mailbox (exchange/basp_path.hpp).
+class message_path {
+public:
+  virtual ~message_path() = default;
+  /// `values`, or a failure: `refused` is the shard's answer; otherwise the
+  /// request itself failed (`lost`).
+  using pull_done = std::function<void(std::vector<tensor>& values, const maybe_failure& refused,
+                                       const std::optional<std::string>& lost)>;
+  using push_done =
+    std::function<void(const maybe_failure& refused, const std::optional<std::string>& lost)>;
+  virtual void pull(int32_t shard, uint64_t run, const std::vector<std::string>& names,
+                    pull_done done) = 0;
+  virtual void push(int32_t shard, const push_header& header, const std::vector<std::string>& names,
+                    std::vector<tensor> gradients, push_done done) = 0;
+};
+
+class shard_exchange {
+public:
+  using finished = std::function<void(std::vector<part_outcome>& outcomes)>;
+
+  /// `basp` must outlive the exchange; `timeout` bounds each bulk part.
+  shard_exchange(message_path& basp, std::chrono::milliseconds timeout);
+  ~shard_exchange();
+  shard_exchange(const shard_exchange&) = delete;
+  shard_exchange& operator=(const shard_exchange&) = delete;
+
+  /// Forgets every link (cancelling what runs): `shards` shards, all over
+  /// BASP until set_link gives one a bulk link.
+  void reset_links(size_t shards);
+  void set_link(int32_t shard, std::unique_ptr<bulk_link> link);
+  bool has_link(int32_t shard) const;
+
+  /// Starts `kind` on every part. `in_background`: the bulk parts run on a
+  /// thread of their own until finish(); otherwise to their replies now.
+  void start(exchange_kind kind, const push_header& header, std::vector<exchange_part> parts,
+             bool in_background);
+  /// Runs `done` with every part's outcome once all are in: now, or from
+  /// the handler of the last BASP reply still due. Nothing under way: `done`
+  /// gets no outcomes.
+  void finish(finished done);
+  /// Voids the exchange under way: its bulk parts are shut down (those links
+  /// break and are dropped), its BASP replies ignored.
+  void cancel();
+  bool active() const noexcept { return active_; }
+  /// A part's pulled storage, for that shard's next bulk pull.
+  void give_back(int32_t shard, std::vector<tensor> storage);
+
+private:
+  struct bulk_part {
+    size_t index; // into parts_
+    bulk_link* link;
+  };
+  void start_bulk(exchange_kind kind, const push_header& header, bool in_background);
+  void start_basp(exchange_kind kind, const push_header& header);
+  void basp_reply();
+  void collect_bulk();
+  void complete();
+  std::vector<tensor> pull_storage(exchange_part& part);
+
+  message_path& basp_;
+  std::chrono::milliseconds timeout_;
+  std::vector<std::unique_ptr<bulk_link>> links_; // per shard; null: over BASP
+  std::vector<std::vector<tensor>> spare_;        // per shard: storage for the next bulk pull
+  std::vector<exchange_part> parts_;
+  std::vector<part_outcome> outcomes_;
+  std::vector<bulk_part> bulk_;
+  exchange_kind kind_ = exchange_kind::pull;
+  bool active_ = false;
+  size_t pending_ = 0; // BASP replies still due
+  finished done_;
+  uint64_t epoch_ = 0; // which exchange a BASP reply belongs to
+  std::unique_ptr<background_exchange> runner_;
+};
+
+} // namespace troupe

@@ -1,0 +1,55 @@
+#pragma once
+// A worker's parameters and gradients, and how their storage travels: a
+// pull lands in the variables' own tensors (or in a GPU model's pinned
+// buffers), a push is cut from the gradients, and what a push or a pull
+// leaves behind serves the next one, so a step allocates nothing once the
+// first has run. Every mismatch with the plan is returned, not thrown.
+#include <cstddef>
+#include <vector>
+
+#include "tensor/core/error.hpp"
+#include "tensor/nn/model.hpp"
+#include "tensor/plan/training_plan.hpp"
+
+namespace troupe {
+
+class param_buffers {
+public:
+  /// A new plan: `router` (which must outlive its use here) and the model's
+  /// staging (null: the buffers are these host tensors).
+  void reset(const slice_router& router, host_staging* staging, size_t variables);
+
+  host_staging* staging() const noexcept { return staging_; }
+  std::vector<tensor>& params() noexcept { return params_; }
+  std::vector<tensor>& grads() noexcept { return grads_; }
+
+  /// Storage for a part's pull: its whole variables' own tensors (host
+  /// buffers only; the parameters are not in use while a step pulls).
+  std::vector<tensor> lend(const slice_router::shard_part& part);
+  /// A part's pulled values into the parameters. What stays in `values`
+  /// (copied slices, a staged model's values) serves the next pull.
+  maybe_failure take(const slice_router::shard_part& part, std::vector<tensor>& values);
+  /// The same for values pulled while a step computed on the parameters:
+  /// their previous storage goes back into `values`, for the next pull.
+  maybe_failure take_ahead(const slice_router::shard_part& part, std::vector<tensor>& values);
+
+  /// A part's gradients, cut for its push.
+  std::vector<tensor> cut(const slice_router::shard_part& part);
+  /// A pushed part's whole-variable gradients back, for a later step:
+  /// into the gradients now, or (pull-ahead, whose next step is computing
+  /// already) kept aside until reuse_spare().
+  void give_back(const slice_router::shard_part& part, std::vector<tensor>& sent, bool aside);
+  /// Gradients kept aside fill the gradients a push took.
+  void reuse_spare();
+
+private:
+  bool whole(size_t slice) const;
+
+  const slice_router* router_ = nullptr;
+  host_staging* staging_ = nullptr;
+  std::vector<tensor> params_;
+  std::vector<tensor> grads_;
+  std::vector<tensor> spare_grads_;
+};
+
+} // namespace troupe

@@ -1,0 +1,65 @@
+#include "apps/node/artifacts.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "tensor/checkpoint/checkpoint.hpp"
+#include "tensor/checkpoint/json.hpp"
+
+namespace troupe::node {
+
+model_card card_of(const node_setup& setup, int64_t step) {
+  auto net = make_model(setup.train.model, model_options_of(setup.train));
+  return describe_model(setup.train.model, *net, setup.data->train.get(), step);
+}
+
+// Saved with the run so that evaluation and prediction later transform
+// examples the same way.
+std::string announce_data(const node_setup& setup) {
+  auto& catalog = *setup.data;
+  for (auto& line : describe_lines(catalog))
+    spdlog::info("{}", line);
+  auto& dir = setup.train.checkpoint.log_dir;
+  if (!dir.empty()) {
+    try {
+      std::filesystem::create_directories(dir);
+      write_file_atomically(dir + "/data.json", describe_json(catalog) + "\n");
+      write_file_atomically(dir + "/model.json", json::write(card_of(setup, 0).to_json()) + "\n");
+    } catch (const std::exception& e) {
+      spdlog::warn("could not save the data's and the model's description in {}: {}", dir,
+                   e.what());
+    }
+  }
+  return data_summary_json(catalog);
+}
+
+void export_model(const node_setup& setup, const training_result& result) {
+  auto& dir = setup.train.checkpoint.log_dir;
+  if (dir.empty() || !result.ok || result.values.empty())
+    return;
+  try {
+    auto net = make_model(setup.train.model, model_options_of(setup.train));
+    write_model_export(dir + "/export", card_of(setup, result.global_step), net->variables(),
+                       result.values);
+    spdlog::info("model exported to {}/export (model.safetensors, model.json)", dir);
+  } catch (const std::exception& e) {
+    spdlog::error("could not export the model to {}/export: {}", dir, e.what());
+  }
+}
+
+// stdout may be a pipe whose reader has gone (troupe-node | head -3):
+// SIGPIPE is ignored, so the write fails instead of killing the node.
+void print_final(const training_result& r) {
+  auto text = (r.traffic.empty() ? std::string() : r.traffic_json() + "\n") + r.to_json() + "\n";
+  errno = 0;
+  std::cout << text << std::flush;
+  if (!std::cout)
+    spdlog::error("the final line could not be written to stdout ({}); it was: {}",
+                  errno ? std::strerror(errno) : "stream error", r.to_json());
+}
+
+} // namespace troupe::node

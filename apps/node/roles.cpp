@@ -1,0 +1,151 @@
+#include "apps/node/roles.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/chief/checkpoint_source.hpp"
+#include "actors/cluster.hpp"
+#include "apps/node/artifacts.hpp"
+#include "apps/node/process.hpp"
+
+namespace troupe::node {
+
+namespace {
+
+// The chief's (or the whole cluster's) end: the result saved and printed.
+int finish_run(const node_setup& setup, training_result& result, const std::string& data_summary) {
+  result.data_json = data_summary;
+  export_model(setup, result);
+  print_final(result);
+  return result.ok || result.preempted ? exit_ok : exit_failure;
+}
+
+// The evaluators following this chief's checkpoints get the last one before
+// the process ends: the source answers until each has been told that nothing
+// newer will come (or has gone), for at most cluster.recovery-timeout.
+void release_followers(caf::actor_system& sys, const node_setup& setup,
+                       const checkpoint_source_actor& source) {
+  if (!source)
+    return;
+  caf::scoped_actor self{sys};
+  self->monitor(source);
+  self->send(source, stop_atom::value);
+  bool gone = false;
+  self->receive([&](const caf::down_msg&) { gone = true; },
+                caf::after(setup.runtime.recovery_timeout) >> [] {});
+  if (!gone) {
+    spdlog::warn("chief: an evaluator did not fetch the last checkpoint within "
+                 "cluster.recovery-timeout; ending without it");
+    self->send_exit(source, caf::exit_reason::user_shutdown);
+  }
+}
+
+// Preempted while it waited for the ps tasks: nothing to save, nothing to stop.
+int preempted_before_start() {
+  training_result preempted;
+  preempted.preempted = true;
+  preempted.error = "stopped by SIGTERM while waiting for the ps tasks; nothing had started: "
+                    "start the job again";
+  spdlog::warn("chief: {}", preempted.error);
+  print_final(preempted);
+  return exit_ok;
+}
+
+} // namespace
+
+int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
+  spdlog::info("whole cluster in this process: {} PS shard(s), {} worker(s), model {}, "
+               "last_step {}{}",
+               setup.cluster.ps.size(), setup.cluster.worker.size(), setup.train.model,
+               setup.train.last_step, setup.embedded_defaults ? " (embedded defaults)" : "");
+  auto summary = announce_data(setup);
+  auto data = training_data_of(*setup.data);
+  training_result result;
+  auto cluster = spawn_local_cluster(
+    sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.ps.size()),
+    static_cast<int32_t>(setup.cluster.worker.size()), data,
+    [&result](const training_result& r) { result = r; }, spawn_mode::detached, setup.restore_from);
+  {
+    sigterm_relay relay{sys, caf::actor_cast<caf::actor>(cluster.chief)};
+    wait_for(sys, caf::actor_cast<caf::actor>(cluster.chief));
+  }
+  return finish_run(setup, result, summary);
+}
+
+int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
+           const bulk_path& bulk) {
+  auto& address = setup.cluster.ps[static_cast<size_t>(setup.task)];
+  if (!address_is_free(setup, address))
+    return exit_failure;
+  ps_shard_config config{setup.task, setup.train.optimizer, setup.runtime.connect_timeout,
+                         setup.runtime.recovery_timeout};
+  if (bulk.on) {
+    config.bulk_host = address.host;
+    config.bulk_tls = bulk.tls;
+  }
+  ps_shard_actor shard = sys.spawn(ps_shard, config); // published without its timer
+  if (!publish(sys, setup, shard, address)) {
+    // kill: the shard's exit handler ignores anonymous exit messages
+    caf::anon_send_exit(shard, caf::exit_reason::kill);
+    return exit_failure;
+  }
+  auto warden = guard_port(setup, limits, address);
+  auto reason = wait_for(sys, caf::actor_cast<caf::actor>(shard));
+  if (reason && reason != caf::exit_reason::normal)
+    spdlog::error("ps shard ended: {}", describe(reason));
+  return exit_code_of(reason);
+}
+
+int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
+              const bulk_path& bulk) {
+  // Before it reaches any shard: a second start of the chief touches nothing.
+  if (!address_is_free(setup, setup.cluster.chief[0]))
+    return exit_failure;
+  std::vector<ps_shard_actor> shards;
+  if (!connect_shards(sys, setup, shards))
+    return sigterm_arrived() ? preempted_before_start() : exit_failure;
+  auto summary = announce_data(setup);
+  auto test = std::make_shared<const dataset>(load_all(setup.data->evaluation()));
+  training_result result;
+  checkpoint_source_actor checkpoints;
+  if (!setup.train.checkpoint.log_dir.empty())
+    checkpoints = spawn_checkpoint_source(sys, setup.train.checkpoint.log_dir);
+  auto chief = spawn_chief(
+    sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.worker.size()), shards,
+    test, [&result](const training_result& r) { result = r; }, spawn_mode::detached,
+    setup.restore_from, reconnect_to_peers(sys, setup), bulk_peers_of(setup, bulk), checkpoints);
+  if (!publish(sys, setup, chief, setup.cluster.chief[0])) {
+    // Lost a race for the port: its shards refuse a second chief's init.
+    caf::anon_send_exit(chief, caf::exit_reason::user_shutdown);
+    if (checkpoints)
+      caf::anon_send_exit(checkpoints, caf::exit_reason::user_shutdown);
+    return exit_failure;
+  }
+  auto warden = guard_port(setup, limits, setup.cluster.chief[0]);
+  {
+    sigterm_relay relay{sys, caf::actor_cast<caf::actor>(chief)};
+    wait_for(sys, caf::actor_cast<caf::actor>(chief));
+  }
+  release_followers(sys, setup, checkpoints);
+  return finish_run(setup, result, summary);
+}
+
+int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path& bulk) {
+  auto chief = connect_to_chief(sys, setup, setup.runtime.connect_timeout);
+  if (!chief) {
+    spdlog::error("{}", describe(chief.error()));
+    return exit_failure;
+  }
+  std::vector<ps_shard_actor> shards;
+  if (!connect_shards(sys, setup, shards))
+    return exit_failure;
+  // Not published: nobody connects to a worker; the chief reaches it over the
+  // connection the worker opened (its ready request).
+  auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
+                        setup.train, setup.runtime, *chief, shards, setup.data->train,
+                        spawn_mode::detached, reconnect_to_peers(sys, setup),
+                        bulk_peers_of(setup, bulk));
+  return exit_code_of(wait_for(sys, caf::actor_cast<caf::actor>(w)));
+}
+
+} // namespace troupe::node

@@ -1,0 +1,20 @@
+#pragma once
+// The tasks a troupe-node process runs, each to its exit code: the whole
+// cluster in one process, a ps shard, the chief, a worker (the evaluator is
+// in evaluator_job.hpp).
+#include <caf/fwd.hpp>
+
+#include "actors/net/connection_warden.hpp"
+#include "apps/node/peers.hpp"
+#include "config/node/node_config.hpp"
+
+namespace troupe::node {
+
+int run_whole_cluster(caf::actor_system& sys, const node_setup& setup);
+int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
+           const bulk_path& bulk);
+int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
+              const bulk_path& bulk);
+int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path& bulk);
+
+} // namespace troupe::node
