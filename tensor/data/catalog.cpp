@@ -1,7 +1,6 @@
 #include "tensor/data/catalog.hpp"
 
-#include <cstdio>
-
+#include "tensor/core/json_writer.hpp"
 #include "tensor/data/catalog_steps.hpp"
 
 namespace troupe {
@@ -80,67 +79,58 @@ std::shared_ptr<const data_split> catalog_split(std::shared_ptr<data_split> spli
   return split;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
+void write_split(json_writer& w, const data_split& s, bool brief) {
+  w.begin_object().key("records").integer(s.usable_records());
+  w.key("bad_records").integer(s.bad_records_total());
+  w.key("files").begin_array();
+  for (auto& f : s.files)
+    if (!brief || f.bad > 0) {
+      w.begin_object().key("path").string(f.features);
+      w.key("records").integer(f.records).key("bad_records").integer(f.bad).end_object();
     }
+  w.end_array().end_object();
+}
+
+void write_normalization(json_writer& w, const normalizer& norm, bool brief) {
+  w.begin_object().key("kind").string(
+    name_of(norm.kind == normalization::automatic ? normalization::none : norm.kind));
+  if (norm.kind == normalization::scale)
+    w.key("scale").number(double{norm.scale}, "%.9g");
+  if (norm.kind == normalization::standardize && !brief) {
+    w.key("mean").begin_array();
+    for (float mean : norm.mean)
+      w.number(double{mean}, "%.9g");
+    w.end_array().key("stddev").begin_array();
+    for (size_t i = 0; i < norm.mean.size(); ++i)
+      w.number(1.0 / double{norm.inv_stddev[i]}, "%.9g");
+    w.end_array();
   }
-  return out + "\"";
+  w.end_object();
 }
 
 std::string catalog_json(const data_catalog& catalog, bool brief) {
-  auto split_json = [brief](const data_split& s) {
-    std::string files;
-    for (auto& f : s.files)
-      if (!brief || f.bad > 0)
-        files += std::string(files.empty() ? "" : ",") + "{\"path\":" + json_string(f.features)
-                 + ",\"records\":" + std::to_string(f.records)
-                 + ",\"bad_records\":" + std::to_string(f.bad) + "}";
-    return "{\"records\":" + std::to_string(s.usable_records()) + ",\"bad_records\":"
-           + std::to_string(s.bad_records_total()) + ",\"files\":[" + files + "]}";
-  };
   auto& t = *catalog.train;
-  std::string shape;
+  json_writer w;
+  w.begin_object().key("format").string(name_of(t.format)).key("task").string(name_of(t.task));
+  w.key("input_shape").begin_array();
   for (auto d : t.item_shape)
-    shape += (shape.empty() ? "" : ",") + std::to_string(d);
-  std::string names;
-  for (auto& n : t.label_names)
-    names += (names.empty() ? "" : ",") + json_string(n);
-  std::string out = "{\"format\":\"" + std::string(name_of(t.format)) + "\",\"task\":\""
-                    + name_of(t.task) + "\",\"input_shape\":[" + shape
-                    + "],\"classes\":" + std::to_string(t.classes) + ",\"label_names\":[" + names
-                    + "],\"normalize\":{\"kind\":\""
-                    + name_of(t.norm.kind == normalization::automatic ? normalization::none
-                                                                      : t.norm.kind)
-                    + "\"";
-  char buf[32];
-  if (t.norm.kind == normalization::scale) {
-    std::snprintf(buf, sizeof buf, "%.9g", double{t.norm.scale});
-    out += ",\"scale\":" + std::string(buf);
+    w.integer(d);
+  w.end_array().key("classes").integer(t.classes);
+  w.key("label_names").begin_array();
+  for (auto& name : t.label_names)
+    w.string(name);
+  w.end_array();
+  w.key("normalize");
+  write_normalization(w, t.norm, brief);
+  w.key("train");
+  write_split(w, t, brief);
+  w.key("test");
+  write_split(w, *catalog.test, brief);
+  if (catalog.validation) {
+    w.key("validation");
+    write_split(w, *catalog.validation, brief);
   }
-  if (t.norm.kind == normalization::standardize && !brief) {
-    std::string mean, sd;
-    for (size_t i = 0; i < t.norm.mean.size(); ++i) {
-      std::snprintf(buf, sizeof buf, "%.9g", double{t.norm.mean[i]});
-      mean += (i ? "," : "") + std::string(buf);
-      std::snprintf(buf, sizeof buf, "%.9g", 1.0 / double{t.norm.inv_stddev[i]});
-      sd += (i ? "," : "") + std::string(buf);
-    }
-    out += ",\"mean\":[" + mean + "],\"stddev\":[" + sd + "]";
-  }
-  out += "},\"train\":" + split_json(t) + ",\"test\":" + split_json(*catalog.test);
-  if (catalog.validation)
-    out += ",\"validation\":" + split_json(*catalog.validation);
-  return out + "}";
+  return w.end_object().text();
 }
 
 } // namespace
