@@ -1,5 +1,6 @@
 // NumPy .npy files: a Python-dict header (element type, order, shape), then
 // the array in C order; labels in a second .npy file.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -41,7 +42,8 @@ std::string npy_field(const std::string& header, const std::string& key, const s
   return header.substr(at, end - at);
 }
 
-item_layout read_npy_header(byte_file& f, bool labels) {
+// The header dict; data_offset: where the array begins, after it.
+std::string read_npy_dict(byte_file& f, uint64_t& data_offset) {
   unsigned char magic[8];
   f.read(magic, 8, "the .npy magic");
   if (std::memcmp(magic, "\x93NUMPY", 6) != 0)
@@ -65,32 +67,31 @@ item_layout read_npy_header(byte_file& f, bool labels) {
                      + " bytes is implausible");
   std::string header(header_len, '\0');
   f.read(header.data(), header.size(), "the .npy header");
-  item_layout out;
-  out.data_offset = prefix + header_len;
-  auto descr = npy_field(header, "descr", f.path());
+  data_offset = prefix + header_len;
+  return header;
+}
+
+// The element type a header's descr names, where Troupe reads it.
+element npy_element(const std::string& descr, bool labels, const std::string& path) {
   static const std::pair<const char*, element> types[] = {
     {"'|u1'", element::u8},  {"'<u1'", element::u8},  {"'|i1'", element::i8},
     {"'<i1'", element::i8},  {"'<i2'", element::i16}, {"'<u2'", element::u16},
     {"'<i4'", element::i32}, {"'<u4'", element::u32}, {"'<i8'", element::i64},
     {"'<u8'", element::u64}, {"'<f4'", element::f32}, {"'<f8'", element::f64}};
-  bool known = false;
-  for (auto& [name, type] : types)
-    if (descr == name) {
-      out.type = type;
-      known = true;
-    }
-  if (!known)
-    throw data_error(f.path() + ": .npy element type " + descr
+  auto known = std::find_if(std::begin(types), std::end(types),
+                            [&](auto& type) { return descr == type.first; });
+  if (known == std::end(types))
+    throw data_error(path + ": .npy element type " + descr
                      + " is not supported (features: float32, float64 or uint8; labels: "
                        "integers; little-endian)");
-  if (!labels && is_integer(out.type) && out.type != element::u8)
-    throw data_error(f.path() + ": features of type " + descr
+  if (!labels && is_integer(known->second) && known->second != element::u8)
+    throw data_error(path + ": features of type " + descr
                      + " are not supported; save them as float32, float64 or uint8");
-  if (npy_field(header, "fortran_order", f.path()) != "False")
-    throw data_error(f.path()
-                     + ": Fortran-ordered arrays are not supported; save with "
-                       "numpy.ascontiguousarray");
-  auto shape = npy_field(header, "shape", f.path());
+  return known->second;
+}
+
+// The numbers of a shape tuple, "(60000, 28, 28)".
+std::vector<uint64_t> npy_dims(const std::string& shape, const std::string& path) {
   std::vector<uint64_t> dims;
   for (size_t i = 1; i < shape.size();) {
     if (!std::isdigit(static_cast<unsigned char>(shape[i]))) {
@@ -100,10 +101,23 @@ item_layout read_npy_header(byte_file& f, bool labels) {
     uint64_t v = 0;
     auto [p, ec] = std::from_chars(shape.data() + i, shape.data() + shape.size(), v);
     if (ec != std::errc())
-      throw data_error(f.path() + ": malformed .npy shape " + shape);
+      throw data_error(path + ": malformed .npy shape " + shape);
     dims.push_back(v);
     i = static_cast<size_t>(p - shape.data());
   }
+  return dims;
+}
+
+item_layout read_npy_header(byte_file& f, bool labels) {
+  item_layout out;
+  auto header = read_npy_dict(f, out.data_offset);
+  out.type = npy_element(npy_field(header, "descr", f.path()), labels, f.path());
+  if (npy_field(header, "fortran_order", f.path()) != "False")
+    throw data_error(f.path()
+                     + ": Fortran-ordered arrays are not supported; save with "
+                       "numpy.ascontiguousarray");
+  auto shape = npy_field(header, "shape", f.path());
+  auto dims = npy_dims(shape, f.path());
   if (labels ? dims.size() != 1 : (dims.size() < 2 || dims.size() > 4))
     throw data_error(
       f.path() + ": shape " + shape + "; expected "
