@@ -1,95 +1,90 @@
 #include "actors/chief/run_report.hpp"
+#include "tensor/core/json_writer.hpp"
 #include "tensor/nn/metric.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 
 namespace troupe {
 
 namespace {
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += (c == '\n') ? ' ' : c;
+// The final line is read by people too: an error's line breaks become spaces.
+std::string on_one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+void write_quality(json_writer& w, const training_result& r) {
+  if (r.task == objective::regression) {
+    w.key("task").string("regression").key("test_accuracy").null();
+    w.key("test_loss").number(r.test_loss, "%.4f");
+    w.key("test_rmse").number(rmse_of(r.test_loss), "%.4f");
+  } else {
+    w.key("test_accuracy").number(r.test_accuracy, "%.4f");
+    w.key("test_loss").number(r.test_loss, "%.4f");
   }
-  return out + "\"";
+}
+
+void write_evaluations(json_writer& w, const training_result& r) {
+  w.begin_array();
+  for (auto& point : r.evaluations) {
+    w.begin_object().key("step").integer(point.step);
+    if (r.task == objective::regression)
+      w.key("rmse").number(rmse_of(point.loss), "%.4f");
+    else
+      w.key("accuracy").number(point.accuracy, "%.4f");
+    w.key("loss").number(point.loss, "%.4f").end_object();
+  }
+  w.end_array();
 }
 
 } // namespace
 
 std::string training_result::to_json() const {
-  char quality[160];
-  if (task == objective::regression)
-    std::snprintf(quality, sizeof(quality),
-                  "\"task\":\"regression\",\"test_accuracy\":null,\"test_loss\":%.4f,"
-                  "\"test_rmse\":%.4f",
-                  test_loss, rmse_of(test_loss));
-  else
-    std::snprintf(quality, sizeof(quality), "\"test_accuracy\":%.4f,\"test_loss\":%.4f",
-                  test_accuracy, test_loss);
-  char buf[640];
-  std::snprintf(buf, sizeof(buf),
-                "{\"event\":\"final\",\"ok\":%s,\"mode\":\"%s\",\"global_step\":%lld,"
-                "%s,\"examples_per_sec\":%.1f,"
-                "\"wall_seconds\":%.2f,\"examples\":%llu,\"refused_steps\":%lld,"
-                "\"dropped_gradients\":%llu,\"lost_workers\":%llu,\"ps_imbalance\":%.3f",
-                ok ? "true" : "false", name_of(mode), static_cast<long long>(global_step), quality,
-                examples_per_sec, wall_seconds, static_cast<unsigned long long>(examples),
-                static_cast<long long>(refused_steps),
-                static_cast<unsigned long long>(dropped_gradients),
-                static_cast<unsigned long long>(lost_workers), ps_imbalance);
-  std::string out = buf;
+  json_writer w;
+  w.begin_object().key("event").string("final").key("ok").boolean(ok);
+  w.key("mode").string(name_of(mode)).key("global_step").integer(global_step);
+  write_quality(w, *this);
+  w.key("examples_per_sec").number(examples_per_sec, "%.1f");
+  w.key("wall_seconds").number(wall_seconds, "%.2f");
+  w.key("examples").integer(examples).key("refused_steps").integer(refused_steps);
+  w.key("dropped_gradients").integer(dropped_gradients).key("lost_workers").integer(lost_workers);
+  w.key("ps_imbalance").number(ps_imbalance, "%.3f");
   // Refused, so the model holds none of them: ok stays true, and says so.
   uint64_t unauthorized = 0;
   for (auto& t : traffic)
     unauthorized += t.unauthorized_pushes;
-  out += ",\"unauthorized_pushes\":" + std::to_string(unauthorized);
+  w.key("unauthorized_pushes").integer(unauthorized);
   if (preempted)
-    out += ",\"preempted\":true";
+    w.key("preempted").boolean(true);
   if (!ok)
-    out += ",\"error\":" + json_string(error);
+    w.key("error").string(on_one_line(error));
   if (!evaluations.empty()) {
-    out += ",\"evaluations\":[";
-    for (size_t i = 0; i < evaluations.size(); ++i) {
-      char point[128];
-      if (task == objective::regression)
-        std::snprintf(point, sizeof(point), "%s{\"step\":%lld,\"rmse\":%.4f,\"loss\":%.4f}",
-                      i ? "," : "", static_cast<long long>(evaluations[i].step),
-                      rmse_of(evaluations[i].loss), evaluations[i].loss);
-      else
-        std::snprintf(point, sizeof(point), "%s{\"step\":%lld,\"accuracy\":%.4f,\"loss\":%.4f}",
-                      i ? "," : "", static_cast<long long>(evaluations[i].step),
-                      evaluations[i].accuracy, evaluations[i].loss);
-      out += point;
-    }
-    out += "]";
+    w.key("evaluations");
+    write_evaluations(w, *this);
   }
   if (!data_json.empty())
-    out += ",\"data\":" + data_json;
-  return out + "}";
+    w.key("data").raw(data_json);
+  return w.end_object().text();
 }
 
 std::string training_result::traffic_json() const {
-  std::string out = "{\"event\":\"traffic\",\"ps_imbalance\":" + std::to_string(ps_imbalance)
-                    + ",\"shards\":[";
-  for (size_t i = 0; i < traffic.size(); ++i) {
-    auto& t = traffic[i];
-    out += std::string(i ? "," : "") + "{\"shard\":" + std::to_string(t.shard) + ",\"bytes_held\":"
-           + std::to_string(t.bytes_held) + ",\"bytes_in\":" + std::to_string(t.bytes_in)
-           + ",\"bytes_out\":" + std::to_string(t.bytes_out)
-           + ",\"pulls\":" + std::to_string(t.pulls) + ",\"pushes\":" + std::to_string(t.pushes)
-           + ",\"variables\":{";
-    for (size_t v = 0; v < t.variables.size(); ++v)
-      out += std::string(v ? "," : "") + json_string(t.variables[v].name)
-             + ":{\"in\":" + std::to_string(t.variables[v].bytes_in)
-             + ",\"out\":" + std::to_string(t.variables[v].bytes_out) + "}";
-    out += "}}";
+  json_writer w;
+  w.begin_object().key("event").string("traffic");
+  w.key("ps_imbalance").number(ps_imbalance, "%f").key("shards").begin_array();
+  for (auto& t : traffic) {
+    w.begin_object().key("shard").integer(t.shard).key("bytes_held").integer(t.bytes_held);
+    w.key("bytes_in").integer(t.bytes_in).key("bytes_out").integer(t.bytes_out);
+    w.key("pulls").integer(t.pulls).key("pushes").integer(t.pushes);
+    w.key("variables").begin_object();
+    for (auto& v : t.variables) {
+      w.key(v.name).begin_object().key("in").integer(v.bytes_in);
+      w.key("out").integer(v.bytes_out).end_object();
+    }
+    w.end_object().end_object();
   }
-  return out + "]}";
+  return w.end_array().end_object().text();
 }
 
 void summarize_traffic(training_result& result) {

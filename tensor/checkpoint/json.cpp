@@ -1,8 +1,9 @@
 #include "tensor/checkpoint/json.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
+
+#include "tensor/core/json_writer.hpp"
 
 namespace troupe::json {
 
@@ -263,71 +264,29 @@ private:
   size_t pos_ = 0;
 };
 
-void write_string(const std::string& s, std::string& out) {
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
-void write_value(const value& v, std::string& out) {
+void write_value(const value& v, json_writer& out) {
   if (v.is_null()) {
-    out += "null";
+    out.null();
   } else if (auto* b = v.as_bool()) {
-    out += *b ? "true" : "false";
+    out.boolean(*b);
   } else if (auto i = v.as_int()) {
-    out += std::to_string(*i);
+    out.integer(*i);
   } else if (auto* d = v.as_number()) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.17g", *d);
-    out += buf;
+    out.number(*d, "%.17g");
   } else if (auto* s = v.as_string()) {
-    write_string(*s, out);
+    out.string(*s);
   } else if (auto* a = v.as_array()) {
-    out += '[';
-    for (size_t i = 0; i < a->size(); ++i) {
-      if (i > 0)
-        out += ',';
-      write_value((*a)[i], out);
-    }
-    out += ']';
+    out.begin_array();
+    for (auto& element : *a)
+      write_value(element, out);
+    out.end_array();
   } else if (auto* o = v.as_object()) {
-    out += '{';
-    bool first = true;
+    out.begin_object();
     for (auto& [key, member] : *o) {
-      if (!first)
-        out += ',';
-      first = false;
-      write_string(key, out);
-      out += ':';
+      out.key(key);
       write_value(member, out);
     }
-    out += '}';
+    out.end_object();
   }
 }
 
@@ -338,9 +297,9 @@ value parse(const std::string& text) {
 }
 
 std::string write(const value& v) {
-  std::string out;
+  json_writer out;
   write_value(v, out);
-  return out;
+  return out.text();
 }
 
 } // namespace troupe::json

@@ -1,8 +1,9 @@
 #pragma once
 // The JSON a checkpoint is made of (a safetensors header, the manifest):
 // a small value type, a strict parser bounded in depth and size (its input
-// is a file that may be truncated, corrupt or hostile) and a writer whose
-// output the parser reads back exactly. Integers up to 2^53 are exact.
+// is a file that may be truncated, corrupt or hostile) and a writer (over
+// tensor/core's json_writer) whose output the parser reads back exactly.
+// Integers up to 2^53 are exact.
 #include <cstdint>
 #include <map>
 #include <optional>

@@ -141,26 +141,99 @@ std::pair<uint32_t, uint64_t> safetensors_writer::finish() {
   return {crc_, size_};
 }
 
-safetensors_file::safetensors_file(std::string path) : path_(std::move(path)) {
-  file_ptr f{std::fopen(path_.c_str(), "rb")};
+namespace {
+
+// The header's JSON text; data_start: where the tensor data begins, after it.
+std::string read_header_text(const std::string& path, uint64_t& data_start, uint64_t& data_size) {
+  file_ptr f{std::fopen(path.c_str(), "rb")};
   if (!f)
-    fail(path_, "cannot open: " + system_error());
+    fail(path, "cannot open: " + system_error());
   if (std::fseek(f.get(), 0, SEEK_END) != 0)
-    fail(path_, "cannot seek: " + system_error());
+    fail(path, "cannot seek: " + system_error());
   auto size = static_cast<uint64_t>(std::ftell(f.get()));
   std::rewind(f.get());
   unsigned char length[8];
   if (size < 8 || std::fread(length, 1, 8, f.get()) != 8)
-    fail(path_, "truncated: shorter than the 8-byte header length");
+    fail(path, "truncated: shorter than the 8-byte header length");
   auto header_size = get_u64_le(length);
   if (header_size > max_safetensors_header || header_size > size - 8)
-    fail(path_, "header claims " + std::to_string(header_size) + " bytes, but the file holds "
-                  + std::to_string(size - 8) + " after the length (truncated or not safetensors)");
+    fail(path, "header claims " + std::to_string(header_size) + " bytes, but the file holds "
+                 + std::to_string(size - 8) + " after the length (truncated or not safetensors)");
   std::string text(header_size, '\0');
   if (std::fread(text.data(), 1, header_size, f.get()) != header_size)
-    fail(path_, "cannot read the header: " + system_error());
-  data_start_ = 8 + header_size;
-  uint64_t data_size = size - data_start_;
+    fail(path, "cannot read the header: " + system_error());
+  data_start = 8 + header_size;
+  data_size = size - data_start;
+  return text;
+}
+
+void read_metadata(const std::string& path, const json::value& info,
+                   std::map<std::string, std::string>& metadata) {
+  auto* meta = info.as_object();
+  if (meta == nullptr)
+    fail(path, "__metadata__ is not an object");
+  for (auto& [k, v] : *meta) {
+    auto* s = v.as_string();
+    if (s == nullptr)
+      fail(path, "__metadata__." + k + " is not a string");
+    metadata.emplace(k, *s);
+  }
+}
+
+// One tensor's header entry, checked against the data_size bytes of data.
+safetensors_file::entry read_entry(const std::string& path, const std::string& name,
+                                   const json::value& info, uint64_t data_size) {
+  auto where = "tensor '" + name + "': ";
+  auto* dtype = info.find("dtype") ? info.find("dtype")->as_string() : nullptr;
+  if (dtype == nullptr || *dtype != "F32")
+    fail(path, where + "dtype must be F32 (Troupe's checkpoints hold float32 only)");
+  auto* dims = info.find("shape") ? info.find("shape")->as_array() : nullptr;
+  auto* offsets = info.find("data_offsets") ? info.find("data_offsets")->as_array() : nullptr;
+  if (dims == nullptr || offsets == nullptr || offsets->size() != 2 || dims->size() > 8)
+    fail(path, where + "needs a shape (at most 8 dimensions) and two data_offsets");
+  safetensors_file::entry e;
+  uint64_t elements = 1;
+  for (auto& d : *dims) {
+    auto n = d.as_int();
+    if (!n || *n < 0 || *n > (int64_t{1} << 40))
+      fail(path, where + "a dimension is not a size");
+    e.shape.push_back(*n);
+    if (*n != 0 && elements > (uint64_t{1} << 40) / static_cast<uint64_t>(*n))
+      fail(path, where + "shape " + to_string(e.shape) + " is too large");
+    elements *= static_cast<uint64_t>(*n);
+  }
+  auto begin = (*offsets)[0].as_int(), end = (*offsets)[1].as_int();
+  if (!begin || !end || *begin < 0 || *end < *begin || static_cast<uint64_t>(*end) > data_size)
+    fail(path, where + "data_offsets lie outside the " + std::to_string(data_size)
+                 + " bytes of data (truncated file?)");
+  e.begin = static_cast<uint64_t>(*begin);
+  e.end = static_cast<uint64_t>(*end);
+  if (e.end - e.begin != elements * sizeof(float))
+    fail(path, where + "shape " + to_string(e.shape) + " needs "
+                 + std::to_string(elements * sizeof(float)) + " bytes, data_offsets hold "
+                 + std::to_string(e.end - e.begin));
+  return e;
+}
+
+// The tensors' byte ranges must tile the data section exactly.
+void check_ranges_tile(const std::string& path, std::vector<std::pair<uint64_t, uint64_t>> ranges,
+                       uint64_t data_size) {
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t covered = 0;
+  for (auto& [b, e] : ranges) {
+    if (b != covered)
+      fail(path, "tensor data has a hole or an overlap at byte " + std::to_string(covered));
+    covered = e;
+  }
+  if (covered != data_size)
+    fail(path, std::to_string(data_size - covered) + " bytes follow the last tensor");
+}
+
+} // namespace
+
+safetensors_file::safetensors_file(std::string path) : path_(std::move(path)) {
+  uint64_t data_size = 0;
+  auto text = read_header_text(path_, data_start_, data_size);
   json::value header;
   try {
     header = json::parse(text);
@@ -173,58 +246,14 @@ safetensors_file::safetensors_file(std::string path) : path_(std::move(path)) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto& [name, info] : *members) {
     if (name == "__metadata__") {
-      auto* meta = info.as_object();
-      if (meta == nullptr)
-        fail(path_, "__metadata__ is not an object");
-      for (auto& [k, v] : *meta) {
-        auto* s = v.as_string();
-        if (s == nullptr)
-          fail(path_, "__metadata__." + k + " is not a string");
-        metadata_.emplace(k, *s);
-      }
+      read_metadata(path_, info, metadata_);
       continue;
     }
-    auto where = "tensor '" + name + "': ";
-    auto* dtype = info.find("dtype") ? info.find("dtype")->as_string() : nullptr;
-    if (dtype == nullptr || *dtype != "F32")
-      fail(path_, where + "dtype must be F32 (Troupe's checkpoints hold float32 only)");
-    auto* dims = info.find("shape") ? info.find("shape")->as_array() : nullptr;
-    auto* offsets = info.find("data_offsets") ? info.find("data_offsets")->as_array() : nullptr;
-    if (dims == nullptr || offsets == nullptr || offsets->size() != 2 || dims->size() > 8)
-      fail(path_, where + "needs a shape (at most 8 dimensions) and two data_offsets");
-    entry e;
-    uint64_t elements = 1;
-    for (auto& d : *dims) {
-      auto n = d.as_int();
-      if (!n || *n < 0 || *n > (int64_t{1} << 40))
-        fail(path_, where + "a dimension is not a size");
-      e.shape.push_back(*n);
-      if (*n != 0 && elements > (uint64_t{1} << 40) / static_cast<uint64_t>(*n))
-        fail(path_, where + "shape " + to_string(e.shape) + " is too large");
-      elements *= static_cast<uint64_t>(*n);
-    }
-    auto begin = (*offsets)[0].as_int(), end = (*offsets)[1].as_int();
-    if (!begin || !end || *begin < 0 || *end < *begin || static_cast<uint64_t>(*end) > data_size)
-      fail(path_, where + "data_offsets lie outside the " + std::to_string(data_size)
-                    + " bytes of data (truncated file?)");
-    e.begin = static_cast<uint64_t>(*begin);
-    e.end = static_cast<uint64_t>(*end);
-    if (e.end - e.begin != elements * sizeof(float))
-      fail(path_, where + "shape " + to_string(e.shape) + " needs "
-                    + std::to_string(elements * sizeof(float)) + " bytes, data_offsets hold "
-                    + std::to_string(e.end - e.begin));
+    auto e = read_entry(path_, name, info, data_size);
     ranges.emplace_back(e.begin, e.end);
     entries_.emplace(name, std::move(e));
   }
-  std::sort(ranges.begin(), ranges.end());
-  uint64_t covered = 0;
-  for (auto& [b, e] : ranges) {
-    if (b != covered)
-      fail(path_, "tensor data has a hole or an overlap at byte " + std::to_string(covered));
-    covered = e;
-  }
-  if (covered != data_size)
-    fail(path_, std::to_string(data_size - covered) + " bytes follow the last tensor");
+  check_ranges_tile(path_, std::move(ranges), data_size);
 }
 
 tensor safetensors_file::read(const std::string& name) const {

@@ -130,33 +130,23 @@ std::vector<int64_t> pads_of(const layer_desc& l) {
   return {top, left, total_h - top, total_w - left};
 }
 
-} // namespace
-
-std::string onnx_model(const model& net, const model_card& card,
-                       const std::vector<tensor>& params) {
+// The graph as it grows: the tensor the next node reads, its rank and
+// whether it is in ONNX's channel-first layout.
+struct graph_state {
   graph_builder g;
-  shape_t input_dims{-1};
-  input_dims.insert(input_dims.end(), card.input.begin(), card.input.end());
   std::string x = "input";
-  // Normalisation, with constants broadcast over one example's shape.
-  auto& norm = card.norm;
-  if (norm.kind == normalization::scale) {
-    float scale = norm.scale;
-    x = g.node("Mul", {x, g.initializer("scale", {1}, &scale, 1)});
-  } else if (norm.kind == normalization::standardize) {
-    x = g.node("Sub", {x, g.initializer("mean", card.input, norm.mean.data(), norm.mean.size())});
-    x = g.node("Mul", {x, g.initializer("inv_stddev", card.input, norm.inv_stddev.data(),
-                                        norm.inv_stddev.size())});
-  }
-  bool nchw = false; // the current tensor is in ONNX's channel-first layout
-  size_t rank = card.input.size() + 1;
-  auto to_nchw = [&] {
+  size_t rank = 0;
+  bool nchw = false;
+
+  void to_nchw() {
     if (!nchw && rank == 4) {
       x = g.node("Transpose", {x}, {ints_attribute("perm", {0, 3, 1, 2})});
       nchw = true;
     }
-  };
-  auto to_rows = [&] { // [N, features] in Troupe's (NHWC) order
+  }
+
+  // [N, features] in Troupe's (NHWC) order.
+  void to_rows() {
     if (nchw) {
       x = g.node("Transpose", {x}, {ints_attribute("perm", {0, 2, 3, 1})});
       nchw = false;
@@ -165,71 +155,87 @@ std::string onnx_model(const model& net, const model_card& card,
       x = g.node("Flatten", {x}, {int_attribute("axis", 1)});
       rank = 2;
     }
-  };
-  for (auto& l : net.layers()) {
-    const tensor* p = params.data() + l.first_variable;
-    switch (l.type) {
-      case layer_desc::kind::dense: {
-        to_rows();
-        // [in, units] stored as [units, in] with transB = 1: the form
-        // other exporters write and every runtime reads.
-        auto in = p[0].dim(0), units = p[0].dim(1);
-        std::vector<float> transposed(p[0].size());
-        for (int64_t i = 0; i < in; ++i)
-          for (int64_t u = 0; u < units; ++u)
-            transposed[u * in + i] = p[0][i * units + u];
-        auto w = g.initializer(l.name + "/weights", {units, in}, transposed.data(),
-                               transposed.size());
-        auto b = g.initializer(l.name + "/biases", p[1].shape(), p[1].data(), p[1].size());
-        x = g.node("Gemm", {x, w, b}, {int_attribute("transB", 1)});
-        break;
-      }
-      case layer_desc::kind::conv2d: {
-        to_nchw();
-        // [kh, kw, in, out] (TF's HWIO) -> [out, in, kh, kw] (ONNX's OIHW)
-        auto& k = p[0];
-        auto kh = k.dim(0), kw = k.dim(1), in = k.dim(2), out = k.dim(3);
-        std::vector<float> oihw(k.size());
-        for (int64_t y = 0; y < kh; ++y)
-          for (int64_t xx = 0; xx < kw; ++xx)
-            for (int64_t i = 0; i < in; ++i)
-              for (int64_t o = 0; o < out; ++o)
-                oihw[((o * in + i) * kh + y) * kw + xx] = k[((y * kw + xx) * in + i) * out + o];
-        auto w = g.initializer(l.name + "/weights", {out, in, kh, kw}, oihw.data(), oihw.size());
-        auto b = g.initializer(l.name + "/biases", p[1].shape(), p[1].data(), p[1].size());
-        x = g.node("Conv", {x, w, b},
-                   {ints_attribute("kernel_shape", {kh, kw}),
-                    ints_attribute("strides", {l.stride, l.stride}),
-                    ints_attribute("pads", pads_of(l))});
-        break;
-      }
-      case layer_desc::kind::max_pool:
-        to_nchw();
-        x = g.node("MaxPool", {x},
-                   {ints_attribute("kernel_shape", {l.kernel_h, l.kernel_w}),
-                    ints_attribute("strides", {l.stride, l.stride}),
-                    ints_attribute("pads", pads_of(l))});
-        break;
-      case layer_desc::kind::relu:
-        x = g.node("Relu", {x});
-        break;
-      case layer_desc::kind::dropout: // inference: the identity
-        break;
-      case layer_desc::kind::flatten:
-        to_rows();
-        break;
-    }
   }
-  to_rows();
-  bool regression = card.task == objective::regression;
-  auto output = regression ? std::string("value") : std::string("probabilities");
-  if (regression)
-    x = g.node("Identity", {x}, {}, output);
-  else
-    x = g.node("Softmax", {x}, {int_attribute("axis", 1)}, output);
-  auto graph = g.finish("input", input_dims, output, {-1, card.classes});
-  // ModelProto: ir_version 1, producer_name 2, producer_version 3, graph 7,
-  // opset_import 8 (OperatorSetIdProto: domain 1, version 2).
+};
+
+// Normalisation, with constants broadcast over one example's shape.
+void add_normalization(graph_state& s, const model_card& card) {
+  auto& norm = card.norm;
+  auto& g = s.g;
+  if (norm.kind == normalization::scale) {
+    float scale = norm.scale;
+    s.x = g.node("Mul", {s.x, g.initializer("scale", {1}, &scale, 1)});
+  } else if (norm.kind == normalization::standardize) {
+    s.x = g.node("Sub",
+                 {s.x, g.initializer("mean", card.input, norm.mean.data(), norm.mean.size())});
+    s.x = g.node("Mul", {s.x, g.initializer("inv_stddev", card.input, norm.inv_stddev.data(),
+                                            norm.inv_stddev.size())});
+  }
+}
+
+void add_dense(graph_state& s, const layer_desc& l, const tensor* p) {
+  s.to_rows();
+  // [in, units] stored as [units, in] with transB = 1: the form
+  // other exporters write and every runtime reads.
+  auto in = p[0].dim(0), units = p[0].dim(1);
+  std::vector<float> transposed(p[0].size());
+  for (int64_t i = 0; i < in; ++i)
+    for (int64_t u = 0; u < units; ++u)
+      transposed[u * in + i] = p[0][i * units + u];
+  auto w = s.g.initializer(l.name + "/weights", {units, in}, transposed.data(), transposed.size());
+  auto b = s.g.initializer(l.name + "/biases", p[1].shape(), p[1].data(), p[1].size());
+  s.x = s.g.node("Gemm", {s.x, w, b}, {int_attribute("transB", 1)});
+}
+
+void add_conv2d(graph_state& s, const layer_desc& l, const tensor* p) {
+  s.to_nchw();
+  // [kh, kw, in, out] (TF's HWIO) -> [out, in, kh, kw] (ONNX's OIHW)
+  auto& k = p[0];
+  auto kh = k.dim(0), kw = k.dim(1), in = k.dim(2), out = k.dim(3);
+  std::vector<float> oihw(k.size());
+  for (int64_t y = 0; y < kh; ++y)
+    for (int64_t xx = 0; xx < kw; ++xx)
+      for (int64_t i = 0; i < in; ++i)
+        for (int64_t o = 0; o < out; ++o)
+          oihw[((o * in + i) * kh + y) * kw + xx] = k[((y * kw + xx) * in + i) * out + o];
+  auto w = s.g.initializer(l.name + "/weights", {out, in, kh, kw}, oihw.data(), oihw.size());
+  auto b = s.g.initializer(l.name + "/biases", p[1].shape(), p[1].data(), p[1].size());
+  s.x = s.g.node("Conv", {s.x, w, b},
+                 {ints_attribute("kernel_shape", {kh, kw}),
+                  ints_attribute("strides", {l.stride, l.stride}),
+                  ints_attribute("pads", pads_of(l))});
+}
+
+// p: the layer's variables.
+void add_layer(graph_state& s, const layer_desc& l, const tensor* p) {
+  switch (l.type) {
+    case layer_desc::kind::dense:
+      add_dense(s, l, p);
+      break;
+    case layer_desc::kind::conv2d:
+      add_conv2d(s, l, p);
+      break;
+    case layer_desc::kind::max_pool:
+      s.to_nchw();
+      s.x = s.g.node("MaxPool", {s.x},
+                     {ints_attribute("kernel_shape", {l.kernel_h, l.kernel_w}),
+                      ints_attribute("strides", {l.stride, l.stride}),
+                      ints_attribute("pads", pads_of(l))});
+      break;
+    case layer_desc::kind::relu:
+      s.x = s.g.node("Relu", {s.x});
+      break;
+    case layer_desc::kind::dropout: // inference: the identity
+      break;
+    case layer_desc::kind::flatten:
+      s.to_rows();
+      break;
+  }
+}
+
+// ModelProto: ir_version 1, producer_name 2, producer_version 3, graph 7,
+// opset_import 8 (OperatorSetIdProto: domain 1, version 2).
+std::string model_proto(const std::string& graph) {
   std::string m;
   int_field(m, 1, ir_version);
   bytes_field(m, 2, "troupe");
@@ -240,6 +246,27 @@ std::string onnx_model(const model& net, const model_card& card,
   int_field(op, 2, opset);
   bytes_field(m, 8, op);
   return m;
+}
+
+} // namespace
+
+std::string onnx_model(const model& net, const model_card& card,
+                       const std::vector<tensor>& params) {
+  graph_state s;
+  s.rank = card.input.size() + 1;
+  add_normalization(s, card);
+  for (auto& l : net.layers())
+    add_layer(s, l, params.data() + l.first_variable);
+  s.to_rows();
+  bool regression = card.task == objective::regression;
+  auto output = regression ? std::string("value") : std::string("probabilities");
+  if (regression)
+    s.g.node("Identity", {s.x}, {}, output);
+  else
+    s.g.node("Softmax", {s.x}, {int_attribute("axis", 1)}, output);
+  shape_t input_dims{-1};
+  input_dims.insert(input_dims.end(), card.input.begin(), card.input.end());
+  return model_proto(s.g.finish("input", input_dims, output, {-1, card.classes}));
 }
 
 } // namespace troupe

@@ -170,6 +170,43 @@ std::vector<variable_slice> apply_rules(const std::vector<variable_spec>& variab
   return out;
 }
 
+int64_t rows_of(const variable_spec& v) {
+  return v.shape.empty() ? int64_t{1} : v.shape[0];
+}
+
+// Variable i in counts[i] slices of rows, or as its rule splits it.
+std::vector<variable_slice> slices_by_count(const std::vector<variable_spec>& variables,
+                                            const std::vector<partition_rule>& rules,
+                                            const std::vector<bool>& ruled,
+                                            const std::vector<int64_t>& counts) {
+  std::vector<variable_slice> out;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    auto& v = variables[i];
+    auto parts = ruled[i] ? partition(v, *rule_for(rules, v.name)->split)
+                          : split_variable(v, counts[i]);
+    for (auto& s : parts)
+      out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Slice counts that cut every unruled variable into pieces of at most
+// `piece` bytes, as far as its rows allow.
+std::vector<int64_t> counts_for_pieces(const std::vector<variable_spec>& variables,
+                                       const std::vector<bool>& ruled, double piece) {
+  std::vector<int64_t> counts(variables.size(), 1);
+  for (size_t i = 0; i < variables.size(); ++i) {
+    if (ruled[i])
+      continue;
+    auto bytes = static_cast<double>(num_elements(variables[i].shape)) * sizeof(float);
+    if (bytes > piece && !variables[i].shape.empty())
+      counts[i] = std::max<int64_t>(
+        1,
+        std::min<int64_t>(rows_of(variables[i]), static_cast<int64_t>(std::ceil(bytes / piece))));
+  }
+  return counts;
+}
+
 } // namespace
 
 std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& variables,
@@ -188,19 +225,7 @@ std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& varia
   // the next multiple of the shard count (every slice a message entry and a
   // gather on every step), and place again. The CNN needs only fc1/weights
   // in two.
-  auto rows_of = [](const variable_spec& v) { return v.shape.empty() ? int64_t{1} : v.shape[0]; };
   std::vector<int64_t> counts(variables.size(), 1);
-  auto slices_for = [&] {
-    std::vector<variable_slice> out;
-    for (size_t i = 0; i < variables.size(); ++i) {
-      auto& v = variables[i];
-      auto parts = ruled[i] ? partition(v, *rule_for(rules, v.name)->split)
-                            : split_variable(v, counts[i]);
-      for (auto& s : parts)
-        out.push_back(std::move(s));
-    }
-    return out;
-  };
   for (int round = 0; round < 8; ++round) {
     auto largest = std::max_element(placed.begin(), placed.end(),
                                     [](const placed_slice& a, const placed_slice& b) {
@@ -214,7 +239,7 @@ std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& varia
       break; // the largest piece cannot be split further here
     auto next = counts[var] == 1 ? int64_t{num_shards} : counts[var] + num_shards;
     counts[var] = std::min(rows_of(variables[var]), next);
-    placed = largest_first(slices_for(), num_shards);
+    placed = largest_first(slices_by_count(variables, rules, ruled, counts), num_shards);
     if (imbalance(placed, num_shards) <= 1.0 + epsilon)
       return placed;
   }
@@ -225,17 +250,9 @@ std::vector<placed_slice> place_balanced(const std::vector<variable_spec>& varia
   for (auto& s : whole)
     total += static_cast<double>(s.bytes());
   double piece = epsilon * total / num_shards;
-  for (size_t i = 0; i < variables.size(); ++i) {
-    if (ruled[i])
-      continue;
-    auto bytes = static_cast<double>(num_elements(variables[i].shape)) * sizeof(float);
-    counts[i] = 1;
-    if (bytes > piece && !variables[i].shape.empty())
-      counts[i] = std::max<int64_t>(
-        1,
-        std::min<int64_t>(rows_of(variables[i]), static_cast<int64_t>(std::ceil(bytes / piece))));
-  }
-  return largest_first(slices_for(), num_shards);
+  return largest_first(
+    slices_by_count(variables, rules, ruled, counts_for_pieces(variables, ruled, piece)),
+    num_shards);
 }
 
 std::vector<placed_slice> plan_placement(placement_strategy strategy,

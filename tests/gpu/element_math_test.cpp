@@ -1,8 +1,9 @@
 // What each GPU thread computes (gpu/cuda/element_math.hpp), run on the CPU
-// over every index and composed the way gpu/cuda/cuda_model.cu composes the
-// kernels, with a plain column-major GEMM in cuBLAS's place, against the CPU
-// layers. This checks the CUDA backend's index arithmetic, pooling windows,
-// dropout stream and GEMM argument mapping on machines without a GPU.
+// over every index and composed the way the CUDA layers (gpu/cuda/*_layer*.cu)
+// compose the kernels, with a plain column-major GEMM in cuBLAS's place,
+// against the CPU layers. This checks the CUDA backend's index arithmetic,
+// pooling windows, dropout stream and GEMM argument mapping on machines
+// without a GPU.
 #include <cmath>
 #include <random>
 
@@ -122,7 +123,7 @@ BOOST_AUTO_TEST_CASE(convolution_as_the_kernels_compose_it) {
     int64_t k = p.k * p.k * p.ch, per_out = out[0] * out[1];
     std::vector<float> y(p.batch * per_out * p.filters), dw(k * p.filters),
       dx(p.batch * p.h * p.w * p.ch), col;
-    // Forward and backward chunk by chunk, as conv2d in cuda_model.cu does.
+    // Forward and backward chunk by chunk, as gpu/cuda/conv2d_layer.cu does.
     for (int64_t first = 0; first < p.batch; first += p.chunk) {
       auto count = std::min(p.chunk, p.batch - first);
       auto rows = count * per_out;

@@ -1,0 +1,72 @@
+#pragma once
+// The steps catalog_data takes (catalog.hpp), each in its own file: the
+// label survey (label_survey.cpp), the normalisation (normalizer.cpp); and
+// how labels are read as written, which the survey and example_source share.
+// Included by tensor/data's catalog files only.
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensor/data/catalog.hpp"
+
+namespace troupe::catalog_steps {
+
+// A label as an integer, or nothing.
+inline std::optional<int64_t> integer_label(std::string_view text) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size())
+    return std::nullopt;
+  return v;
+}
+
+// A regression target as written: a finite number, or nothing.
+inline std::optional<float> target_value(std::string_view text) {
+  float v = 0;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  if (begin < end && *begin == '+')
+    ++begin;
+  auto [p, ec] = std::from_chars(begin, end, v);
+  if (text.empty() || ec != std::errc() || p != end || !std::isfinite(v))
+    return std::nullopt;
+  return v;
+}
+
+// What one pass over a file finds before the classes are known.
+struct file_scan {
+  uint64_t records = 0;
+  uint64_t bad_rows = 0; // records the reader refused (columns, numbers, finiteness)
+  std::map<std::string, uint64_t> label_counts; // label as written -> records
+  shape_t item_shape;
+  bool holds_bytes = false;
+  std::string label_column;
+};
+
+/// Reads every record of `file` once: records, bad ones, labels as written.
+/// Throws data_error for a bad record where the split's policy is fail.
+file_scan scan_file(const data_split& split, const data_file& file);
+
+// Counts bad labels (no class) per file from the scans; with fail, names
+// the first.
+void apply_classes(std::shared_ptr<data_split> split, const std::vector<file_scan>& scans);
+
+// Classes and their names from the training set's labels.
+void find_classes(data_split& split, const data_options& options,
+                  const std::vector<file_scan>& scans);
+
+// The normalizer data.normalize asks for; `first`: the training set's first
+// file, whose bytes data.normalize = auto scales.
+normalizer make_normalizer(const data_options& options, const file_scan& first, int64_t features);
+
+// Per-feature mean and standard deviation over the usable training records
+// (a constant feature keeps stddev 1: it is only centred).
+void compute_statistics(std::shared_ptr<data_split> split);
+
+} // namespace troupe::catalog_steps

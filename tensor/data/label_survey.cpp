@@ -1,0 +1,191 @@
+// What the labels of a set are: one pass over each file counts its records
+// and labels as written; the training set's labels then give the classes
+// (and their names), and every set's bad records are counted against them.
+#include <algorithm>
+
+#include "tensor/data/catalog_steps.hpp"
+
+namespace troupe::catalog_steps {
+
+namespace {
+
+constexpr size_t max_distinct_labels = 65536;
+
+// The class of a label as written, or -1 where it has none.
+int64_t class_of(const data_split& split, const std::string& text) {
+  if (!split.label_names.empty()) {
+    auto it = std::find(split.label_names.begin(), split.label_names.end(), text);
+    return it == split.label_names.end() ? -1 : it - split.label_names.begin();
+  }
+  auto v = integer_label(text);
+  return v && *v >= 0 && *v < split.classes ? *v : -1;
+}
+
+// Finds the first record whose label has no class, to name it.
+[[noreturn]] void refuse_first_bad_label(std::shared_ptr<const data_split> split, size_t file) {
+  example_source source(split, file);
+  std::vector<float> features(static_cast<size_t>(split->features()));
+  int32_t label;
+  float target;
+  while (source.next(features.data(), label, target)) {
+  }
+  throw data_error(split->files[file].features + ": a label has no class");
+}
+
+// Classes taken from integer labels are 0..largest: one that no training
+// label names would be a class the model learns never to predict (61 stray
+// labels of 200 made a 201-class model). Refused, naming the first missing
+// ones, unless data.classes says how many classes there are.
+void refuse_missing_classes(const data_split& split, const std::map<std::string, uint64_t>& all,
+                            int64_t largest) {
+  std::vector<bool> seen(static_cast<size_t>(largest + 1), false);
+  for (auto& [text, count] : all)
+    if (auto v = integer_label(text); v && *v >= 0)
+      seen[static_cast<size_t>(*v)] = true;
+  std::vector<int64_t> missing;
+  for (int64_t c = 0; c <= largest; ++c)
+    if (!seen[static_cast<size_t>(c)])
+      missing.push_back(c);
+  if (missing.empty())
+    return;
+  std::string names;
+  for (size_t i = 0; i < missing.size() && i < 8; ++i)
+    names += (i ? ", " : "") + std::to_string(missing[i]);
+  if (missing.size() > 8)
+    names += ", ... (" + std::to_string(missing.size()) + " in all)";
+  std::string rare; // the labels beyond the gap, with their counts: the likely strays
+  for (auto& [text, count] : all)
+    if (auto v = integer_label(text); v && *v > missing.front())
+      rare += (rare.empty() ? "" : ", ") + text + " (" + std::to_string(count) + " records)";
+  throw data_error(split.name + ": the labels run 0.." + std::to_string(largest)
+                   + " but no record has class " + names + "; labels above the gap: "
+                   + (rare.size() > 200 ? rare.substr(0, 200) + "..." : rare)
+                   + ". Fix the stray labels, or set data.classes = " + std::to_string(largest + 1)
+                   + " if the classes are meant");
+}
+
+} // namespace
+
+file_scan scan_file(const data_split& split, const data_file& file) {
+  auto reader = open_records(split.format, file.features, file.labels, split.csv);
+  file_scan out;
+  out.item_shape = reader->item_shape();
+  out.holds_bytes = reader->holds_bytes();
+  out.label_column = reader->label_name();
+  raw_record record;
+  for (;;) {
+    try {
+      if (!reader->next(record))
+        break;
+    } catch (const bad_record& e) {
+      ++out.records;
+      ++out.bad_rows;
+      if (split.bad_records == bad_record_policy::fail)
+        throw data_error(std::string(e.what())
+                         + " (data.bad-records = skip passes over such records)");
+      continue;
+    }
+    ++out.records;
+    if (split.task == objective::regression) {
+      if (target_value(record.label_text))
+        continue;
+      ++out.bad_rows;
+      if (split.bad_records == bad_record_policy::fail)
+        throw data_error(reader->where() + ": target '" + std::string(record.label_text)
+                         + "' is not a finite number (data.bad-records = skip passes over such "
+                           "records)");
+      continue;
+    }
+    auto text = split.format == data_format::csv ? std::string(record.label_text)
+                                                 : std::to_string(record.label);
+    auto it = out.label_counts.find(text);
+    if (it != out.label_counts.end()) {
+      ++it->second;
+    } else {
+      if (out.label_counts.size() >= max_distinct_labels)
+        throw data_error(file.features + ": more than " + std::to_string(max_distinct_labels)
+                         + " distinct labels; is data.label-column the label?");
+      out.label_counts.emplace(std::move(text), 1);
+    }
+  }
+  if (out.records == 0)
+    throw data_error(file.features + ": holds no records (an empty file?)");
+  return out;
+}
+
+// Counts bad labels (no class) per file from the scans; with fail, names
+// the first.
+void apply_classes(std::shared_ptr<data_split> split, const std::vector<file_scan>& scans) {
+  for (size_t f = 0; f < scans.size(); ++f) {
+    uint64_t bad_labels = 0;
+    for (auto& [text, count] : scans[f].label_counts)
+      if (class_of(*split, text) < 0)
+        bad_labels += count;
+    split->files[f].records = scans[f].records;
+    split->files[f].bad = scans[f].bad_rows + bad_labels;
+    if (bad_labels > 0 && split->bad_records == bad_record_policy::fail)
+      refuse_first_bad_label(split, f);
+  }
+  if (split->usable_records() == 0)
+    throw data_error(split->name + ": every record is bad; nothing to train or evaluate on");
+}
+
+// Classes and their names from the training set's labels.
+void find_classes(data_split& split, const data_options& options,
+                  const std::vector<file_scan>& scans) {
+  if (split.task == objective::regression) {
+    if (!options.label_names.empty() || options.classes > 1)
+      throw data_error("data.task = regression has one real target: data.label-names and "
+                       "data.classes do not apply");
+    split.classes = 1;
+    return;
+  }
+  std::map<std::string, uint64_t> all;
+  for (auto& scan : scans)
+    for (auto& [text, count] : scan.label_counts)
+      all[text] += count;
+  if (!options.label_names.empty()) {
+    split.label_names = options.label_names;
+    split.classes = static_cast<int64_t>(options.label_names.size());
+    if (options.classes > 0 && options.classes != split.classes)
+      throw data_error("data.classes = " + std::to_string(options.classes)
+                       + " but data.label-names names " + std::to_string(split.classes)
+                       + " classes");
+    return;
+  }
+  int64_t largest = -1;
+  bool integers = true;
+  for (auto& [text, count] : all) {
+    auto v = integer_label(text);
+    if (!v) {
+      integers = false;
+      break;
+    }
+    largest = std::max(largest, *v);
+  }
+  if (integers) {
+    if (options.classes == 0 && largest >= data_limits::max_classes)
+      throw data_error(split.name + ": the largest label is " + std::to_string(largest)
+                       + ", more than " + std::to_string(data_limits::max_classes)
+                       + " classes; is data.label-column the label? (data.classes bounds "
+                         "them; larger labels are then bad records)");
+    split.classes = options.classes > 0 ? options.classes : largest + 1;
+    if (split.classes < 2)
+      throw data_error(split.name + ": every label is " + std::to_string(largest)
+                       + "; classification needs at least two classes (set data.classes)");
+    if (options.classes == 0)
+      refuse_missing_classes(split, all, largest);
+    return;
+  }
+  if (split.format != data_format::csv)
+    throw data_error(split.name + ": labels that are not integers");
+  for (auto& [text, count] : all)
+    split.label_names.push_back(text); // std::map: sorted, the same on every node
+  split.classes = static_cast<int64_t>(split.label_names.size());
+  if (options.classes > 0 && options.classes != split.classes)
+    throw data_error("data.classes = " + std::to_string(options.classes)
+                     + " but the training set's labels name " + std::to_string(split.classes)
+                     + " classes");
+}
+
+} // namespace troupe::catalog_steps
