@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "apps/model_tools.hpp"
+#include "tensor/core/json_writer.hpp"
 #include "tensor/nn/metric.hpp"
 
 using namespace troupe;
@@ -59,9 +60,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "troupe-eval: %llu examples, loss %.4f, %s %.4f (model at step %lld)\n",
                  static_cast<unsigned long long>(examples), loss, metric.name, metric.value,
                  static_cast<long long>(model.card.step));
-    std::printf("{\"event\":\"eval\",\"examples\":%llu,\"loss\":%.4f,\"%s\":%.4f,\"step\":%lld}\n",
-                static_cast<unsigned long long>(examples), loss, metric.name, metric.value,
-                static_cast<long long>(model.card.step));
+    json_writer line;
+    line.begin_object().key("event").string("eval").key("examples").integer(examples);
+    line.key("loss").number(loss, "%.4f").key(metric.name).number(metric.value, "%.4f");
+    line.key("step").integer(model.card.step).end_object();
+    std::printf("%s\n", line.text().c_str());
     return tools::exit_ok;
   });
 }

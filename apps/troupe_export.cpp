@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "apps/model_tools.hpp"
+#include "tensor/core/json_writer.hpp"
 
 using namespace troupe;
 
@@ -25,9 +26,10 @@ int main(int argc, char** argv) {
     auto card = cl.options.count("card") ? cl.options.at("card") : std::string{};
     auto model = load_model(cl.positional[0], card);
     write_model_export(cl.positional[1], model.card, model.net->variables(), model.params);
-    std::printf("{\"event\":\"export\",\"dir\":\"%s\",\"step\":%lld,\"variables\":%zu}\n",
-                cl.positional[1].c_str(), static_cast<long long>(model.card.step),
-                model.params.size());
+    json_writer line;
+    line.begin_object().key("event").string("export").key("dir").string(cl.positional[1]);
+    line.key("step").integer(model.card.step).key("variables").integer(model.params.size());
+    std::printf("%s\n", line.end_object().text().c_str());
     return tools::exit_ok;
   });
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "apps/model_tools.hpp"
+#include "tensor/core/json_writer.hpp"
 
 using namespace troupe;
 
@@ -22,13 +23,6 @@ void probabilities(const float* logits, int64_t classes, std::vector<double>& ou
     sum += out[static_cast<size_t>(c)] = std::exp(static_cast<double>(logits[c]) - largest);
   for (auto& p : out)
     p /= sum;
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s)
-    out += c == '"' ? std::string("\\\"") : c == '\\' ? std::string("\\\\") : std::string(1, c);
-  return out + "\"";
 }
 
 } // namespace
@@ -107,7 +101,7 @@ int main(int argc, char** argv) {
                                      + ",\"class\":" + std::to_string(best)
                                  : std::to_string(row) + "," + std::to_string(best);
         if (!card.label_names.empty())
-          line += jsonl ? ",\"label\":" + quoted(card.label_names[best])
+          line += jsonl ? ",\"label\":" + json_string(card.label_names[best])
                         : "," + card.label_names[best];
         line += jsonl ? ",\"probabilities\":[" : "";
         for (size_t c = 0; c < p.size(); ++c) {

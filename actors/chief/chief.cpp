@@ -178,11 +178,14 @@ run_id draw_run_id() {
 
 } // namespace chief_run
 
-chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, chief_config config,
-                                chief_links links) {
+namespace {
+
+using namespace chief_run;
+
+// The run's identity, where it starts (a checkpoint's step and data
+// positions, or 0), and the coordination of its mode.
+void set_up_run(self_ptr self) {
   auto& st = self->state;
-  st.config = std::move(config);
-  st.links = std::move(links);
   st.progress = progress_meter{st.config.train.log_interval};
   open_summaries(self);
   if (auto& ckpt = st.links.restore_from) {
@@ -205,16 +208,47 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
   st.sync_step = st.first_step;
   st.roster.emplace(st.config.num_workers);
   st.created = st.last_worker_seen = chief_state::clock::now();
+}
+
+void on_down(self_ptr self, const caf::down_msg& msg) {
+  auto& st = self->state;
+  for (size_t s = 0; s < st.links.shards.size(); ++s)
+    if (msg.source == st.links.shards[s].address())
+      return on_shard_down(self, s, msg.reason);
+  if (auto index = st.roster->leave(msg.source))
+    on_worker_down(self, *index, msg.reason);
+}
+
+// An evaluator asks where the checkpoints are served.
+caf::result<checkpoint_source_actor> on_follow(self_ptr self) {
+  if (!self->state.links.checkpoints)
+    return make_error({errc::invalid_request,
+                       "this chief serves no checkpoints (it has no checkpoint.log-dir, or "
+                       "runs inside a library topology)"});
+  return self->state.links.checkpoints;
+}
+
+// SIGTERM, relayed by the chief's own process.
+void on_stop(self_ptr self) {
+  auto sender = self->current_sender();
+  if (!sender || sender->node() != self->node()) {
+    refuse("chief", "a stop", sender, "only its own process (SIGTERM) stops the chief");
+    return;
+  }
+  on_preempted(self);
+}
+
+} // namespace
+
+chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, chief_config config,
+                                chief_links links) {
+  auto& st = self->state;
+  st.config = std::move(config);
+  st.links = std::move(links);
+  set_up_run(self);
   for (auto& shard : st.links.shards)
     self->monitor(shard);
-  self->set_down_handler([self](const caf::down_msg& msg) {
-    auto& st = self->state;
-    for (size_t s = 0; s < st.links.shards.size(); ++s)
-      if (msg.source == st.links.shards[s].address())
-        return on_shard_down(self, s, msg.reason);
-    if (auto index = st.roster->leave(msg.source))
-      on_worker_down(self, *index, msg.reason);
-  });
+  self->set_down_handler([self](const caf::down_msg& msg) { on_down(self, msg); });
   try {
     initialize_shards(self);
   } catch (const std::exception& e) {
@@ -238,21 +272,8 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     [self](shard_back_atom, int32_t shard, const std::string& why) {
       on_shard_not_back(self, shard, why);
     },
-    [self](follow_atom) -> caf::result<checkpoint_source_actor> {
-      if (!self->state.links.checkpoints)
-        return make_error({errc::invalid_request,
-                           "this chief serves no checkpoints (it has no checkpoint.log-dir, or "
-                           "runs inside a library topology)"});
-      return self->state.links.checkpoints;
-    },
-    [self](stop_atom) {
-      auto sender = self->current_sender();
-      if (!sender || sender->node() != self->node()) {
-        refuse("chief", "a stop", sender, "only its own process (SIGTERM) stops the chief");
-        return;
-      }
-      on_preempted(self);
-    },
+    [self](follow_atom) { return on_follow(self); },
+    [self](stop_atom) { on_stop(self); },
   };
 }
 

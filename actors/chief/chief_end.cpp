@@ -135,8 +135,7 @@ void collect_traffic_and_report(self_ptr self, training_result r) {
         [join](caf::error&) { join->arrive(); });
 }
 
-// The test-set evaluation runs on an actor of its own: the chief's mailbox
-// keeps being served while it computes.
+// The final values scored on the test set, then the result reported.
 void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
   auto& st = self->state;
   auto r = std::make_shared<training_result>(base_result(self));
@@ -144,35 +143,24 @@ void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
   for (auto& v : st.links.net->variables())
     r->variables.push_back(v.name);
   r->values = values;
-  auto judge = st.config.detached_evaluation
-                 ? self->spawn<caf::detached>(evaluator, st.links.net, st.links.test)
-                 : self->spawn(evaluator, st.links.net, st.links.test);
-  // Evaluating 10,000 examples takes longer than any single request.
-  auto timeout = st.config.runtime.request_timeout * 10;
-  self->request(judge, timeout, evaluate_atom::value, std::move(values))
-    .then(
-      [self, r](double loss, uint64_t correct, uint64_t examples) {
-        r->ok = true;
-        r->test_loss = loss;
-        r->test_accuracy = examples ? static_cast<double>(correct) / examples : 0.0;
-        r->wall_seconds = seconds_since(self->state.created);
-        summarize_evaluation(self, r->global_step, r->test_accuracy, r->test_loss);
-        if (r->task == objective::regression)
-          spdlog::info("chief: done: global_step={} test_rmse={:.4f} test_loss={:.4f} "
-                       "examples/s={:.0f}",
-                       r->global_step, rmse_of(r->test_loss), r->test_loss, r->examples_per_sec);
-        else
-          spdlog::info("chief: done: global_step={} test_accuracy={:.4f} test_loss={:.4f} "
-                       "examples/s={:.0f}",
-                       r->global_step, r->test_accuracy, r->test_loss, r->examples_per_sec);
-        collect_traffic_and_report(self, std::move(*r));
-      },
-      [self, r](caf::error& err) {
-        r->values.clear();
-        r->variables.clear();
-        r->error = describe(err);
-        collect_traffic_and_report(self, std::move(*r));
-      });
+  score_on_test_set(
+    self, st.links.net, std::move(values),
+    [self, r](const test_score& score) {
+      r->ok = true;
+      r->test_loss = score.loss;
+      r->test_accuracy = score.accuracy;
+      r->wall_seconds = seconds_since(self->state.created);
+      summarize_evaluation(self, r->global_step, r->test_accuracy, r->test_loss);
+      spdlog::info("chief: done: global_step={} {} examples/s={:.0f}", r->global_step,
+                   score_text(self, score), r->examples_per_sec);
+      collect_traffic_and_report(self, std::move(*r));
+    },
+    [self, r](const caf::error& err) {
+      r->values.clear();
+      r->variables.clear();
+      r->error = describe(err);
+      collect_traffic_and_report(self, std::move(*r));
+    });
 }
 
 } // namespace

@@ -3,8 +3,7 @@
 // actor of its own, so its mailbox (reports, grants, the watchdog) is served
 // meanwhile. Async values are read while updates go on, as TF's evaluators
 // read them: an evaluation is of the model as it was around that step.
-#include <algorithm>
-#include <cmath>
+#include <cstdio>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -19,6 +18,35 @@
 
 namespace troupe::chief_run {
 
+void score_on_test_set(self_ptr self, std::shared_ptr<model> net, std::vector<tensor> values,
+                       std::function<void(const test_score&)> scored,
+                       std::function<void(const caf::error&)> failed) {
+  auto& st = self->state;
+  auto judge = st.config.detached_evaluation
+                 ? self->spawn<caf::detached>(evaluator, std::move(net), st.links.test)
+                 : self->spawn(evaluator, std::move(net), st.links.test);
+  // Evaluating 10,000 examples takes longer than any single request.
+  self
+    ->request(judge, st.config.runtime.request_timeout * 10, evaluate_atom::value,
+              std::move(values))
+    .then(
+      [scored](double loss, uint64_t correct, uint64_t examples) {
+        scored({loss, examples ? static_cast<double>(correct) / examples : 0.0, examples});
+      },
+      [failed](caf::error& err) { failed(err); });
+}
+
+std::string score_text(self_ptr self, const test_score& score) {
+  char text[96];
+  if (self->state.config.train.data.task == objective::regression)
+    std::snprintf(text, sizeof(text), "test_rmse=%.4f test_loss=%.4f", rmse_of(score.loss),
+                  score.loss);
+  else
+    std::snprintf(text, sizeof(text), "test_accuracy=%.4f test_loss=%.4f", score.accuracy,
+                  score.loss);
+  return text;
+}
+
 void maybe_evaluate(self_ptr self) {
   auto& st = self->state;
   auto interval = st.config.train.eval_interval;
@@ -30,44 +58,29 @@ void maybe_evaluate(self_ptr self) {
   if (step < st.next_evaluation || step >= st.config.train.last_step)
     return; // the final evaluation covers the last step
   st.next_evaluation = (step / interval + 1) * interval;
-  if (!st.eval_net)
+  if (!st.eval_net) // its own scratch buffers: the final evaluation may overlap
     st.eval_net = make_model(st.config.train.model, model_options_of(st.config.train));
   st.evaluating = true;
+  auto failed = [self, step](const std::string& why) {
+    self->state.evaluating = false;
+    spdlog::warn("chief: no evaluation at global_step={}: {}", step, why);
+  };
   read_values(
     self,
-    [self, step](std::vector<tensor> values) {
-      auto& st = self->state;
-      auto judge = st.config.detached_evaluation
-                     ? self->spawn<caf::detached>(evaluator, st.eval_net, st.links.test)
-                     : self->spawn(evaluator, st.eval_net, st.links.test);
-      self
-        ->request(judge, st.config.runtime.request_timeout * 10, evaluate_atom::value,
-                  std::move(values))
-        .then(
-          [self, step](double loss, uint64_t correct, uint64_t examples) {
-            auto& st = self->state;
-            st.evaluating = false;
-            double accuracy = examples ? static_cast<double>(correct) / examples : 0.0;
-            st.evaluations.push_back({step, accuracy, loss});
-            summarize_evaluation(self, step, accuracy, loss);
-            if (st.config.train.data.task == objective::regression)
-              spdlog::info("chief: evaluation at global_step={}: test_rmse={:.4f} "
-                           "test_loss={:.4f} ({} examples)",
-                           step, rmse_of(loss), loss, examples);
-            else
-              spdlog::info("chief: evaluation at global_step={}: test_accuracy={:.4f} "
-                           "test_loss={:.4f} ({} examples)",
-                           step, accuracy, loss, examples);
-          },
-          [self, step](caf::error& err) {
-            self->state.evaluating = false;
-            spdlog::warn("chief: the evaluation at global_step={} failed: {}", step, describe(err));
-          });
+    [self, step, failed](std::vector<tensor> values) {
+      score_on_test_set(
+        self, self->state.eval_net, std::move(values),
+        [self, step](const test_score& score) {
+          auto& st = self->state;
+          st.evaluating = false;
+          st.evaluations.push_back({step, score.accuracy, score.loss});
+          summarize_evaluation(self, step, score.accuracy, score.loss);
+          spdlog::info("chief: evaluation at global_step={}: {} ({} examples)", step,
+                       score_text(self, score), score.examples);
+        },
+        [failed](const caf::error& err) { failed(describe(err)); });
     },
-    [self, step](const std::string& why) {
-      self->state.evaluating = false;
-      spdlog::warn("chief: no evaluation at global_step={}: {}", step, why);
-    });
+    failed);
 }
 
 } // namespace troupe::chief_run

@@ -64,6 +64,21 @@ void finish(self_ptr self);
 void read_values(self_ptr self, std::function<void(std::vector<tensor>)> done,
                  std::function<void(const std::string&)> failed);
 
+/// A score on the test set: the mean loss, and accuracy (classification).
+struct test_score {
+  double loss = 0;
+  double accuracy = 0;
+  uint64_t examples = 0;
+};
+/// The one evaluation path: `values` (every variable's, in model order)
+/// scored on the test set by `net` on an actor of its own, so the chief's
+/// mailbox keeps being served while it computes.
+void score_on_test_set(self_ptr self, std::shared_ptr<model> net, std::vector<tensor> values,
+                       std::function<void(const test_score&)> scored,
+                       std::function<void(const caf::error&)> failed);
+/// "test_accuracy=0.8123 test_loss=0.5021" (test_rmse for regression), for log lines.
+std::string score_text(self_ptr self, const test_score& score);
+
 /// train.eval-interval: every so many global steps, evaluates the current
 /// values on the evaluation set on an actor of its own and logs the result
 /// (one evaluation at a time; the steps go on meanwhile).

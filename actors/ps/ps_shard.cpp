@@ -256,6 +256,161 @@ caf::result<snapshot_index> on_snapshot(self_ptr self, run_id run, int64_t versi
   return promise;
 }
 
+// The bulk path beside the BASP port, when troupe-node asks for one; a
+// shard without it is pulled from and pushed to over BASP.
+void open_bulk_path(self_ptr self, const ps_shard_config& config) {
+  auto& st = self->state;
+  bulk_server_options options;
+  options.host = config.bulk_host;
+  options.tls = config.bulk_tls;
+  options.shard = config.index;
+  maybe_failure error;
+  st.bulk = std::make_unique<bulk_server>(
+    shard_endpoint(self->system(), self->address(), *st.store, st.traffic), options, error);
+  if (error) {
+    spdlog::warn("{}: no bulk path ({}); peers pull and push over the control connection", st.label,
+                 error->message);
+    st.bulk.reset();
+    return;
+  }
+  spdlog::info("{}: bulk path on {}:{}{}", st.label, config.bulk_host, st.bulk->port(),
+               config.bulk_tls ? " (mutual TLS)" : "");
+}
+
+// The chief that initialised the shard is gone: without recovery the run
+// ends; with it, the shard keeps its variables for a new chief.
+void on_chief_down(self_ptr self, const caf::down_msg& msg) {
+  auto& st = self->state;
+  if (msg.source != st.chief)
+    return;
+  if (st.config.recovery_timeout.count() == 0) {
+    spdlog::error("{}: lost the chief ({}); shutting down: the run cannot go on without it",
+                  st.label, self->system().render(msg.reason));
+    self->quit(msg.reason);
+    return;
+  }
+  spdlog::warn("{}: lost the chief ({}) after {} update(s); keeping the variables and waiting "
+               "up to {} ms for a new chief (cluster.recovery-timeout)",
+               st.label, self->system().render(msg.reason), st.store->version(),
+               st.config.recovery_timeout.count());
+  st.chief_lost_since = std::chrono::steady_clock::now();
+  self->delayed_send(self, st.config.recovery_timeout, tick_atom::value);
+}
+
+// An exit message ends the shard only from this process (troupe-node's
+// shutdown); one from elsewhere is logged and ignored (troupe-node's BASP
+// guard refuses them before they reach an actor).
+void on_exit_message(self_ptr self, caf::exit_msg& msg) {
+  auto& st = self->state;
+  if (msg.source && msg.source.node() == self->node()) {
+    self->quit(msg.reason);
+    return;
+  }
+  spdlog::warn("{}: ignored an exit message ({}) from {}, which is not in its process", st.label,
+               self->system().render(msg.reason),
+               msg.source ? "actor " + std::to_string(msg.source.id()) + " on node "
+                              + caf::to_string(msg.source.node())
+                          : std::string("an anonymous sender"));
+}
+
+// A peer of the run asks for the bulk path: its port and a ticket for one
+// connection (port 0: none here).
+caf::result<uint16_t, uint64_t> on_bulk_request(self_ptr self, run_id run, int32_t worker) {
+  auto& st = self->state;
+  if (!st.store->initialized())
+    return make_error({errc::not_initialized, st.label + " has not been initialised"});
+  if (auto err = unless_this_run(self, run, "a bulk-path request"))
+    return err;
+  if (!st.bulk)
+    return {uint16_t{0}, uint64_t{0}};
+  return {st.bulk->port(), st.bulk->issue_ticket(worker)};
+}
+
+caf::result<shard_traffic> on_stats(self_ptr self) {
+  auto& st = self->state;
+  if (auto err = unless_from_chief(self, "a stats request"))
+    return err;
+  auto out = st.traffic.report(st.index, st.store->bytes());
+  out.updates = st.store->version();
+  return out;
+}
+
+// A restored run's optimizer slot, from the chief.
+caf::result<caf::ok_atom> on_restore_slot(self_ptr self, run_id run, const std::string& key,
+                                          tensor& value) {
+  auto& st = self->state;
+  if (auto err = unless_from_chief(self, "a restored slot"))
+    return err;
+  if (auto err = unless_this_run(self, run, "a restored slot"))
+    return err;
+  if (auto err = st.store->restore_slot(key, std::move(value)))
+    return make_error(*err);
+  return caf::ok_atom::value;
+}
+
+// One tensor of a checkpoint's copy, for the chief's writer.
+caf::result<tensor> on_fetch(self_ptr self, run_id run, uint64_t ticket, int32_t index) {
+  auto& st = self->state;
+  if (auto err = unless_this_run(self, run, "a snapshot fetch"))
+    return err;
+  auto out = st.snapshot.fetch(st.label, ticket, index);
+  if (auto* err = std::get_if<failure>(&out)) {
+    if (err->code == errc::unauthorized)
+      return refuse(st.label, "a snapshot fetch", self->current_sender(), err->message);
+    return make_error(*err);
+  }
+  return std::move(std::get<tensor>(out));
+}
+
+// Sync mode: the chief changed R (a worker was lost or came back).
+void on_replicas(self_ptr self, int32_t required) {
+  auto& st = self->state;
+  if (unless_from_chief(self, "a change of R") || !st.pending || required < 1)
+    return;
+  spdlog::info("{}: now averaging {} gradient(s) per step", st.label, required);
+  st.pending->set_required(required);
+  apply_if_ready(self);
+}
+
+void on_stop(self_ptr self) {
+  auto& st = self->state;
+  if (unless_from_chief(self, "a stop"))
+    return;
+  spdlog::info("{}: stop after {} update(s){}", st.label, st.store->version(),
+               st.pending
+                 ? ", " + std::to_string(st.pending->dropped()) + " stale gradient(s) dropped"
+                 : std::string());
+  self->quit(caf::exit_reason::normal);
+}
+
+void on_abort(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  if (unless_from_chief(self, "an abort"))
+    return;
+  spdlog::error("{}: the chief ended the run after {} update(s): {}", st.label, st.store->version(),
+                why);
+  self->quit(make_error({errc::training_stopped, "the chief ended the run: " + why}));
+}
+
+// No chief came in time (at start), or no new one after the chief was lost.
+void on_tick(self_ptr self) {
+  auto& st = self->state;
+  if (st.chief_lost_since) {
+    if (std::chrono::steady_clock::now() - *st.chief_lost_since < st.config.recovery_timeout)
+      return;
+    spdlog::error("{}: no new chief within {} ms (cluster.recovery-timeout); shutting down",
+                  st.label, st.config.recovery_timeout.count());
+    self->quit(make_error({errc::training_stopped, "no new chief came"}));
+    return;
+  }
+  if (st.store->initialized())
+    return;
+  spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout); "
+                "is the chief running and does it list this address?",
+                st.label);
+  self->quit(make_error({errc::not_initialized, "no chief came"}));
+}
+
 } // namespace
 
 ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_state> self,
@@ -265,57 +420,12 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
   st.index = config.index;
   st.label = "ps:" + std::to_string(config.index);
   st.store.emplace(st.label, config.optimizer);
-  if (!config.bulk_host.empty()) {
-    bulk_server_options options;
-    options.host = config.bulk_host;
-    options.tls = config.bulk_tls;
-    options.shard = config.index;
-    maybe_failure error;
-    st.bulk = std::make_unique<bulk_server>(
-      shard_endpoint(self->system(), self->address(), *st.store, st.traffic), options, error);
-    if (error) {
-      spdlog::warn("{}: no bulk path ({}); peers pull and push over the control connection",
-                   st.label, error->message);
-      st.bulk.reset();
-    } else {
-      spdlog::info("{}: bulk path on {}:{}{}", st.label, config.bulk_host, st.bulk->port(),
-                   config.bulk_tls ? " (mutual TLS)" : "");
-    }
-  }
-  self->set_down_handler([self](const caf::down_msg& msg) {
-    auto& st = self->state;
-    if (msg.source != st.chief)
-      return;
-    if (st.config.recovery_timeout.count() == 0) {
-      spdlog::error("{}: lost the chief ({}); shutting down: the run cannot go on without it",
-                    st.label, self->system().render(msg.reason));
-      self->quit(msg.reason);
-      return;
-    }
-    spdlog::warn("{}: lost the chief ({}) after {} update(s); keeping the variables and waiting "
-                 "up to {} ms for a new chief (cluster.recovery-timeout)",
-                 st.label, self->system().render(msg.reason), st.store->version(),
-                 st.config.recovery_timeout.count());
-    st.chief_lost_since = std::chrono::steady_clock::now();
-    self->delayed_send(self, st.config.recovery_timeout, tick_atom::value);
-  });
+  if (!config.bulk_host.empty())
+    open_bulk_path(self, config);
+  self->set_down_handler([self](const caf::down_msg& msg) { on_chief_down(self, msg); });
+  self->set_exit_handler([self](caf::exit_msg& msg) { on_exit_message(self, msg); });
   if (config.init_timeout.count() > 0)
     self->delayed_send(self, config.init_timeout, tick_atom::value);
-  // An exit message ends the shard only from this process (troupe-node's
-  // shutdown); one from elsewhere is logged and ignored (troupe-node's BASP
-  // guard refuses them before they reach an actor).
-  self->set_exit_handler([self](caf::exit_msg& msg) {
-    auto& st = self->state;
-    if (msg.source && msg.source.node() == self->node()) {
-      self->quit(msg.reason);
-      return;
-    }
-    spdlog::warn("{}: ignored an exit message ({}) from {}, which is not in its process", st.label,
-                 self->system().render(msg.reason),
-                 msg.source ? "actor " + std::to_string(msg.source.id()) + " on node "
-                                + caf::to_string(msg.source.node())
-                            : std::string("an anonymous sender"));
-  });
   return {
     [self](hello_atom, uint32_t version, const std::string& job, int32_t task)
       -> caf::result<uint32_t> { return answer_hello(version, job, task, self->state.label); },
@@ -329,91 +439,19 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
            const std::vector<std::string>& names, const std::vector<tensor>& gradients) {
       return on_push(self, run, worker, step, proof, names, gradients);
     },
-    [self](bulk_atom, run_id run, int32_t worker) -> caf::result<uint16_t, uint64_t> {
-      auto& st = self->state;
-      if (!st.store->initialized())
-        return make_error({errc::not_initialized, st.label + " has not been initialised"});
-      if (auto err = unless_this_run(self, run, "a bulk-path request"))
-        return err;
-      if (!st.bulk)
-        return {uint16_t{0}, uint64_t{0}};
-      return {st.bulk->port(), st.bulk->issue_ticket(worker)};
-    },
-    [self](stats_atom) -> caf::result<shard_traffic> {
-      auto& st = self->state;
-      if (auto err = unless_from_chief(self, "a stats request"))
-        return err;
-      auto out = st.traffic.report(st.index, st.store->bytes());
-      out.updates = st.store->version();
-      return out;
-    },
-    [self](restore_atom, run_id run, const std::string& key,
-           tensor& value) -> caf::result<caf::ok_atom> {
-      auto& st = self->state;
-      if (auto err = unless_from_chief(self, "a restored slot"))
-        return err;
-      if (auto err = unless_this_run(self, run, "a restored slot"))
-        return err;
-      if (auto err = st.store->restore_slot(key, std::move(value)))
-        return make_error(*err);
-      return caf::ok_atom::value;
+    [self](bulk_atom, run_id run, int32_t worker) { return on_bulk_request(self, run, worker); },
+    [self](stats_atom) { return on_stats(self); },
+    [self](restore_atom, run_id run, const std::string& key, tensor& value) {
+      return on_restore_slot(self, run, key, value);
     },
     [self](snapshot_atom, run_id run, int64_t version) { return on_snapshot(self, run, version); },
-    [self](fetch_atom, run_id run, uint64_t ticket, int32_t index) -> caf::result<tensor> {
-      auto& st = self->state;
-      if (auto err = unless_this_run(self, run, "a snapshot fetch"))
-        return err;
-      auto out = st.snapshot.fetch(st.label, ticket, index);
-      if (auto* err = std::get_if<failure>(&out)) {
-        if (err->code == errc::unauthorized)
-          return refuse(st.label, "a snapshot fetch", self->current_sender(), err->message);
-        return make_error(*err);
-      }
-      return std::move(std::get<tensor>(out));
+    [self](fetch_atom, run_id run, uint64_t ticket, int32_t index) {
+      return on_fetch(self, run, ticket, index);
     },
-    [self](replicas_atom, int32_t required) {
-      auto& st = self->state;
-      if (unless_from_chief(self, "a change of R") || !st.pending || required < 1)
-        return;
-      spdlog::info("{}: now averaging {} gradient(s) per step", st.label, required);
-      st.pending->set_required(required);
-      apply_if_ready(self);
-    },
-    [self](stop_atom) {
-      auto& st = self->state;
-      if (unless_from_chief(self, "a stop"))
-        return;
-      spdlog::info("{}: stop after {} update(s){}", st.label, st.store->version(),
-                   st.pending
-                     ? ", " + std::to_string(st.pending->dropped()) + " stale gradient(s) dropped"
-                     : std::string());
-      self->quit(caf::exit_reason::normal);
-    },
-    [self](stop_atom, const std::string& why) {
-      auto& st = self->state;
-      if (unless_from_chief(self, "an abort"))
-        return;
-      spdlog::error("{}: the chief ended the run after {} update(s): {}", st.label,
-                    st.store->version(), why);
-      self->quit(make_error({errc::training_stopped, "the chief ended the run: " + why}));
-    },
-    [self](tick_atom) {
-      auto& st = self->state;
-      if (st.chief_lost_since) {
-        if (std::chrono::steady_clock::now() - *st.chief_lost_since < st.config.recovery_timeout)
-          return;
-        spdlog::error("{}: no new chief within {} ms (cluster.recovery-timeout); shutting down",
-                      st.label, st.config.recovery_timeout.count());
-        self->quit(make_error({errc::training_stopped, "no new chief came"}));
-        return;
-      }
-      if (self->state.store->initialized())
-        return;
-      spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout); "
-                    "is the chief running and does it list this address?",
-                    self->state.label);
-      self->quit(make_error({errc::not_initialized, "no chief came"}));
-    },
+    [self](replicas_atom, int32_t required) { on_replicas(self, required); },
+    [self](stop_atom) { on_stop(self); },
+    [self](stop_atom, const std::string& why) { on_abort(self, why); },
+    [self](tick_atom) { on_tick(self); },
   };
 }
 

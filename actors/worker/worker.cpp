@@ -125,13 +125,6 @@ void on_grant(self_ptr self, const step_grant& grant) {
   start_next_step(self);
 }
 
-// The step under way is over (reported): on to the next one held, through
-// the mailbox (a step on the bulk path runs within one handler; the next
-// one must not nest in it, and grants and losses must get their turn).
-void step_over(self_ptr self) {
-  self->send(self, run_atom::value, self->state.lease.end());
-}
-
 void compute(self_ptr self) {
   auto& st = self->state;
   st.pipeline->before_compute(st.report.run);
@@ -190,7 +183,10 @@ step_hooks hooks_of(self_ptr self) {
   hooks.nonfinite = [self] {
     ask_for_step<nonfinite_atom>(self, self->state.links.chief, self->state.report);
   };
-  hooks.over = [self] { step_over(self); };
+  // The step under way is over (reported): on to the next one held, through
+  // the mailbox (a step on the bulk path runs within one handler; the next
+  // one must not nest in it, and grants and losses must get their turn).
+  hooks.over = [self] { self->send(self, run_atom::value, self->state.lease.end()); };
   hooks.recover = [self](const std::string& why, const std::string& error) {
     wait_for_recovery(self, why, caf::make_error(caf::sec::runtime_error, error));
   };
@@ -348,6 +344,30 @@ void on_plan(self_ptr self, training_plan& plan) {
   open_bulk_links(self);
 }
 
+// The chief restored the run (a lost shard, or a new chief): a new plan.
+void on_restored_plan(self_ptr self, training_plan& plan) {
+  auto& st = self->state;
+  if (!from_chief_or_here(self, self->current_sender())) {
+    refuse(st.label, "a plan", self->current_sender(), "only its chief plans its work");
+    return;
+  }
+  spdlog::info("{}: the run was restored; continuing with run {}", st.label, plan.run);
+  ++st.generation; // whatever was in flight belongs to the run before
+  if (reconnect_lost_shards(self))
+    on_plan(self, plan);
+}
+
+// Waiting for the run to recover lasts at most cluster.recovery-timeout.
+void on_tick(self_ptr self) {
+  auto& st = self->state;
+  if (st.waiting_since
+      && std::chrono::steady_clock::now() - *st.waiting_since >= st.config.recovery_timeout)
+    fail(self, "the run did not recover",
+         make_error({errc::training_stopped, "nothing within "
+                                               + std::to_string(st.config.recovery_timeout.count())
+                                               + " ms (cluster.recovery-timeout)"}));
+}
+
 void setup(self_ptr self, worker_config config, worker_links links) {
   auto& st = self->state;
   st.label = "worker:" + std::to_string(config.index);
@@ -453,26 +473,8 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
       if (self->current_sender() && self->current_sender()->node() == self->node())
         fail(self, "the chief did not come back", make_error({errc::training_stopped, why}));
     },
-    [self](plan_atom, training_plan& plan) {
-      auto& st = self->state;
-      if (!from_chief_or_here(self, self->current_sender())) {
-        refuse(st.label, "a plan", self->current_sender(), "only its chief plans its work");
-        return;
-      }
-      spdlog::info("{}: the run was restored; continuing with run {}", st.label, plan.run);
-      ++st.generation; // whatever was in flight belongs to the run before
-      if (reconnect_lost_shards(self))
-        on_plan(self, plan);
-    },
-    [self](tick_atom) {
-      auto& st = self->state;
-      if (st.waiting_since
-          && std::chrono::steady_clock::now() - *st.waiting_since >= st.config.recovery_timeout)
-        fail(self, "the run did not recover",
-             make_error({errc::training_stopped,
-                         "nothing within " + std::to_string(st.config.recovery_timeout.count())
-                           + " ms (cluster.recovery-timeout)"}));
-    },
+    [self](plan_atom, training_plan& plan) { on_restored_plan(self, plan); },
+    [self](tick_atom) { on_tick(self); },
     [self](stop_atom) {
       if (!from_chief_or_here(self, self->current_sender())) {
         refuse(self->state.label, "a stop", self->current_sender(), "only its chief stops it");

@@ -12,14 +12,19 @@
 #include "config/node/caf_sections.hpp"
 #include "config/node/ini_checks.hpp"
 #include "config/node/ini_scan.hpp"
+#include "config/node/load_steps.hpp"
 #include "config/node/node_config.hpp"
-#include "config/node/tf_config.hpp"
 #include "config/node/tls.hpp"
 #include "tensor/checkpoint/restore.hpp"
 #include "tensor/data/dataset.hpp"
 #include "tensor/data/stream.hpp"
 
 namespace troupe {
+
+using load_steps::apply_tf_config;
+using load_steps::check_cluster;
+using load_steps::check_max_connections;
+using load_steps::check_plain_exposure;
 
 namespace {
 
@@ -98,140 +103,6 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
     parse_or_report("train.worker-devices[" + std::to_string(i) + "]", errors,
                     [&] { t.worker_devices.push_back(gpu::parse_device(cfg.worker_devices[i])); });
   return t;
-}
-
-void check_hosts(const char* job, const std::vector<std::string>& entries,
-                 std::vector<host_port>& out, std::set<std::string>& seen,
-                 std::vector<std::string>& errors) {
-  for (auto& entry : entries) {
-    host_port hp;
-    if (auto err = parse_host_port(entry, hp)) {
-      errors.push_back(std::string("cluster.") + job + ": " + err->message);
-      continue;
-    }
-    if (!seen.insert(hp.to_string()).second)
-      errors.push_back(std::string("cluster.") + job + ": address " + hp.to_string()
-                       + " is used by two tasks; give every task its own host:port");
-    out.push_back(hp);
-  }
-}
-
-// This node's addresses, job and task.
-void check_cluster(const node_config& cfg, node_setup& setup, std::vector<std::string>& errors) {
-  std::set<std::string> seen;
-  check_hosts("chief", cfg.chief_hosts, setup.cluster.chief, seen, errors);
-  check_hosts("ps", cfg.ps_hosts, setup.cluster.ps, seen, errors);
-  check_hosts("worker", cfg.worker_hosts, setup.cluster.worker, seen, errors);
-  if (cfg.chief_hosts.size() != 1)
-    errors.push_back("cluster.chief must list exactly one task (it has "
-                     + std::to_string(cfg.chief_hosts.size())
-                     + "), e.g. chief = [\"127.0.0.1:7000\"]");
-  setup.task = cfg.task_index;
-  if (setup.whole_cluster)
-    return;
-  auto job = enum_from_name<job_kind>(cfg.job_name);
-  if (!job) {
-    errors.push_back("--job_name=" + cfg.job_name
-                     + " is not a job; use ps, worker, chief or evaluator");
-    return;
-  }
-  setup.job = *job;
-  if (*job == job_kind::evaluator) {
-    if (cfg.task_index != 0)
-      errors.push_back("--task_index=" + std::to_string(cfg.task_index)
-                       + ": there is one evaluator, task 0");
-    if (cfg.train.checkpoint.log_dir.empty())
-      errors.push_back("the evaluator keeps its copies of the chief's checkpoints and its "
-                       "TensorBoard scalars in checkpoint.log-dir: set it (a directory of its "
-                       "own; no volume shared with the chief is needed)");
-    return;
-  }
-  auto tasks = cfg.job_name == "chief" ? cfg.chief_hosts.size()
-               : cfg.job_name == "ps"  ? cfg.ps_hosts.size()
-                                       : cfg.worker_hosts.size();
-  if (cfg.task_index < 0 || static_cast<size_t>(cfg.task_index) >= tasks)
-    errors.push_back("--task_index=" + std::to_string(cfg.task_index) + " is out of range: job "
-                     + cfg.job_name + " has " + std::to_string(tasks) + " task(s) in cluster."
-                     + cfg.job_name + " (valid: 0.."
-                     + std::to_string(static_cast<int64_t>(tasks) - 1) + ")");
-}
-
-// TF_CONFIG (tf_config.hpp) in place of [cluster] and --job_name /
-// --task_index; a --job_name or --task_index that says otherwise is an
-// error. True when it applied.
-bool apply_tf_config(node_config& cfg, const std::string& text, node_setup& setup,
-                     std::vector<std::string>& errors) {
-  auto tf = parse_tf_config(text, errors);
-  if (!tf)
-    return false;
-  auto given = [&](const char* key) { return setup.sources.count(key) > 0; };
-  if (given("job_name") && cfg.job_name != tf->job) {
-    errors.push_back("--job_name=" + cfg.job_name + " disagrees with TF_CONFIG's task.type ("
-                     + tf->job + "); drop --job_name: TF_CONFIG names the task");
-    return false;
-  }
-  if (given("task_index") && cfg.task_index != tf->index) {
-    errors.push_back("--task_index=" + std::to_string(cfg.task_index)
-                     + " disagrees with TF_CONFIG's task.index (" + std::to_string(tf->index)
-                     + "); drop --task_index: TF_CONFIG names the task");
-    return false;
-  }
-  cfg.chief_hosts = tf->chief;
-  cfg.ps_hosts = tf->ps;
-  cfg.worker_hosts = tf->worker;
-  cfg.job_name = tf->job;
-  cfg.task_index = tf->index;
-  for (auto key : {"cluster.chief", "cluster.ps", "cluster.worker", "job_name", "task_index"})
-    setup.sources[key] = "TF_CONFIG";
-  return true;
-}
-
-// Enough for every task of the cluster to connect, with room for restarts
-// and tools; bounded so that strangers cannot exhaust the descriptors.
-void check_max_connections(const node_config& cfg, node_setup& setup,
-                           std::vector<std::string>& errors) {
-  auto tasks = static_cast<int64_t>(cfg.chief_hosts.size() + cfg.ps_hosts.size()
-                                    + cfg.worker_hosts.size());
-  auto value = cfg.max_connections;
-  if (value == 0) {
-    setup.max_connections = static_cast<size_t>(2 * tasks + 64);
-    return;
-  }
-  if (value < tasks || value > limits::max_connections) {
-    errors.push_back("cluster.max-connections = " + std::to_string(value)
-                     + " is out of range; use 0 (automatic: 2 x tasks + 64) or "
-                     + std::to_string(tasks) + " (the cluster's tasks) to "
-                     + std::to_string(limits::max_connections));
-    return;
-  }
-  setup.max_connections = static_cast<size_t>(value);
-}
-
-// Whether `host` can only be this machine: localhost or a loopback address.
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "ip6-localhost" || host == "::1"
-         || host.rfind("127.", 0) == 0;
-}
-
-// Plain TCP between hosts lets anyone who reaches a port act as a task
-// (docs/operations.md#security): a cluster that spans hosts runs under
-// mutual TLS, or says in its config that its network is trusted.
-void check_plain_exposure(const node_config& cfg, const node_setup& setup,
-                          std::vector<std::string>& errors) {
-  if (setup.tls || cfg.allow_plain || setup.whole_cluster)
-    return;
-  for (auto* job : {&setup.cluster.chief, &setup.cluster.ps, &setup.cluster.worker})
-    for (auto& task : *job)
-      if (!is_loopback(task.host)) {
-        errors.push_back(
-          "the cluster spans hosts (" + task.to_string()
-          + " is not a loopback address) but [openssl] is not configured: over plain TCP "
-            "anyone who reaches its ports can join, read and change the model. Configure "
-            "mutual TLS ([openssl] certificate, key and cafile; scripts/make-certs makes "
-            "them), or set cluster.allow-plain = true if only the cluster's own hosts can "
-            "reach them (docs/operations.md#security)");
-        return;
-      }
 }
 
 // The chief (or the whole cluster in one process) picks the checkpoint to
@@ -392,11 +263,17 @@ std::string node_setup::name() const {
   return whole_cluster ? "local" : std::string(name_of(job)) + ":" + std::to_string(task);
 }
 
-load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
-  load_outcome out;
-  std::vector<std::string> args;
+namespace {
+
+// What the command line asks for, besides the options CAF parses.
+struct command_line {
+  std::vector<std::string> args; // for CAF's parser
   std::string config_file;
   bool explicit_file = false;
+};
+
+command_line split_command_line(int argc, char** argv, load_outcome& out) {
+  command_line cl;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h")
@@ -404,121 +281,120 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
     else if (arg == "--dump-config")
       out.what = load_outcome::action::dump_config;
     else if (arg.rfind("--config-file=", 0) == 0) {
-      config_file = arg.substr(14);
-      explicit_file = true;
+      cl.config_file = arg.substr(14);
+      cl.explicit_file = true;
     } else if (arg == "--config-file" && i + 1 < argc) {
-      config_file = argv[++i];
-      explicit_file = true;
+      cl.config_file = argv[++i];
+      cl.explicit_file = true;
     } else
-      args.push_back(arg);
+      cl.args.push_back(arg);
   }
-  if (out.what == load_outcome::action::help)
-    return out;
-  // CAF's parser sees nothing the lexical scan refuses (it would recurse on
-  // deep nesting, or keep the last of two equal keys without a word).
+  if (!cl.explicit_file && std::ifstream(default_config_file))
+    cl.config_file = default_config_file;
+  return cl;
+}
+
+// CAF's parser sees nothing the lexical scan refuses (it would recurse on
+// deep nesting, or keep the last of two equal keys without a word).
+void scan_arguments(const std::vector<std::string>& args, std::vector<std::string>& errors) {
   std::set<std::string> flags_seen;
   for (auto& arg : args) {
     for (auto& problem : ini::scan_text(arg, "command line '" + arg.substr(0, 60) + "'", false))
-      out.errors.push_back(problem);
+      errors.push_back(problem);
     auto flag = arg.substr(0, arg.find('='));
     if (!flags_seen.insert(flag).second)
-      out.errors.push_back("command line: " + flag + " is given twice; keep one");
+      errors.push_back("command line: " + flag + " is given twice; keep one");
   }
-  if (!out.errors.empty()) {
-    out.what = load_outcome::action::fail;
-    return out;
-  }
-  if (!explicit_file && std::ifstream(default_config_file))
-    config_file = default_config_file;
+}
 
-  std::stringstream text;
-  std::vector<std::string> file_keys; // "section.key" the file sets
-  if (!config_file.empty()) {
-    struct stat info {};
-    if (::stat(config_file.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-      out.what = load_outcome::action::fail;
-      out.errors.push_back("the config file '" + config_file + "' is "
-                           + (S_ISDIR(info.st_mode)
-                                ? "a directory; pass the file in it, e.g. --config-file="
-                                    + config_file + "/" + default_config_file
-                                : std::string("not a regular file (a FIFO or a device?); pass "
-                                              "the config file itself")));
-      return out;
-    }
-    std::ifstream in(config_file);
-    if (!in) {
-      out.what = load_outcome::action::fail;
-      out.errors.push_back("cannot read the config file '" + config_file
-                           + "'; check the path given with --config-file=");
-      return out;
-    }
-    text << in.rdbuf();
-    std::vector<std::string>& keys = file_keys;
-    for (auto& problem : ini::scan_text(text.str(), config_file, true, {}, &keys))
-      out.errors.push_back(problem);
-    if (!out.errors.empty()) {
-      out.what = load_outcome::action::fail;
-      return out;
-    }
-    ini::check_file_keys(cfg, config_file, text, keys, out.errors);
-    if (!out.errors.empty() && out.errors.back().find(": syntax error: ") != std::string::npos) {
-      out.what = load_outcome::action::fail; // what follows would only echo it
-      return out;
-    }
-    text.clear();
-    text.seekg(0);
+// The config file's text, scanned and its keys checked before CAF parses
+// it; false when what follows would only echo the errors.
+bool read_config_file(const node_config& cfg, const std::string& path, std::stringstream& text,
+                      std::vector<std::string>& keys, std::vector<std::string>& errors) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    errors.push_back("the config file '" + path + "' is "
+                     + (S_ISDIR(info.st_mode)
+                          ? "a directory; pass the file in it, e.g. --config-file=" + path + "/"
+                              + default_config_file
+                          : std::string("not a regular file (a FIFO or a device?); pass "
+                                        "the config file itself")));
+    return false;
   }
-  // A file without the cluster's tasks (only [train], [data], ...) runs the
-  // default cluster in one process, as no file does.
-  auto names_tasks = [](const std::string& key) {
+  std::ifstream in(path);
+  if (!in) {
+    errors.push_back("cannot read the config file '" + path
+                     + "'; check the path given with --config-file=");
+    return false;
+  }
+  text << in.rdbuf();
+  for (auto& problem : ini::scan_text(text.str(), path, true, {}, &keys))
+    errors.push_back(problem);
+  if (!errors.empty())
+    return false;
+  ini::check_file_keys(cfg, path, text, keys, errors);
+  if (!errors.empty() && errors.back().find(": syntax error: ") != std::string::npos)
+    return false;
+  text.clear();
+  text.seekg(0);
+  return true;
+}
+
+// Whether the file or the command line name the cluster's tasks; a file
+// without them (only [train], [data], ...) runs the default cluster in one
+// process, as no file does.
+bool names_tasks(const std::vector<std::string>& file_keys, const std::vector<std::string>& args) {
+  auto is_task_key = [](const std::string& key) {
     return key == "cluster.chief" || key == "cluster.ps" || key == "cluster.worker";
   };
-  bool file_names_tasks = std::any_of(file_keys.begin(), file_keys.end(), names_tasks)
-                          || std::any_of(args.begin(), args.end(), [&](const std::string& arg) {
-                               return arg.rfind("--", 0) == 0
-                                      && names_tasks(arg.substr(2, arg.find('=') - 2));
-                             });
-  if (!file_names_tasks)
-    apply_embedded_defaults(cfg); // before parsing, so --cluster.* overrides them
-  if (auto err = cfg.parse(args, text))
-    out.errors.push_back(command_line_error(cfg, err, args));
-  if (!config_file.empty())
-    ini::coerce_reals(cfg, config_file, args);
+  return std::any_of(file_keys.begin(), file_keys.end(), is_task_key)
+         || std::any_of(args.begin(), args.end(), [&](const std::string& arg) {
+              return arg.rfind("--", 0) == 0 && is_task_key(arg.substr(2, arg.find('=') - 2));
+            });
+}
 
-  auto& setup = out.setup;
-  setup.config_file = config_file;
+// Which cluster this node belongs to and where each value came from: the
+// file, the command line, TF_CONFIG or the embedded default.
+void settle_cluster(node_config& cfg, const command_line& cl,
+                    const std::vector<std::string>& file_keys, bool tasks_named, node_setup& setup,
+                    std::vector<std::string>& errors) {
+  setup.config_file = cl.config_file;
   for (auto& key : file_keys)
-    setup.sources[key] = config_file;
-  for (auto& arg : args)
+    setup.sources[key] = cl.config_file;
+  for (auto& arg : cl.args)
     if (arg.rfind("--", 0) == 0)
       setup.sources[arg.substr(2, arg.find('=') - 2)] = "the command line";
   bool from_tf_config = false;
   if (const char* env = std::getenv("TF_CONFIG"); env && *env)
-    from_tf_config = apply_tf_config(cfg, env, setup, out.errors);
+    from_tf_config = apply_tf_config(cfg, env, setup, errors);
   setup.whole_cluster = cfg.job_name.empty();
-  if (!file_names_tasks && !from_tf_config) {
+  if (!tasks_named && !from_tf_config) {
     if (!setup.whole_cluster)
-      out.errors.push_back("--job_name=" + cfg.job_name + " needs a cluster: "
-                           + (config_file.empty()
-                                ? std::string("no ") + default_config_file
-                                    + " in the working directory; pass "
-                                      "--config-file=FILE"
-                                : "'" + config_file
-                                    + "' lists no tasks (cluster.chief, cluster.ps, "
-                                      "cluster.worker); add a [cluster] section")
-                           + " (examples in config/examples/), or set TF_CONFIG");
+      errors.push_back("--job_name=" + cfg.job_name + " needs a cluster: "
+                       + (cl.config_file.empty()
+                            ? std::string("no ") + default_config_file
+                                + " in the working directory; pass --config-file=FILE"
+                            : "'" + cl.config_file
+                                + "' lists no tasks (cluster.chief, cluster.ps, "
+                                  "cluster.worker); add a [cluster] section")
+                       + " (examples in config/examples/), or set TF_CONFIG");
     else
       setup.embedded_defaults = true;
   }
-  if (setup.whole_cluster && std::any_of(args.begin(), args.end(), [](const std::string& a) {
+  if (setup.whole_cluster && std::any_of(cl.args.begin(), cl.args.end(), [](const std::string& a) {
         return a.rfind("--task_index", 0) == 0;
       }))
-    out.errors.push_back("--task_index needs --job_name (ps, worker or chief); without a job "
-                         "every task runs in this process");
-  check_cluster(cfg, setup, out.errors);
-  check_max_connections(cfg, setup, out.errors);
-  check_caf_sections(cfg, out.errors);
-  setup.train = typed_settings(cfg, out.errors);
+    errors.push_back("--task_index needs --job_name (ps, worker or chief); without a job "
+                     "every task runs in this process");
+  check_cluster(cfg, setup, errors);
+  check_max_connections(cfg, setup, errors);
+}
+
+// The typed settings, checked once, and what the run derives from them and
+// from the data, the same on every task.
+void settle_settings(node_config& cfg, node_setup& setup, std::vector<std::string>& errors) {
+  check_caf_sections(cfg, errors);
+  setup.train = typed_settings(cfg, errors);
   setup.runtime.connect_timeout = to_ms(cfg.connect_timeout);
   setup.runtime.request_timeout = to_ms(cfg.request_timeout);
   setup.runtime.worker_wait_timeout = to_ms(cfg.worker_wait_timeout);
@@ -528,17 +404,46 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   // The tasks listed, whether or not each address parsed.
   cluster_shape shape{static_cast<int32_t>(cfg.ps_hosts.size()),
                       static_cast<int32_t>(cfg.worker_hosts.size())};
-  catalog_for_node(cfg, setup, out.errors);
+  catalog_for_node(cfg, setup, errors);
   for (auto& problem : check_settings(setup.train, setup.runtime, shape))
-    out.errors.push_back(problem.message);
-  // What the run derives, the same on every task: R, N and (from the data) last_step.
+    errors.push_back(problem.message);
+  // R, N and (from the data) last_step.
   setup.train.replicas_to_aggregate = replicas_of(setup.train, shape);
   setup.train.total_num_replicas = shape.workers;
-  check_data_size(setup, out.errors);
-  setup.tls = check_tls(cfg, setup, out.errors);
-  check_plain_exposure(cfg, setup, out.errors);
-  if (out.errors.empty())
-    check_restore(cfg, setup, out.errors);
+  check_data_size(setup, errors);
+  setup.tls = check_tls(cfg, setup, errors);
+  check_plain_exposure(cfg, setup, errors);
+  if (errors.empty())
+    check_restore(cfg, setup, errors);
+}
+
+} // namespace
+
+load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
+  load_outcome out;
+  auto cl = split_command_line(argc, argv, out);
+  if (out.what == load_outcome::action::help)
+    return out;
+  scan_arguments(cl.args, out.errors);
+  std::stringstream text;
+  std::vector<std::string> file_keys; // "section.key" the file sets
+  // Unknown keys in the file are reported with everything found after them;
+  // a file that cannot be read or scanned ends here.
+  if (!out.errors.empty()
+      || (!cl.config_file.empty()
+          && !read_config_file(cfg, cl.config_file, text, file_keys, out.errors))) {
+    out.what = load_outcome::action::fail;
+    return out;
+  }
+  bool tasks_named = names_tasks(file_keys, cl.args);
+  if (!tasks_named)
+    apply_embedded_defaults(cfg); // before parsing, so --cluster.* overrides them
+  if (auto err = cfg.parse(cl.args, text))
+    out.errors.push_back(command_line_error(cfg, err, cl.args));
+  if (!cl.config_file.empty())
+    ini::coerce_reals(cfg, cl.config_file, cl.args);
+  settle_cluster(cfg, cl, file_keys, tasks_named, out.setup, out.errors);
+  settle_settings(cfg, out.setup, out.errors);
   if (!out.errors.empty())
     out.what = load_outcome::action::fail;
   else if (out.what != load_outcome::action::dump_config)

@@ -1,0 +1,149 @@
+// The cluster part of loading a node's configuration (load_steps.hpp): its
+// addresses, its job and task, TF_CONFIG, how many connections it holds,
+// and whether plain TCP would expose it.
+#include <set>
+
+#include "config/node/load_steps.hpp"
+#include "config/node/tf_config.hpp"
+
+namespace troupe::load_steps {
+
+namespace {
+
+void check_hosts(const char* job, const std::vector<std::string>& entries,
+                 std::vector<host_port>& out, std::set<std::string>& seen,
+                 std::vector<std::string>& errors) {
+  for (auto& entry : entries) {
+    host_port hp;
+    if (auto err = parse_host_port(entry, hp)) {
+      errors.push_back(std::string("cluster.") + job + ": " + err->message);
+      continue;
+    }
+    if (!seen.insert(hp.to_string()).second)
+      errors.push_back(std::string("cluster.") + job + ": address " + hp.to_string()
+                       + " is used by two tasks; give every task its own host:port");
+    out.push_back(hp);
+  }
+}
+
+// Whether `host` can only be this machine: localhost or a loopback address.
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "ip6-localhost" || host == "::1"
+         || host.rfind("127.", 0) == 0;
+}
+
+} // namespace
+
+// This node's addresses, job and task.
+void check_cluster(const node_config& cfg, node_setup& setup, std::vector<std::string>& errors) {
+  std::set<std::string> seen;
+  check_hosts("chief", cfg.chief_hosts, setup.cluster.chief, seen, errors);
+  check_hosts("ps", cfg.ps_hosts, setup.cluster.ps, seen, errors);
+  check_hosts("worker", cfg.worker_hosts, setup.cluster.worker, seen, errors);
+  if (cfg.chief_hosts.size() != 1)
+    errors.push_back("cluster.chief must list exactly one task (it has "
+                     + std::to_string(cfg.chief_hosts.size())
+                     + "), e.g. chief = [\"127.0.0.1:7000\"]");
+  setup.task = cfg.task_index;
+  if (setup.whole_cluster)
+    return;
+  auto job = enum_from_name<job_kind>(cfg.job_name);
+  if (!job) {
+    errors.push_back("--job_name=" + cfg.job_name
+                     + " is not a job; use ps, worker, chief or evaluator");
+    return;
+  }
+  setup.job = *job;
+  if (*job == job_kind::evaluator) {
+    if (cfg.task_index != 0)
+      errors.push_back("--task_index=" + std::to_string(cfg.task_index)
+                       + ": there is one evaluator, task 0");
+    if (cfg.train.checkpoint.log_dir.empty())
+      errors.push_back("the evaluator keeps its copies of the chief's checkpoints and its "
+                       "TensorBoard scalars in checkpoint.log-dir: set it (a directory of its "
+                       "own; no volume shared with the chief is needed)");
+    return;
+  }
+  auto tasks = *job == job_kind::chief ? cfg.chief_hosts.size()
+               : *job == job_kind::ps  ? cfg.ps_hosts.size()
+                                       : cfg.worker_hosts.size();
+  if (cfg.task_index < 0 || static_cast<size_t>(cfg.task_index) >= tasks)
+    errors.push_back("--task_index=" + std::to_string(cfg.task_index) + " is out of range: job "
+                     + cfg.job_name + " has " + std::to_string(tasks) + " task(s) in cluster."
+                     + cfg.job_name + " (valid: 0.."
+                     + std::to_string(static_cast<int64_t>(tasks) - 1) + ")");
+}
+
+// TF_CONFIG (tf_config.hpp) in place of [cluster] and --job_name /
+// --task_index; a --job_name or --task_index that says otherwise is an
+// error. True when it applied.
+bool apply_tf_config(node_config& cfg, const std::string& text, node_setup& setup,
+                     std::vector<std::string>& errors) {
+  auto tf = parse_tf_config(text, errors);
+  if (!tf)
+    return false;
+  auto given = [&](const char* key) { return setup.sources.count(key) > 0; };
+  if (given("job_name") && cfg.job_name != tf->job) {
+    errors.push_back("--job_name=" + cfg.job_name + " disagrees with TF_CONFIG's task.type ("
+                     + tf->job + "); drop --job_name: TF_CONFIG names the task");
+    return false;
+  }
+  if (given("task_index") && cfg.task_index != tf->index) {
+    errors.push_back("--task_index=" + std::to_string(cfg.task_index)
+                     + " disagrees with TF_CONFIG's task.index (" + std::to_string(tf->index)
+                     + "); drop --task_index: TF_CONFIG names the task");
+    return false;
+  }
+  cfg.chief_hosts = tf->chief;
+  cfg.ps_hosts = tf->ps;
+  cfg.worker_hosts = tf->worker;
+  cfg.job_name = tf->job;
+  cfg.task_index = tf->index;
+  for (auto key : {"cluster.chief", "cluster.ps", "cluster.worker", "job_name", "task_index"})
+    setup.sources[key] = "TF_CONFIG";
+  return true;
+}
+
+// Enough for every task of the cluster to connect, with room for restarts
+// and tools; bounded so that strangers cannot exhaust the descriptors.
+void check_max_connections(const node_config& cfg, node_setup& setup,
+                           std::vector<std::string>& errors) {
+  auto tasks = static_cast<int64_t>(cfg.chief_hosts.size() + cfg.ps_hosts.size()
+                                    + cfg.worker_hosts.size());
+  auto value = cfg.max_connections;
+  if (value == 0) {
+    setup.max_connections = static_cast<size_t>(2 * tasks + 64);
+    return;
+  }
+  if (value < tasks || value > limits::max_connections) {
+    errors.push_back("cluster.max-connections = " + std::to_string(value)
+                     + " is out of range; use 0 (automatic: 2 x tasks + 64) or "
+                     + std::to_string(tasks) + " (the cluster's tasks) to "
+                     + std::to_string(limits::max_connections));
+    return;
+  }
+  setup.max_connections = static_cast<size_t>(value);
+}
+
+// Plain TCP between hosts lets anyone who reaches a port act as a task
+// (docs/operations.md#security): a cluster that spans hosts runs under
+// mutual TLS, or says in its config that its network is trusted.
+void check_plain_exposure(const node_config& cfg, const node_setup& setup,
+                          std::vector<std::string>& errors) {
+  if (setup.tls || cfg.allow_plain || setup.whole_cluster)
+    return;
+  for (auto* job : {&setup.cluster.chief, &setup.cluster.ps, &setup.cluster.worker})
+    for (auto& task : *job)
+      if (!is_loopback(task.host)) {
+        errors.push_back(
+          "the cluster spans hosts (" + task.to_string()
+          + " is not a loopback address) but [openssl] is not configured: over plain TCP "
+            "anyone who reaches its ports can join, read and change the model. Configure "
+            "mutual TLS ([openssl] certificate, key and cafile; scripts/make-certs makes "
+            "them), or set cluster.allow-plain = true if only the cluster's own hosts can "
+            "reach them (docs/operations.md#security)");
+        return;
+      }
+}
+
+} // namespace troupe::load_steps
