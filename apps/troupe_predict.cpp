@@ -25,6 +25,69 @@ void probabilities(const float* logits, int64_t classes, std::vector<double>& ou
     p /= sum;
 }
 
+// One row per example: CSV (row,class[,label],p_<class>...; row,value for
+// regression) or JSON lines.
+class prediction_writer {
+public:
+  prediction_writer(std::ostream& out, const model_card& card, bool jsonl)
+    : out_(out), card_(card), jsonl_(jsonl), regression_(card.task == objective::regression) {}
+
+  void header() {
+    if (jsonl_)
+      return;
+    out_ << (regression_ ? "row,value" : "row,class");
+    if (!regression_ && !card_.label_names.empty())
+      out_ << ",label";
+    for (int64_t c = 0; !regression_ && c < card_.classes; ++c)
+      out_ << ",p_"
+           << (card_.label_names.empty() ? std::to_string(c)
+                                         : card_.label_names[static_cast<size_t>(c)]);
+    out_ << "\n";
+  }
+
+  void write(uint64_t row, const float* outputs) {
+    if (regression_)
+      write_value(row, outputs[0]);
+    else
+      write_classes(row, outputs);
+  }
+
+private:
+  void write_value(uint64_t row, float value) {
+    auto number = format_number(static_cast<double>(value));
+    out_ << (jsonl_ ? "{\"row\":" + std::to_string(row) + ",\"value\":" + number + "}"
+                    : std::to_string(row) + "," + number)
+         << "\n";
+  }
+
+  void write_classes(uint64_t row, const float* logits) {
+    probabilities(logits, card_.classes, p_);
+    auto best = static_cast<size_t>(std::max_element(p_.begin(), p_.end()) - p_.begin());
+    std::string line = jsonl_
+                         ? "{\"row\":" + std::to_string(row) + ",\"class\":" + std::to_string(best)
+                         : std::to_string(row) + "," + std::to_string(best);
+    if (!card_.label_names.empty())
+      line += jsonl_ ? ",\"label\":" + json_string(card_.label_names[best])
+                     : "," + card_.label_names[best];
+    line += jsonl_ ? ",\"probabilities\":[" : "";
+    for (size_t c = 0; c < p_.size(); ++c)
+      line += (jsonl_ ? (c ? "," : "") : ",") + format_number(p_[c]);
+    out_ << line << (jsonl_ ? "]}" : "") << "\n";
+  }
+
+  static std::string format_number(double value) {
+    char number[32];
+    std::snprintf(number, sizeof number, "%.9g", value);
+    return number;
+  }
+
+  std::ostream& out_;
+  const model_card& card_;
+  bool jsonl_;
+  bool regression_;
+  std::vector<double> p_;
+};
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -54,27 +117,14 @@ int main(int argc, char** argv) {
       if (!file)
         throw data_error(cl.options.at("output") + ": cannot write");
     }
-    std::ostream& out = cl.options.count("output") ? file : std::cout;
-    bool jsonl = cl.options.count("jsonl") > 0;
-    bool regression = card.task == objective::regression;
-    auto classes = card.classes;
-    if (!jsonl) {
-      out << (regression ? "row,value" : "row,class");
-      if (!regression && !card.label_names.empty())
-        out << ",label";
-      for (int64_t c = 0; !regression && c < classes; ++c)
-        out << ",p_"
-            << (card.label_names.empty() ? std::to_string(c)
-                                         : card.label_names[static_cast<size_t>(c)]);
-      out << "\n";
-    }
+    prediction_writer writer(cl.options.count("output") ? file : std::cout, card,
+                             cl.options.count("jsonl") > 0);
+    writer.header();
     auto features = num_elements(card.input);
     constexpr int64_t batch_rows = 256;
     tensor inputs, outputs;
-    std::vector<double> p;
     uint64_t row = 0;
     example_source source(split, 0);
-    char number[32];
     for (bool more = true; more;) {
       inputs.resize({batch_rows, features});
       int64_t n = 0;
@@ -86,30 +136,8 @@ int main(int argc, char** argv) {
         break;
       inputs.resize({n, features}); // the last batch: its first n rows, in place
       model.net->predict(model.params, inputs, outputs);
-      for (int64_t r = 0; r < n; ++r, ++row) {
-        const float* o = outputs.data() + r * classes;
-        if (regression) {
-          std::snprintf(number, sizeof number, "%.9g", static_cast<double>(o[0]));
-          out << (jsonl ? "{\"row\":" + std::to_string(row) + ",\"value\":" + number + "}"
-                        : std::to_string(row) + "," + number)
-              << "\n";
-          continue;
-        }
-        probabilities(o, classes, p);
-        auto best = static_cast<size_t>(std::max_element(p.begin(), p.end()) - p.begin());
-        std::string line = jsonl ? "{\"row\":" + std::to_string(row)
-                                     + ",\"class\":" + std::to_string(best)
-                                 : std::to_string(row) + "," + std::to_string(best);
-        if (!card.label_names.empty())
-          line += jsonl ? ",\"label\":" + json_string(card.label_names[best])
-                        : "," + card.label_names[best];
-        line += jsonl ? ",\"probabilities\":[" : "";
-        for (size_t c = 0; c < p.size(); ++c) {
-          std::snprintf(number, sizeof number, "%.9g", p[c]);
-          line += (jsonl ? (c ? "," : "") : ",") + std::string(number);
-        }
-        out << line << (jsonl ? "]}" : "") << "\n";
-      }
+      for (int64_t r = 0; r < n; ++r, ++row)
+        writer.write(row, outputs.data() + r * card.classes);
     }
     std::fprintf(stderr, "troupe-predict: %llu prediction(s)\n",
                  static_cast<unsigned long long>(row));

@@ -86,6 +86,29 @@ private:
   checkpoint_source_actor source_;
 };
 
+// Copies the listed checkpoint, scores it on the evaluation set, and logs
+// and writes the score (TensorBoard scalars under <log-dir>/eval).
+void evaluate_checkpoint(checkpoint_follower& chief, checkpoint_fetcher& fetcher,
+                         const checkpoint_listing& listing, const dataset& test,
+                         const node_setup& setup, std::unique_ptr<event_file>& events) {
+  auto step = listing.step;
+  auto copy = fetcher.fetch(listing, [&](const std::string& name, uint64_t offset) {
+    return chief.read(step, name, offset);
+  });
+  auto model = load_model(copy.checkpoint, copy.card);
+  auto stats = evaluate_dataset(*model.net, model.params, test);
+  auto metric = metric_of(setup.train.data.task, stats.loss, stats.correct, stats.examples);
+  spdlog::info("evaluator: checkpoint {} (step {}): test_{}={:.4f} test_loss={:.4f}",
+               "ckpt-" + std::to_string(step), model.card.step, metric.name, metric.value,
+               stats.loss);
+  if (!events)
+    events = std::make_unique<event_file>(setup.train.checkpoint.log_dir + "/eval");
+  events->scalars(step,
+                  {{std::string("eval/test_") + metric.name, static_cast<float>(metric.value)},
+                   {"eval/test_loss", static_cast<float>(stats.loss)}});
+  events->flush();
+}
+
 } // namespace
 
 int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t model_bytes,
@@ -115,23 +138,8 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
     }
     if (listing->step > evaluated) {
       try {
-        auto step = listing->step;
-        auto copy = fetcher.fetch(*listing, [&](const std::string& name, uint64_t offset) {
-          return chief.read(step, name, offset);
-        });
-        auto model = load_model(copy.checkpoint, copy.card);
-        auto stats = evaluate_dataset(*model.net, model.params, test);
-        auto metric = metric_of(setup.train.data.task, stats.loss, stats.correct, stats.examples);
-        spdlog::info("evaluator: checkpoint {} (step {}): test_{}={:.4f} test_loss={:.4f}",
-                     "ckpt-" + std::to_string(step), model.card.step, metric.name, metric.value,
-                     stats.loss);
-        if (!events)
-          events = std::make_unique<event_file>(dir + "/eval");
-        events->scalars(
-          step, {{std::string("eval/test_") + metric.name, static_cast<float>(metric.value)},
-                 {"eval/test_loss", static_cast<float>(stats.loss)}});
-        events->flush();
-        evaluated = step;
+        evaluate_checkpoint(chief, fetcher, *listing, test, setup, events);
+        evaluated = listing->step;
         last_news = std::chrono::steady_clock::now();
       } catch (const checkpoint_error& e) {
         // keep-N deleted it while it was copied: the next listing names a
