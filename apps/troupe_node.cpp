@@ -11,6 +11,7 @@
 #include <caf/actor_system.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/net/openssl_error_queue.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "apps/node/evaluator_job.hpp"
 #include "apps/node/peers.hpp"
@@ -63,6 +64,20 @@ bool devices_usable(const node_setup& setup) {
   return true;
 }
 
+// Mutual TLS needs CAF's OpenSSL calls to go through the error-queue fix
+// (actors/net/openssl_error_queue.hpp), or one stranger's failed handshake
+// can drop a healthy connection.
+bool tls_safe(const node_setup& setup) {
+  if (!setup.tls)
+    return true;
+  auto problem = openssl_error_queue_problem();
+  if (problem.empty())
+    return true;
+  std::cerr << "troupe-node: configuration error: TLS is not safe in this executable: " << problem
+            << "\ntroupe-node: nothing was started (exit code 2)\n";
+  return false;
+}
+
 int run_evaluator_task(node_config& cfg, const node_setup& setup, uint64_t model_bytes) {
   try {
     caf::actor_system sys{cfg};
@@ -109,7 +124,7 @@ int main(int argc, char** argv) {
   if (auto code = answer_without_running(outcome, cfg))
     return *code;
   auto& setup = outcome.setup;
-  if (!devices_usable(setup))
+  if (!devices_usable(setup) || !tls_safe(setup))
     return exit_config;
   setup_logging(setup.name());
   if (setup.whole_cluster || setup.job == job_kind::chief)

@@ -148,7 +148,7 @@ void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
     [self, r](const test_score& score) {
       r->ok = true;
       r->test_loss = score.loss;
-      r->test_accuracy = score.accuracy;
+      r->test_accuracy = score.accuracy();
       r->wall_seconds = seconds_since(self->state.created);
       summarize_evaluation(self, r->global_step, r->test_accuracy, r->test_loss);
       spdlog::info("chief: done: global_step={} {} examples/s={:.0f}", r->global_step,

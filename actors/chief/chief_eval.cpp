@@ -31,19 +31,17 @@ void score_on_test_set(self_ptr self, std::shared_ptr<model> net, std::vector<te
               std::move(values))
     .then(
       [scored](double loss, uint64_t correct, uint64_t examples) {
-        scored({loss, examples ? static_cast<double>(correct) / examples : 0.0, examples});
+        scored({loss, correct, examples});
       },
       [failed](caf::error& err) { failed(err); });
 }
 
 std::string score_text(self_ptr self, const test_score& score) {
+  auto metric = metric_of(self->state.config.train.data.task, score.loss, score.correct,
+                          score.examples);
   char text[96];
-  if (self->state.config.train.data.task == objective::regression)
-    std::snprintf(text, sizeof(text), "test_rmse=%.4f test_loss=%.4f", rmse_of(score.loss),
-                  score.loss);
-  else
-    std::snprintf(text, sizeof(text), "test_accuracy=%.4f test_loss=%.4f", score.accuracy,
-                  score.loss);
+  std::snprintf(text, sizeof(text), "test_%s=%.4f test_loss=%.4f", metric.name, metric.value,
+                score.loss);
   return text;
 }
 
@@ -73,8 +71,8 @@ void maybe_evaluate(self_ptr self) {
         [self, step](const test_score& score) {
           auto& st = self->state;
           st.evaluating = false;
-          st.evaluations.push_back({step, score.accuracy, score.loss});
-          summarize_evaluation(self, step, score.accuracy, score.loss);
+          st.evaluations.push_back({step, score.accuracy(), score.loss});
+          summarize_evaluation(self, step, score.accuracy(), score.loss);
           spdlog::info("chief: evaluation at global_step={}: {} ({} examples)", step,
                        score_text(self, score), score.examples);
         },

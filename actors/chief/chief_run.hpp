@@ -64,11 +64,12 @@ void finish(self_ptr self);
 void read_values(self_ptr self, std::function<void(std::vector<tensor>)> done,
                  std::function<void(const std::string&)> failed);
 
-/// A score on the test set: the mean loss, and accuracy (classification).
+/// A score on the test set: the mean loss and how many examples were right.
 struct test_score {
   double loss = 0;
-  double accuracy = 0;
+  uint64_t correct = 0;
   uint64_t examples = 0;
+  double accuracy() const { return examples ? static_cast<double>(correct) / examples : 0.0; }
 };
 /// The one evaluation path: `values` (every variable's, in model order)
 /// scored on the test set by `net` on an actor of its own, so the chief's

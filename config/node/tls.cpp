@@ -1,7 +1,5 @@
 #include "config/node/tls.hpp"
 
-#include "actors/net/openssl_error_queue.hpp"
-
 #include <cstdio>
 #include <memory>
 
@@ -122,8 +120,6 @@ bool check_tls(node_config& cfg, const node_setup& setup, std::vector<std::strin
              || !cfg.openssl_passphrase.empty();
   if (!any)
     return false;
-  if (auto problem = openssl_error_queue_problem(); !problem.empty())
-    errors.push_back("TLS is not safe in this executable: " + problem);
   cert = expand(cert, setup);
   key = expand(key, setup);
   ca = expand(ca, setup);
