@@ -12,24 +12,13 @@
 #      both shapes, before anything starts; --restore=never starts over.
 #   E  sync mode saves and restores too.
 set -u
-. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+. "$(dirname "$0")/lib.sh" # expect, start_cluster, expect_exit, finish, ... (listed there)
 bin=$1; root=$2
-tmp=$(mktemp -d)
-cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
-trap cleanup EXIT
+enter_scratch_dir
 py=/usr/bin/python3; [ -x "$py" ] || py=python3
-# config NAME PS_COUNT LAST_STEP MODE: ports 88x0 (chief), 88x1.. (ps), 89x1.. (workers)
+# config NAME PS_COUNT LAST_STEP MODE: a chief, PS_COUNT ps tasks and 2 workers
 config() {
-  local ps="" i
-  for ((i = 0; i < $2; i++)); do ps+="${ps:+, }\"127.0.0.1:$((8881 + i))\""; done
-  cat >"$tmp/$1.conf" <<CONF
-[cluster]
-chief = ["127.0.0.1:8880"]
-ps = [$ps]
-worker = ["127.0.0.1:8981", "127.0.0.1:8982"]
+  cluster_config "$tmp/$1.conf" "$2" 2 <<CONF
 connect-timeout = 60s
 [train]
 model = "mlp"
@@ -51,18 +40,12 @@ connection-timeout = 10s
 CONF
 }
 run_cluster() { # NAME PS_COUNT [extra chief flags]; waits for every task
-  local name=$1 n=$2 i; shift 2
-  local mine=()
-  "$bin" --config-file="$tmp/$name.conf" --job_name=chief --task_index=0 "$@" >"$tmp/$name-chief.log" 2>&1 &
-  mine+=($!)
-  for ((i = 0; i < n; i++)); do
-    "$bin" --config-file="$tmp/$name.conf" --job_name=ps --task_index=$i >"$tmp/$name-ps$i.log" 2>&1 & mine+=($!); done
-  for i in 0 1; do
-    "$bin" --config-file="$tmp/$name.conf" --job_name=worker --task_index=$i >"$tmp/$name-w$i.log" 2>&1 & mine+=($!); done
-  pids+=("${mine[@]}")
-  chief_rc=0; all_rc=0
-  wait_exit "${mine[0]}" 300; chief_rc=$rc
-  for p in "${mine[@]:1}"; do wait_exit "$p" 60; [ "$rc" = 0 ] || all_rc=$rc; done
+  local name=$1 n=$2 i others=(); shift 2
+  start_task "$name-chief" "$tmp/$name.conf" chief 0 "$@"
+  for ((i = 0; i < n; i++)); do others+=("$name-ps$i"); start_task "$name-ps$i" "$tmp/$name.conf" ps $i; done
+  for i in 0 1; do others+=("$name-w$i"); start_task "$name-w$i" "$tmp/$name.conf" worker $i; done
+  wait_exit "${pid[$name-chief]}" 300; chief_rc=$rc
+  if wait_tasks 60 "${others[@]}"; then all_rc=0; else all_rc="($exits)"; fi
 }
 final() { grep -o '{"event":"final".*' "$tmp/$1-chief.log"; }
 field() { final "$1" | grep -o "\"$2\":[^,}]*" | cut -d: -f2; }
@@ -154,13 +137,12 @@ expect "F:   and the workers were stopped by it" grep -q "stopped by the chief" 
 
 # G (issue 25): SIGTERM to a chief whose ps tasks are not up yet ended only
 # by SIGKILL; now it exits 0 at once, saying so.
-config g 1 1000 async
-sed -i 's/127.0.0.1:8881/127.0.0.1:8871/; s/^connect-timeout = .*/connect-timeout = 120s/' "$tmp/g.conf"
-"$bin" --config-file="$tmp/g.conf" --job_name=chief --task_index=0 >"$tmp/g-chief.log" 2>&1 &
-g_chief=$!; pids+=($g_chief)
+config g 1 1000 async # (its ps task never starts)
+sed -i 's/^connect-timeout = .*/connect-timeout = 120s/' "$tmp/g.conf"
+start_task g-chief "$tmp/g.conf" chief 0
 sleep 3
-kill -TERM "$g_chief"; term_at=$SECONDS
-wait_exit "$g_chief" 20
+kill -TERM "${pid[g-chief]}"; term_at=$SECONDS
+wait_exit "${pid[g-chief]}" 20
 # (bounds with room for a loaded machine: ctest runs two tests at once)
 expect "G: SIGTERM to a chief still connecting: it exits 0 (got $rc) within 10 s ($((SECONDS - term_at)) s; it used to take SIGKILL)" \
   bash -c "[ '$rc' = 0 ] && [ $((SECONDS - term_at)) -le 10 ]"
@@ -171,23 +153,17 @@ expect "G:   saying what it was waiting for" \
 # by SIGTERM before training began" after thousands of steps.
 rm -rf "$tmp/logs"
 config h 2 1000000 async
-h=(); "$bin" --config-file="$tmp/h.conf" --job_name=chief --task_index=0 >"$tmp/h-chief.log" 2>&1 & h+=($!)
-for i in 0 1; do "$bin" --config-file="$tmp/h.conf" --job_name=ps --task_index=$i >"$tmp/h-ps$i.log" 2>&1 & h+=($!); done
-for i in 0 1; do "$bin" --config-file="$tmp/h.conf" --job_name=worker --task_index=$i >"$tmp/h-w$i.log" 2>&1 & h+=($!); done
-pids+=("${h[@]}")
+start_cluster "$tmp/h.conf" h-
 wait_for_line "$tmp/h-chief.log" "saved checkpoint logs/ckpt-500 " 90
-kill -9 "${h[2]}"
+kill -9 "${pid[h-ps1]}"
 wait_for_line "$tmp/h-chief.log" "lost ps:1" 20
-kill -TERM "${h[0]}"; term_at=$SECONDS
-wait_exit "${h[0]}" 30; h_rc=$rc
+kill -TERM "${pid[h-chief]}"; term_at=$SECONDS
+wait_exit "${pid[h-chief]}" 30; h_rc=$rc
 expect "H: SIGTERM while waiting for a lost ps: the chief exits 0 (got $h_rc) in $((SECONDS - term_at)) s" \
   bash -c "[ '$h_rc' = 0 ] && [ $((SECONDS - term_at)) -le 20 ]"
 expect "H:   saying so, and where a restart continues" \
   grep -q '"preempted":true.*stopped by SIGTERM while waiting for lost ps:1 (lost at step [0-9]*); checkpoint saved at step [0-9]*' "$tmp/h-chief.log"
-others=0
-for p in "${h[1]}" "${h[3]}" "${h[4]}"; do wait_exit "$p" 30; [ "$rc" = 0 ] || others=$rc; done
-expect "H:   and the other tasks exit 0 (got $others)" test "$others" = 0
+wait_tasks 30 h-ps0 h-w0 h-w1; others=$?
+expect "H:   and the other tasks exit 0 ($exits)" test "$others" = 0
 
-[ $fails -eq 0 ] || for f in "$tmp"/*.log; do echo "== $f"; tail -5 "$f"; done
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish 5

@@ -8,11 +8,9 @@
 # task); the Dockerfile copies what exists, and .dockerignore keeps build
 # trees and logs out of the image.
 set -u
-. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+. "$(dirname "$0")/lib.sh" # expect, enter_scratch_dir, finish, ... (listed there)
 bin=$1; root=$2
-tmp=$(mktemp -d)
-cd "$tmp" || exit 1
-trap 'rm -rf "$tmp"' EXIT
+enter_scratch_dir
 py=/usr/bin/python3
 k8s=$root/deploy/kubernetes
 expect "every manifest parses as YAML" "$py" -c '
@@ -82,5 +80,4 @@ if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
   expect ".dockerignore leaves out every path git ignores, and no tracked file" \
     "$py" "$root/tests/integration/dockerignore_check.py" "$root"
 fi
-echo "deploy_test: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -14,9 +14,7 @@ set -u
 . "$(dirname "$0")/lib.sh" # expect, start_cluster, expect_exit, finish, ... (listed there)
 bin=$1; client=$2; root=$3
 enter_scratch_dir
-sed -e "s/^last-step = .*/last-step = 40000/" -e 's/^log-interval = .*/log-interval = 500/' \
-    "$root/config/examples/local-sync-1ps-2workers.conf" >c.conf
-move_to_free_ports c.conf
+example_config local-sync-1ps-2workers c.conf last-step=40000 log-interval=500
 
 start_cluster c.conf
 expect "the sync cluster trains" wait_for_line chief.log "global_step=500/" 90

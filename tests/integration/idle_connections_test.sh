@@ -10,11 +10,8 @@ set -u
 bin=$1; client=$2; root=$3
 enter_scratch_dir
 max=24
-sed -e 's/^last-step = .*/last-step = 10000/' -e 's/^log-interval = .*/log-interval = 500/' \
-    -e "s/^worker-wait-timeout = .*/&\nmax-connections = $max/" \
-    -e 's/^connection-timeout = .*/connection-timeout = 3s/' \
-    "$root/config/examples/local-sync-1ps-2workers.conf" >c.conf
-move_to_free_ports c.conf
+example_config local-sync-1ps-2workers c.conf last-step=10000 log-interval=500 connection-timeout=3s
+sed -i "s/^worker-wait-timeout = .*/&\nmax-connections = $max/" c.conf
 ps_port=${ps_addr[0]##*:}
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

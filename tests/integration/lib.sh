@@ -14,8 +14,10 @@
 #                            tasks and WORKERS workers on free ports of 127.0.0.1, then
 #                            standard input (more [cluster] keys, the sections the test
 #                            sets); sets chief_addr and ps_addr as read_cluster does
-#   move_to_free_ports FILE  the same for a config there is (config/examples): each port of
-#                            127.0.0.1 in FILE moved to a free one
+#   move_to_free_ports FILE  the same for a config there is: each port of 127.0.0.1 in FILE
+#                            moved to a free one
+#   example_config EXAMPLE FILE [KEY=VALUE...]   $root/config/examples/EXAMPLE.conf as FILE,
+#                            on free ports, each KEY (one the file sets) set to VALUE
 #   read_cluster FILE        sets chief_addr and ps_addr (an array) from FILE's [cluster]
 #   tf_config FILE JOB INDEX the TF_CONFIG of task JOB:INDEX of FILE's cluster
 #   sklearn_data SET         the [data] section of scripts/convert-sklearn-data's SET (digits,
@@ -71,6 +73,13 @@ move_to_free_ports() { local old new i
   for i in "${!old[@]}"; do sed -i "s/127\.0\.0\.1:${old[i]}\b/127.0.0.1:#${new[i]}/g" "$1"; done
   sed -i 's/127\.0\.0\.1:#/127.0.0.1:/g' "$1"
   read_cluster "$1"; }
+example_config() { local example="$root/config/examples/$1.conf" file=$2 setting key; shift 2
+  cp "$example" "$file" || exit 1
+  for setting; do key=${setting%%=*}
+    grep -q "^$key = " "$file" || { echo "example_config: $example sets no $key" >&2; exit 1; }
+    sed -i "s|^$key = .*|$key = ${setting#*=}|" "$file"
+  done
+  move_to_free_ports "$file"; }
 # The list KEY of FILE's [cluster] section as written there (a JSON array), and its entries.
 cluster_list() { awk -v key="$2" '/^\[/ { in_cluster = ($0 == "[cluster]") }
   in_cluster && $1 == key { sub(/^[^=]*=[ \t]*/, ""); sub(/[ \t]*;.*/, ""); print }' "$1"; }

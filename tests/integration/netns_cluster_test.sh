@@ -16,7 +16,7 @@
 #      fewer steps than the others) and ends "ok":true.
 # Needs root, ip netns, bridges and tc; skipped (exit 77) where missing.
 set -u
-. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+. "$(dirname "$0")/lib.sh" # expect, start_cluster, expect_exit, finish, ... (listed there)
 . "$(dirname "$0")/../../scripts/lib/hosts.sh" # add_host
 bin=$1; client=$2
 skip() { echo "netns_cluster_test: $1; skipped"; exit 77; }
@@ -24,15 +24,9 @@ skip() { echo "netns_cluster_test: $1; skipped"; exit 77; }
 command -v ip >/dev/null && command -v tc >/dev/null || skip "needs ip and tc (iproute2)"
 p=tr$$ # namespace and link prefix, unique per run
 ip netns add "${p}sw" 2>/dev/null || skip "cannot create network namespaces"
-tmp=$(mktemp -d)
-cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
-  for ns in $(ip netns list | awk -v p="$p" '$1 ~ "^"p { print $1 }'); do ip netns del "$ns"; done
-  if [ -n "${TROUPE_KEEP_LOGS:-}" ]; then echo "logs kept in $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
+more_cleanup() { local ns
+  for ns in $(ip netns list | awk -v p="$p" '$1 ~ "^"p { print $1 }'); do ip netns del "$ns"; done; }
+enter_scratch_dir
 ip -n "${p}sw" link add br0 type bridge 2>/dev/null || skip "cannot create a bridge"
 ip -n "${p}sw" link set br0 up
 declare -A addr=([chief]=10.213.0.1 [ps]=10.213.0.2 [w0]=10.213.0.3 [w1]=10.213.0.4 [w2]=10.213.0.5
@@ -69,15 +63,20 @@ heartbeat-interval = 1s
 connection-timeout = 6s
 CONF
 }
-start() { # log-name config host job index
-  ip netns exec "$p$3" "$bin" --config-file="$tmp/$2.conf" --job_name="$4" --task_index="$5" \
-    >"$tmp/$1.log" 2>&1 &
-  pids+=($!); eval "pid_$1=$!"
-}
+start() { # RUN HOST JOB INDEX: task JOB:INDEX of RUN.conf on HOST, named RUN_HOST
+  launch=(ip netns exec "$p$2"); start_task "$1_$2" "$tmp/$1.conf" "$3" "$4"; launch=(); }
+start_run() { # RUN: the tasks of RUN.conf, each on its host: chief, ps, w0, w1...
+  local i n; n=$(cluster_entries "$tmp/$1.conf" worker | wc -l)
+  start "$1" ps ps 0; start "$1" chief chief 0
+  for ((i = 0; i < n; i++)); do start "$1" "w$i" worker "$i"; done; }
+# RUN HOST: an async run that trains, then HOST cut off for longer than connection-timeout.
+cut_off_long() { config "$1" async 200000 2 0; start_run "$1"
+  expect "${1^^}: the cluster trains" wait_for_line "$tmp/$1_chief.log" "global_step=2000/" 60
+  cut "$2"; }
 
 echo "== A: an async run through a stranger, short partitions and a long one"
 config a async 100000 2 0 40s
-start a_ps a ps ps 0; start a_chief a chief chief 0; start a_w0 a w0 worker 0; start a_w1 a w1 worker 1
+start_run a
 expect "A: the cluster trains across namespaces" wait_for_line "$tmp/a_chief.log" "global_step=2000/" 60
 expect "A: the tasks warn that plain TCP lets anyone join" grep -q "spans hosts over plain TCP" "$tmp/a_ps.log"
 ip netns exec "${p}x" "$client" "${addr[chief]}:7200" "${addr[ps]}:7201" >"$tmp/a_client.log" 2>&1
@@ -99,53 +98,40 @@ expect "A: the link healed, it reaches the chief again by itself" \
   wait_for_line "$tmp/a_w1.log" "reached the chief again" 40
 # Rejoining replays the worker's data up to its position: give it a moment.
 expect "A:   and rejoins" bash -c "for i in \$(seq 100); do [ \$(grep -c 'ready; training' '$tmp/a_w1.log') = 2 ] && exit 0; sleep 0.2; done; exit 1"
-wait_exit "$pid_a_chief" 180
+wait_exit "${pid[a_chief]}" 180
 expect "A: the run ends ok with every step (chief exit $rc)" \
   grep -q '"ok":true,"mode":"async","global_step":100000,' "$tmp/a_chief.log"
 expect "A:   counting the lost worker" grep -q '"lost_workers":1' "$tmp/a_chief.log"
-for t in a_ps a_w0 a_w1; do eval "pid=\$pid_$t"; wait_exit "$pid" 30
-  expect "A: $t exits 0 (got $rc)" test "$rc" = 0; done
+expect_exit 0 30 a_ps a_w0 a_w1
 
 echo "== B: the ps cut off for longer than connection-timeout"
-config b async 200000 2 0
-start b_ps b ps ps 0; start b_chief b chief chief 0; start b_w0 b w0 worker 0; start b_w1 b w1 worker 1
-expect "B: the cluster trains" wait_for_line "$tmp/b_chief.log" "global_step=2000/" 60
-cut ps
-for t in b_chief b_w0 b_w1; do eval "pid=\$pid_$t"; wait_exit "$pid" 30
-  expect "B: $t exits 1 within 30 s (got $rc)" test "$rc" = 1; done
+cut_off_long b ps
+expect_exit 1 30 b_chief b_w0 b_w1
 expect "B: the final line says ok:false and names the lost ps" \
   grep -q '"ok":false.*lost ps:0' "$tmp/b_chief.log"
 heal ps
-wait_exit "$pid_b_ps" 30
+wait_exit "${pid[b_ps]}" 30
 expect "B: the ps exits 1 too (got $rc)" test "$rc" = 1
 
 echo "== C: the chief cut off for longer than connection-timeout"
-config c async 200000 2 0
-start c_ps c ps ps 0; start c_chief c chief chief 0; start c_w0 c w0 worker 0; start c_w1 c w1 worker 1
-expect "C: the cluster trains" wait_for_line "$tmp/c_chief.log" "global_step=2000/" 60
-cut chief
-for t in c_ps c_w0 c_w1; do eval "pid=\$pid_$t"; wait_exit "$pid" 30
-  expect "C: $t exits 1 within 30 s (got $rc)" test "$rc" = 1; done
+cut_off_long c chief
+expect_exit 1 30 c_ps c_w0 c_w1
 expect "C: the ps says it lost the chief" grep -q "lost the chief" "$tmp/c_ps.log"
 heal chief
-kill "$pid_c_chief" 2>/dev/null
+kill "${pid[c_chief]}" 2>/dev/null
 
 echo "== D: sync, N = 3, R = 2, one worker on a 2 Mbit/s link"
 config d sync 3000 3 2
 ip netns exec "${p}w2" tc qdisc add dev eth0 root tbf rate 2mbit burst 16kb latency 200ms ||
   skip "tc tbf is not available"
-start d_ps d ps ps 0; start d_chief d chief chief 0
-start d_w0 d w0 worker 0; start d_w1 d w1 worker 1; start d_w2 d w2 worker 2
-wait_exit "$pid_d_chief" 180
+start_run d
+wait_exit "${pid[d_chief]}" 180
 expect "D: the run ends ok with every step (chief exit $rc)" \
   grep -q '"ok":true,"mode":"sync","global_step":3000,' "$tmp/d_chief.log"
 steps_of() { grep -o "after [0-9]* local step" "$tmp/$1.log" | grep -o "[0-9]*"; }
 w0_steps=$(steps_of d_w0); w2_steps=$(steps_of d_w2)
 expect "D: the run did not wait for the slow worker (it took ${w2_steps:-?} steps, worker:0 ${w0_steps:-?})" \
   test "${w2_steps:-0}" -lt $(( ${w0_steps:-0} / 2 ))
-for t in d_ps d_w0 d_w1 d_w2; do eval "pid=\$pid_$t"; wait_exit "$pid" 30
-  expect "D: $t exits 0 (got $rc)" test "$rc" = 0; done
+expect_exit 0 30 d_ps d_w0 d_w1 d_w2
 
-[ $fails -eq 0 ] || for f in "$tmp"/*.log; do echo "== $f"; tail -6 "$f"; done
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish 6

@@ -2,11 +2,9 @@
 # The node binary as a user meets it: --help, --dump-config, and
 # configuration errors that exit 2 with a message naming the key.
 set -u
+. "$(dirname "$0")/lib.sh" # enter_scratch_dir, finish, ... (listed there)
 bin=$1; root=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
-fails=0; passes=0
+enter_scratch_dir
 check() { # description, expected exit code, expected text, command...
   local what=$1 want_rc=$2 want_text=$3; shift 3
   "$@" >"$tmp/out" 2>&1; local rc=$?
@@ -73,5 +71,4 @@ else
   check "whole cluster with a cuda worker exits 2" 2 "device error" \
     "$bin" --train.device=cuda:0
 fi
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -8,9 +8,7 @@ set -u
 . "$(dirname "$0")/lib.sh" # expect, start_cluster, expect_exit, finish, ... (listed there)
 bin=$1; root=$2
 enter_scratch_dir
-sed -e 's/^last-step = .*/last-step = 30000/' -e 's/^log-interval = .*/log-interval = 1000/' \
-    "$root/config/examples/local-1ps-2workers.conf" >c.conf
-move_to_free_ports c.conf
+example_config local-1ps-2workers c.conf last-step=30000 log-interval=1000
 
 start_cluster c.conf
 expect "the cluster trains" wait_for_line chief.log "global_step=1000/" 60

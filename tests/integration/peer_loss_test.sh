@@ -7,9 +7,7 @@ set -u
 . "$(dirname "$0")/lib.sh" # expect, start_cluster, expect_exit, finish, ... (listed there)
 bin=$1; root=$2
 enter_scratch_dir
-sed -e 's/^last-step = .*/last-step = 1000000/' -e 's/^log-interval = .*/log-interval = 0/' \
-    "$root/config/examples/local-1ps-2workers.conf" >c.conf
-move_to_free_ports c.conf
+example_config local-1ps-2workers c.conf last-step=1000000 log-interval=0
 short=--cluster.recovery-timeout=3s
 start_cluster c.conf "" $short
 expect "both workers start training" wait_for_line w1.log "ready; training" 30

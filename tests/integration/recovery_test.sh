@@ -10,28 +10,19 @@
 # and SIGTERM to the chief in both modes: a checkpoint, every task exits 0,
 # and the job started again finishes.
 set -u
-. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+. "$(dirname "$0")/lib.sh" # expect, start_cluster, expect_exit, finish, ... (listed there)
 bin=$1
-tmp=$(mktemp -d)
-cd "$tmp" || exit 1 # relative paths in configs (checkpoint.log-dir) land here
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
-trap cleanup EXIT
+enter_scratch_dir
 # Async runs have one worker, so that a run is deterministic: a restored one
 # must then reach the accuracy of the run without a kill almost exactly
 # (with two, async interleaving alone moves it by up to a point).
 # MODE is async, sync or async-ahead (async with train.pull-ahead).
 tasks() { if [ "${1%-ahead}" = async ]; then echo chief:0 ps:0 ps:1 worker:0; else echo chief:0 ps:0 ps:1 worker:0 worker:1; fi; }
 config() { # NAME MODE
-  local workers='"127.0.0.1:8751", "127.0.0.1:8752"' ahead=false
-  [ "${2%-ahead}" = async ] && workers='"127.0.0.1:8751"'
+  local workers=2 ahead=false
+  [ "${2%-ahead}" = async ] && workers=1
   [ "$2" = async-ahead ] && ahead=true
-  cat >"$tmp/$1.conf" <<CONF
-[cluster]
-chief = ["127.0.0.1:8740"]
-ps = ["127.0.0.1:8741", "127.0.0.1:8742"]
-worker = [$workers]
+  cluster_config "$tmp/$1.conf" 2 $workers <<CONF
 recovery-timeout = 60s
 [train]
 model = "mlp"
@@ -52,11 +43,8 @@ heartbeat-interval = 1s
 connection-timeout = 5s
 CONF
 }
-declare -A pid
-start() { # RUN TASK(job:index) LOGNAME
-  "$bin" --config-file="$tmp/$1.conf" --job_name="${2%:*}" --task_index="${2#*:}" >"$tmp/$1-$3.log" 2>&1 &
-  pid[$2]=$!; pids+=($!)
-}
+start() { # RUN TASK(job:index) LOGNAME: pid[TASK] is the process started last as TASK
+  start_task "$1-$3" "$tmp/$1.conf" "${2%:*}" "${2#*:}"; pid[$2]=${pid[$1-$3]}; }
 # run NAME MODE VICTIM(none|ps:1|chief:0|worker:0) [save]: one run, one kill, one restart
 run() {
   local name=$1 mode=$2 victim=$3 when=${4:-}
@@ -77,13 +65,7 @@ run() {
     sleep 1
     start "$name" "$victim" "$victim-restarted"
   fi
-  local rc_all=""
-  for t in $(tasks "$mode"); do
-    local end=$((SECONDS + 240))
-    while kill -0 "${pid[$t]}" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
-    if kill -0 "${pid[$t]}" 2>/dev/null; then rc_all+=" $t:hung"; else wait "${pid[$t]}"; rc_all+=" $t:$?"; fi
-  done
-  rcs[$name]=$rc_all
+  wait_tasks 240 $(tasks "$mode"); rcs[$name]=$exits
   accuracy[$name]=$(cat "$tmp/$name"-chief*.log | grep -o '"test_accuracy":[0-9.]*' | tail -1 | cut -d: -f2)
 }
 declare -A rcs accuracy
@@ -117,24 +99,18 @@ done
 
 # SIGTERM to the chief (a preemption): a checkpoint, then every task exits
 # 0; starting the job again finishes it.
-wait_all() { rc_all=""
-  for t in $(tasks "$mode"); do
-    local end=$((SECONDS + 240))
-    while kill -0 "${pid[$t]}" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
-    if kill -0 "${pid[$t]}" 2>/dev/null; then rc_all+=" $t:hung"; else wait "${pid[$t]}"; rc_all+=" $t:$?"; fi
-  done; }
 for mode in async sync; do
   name="$mode-sigterm"
   config "$name" "$mode"
   for t in $(tasks "$mode"); do start "$name" "$t" "$t"; done
   wait_for_line "$tmp/$name-chief:0.log" "global_step=800/" 120
   kill -TERM "${pid[chief:0]}"
-  wait_all; rcs[$name]=$rc_all; accuracy[$name]=0
+  wait_tasks 240 $(tasks "$mode"); rcs[$name]=$exits; accuracy[$name]=0
   expect "$name: every task exits 0 (${rcs[$name]})" all_zero "$name"
   expect "$name:   the final line says preempted, with the checkpoint it saved" \
     grep -q '"preempted":true,"error":"stopped by SIGTERM at step [0-9]*; checkpoint saved at step' "$tmp/$name-chief:0.log"
   for t in $(tasks "$mode"); do start "$name" "$t" "$t-again"; done
-  wait_all; rcs[$name]=$rc_all
+  wait_tasks 240 $(tasks "$mode"); rcs[$name]=$exits
   accuracy[$name]=$(grep -o '"test_accuracy":[0-9.]*' "$tmp/$name-chief:0-again.log" | cut -d: -f2)
   expect "$name: started again, it finishes (${rcs[$name]})" all_zero "$name"
   expect "$name:   with all 3000 steps, accuracy ${accuracy[$name]}" \
@@ -142,5 +118,4 @@ for mode in async sync; do
 done
 
 [ $fails -eq 0 ] || for f in "$tmp"/*.log; do echo "== $f"; grep -E "error|warn" "$f" | tail -4; done
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -32,8 +32,7 @@ expect "backup: stale gradients were dropped and counted" \
 expect_exit 0 60 b_ps0 b_w0 b_w1
 
 # 3. no backups, policy wait: lose a worker, bring it back
-sed -e 's|^log-dir = .*|log-dir = "logs/wait"|' "$root/config/examples/local-sync-1ps-2workers.conf" >wait.conf
-move_to_free_ports wait.conf
+example_config local-sync-1ps-2workers wait.conf 'log-dir="logs/wait"'
 start_cluster wait.conf w_
 expect "wait: training runs" wait_for_line w_chief.log "global_step=500/" 60
 kill -9 "${pid[w_w1]}"

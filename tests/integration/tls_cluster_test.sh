@@ -12,9 +12,7 @@ set -u
 bin=$1; root=$2; client=${3:-}
 command -v openssl >/dev/null || { echo "tls_cluster_test: openssl missing; skipped"; exit 77; }
 enter_scratch_dir
-sed -e "s/^last-step = .*/last-step = 150000/" -e 's/^log-interval = .*/log-interval = 1000/' \
-    "$root/config/examples/local-1ps-2workers.conf" >plain.conf
-move_to_free_ports plain.conf
+example_config local-1ps-2workers plain.conf last-step=150000 log-interval=1000
 cp plain.conf tls.conf
 # The strangers give up after 5 s, long before the run ends.
 sed -i 's/^connect-timeout = .*/connect-timeout = 5s/' plain.conf
