@@ -14,23 +14,14 @@
 #      error, RMSE in the progress lines and the final line, better than
 #      predicting the mean.
 set -u
-. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+. "$(dirname "$0")/lib.sh" # expect, start_cluster, expect_exit, finish, ... (listed there)
 bin=$1; root=$2
-tmp=$(mktemp -d)
-cd "$tmp" || exit 1
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
-trap cleanup EXIT
+enter_scratch_dir
 
 # -- A: one data set in three formats, the same training --
 "$root/scripts/convert-fashion-mnist" fm 2>/dev/null
 whole() { # NAME DATA_SECTION: softmax, 1 ps, 1 worker, in this process
-  cat >"$1.conf" <<CONF
-[cluster]
-chief = ["127.0.0.1:7700"]
-ps = ["127.0.0.1:7701"]
-worker = ["127.0.0.1:7702"]
+  cluster_config "$1.conf" 1 1 <<CONF
 [train]
 model = "softmax"
 batch-size = 100
@@ -69,32 +60,22 @@ expect "the final line describes the data" grep -q '"data":{"format":"csv","task
 # -- B: digits, four CSV shards, real processes --
 "$root/scripts/convert-sklearn-data" sk --shards 4 2>/dev/null
 mkdir -p data && ln -s ../sk data/digits
-sed -e 's/7060/7760/; s/7061/7761/; s/7161/7861/; s/7162/7862/' \
-  "$root/config/examples/digits-cnn.conf" >digits.conf
-"$bin" --config-file=digits.conf --job_name=ps --task_index=0 >ps.out 2>ps.log & pids+=($!)
-"$bin" --config-file=digits.conf --job_name=chief --task_index=0 >chief.out 2>chief.log & chief=$!
-pids+=($chief)
-for w in 0 1; do
-  "$bin" --config-file=digits.conf --job_name=worker --task_index=$w >w$w.out 2>w$w.log & pids+=($!)
-done
-wait_exit "$chief" 120
+example_config digits-cnn digits.conf
+start_cluster digits.conf
+wait_exit "${pid[chief]}" 120
 expect "digits: the chief ends ok" test "$rc" = 0
-acc=$(field chief.out test_accuracy)
+acc=$(field chief.log test_accuracy)
 echo "digits test accuracy: $acc"
 expect "digits: test accuracy above 0.9 (got $acc)" awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'
 expect "digits: each worker reads its own half (2 of the 4 files, 718 or 719 examples)" \
   bash -c 'grep -q "training on 71[89] of 1437 examples" w0.log && grep -q "training on 71[89] of 1437 examples" w1.log'
 expect "digits: the chief evaluated while training" grep -q "evaluation at global_step=200: test_accuracy=" chief.log
-expect "digits: the final line lists the evaluations" grep -q '"evaluations":\[{"step":200' chief.out
+expect "digits: the final line lists the evaluations" grep -q '"evaluations":\[{"step":200' chief.log
 expect "digits: data.json saved with the run" \
   grep -q '"normalize":{"kind":"scale","scale":0.0625}' logs/digits-cnn/data.json
 
 # -- C: labels that are names --
-cat >iris.conf <<CONF
-[cluster]
-chief = ["127.0.0.1:7720"]
-ps = ["127.0.0.1:7721"]
-worker = ["127.0.0.1:7722", "127.0.0.1:7723"]
+cluster_config iris.conf 1 2 <<CONF
 [train]
 model = "mlp"
 optimizer = "adam"
@@ -102,11 +83,7 @@ learning-rate = 0.01
 batch-size = 10
 epochs = 60
 log-interval = 0
-[data]
-train = ["sk/iris-train.csv"]
-test = ["sk/iris-test.csv"]
-label-column = "species"
-normalize = "standardize"
+$(sklearn_data iris)
 CONF
 timeout 120 "$bin" --config-file=iris.conf >iris.out 2>iris.log
 acc=$(field iris.out test_accuracy)
@@ -147,11 +124,7 @@ expect "model.input against the data: exit 2 naming both shapes" \
   bash -c "test $rc = 2 && grep -q 'model.input = \[28, 28, 1\] holds 784 values per example, but the data.s examples have shape \[4\]' input.err"
 
 # -- F: regression --
-cat >reg.conf <<CONF
-[cluster]
-chief = ["127.0.0.1:7730"]
-ps = ["127.0.0.1:7731"]
-worker = ["127.0.0.1:7732", "127.0.0.1:7733"]
+cluster_config reg.conf 1 2 <<CONF
 [train]
 ; "softmax" with one output and mean squared error: linear regression
 model = "softmax"
@@ -160,12 +133,7 @@ learning-rate = 0.003
 batch-size = 16
 epochs = 100
 log-interval = 500
-[data]
-train = ["sk/diabetes-train.csv"]
-test = ["sk/diabetes-test.csv"]
-label-column = "progression"
-task = "regression"
-normalize = "standardize"
+$(sklearn_data diabetes)
 CONF
 timeout 120 "$bin" --config-file=reg.conf >reg.out 2>reg.log; rc=$?
 rmse=$(field reg.out test_rmse)
@@ -179,5 +147,4 @@ expect "regression: progress lines show rmse" grep -q "loss=[0-9.]* rmse=[0-9.]*
 expect "regression: RMSE $rmse well below the spread $spread" \
   awk -v r="${rmse:-999}" -v s="$spread" 'BEGIN { exit !(r < 0.85 * s) }'
 
-echo "data_formats_test: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -9,19 +9,11 @@
 # gives up after connect-timeout; without checkpoint.log-dir it says what is
 # missing (exit 2).
 set -u
-. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+. "$(dirname "$0")/lib.sh" # expect, cluster_config, tf_config, finish, ... (listed there)
 bin=$1; root=$2
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
-cd "$tmp" || exit 1
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-      [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"' EXIT
-cat >run.conf <<CONF
-[cluster]
-chief = ["127.0.0.1:7800"]
-ps = ["127.0.0.1:7801"]
-worker = ["127.0.0.1:7802", "127.0.0.1:7803"]
+enter_scratch_dir
+cluster_config run.conf 1 2 <<CONF
 [train]
 model = "mlp"
 optimizer = "adam"
@@ -34,7 +26,7 @@ save-steps = 250
 keep = 2
 CONF
 mkdir elsewhere
-(cd elsewhere && TF_CONFIG='{"cluster": {"chief": ["127.0.0.1:7800"], "ps": ["127.0.0.1:7801"], "worker": ["127.0.0.1:7802", "127.0.0.1:7803"]}, "task": {"type": "evaluator", "index": 0}}' \
+(cd elsewhere && TF_CONFIG=$(tf_config ../run.conf evaluator 0) \
   exec "$bin" --config-file=../run.conf >../eval.out 2>../eval.log) & evaluator=$!
 pids+=($evaluator)
 timeout 300 "$root/scripts/local-cluster" run.conf --timeout 280 --bin "$bin" >run.out 2>run.log; rc=$?
@@ -62,10 +54,9 @@ fi
 sed -e 's/^\[cluster\]/[cluster]\nconnect-timeout = 2s/' run.conf >gone.conf
 timeout 60 "$bin" --config-file=gone.conf --job_name=evaluator >gone.out 2>gone.log; rc=$?
 expect "without a chief: exit 1 (got $rc), naming where it looked" \
-  bash -c "test $rc = 1 && grep -q 'no chief reachable at 127.0.0.1:7800' gone.log"
+  bash -c "test $rc = 1 && grep -q 'no chief reachable at $chief_addr' gone.log"
 sed '/log-dir/d' run.conf >nolog.conf
 "$bin" --config-file=nolog.conf --job_name=evaluator >/dev/null 2>nolog.err; rc=$?
 expect "without checkpoint.log-dir: exit 2, saying so" \
   bash -c "test $rc = 2 && grep -q 'the evaluator keeps its copies of the chief.s checkpoints' nolog.err"
-echo "evaluator_test: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

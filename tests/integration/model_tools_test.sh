@@ -10,38 +10,34 @@
 #   D  a model and data that do not fit: exit 2 naming both; a label the
 #      model does not know: exit 2 naming its line.
 set -u
-. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
-node=$1; export_bin=$2; predict=$3; eval_bin=$4; root=$5
-tmp=$(mktemp -d)
-cd "$tmp" || exit 1
-cleanup() { [ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"; }
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh" # expect, cluster_config, sklearn_data, finish, ... (listed there)
+bin=$1; export_bin=$2; predict=$3; eval_bin=$4; root=$5
+enter_scratch_dir
 "$root/scripts/convert-sklearn-data" sk 2>/dev/null
 
-# -- A: digits, one process: the export scores what the run scored --
-cat >digits.conf <<CONF
-[cluster]
-chief = ["127.0.0.1:7740"]
-ps = ["127.0.0.1:7741"]
-worker = ["127.0.0.1:7742"]
+# train NAME SET [CHECKPOINT_KEY...] <TRAIN_KEYS: scikit-learn's SET, converted into sk/, trained
+# in this process on the [train] keys of standard input; checkpoints and export in logs/NAME
+train() { local name=$1 set=$2 keys; shift 2; keys=$(cat)
+  cluster_config "$name.conf" 1 1 <<CONF
 [train]
+log-interval = 0
+$keys
+$(sklearn_data "$set")
+[checkpoint]
+log-dir = "logs/$name"
+$(printf '%s\n' "$@")
+CONF
+  timeout 120 "$bin" --config-file="$name.conf" >"$name.out" 2>"$name.log"
+}
+
+# -- A: digits, one process: the export scores what the run scored --
+train digits digits "save-steps = 30" <<CONF
 model = "mlp"
 optimizer = "adam"
 learning-rate = 0.001
 batch-size = 32
 epochs = 2
-log-interval = 0
-[data]
-train = ["sk/digits-train.csv"]
-test = ["sk/digits-test.csv"]
-label-column = "digit"
-normalize = "scale"
-scale = 0.0625
-[checkpoint]
-log-dir = "logs/digits"
-save-steps = 30
 CONF
-timeout 120 "$node" --config-file=digits.conf >digits.out 2>digits.log
 acc=$(field digits.out test_accuracy); loss=$(field digits.out test_loss)
 expect "A: the run ends ok and leaves logs/digits/export" \
   bash -c 'grep -q "\"ok\":true" digits.out && test -f logs/digits/export/model.safetensors && test -f logs/digits/export/model.json'
@@ -65,27 +61,13 @@ expect "A: troupe-predict's classes agree with the labels as the accuracy says (
   awk -v n="$agree" -v a="$acc" 'BEGIN { d = n / 360 - a; exit !(d < 2e-4 && d > -2e-4) }'
 
 # -- B: iris, named labels --
-cat >iris.conf <<CONF
-[cluster]
-chief = ["127.0.0.1:7750"]
-ps = ["127.0.0.1:7751"]
-worker = ["127.0.0.1:7752"]
-[train]
+train iris iris <<CONF
 model = "mlp"
 optimizer = "adam"
 learning-rate = 0.01
 batch-size = 10
 epochs = 40
-log-interval = 0
-[data]
-train = ["sk/iris-train.csv"]
-test = ["sk/iris-test.csv"]
-label-column = "species"
-normalize = "standardize"
-[checkpoint]
-log-dir = "logs/iris"
 CONF
-timeout 120 "$node" --config-file=iris.conf >iris.out 2>iris.log
 acc=$(field iris.out test_accuracy)
 expect "B: the iris run ends ok and leaves logs/iris/export" test -f logs/iris/export/model.json
 
@@ -106,27 +88,12 @@ expect "B: the same predictions either way" \
   test "$(tail -n +2 pred.csv | cut -d, -f2 | tr '\n' ' ')" = "$(grep -o '"class":[0-9]*' pred.jsonl | cut -d: -f2 | tr '\n' ' ')"
 
 # -- C: regression --
-cat >reg.conf <<CONF
-[cluster]
-chief = ["127.0.0.1:7760"]
-ps = ["127.0.0.1:7761"]
-worker = ["127.0.0.1:7762"]
-[train]
+train reg diabetes <<CONF
 model = "softmax"
 learning-rate = 0.003
 batch-size = 16
 epochs = 60
-log-interval = 0
-[data]
-train = ["sk/diabetes-train.csv"]
-test = ["sk/diabetes-test.csv"]
-label-column = "progression"
-task = "regression"
-normalize = "standardize"
-[checkpoint]
-log-dir = "logs/reg"
 CONF
-timeout 120 "$node" --config-file=reg.conf >reg.out 2>reg.log
 "$eval_bin" logs/reg/export sk/diabetes-test.csv >reg-eval.out 2>/dev/null
 echo "regression: run rmse $(field reg.out test_rmse); troupe-eval $(field reg-eval.out rmse)"
 expect "C: troupe-eval's RMSE is the run's" test "$(field reg-eval.out rmse)" = "$(field reg.out test_rmse)"
@@ -146,5 +113,4 @@ expect "D: a label the model does not know: exit 2 naming its line" \
 expect "D: no model there: exit 2 saying so" \
   bash -c "test $rc = 2 && grep -q 'neither an exported model' none.err"
 
-echo "model_tools_test: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -7,12 +7,10 @@
 # the final test accuracy, the ps traffic. Sync runs add dropped gradients
 # and straggler time. With summaries = false nothing is written.
 set -u
-. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+. "$(dirname "$0")/lib.sh" # expect, cluster_config, finish, ... (listed there)
 bin=$1; root=$2
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
-cd "$tmp" || exit 1
-trap '[ -n "${TROUPE_KEEP_LOGS:-}" ] && echo "logs in $tmp" || rm -rf "$tmp"' EXIT
+enter_scratch_dir
 if ! command -v protoc >/dev/null || ! /usr/bin/python3 -c "import google.protobuf" 2>/dev/null; then
   echo "tensorboard_test: SKIPPED (needs protobuf-compiler and python3-protobuf)"
   exit 77
@@ -21,11 +19,7 @@ mkdir gen
 protoc --proto_path="$here/tensorboard" --python_out=gen "$here/tensorboard/event.proto"
 read_events() { /usr/bin/python3 "$here/tensorboard/read_events.py" gen "$@"; }
 run() { # NAME MODE EXTRA
-  cat >"$1.conf" <<CONF
-[cluster]
-chief = ["127.0.0.1:7770"]
-ps = ["127.0.0.1:7771", "127.0.0.1:7772"]
-worker = ["127.0.0.1:7773", "127.0.0.1:7774"]
+  cluster_config "$1.conf" 2 2 <<CONF
 [train]
 model = "softmax"
 mode = "$2"
@@ -82,5 +76,4 @@ expect "sync: dropped gradients and straggler time" \
 
 run off async "summaries = false"
 expect "summaries = false: no event file" bash -c "! ls logs/off/events.out.tfevents.* 2>/dev/null"
-echo "tensorboard_test: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish
