@@ -87,11 +87,10 @@ struct step_setup {
   batch b;
 };
 
-std::shared_ptr<step_setup> make_step(const std::string& name, int64_t batch_size, uint32_t seed) {
+std::shared_ptr<step_setup> make_step(model_kind kind, int64_t batch_size, uint32_t seed) {
   auto s = std::make_shared<step_setup>();
-  s->net = make_model(name);
-  for (auto& v : s->net->variables())
-    s->params.push_back(initial_value(v, seed));
+  s->net = make_model(kind);
+  s->params = initial_values(*s->net, seed);
   s->b.images = tensor({batch_size, 784});
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
@@ -119,22 +118,22 @@ int main(int argc, char** argv) {
   for (int threads : {1, 2}) {
     std::printf("\n%d thread(s), each with its own model\n", threads);
     std::printf("  %-8s %12s %14s %12s\n", "model", "ms/step", "examples/s", "GFLOP/s");
-    for (std::string name : {"softmax", "mlp"}) {
+    for (auto kind : {model_kind::softmax, model_kind::mlp}) {
       double secs = concurrent_median(
         threads,
         [&](int t) {
-          auto s = make_step(name, batch_size, 42 + t);
+          auto s = make_step(kind, batch_size, 42 + t);
           return [s] { s->net->train_step(s->params, s->b, s->grads); };
         },
         reps);
-      std::printf("  %-8s %12.2f %14.0f\n", name.c_str(), secs * 1e3, threads * batch_size / secs);
+      std::printf("  %-8s %12.2f %14.0f\n", name_of(kind), secs * 1e3, threads * batch_size / secs);
     }
     std::vector<double> cnn_secs, gemm_rates, ratios;
     for (int round = 0; round < rounds; ++round) {
       double secs = concurrent_median(
         threads,
         [&](int t) {
-          auto s = make_step("cnn", batch_size, 42 + t);
+          auto s = make_step(model_kind::cnn, batch_size, 42 + t);
           return [s] { s->net->train_step(s->params, s->b, s->grads); };
         },
         3);

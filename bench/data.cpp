@@ -82,9 +82,11 @@ std::string npy_header(const std::string& descr, const std::string& shape) {
          + static_cast<char>(h.size() >> 8) + h;
 }
 
-// Writes the set in every format; returns (name, data options) per format.
-std::vector<std::pair<std::string, data_options>> write_formats(const raw_set& s,
-                                                                const std::string& dir) {
+// (name, data options) per format.
+using data_formats = std::vector<std::pair<std::string, data_options>>;
+
+// Writes the set in every format.
+data_formats write_formats(const raw_set& s, const std::string& dir) {
   auto n = static_cast<uint32_t>(s.labels.size());
   std::string idx_images = be32(2051) + be32(n) + be32(28) + be32(28);
   idx_images.append(s.pixels.begin(), s.pixels.end());
@@ -152,9 +154,8 @@ double reader_rate(std::shared_ptr<const data_split> split) {
 
 // A worker's loop for `seconds`: the next batch, then a training step.
 double training_rate(model& net, example_stream& stream, double seconds, size_t batch_size) {
-  std::vector<tensor> params, grads;
-  for (auto& v : net.variables())
-    params.push_back(initial_value(v, 1));
+  auto params = initial_values(net, 1);
+  std::vector<tensor> grads;
   batch b;
   for (int warm = 0; warm < 5; ++warm) {
     stream.next_batch(b);
@@ -170,6 +171,79 @@ double training_rate(model& net, example_stream& stream, double seconds, size_t 
   return static_cast<double>(examples) / seconds_since(start);
 }
 
+// 1. Each reader's rate over the training set; returns the IDX split.
+std::shared_ptr<const data_split> measure_readers(const data_formats& formats) {
+  std::printf("\n1. readers (one pass, parse + check + normalise), records/s:\n");
+  std::shared_ptr<const data_split> idx_split;
+  for (auto& [name, options] : formats) {
+    auto catalog = catalog_data(options, "");
+    if (name == "idx")
+      idx_split = catalog.train;
+    auto bytes = fs::file_size(catalog.train->files[0].features);
+    std::printf("  %-7s %10.0f records/s  (file %.1f MB)\n", name.c_str(),
+                reader_rate(catalog.train), static_cast<double>(bytes) / 1e6);
+  }
+  return idx_split;
+}
+
+// 2. A worker's training rate from disk (IDX and CSV) beside from memory.
+void measure_training(const data_formats& formats, const std::shared_ptr<const data_split>& idx,
+                      double seconds) {
+  std::printf("\n2. a worker training from disk vs from memory (batch 100, %.0f s each), "
+              "examples/s:\n",
+              seconds);
+  auto in_memory = split_in_memory(std::make_shared<const dataset>(load_all(idx)), "training set");
+  stream_options options;
+  options.batch_size = 100;
+  for (auto kind : {model_kind::softmax, model_kind::mlp, model_kind::cnn}) {
+    model_options m;
+    m.input = kind == model_kind::cnn ? shape_t{28, 28, 1} : shape_t{784};
+    auto net = make_model(kind, m);
+    example_stream memory(in_memory, options);
+    double from_memory = training_rate(*net, memory, seconds, options.batch_size);
+    for (auto& [format, data] : formats) {
+      if (format != "idx" && format != "csv")
+        continue;
+      auto split = catalog_data(data, "").train;
+      example_stream disk(split, options);
+      double from_disk = training_rate(*net, disk, seconds, options.batch_size);
+      std::printf("  %-8s memory %9.0f   disk (%s) %9.0f   ratio %.3f\n", name_of(kind),
+                  from_memory, format.c_str(), from_disk, from_disk / from_memory);
+    }
+  }
+}
+
+// 3. The memory a worker reading the CSV holds, with shuffle buffer `buffer`
+// (0: the automatic buffer: the whole share, 179 MiB here, fits 256 MiB and
+// is kept after one read; 10000: a bounded buffer that streams every epoch).
+void measure_memory(const data_options& csv, size_t buffer, const raw_set& raw) {
+  stream_options bounded;
+  bounded.batch_size = 100;
+  bounded.shuffle_buffer = buffer;
+  std::ofstream("/proc/self/clear_refs") << "5";
+  double before = resident_mib("VmRSS:");
+  auto split = catalog_data(csv, "").train;
+  auto start = clock_type::now();
+  example_stream disk(split, bounded);
+  batch b;
+  disk.next_batch(b);
+  double first = seconds_since(start);
+  for (int i = 1; i < 700; ++i) // more than an epoch
+    disk.next_batch(b);
+  double growth = resident_mib("VmHWM:") - before;
+  size_t held = disk.buffer_examples();
+  double bound = (static_cast<double>(held)
+                  + static_cast<double>(bounded.prefetch + 2) * bounded.batch_size)
+                 * 784 * 4 / (1 << 20);
+  std::printf("\n3. memory reading the CSV for more than an epoch (shuffle buffer %zu: %zu "
+              "examples held%s, prefetch %zu):\n",
+              buffer, held, disk.resident() ? ", the whole share, read once" : "",
+              bounded.prefetch);
+  std::printf("  first batch after %.2f s; peak growth %.1f MiB; the stated bound %.1f MiB + "
+              "read buffers; the data as floats %.1f MiB\n",
+              first, growth, bound, static_cast<double>(raw.pixels.size()) * 4 / (1 << 20));
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -181,70 +255,10 @@ int main(int argc, char** argv) {
   std::printf("data set: Fashion-MNIST training set, %zu examples of %zu values\n",
               raw.labels.size(), raw.features);
   auto formats = write_formats(raw, dir.string());
-
-  std::printf("\n1. readers (one pass, parse + check + normalise), records/s:\n");
-  std::shared_ptr<const data_split> idx_split;
-  for (auto& [name, options] : formats) {
-    auto catalog = catalog_data(options, "");
-    if (name == "idx")
-      idx_split = catalog.train;
-    auto bytes = fs::file_size(catalog.train->files[0].features);
-    std::printf("  %-7s %10.0f records/s  (file %.1f MB)\n", name.c_str(),
-                reader_rate(catalog.train), static_cast<double>(bytes) / 1e6);
-  }
-
-  std::printf("\n2. a worker training from disk vs from memory (batch 100, %.0f s each), "
-              "examples/s:\n",
-              seconds);
-  auto in_memory = split_in_memory(std::make_shared<const dataset>(load_all(idx_split)),
-                                   "training set");
-  stream_options options;
-  options.batch_size = 100;
-  for (const char* name : {"softmax", "mlp", "cnn"}) {
-    model_options m;
-    m.input = std::string(name) == "cnn" ? shape_t{28, 28, 1} : shape_t{784};
-    auto net = make_model(name, m);
-    example_stream memory(in_memory, options);
-    double from_memory = training_rate(*net, memory, seconds, options.batch_size);
-    for (auto& [format, data] : formats) {
-      if (format != "idx" && format != "csv")
-        continue;
-      auto split = catalog_data(data, "").train;
-      example_stream disk(split, options);
-      double from_disk = training_rate(*net, disk, seconds, options.batch_size);
-      std::printf("  %-8s memory %9.0f   disk (%s) %9.0f   ratio %.3f\n", name, from_memory,
-                  format.c_str(), from_disk, from_disk / from_memory);
-    }
-  }
-
-  // 0: the automatic buffer (the whole share, 179 MiB here, fits 256 MiB:
-  // kept after one read); 10000: a bounded buffer that streams every epoch.
-  for (size_t buffer : {size_t{0}, size_t{10000}}) {
-    auto bounded = options;
-    bounded.shuffle_buffer = buffer;
-    std::ofstream("/proc/self/clear_refs") << "5";
-    double before = resident_mib("VmRSS:");
-    auto split = catalog_data(formats[3].second, "").train;
-    auto start = clock_type::now();
-    example_stream disk(split, bounded);
-    batch b;
-    disk.next_batch(b);
-    double first = seconds_since(start);
-    for (int i = 1; i < 700; ++i) // more than an epoch
-      disk.next_batch(b);
-    double growth = resident_mib("VmHWM:") - before;
-    size_t held = disk.buffer_examples();
-    double bound = (static_cast<double>(held)
-                    + static_cast<double>(bounded.prefetch + 2) * bounded.batch_size)
-                   * 784 * 4 / (1 << 20);
-    std::printf("\n3. memory reading the CSV for more than an epoch (shuffle buffer %zu: %zu "
-                "examples held%s, prefetch %zu):\n",
-                buffer, held, disk.resident() ? ", the whole share, read once" : "",
-                bounded.prefetch);
-    std::printf("  first batch after %.2f s; peak growth %.1f MiB; the stated bound %.1f MiB + "
-                "read buffers; the data as floats %.1f MiB\n",
-                first, growth, bound, static_cast<double>(raw.pixels.size()) * 4 / (1 << 20));
-  }
+  auto idx_split = measure_readers(formats);
+  measure_training(formats, idx_split, seconds);
+  for (size_t buffer : {size_t{0}, size_t{10000}})
+    measure_memory(formats[3].second, buffer, raw);
   fs::remove_all(dir);
   return 0;
 }

@@ -37,10 +37,9 @@ int main(int argc, char** argv) {
     auto device = gpu::parse_device(device_name);
     gpu::check_device(device, {0.5});
     for (int64_t batch_size : {100, 1024}) {
-      auto net = gpu::make_device_model(make_model("cnn"), device, {0.5});
-      std::vector<tensor> params, grads;
-      for (auto& v : net->variables())
-        params.push_back(initial_value(v, 42));
+      auto net = gpu::make_device_model(make_model(model_kind::cnn), device, {0.5});
+      auto params = initial_values(*net, 42);
+      std::vector<tensor> grads;
       batch b;
       b.images = tensor({batch_size, 784});
       std::mt19937 rng(1);

@@ -56,7 +56,7 @@ int preempted_before_start() {
 int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
   spdlog::info("whole cluster in this process: {} PS shard(s), {} worker(s), model {}, "
                "last_step {}{}",
-               setup.cluster.ps.size(), setup.cluster.worker.size(), setup.train.model,
+               setup.cluster.ps.size(), setup.cluster.worker.size(), name_of(setup.train.model),
                setup.train.last_step, setup.embedded_defaults ? " (embedded defaults)" : "");
   auto summary = announce_data(setup);
   auto data = training_data_of(*setup.data);

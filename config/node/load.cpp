@@ -34,20 +34,27 @@ std::chrono::milliseconds to_ms(caf::timespan t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t);
 }
 
+// The words of the error for a text value that names no enumerator:
+// KEY = "TEXT" <not_known>; did you mean "CLOSEST"? (<choices>: a, b, c).
+struct choice_words {
+  const char* not_known = "is not known";
+  const char* choices = "use one of";
+};
+
 // A text value that names an enumerator, or an error naming the key, the
 // value and the choices.
 template <class E>
 E parse_choice(const char* key, const std::string& text, E fallback,
-               std::vector<std::string>& errors) {
+               std::vector<std::string>& errors, choice_words words = {}) {
   if (auto value = enum_from_name<E>(text))
     return *value;
   std::vector<std::string> names;
   for (auto& entry : enum_names<E>::table)
     names.emplace_back(entry.second);
   auto suggestion = closest_match(text, names);
-  errors.push_back(std::string(key) + " = \"" + text + "\" is not known"
+  errors.push_back(std::string(key) + " = \"" + text + "\" " + words.not_known
                    + (suggestion.empty() ? std::string() : "; did you mean \"" + suggestion + "\"?")
-                   + " (use one of: " + name_list<E>() + ")");
+                   + " (" + words.choices + ": " + name_list<E>() + ")");
   return fallback;
 }
 
@@ -73,6 +80,8 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
     errors.push_back("train.seed must not be negative");
   t.replicas_to_aggregate = cfg.replicas_to_aggregate;
   t.total_num_replicas = cfg.total_num_replicas;
+  t.model = parse_choice("train.model", cfg.model, t.model, errors,
+                         {"is not a known model", "known"});
   t.mode = parse_choice("train.mode", cfg.mode, t.mode, errors);
   t.on_worker_loss = parse_choice("train.on-worker-loss", cfg.on_worker_loss, t.on_worker_loss,
                                   errors);
@@ -405,6 +414,10 @@ void settle_settings(node_config& cfg, node_setup& setup, std::vector<std::strin
   cluster_shape shape{static_cast<int32_t>(cfg.ps_hosts.size()),
                       static_cast<int32_t>(cfg.worker_hosts.size())};
   catalog_for_node(cfg, setup, errors);
+  // An unknown train.model is reported above; no network is checked in its
+  // place (the fallback's would not be the one meant).
+  if (!enum_from_name<model_kind>(cfg.model))
+    setup.train.network.classes = 0;
   for (auto& problem : check_settings(setup.train, setup.runtime, shape))
     errors.push_back(problem.message);
   // R, N and (from the data) last_step.

@@ -40,6 +40,7 @@ public:
   int64_t keep = 5;            // checkpoint
   std::string restore = "auto";
   training_settings train;
+  std::string model = "softmax";
   std::string mode = "async";
   std::string optimizer = "sgd";
   std::string lr_schedule = "constant";

@@ -50,7 +50,7 @@ node_config::node_config()
          "reaches its ports can join, read and change the model (docs/operations.md#security); "
          "without it such a cluster must configure [openssl]");
   opt_group{custom_options_, "train"}
-    .add(train.model, "model", "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom")
+    .add(model, "model", "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom")
     .add(mode, "mode", "update mode: async, or sync (SyncReplicasOptimizer's semantics)")
     .add(train.batch_size, "batch-size", "examples per worker step")
     .add(train.optimizer.learning_rate.base, "learning-rate",

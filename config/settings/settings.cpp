@@ -7,13 +7,6 @@ namespace troupe {
 
 namespace {
 
-std::string join(const std::vector<std::string>& xs) {
-  std::string out;
-  for (auto& x : xs)
-    out += (out.empty() ? "" : ", ") + x;
-  return out;
-}
-
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j)
@@ -30,18 +23,11 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-// The model: a known name, a network that builds (a custom layer list, the
-// shapes chain) and partitioner rules that fit its variables.
+// The model: a network that builds (a custom layer list, the shapes chain)
+// and partitioner rules that fit its variables. Its name was parsed with the
+// other enums' (config/node).
 void check_model(const training_settings& t, std::vector<failure>& out) {
   auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
-  auto& models = model_names();
-  if (std::find(models.begin(), models.end(), t.model) == models.end()) {
-    auto suggestion = closest_match(t.model, models);
-    fail("train.model = \"" + t.model + "\" is not a known model"
-         + (suggestion.empty() ? std::string() : "; did you mean \"" + suggestion + "\"?")
-         + " (known: " + join(models) + ")");
-    return;
-  }
   if (!(t.network.vgg_width > 0 && t.network.vgg_width <= 4)) {
     fail("model.vgg-width must be in (0, 4] (1 = the paper's widths)");
     return;
@@ -98,14 +84,9 @@ void check_workers(const training_settings& t, const cluster_shape& shape,
     fail("train.gpu-memory-fraction must be in (0, 1]");
 }
 
-} // namespace
-
-std::vector<failure> check_settings(const training_settings& t, const runtime_settings& runtime,
-                                    const cluster_shape& shape) {
-  std::vector<failure> out;
+// The update rule the shards apply and how a worker takes part in it.
+void check_update_rule(const training_settings& t, std::vector<failure>& out) {
   auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
-  check_model(t, out);
-  check_workers(t, shape, out);
   if (auto err = t.optimizer.check())
     fail("train.optimizer / train.learning-rate / train.lr-*: " + err->message);
   if (!(t.placement_epsilon > 0 && t.placement_epsilon <= 1))
@@ -115,20 +96,12 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
   if (t.pull_ahead && t.mode == update_mode::sync)
     fail("train.pull-ahead works in async mode only (a sync step must start from the update "
          "before it); set train.pull-ahead = false, or train.mode = \"async\"");
+}
+
+// The run's length and the intervals of its logs and evaluations.
+void check_steps(const training_settings& t, std::vector<failure>& out) {
+  auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
   auto steps = std::to_string(limits::max_steps);
-  auto& ckpt = t.checkpoint;
-  if (ckpt.keep < 1 || ckpt.keep > limits::max_checkpoints_kept)
-    fail("checkpoint.keep = " + std::to_string(ckpt.keep) + " is out of range; use 1.."
-         + std::to_string(limits::max_checkpoints_kept));
-  if (ckpt.save_steps < 0 || ckpt.save_steps > limits::max_steps)
-    fail("checkpoint.save-steps must be 0 (off) or up to " + steps);
-  if (ckpt.save_interval.count() != 0
-      && (ckpt.save_interval < limits::min_save_interval
-          || ckpt.save_interval > limits::max_timeout))
-    fail("checkpoint.save-interval = " + std::to_string(ckpt.save_interval.count())
-         + "ms is out of range; use 0 (off) or 1s to 24h, e.g. 600s");
-  if (ckpt.log_dir.size() > 4096)
-    fail("checkpoint.log-dir is longer than 4096 characters");
   if (t.last_step < 1 || t.last_step > limits::max_steps)
     fail("train.last-step = " + std::to_string(t.last_step) + " is out of range; use 1.." + steps);
   if (!(t.epochs >= 0 && t.epochs <= limits::max_epochs))
@@ -137,17 +110,43 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
     fail("train.log-interval must be 0 (off) or up to " + steps);
   if (t.eval_interval < 0 || t.eval_interval > limits::max_steps)
     fail("train.eval-interval must be 0 (off) or up to " + steps);
+}
+
+void check_checkpoints(const checkpoint_settings& ckpt, std::vector<failure>& out) {
+  auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
+  if (ckpt.keep < 1 || ckpt.keep > limits::max_checkpoints_kept)
+    fail("checkpoint.keep = " + std::to_string(ckpt.keep) + " is out of range; use 1.."
+         + std::to_string(limits::max_checkpoints_kept));
+  if (ckpt.save_steps < 0 || ckpt.save_steps > limits::max_steps)
+    fail("checkpoint.save-steps must be 0 (off) or up to " + std::to_string(limits::max_steps));
+  if (ckpt.save_interval.count() != 0
+      && (ckpt.save_interval < limits::min_save_interval
+          || ckpt.save_interval > limits::max_timeout))
+    fail("checkpoint.save-interval = " + std::to_string(ckpt.save_interval.count())
+         + "ms is out of range; use 0 (off) or 1s to 24h, e.g. 600s");
+  if (ckpt.log_dir.size() > 4096)
+    fail("checkpoint.log-dir is longer than 4096 characters");
+}
+
+// The [data] options, and the task against the workers' devices.
+void check_data(const training_settings& t, const cluster_shape& shape, std::vector<failure>& out) {
   for (auto& problem : data_option_problems(t.data))
-    fail(problem);
+    out.push_back({errc::invalid_setting, problem});
   if (t.data.task == objective::regression)
     for (int32_t w = 0; w < shape.workers; ++w)
       if (device_of(t, w).type != gpu::device_spec::kind::cpu) {
-        fail("data.task = regression trains on CPU workers only (mean squared error has no "
-             "GPU kernel yet); set train.device / train.worker-devices to cpu");
+        out.push_back({errc::invalid_setting,
+                       "data.task = regression trains on CPU workers only (mean squared error "
+                       "has no GPU kernel yet); set train.device / train.worker-devices to cpu"});
         break;
       }
+}
+
+// The refusals allowed and the cluster's timeouts.
+void check_runtime(const runtime_settings& runtime, std::vector<failure>& out) {
+  auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
   if (runtime.max_refused_steps < 0 || runtime.max_refused_steps > limits::max_steps)
-    fail("train.max-refused-steps must be 0.." + steps);
+    fail("train.max-refused-steps must be 0.." + std::to_string(limits::max_steps));
   using std::chrono::milliseconds;
   struct duration_key {
     const char* name;
@@ -166,6 +165,20 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
     if (value < min || value > limits::max_timeout)
       fail(std::string(name) + " = " + std::to_string(value.count()) + "ms is out of range; use "
            + std::to_string(min.count()) + "ms to 24h, e.g. 30s");
+}
+
+} // namespace
+
+std::vector<failure> check_settings(const training_settings& t, const runtime_settings& runtime,
+                                    const cluster_shape& shape) {
+  std::vector<failure> out;
+  check_model(t, out);
+  check_workers(t, shape, out);
+  check_update_rule(t, out);
+  check_checkpoints(t.checkpoint, out);
+  check_steps(t, out);
+  check_data(t, shape, out);
+  check_runtime(runtime, out);
   return out;
 }
 

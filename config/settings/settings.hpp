@@ -69,8 +69,7 @@ struct checkpoint_settings {
 };
 
 struct training_settings {
-  /// softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom (model_names()).
-  std::string model = "softmax";
+  model_kind model = model_kind::softmax;
   update_mode mode = update_mode::async;
   int64_t batch_size = 100;
   /// The update rule the shards apply, with its learning-rate schedule.

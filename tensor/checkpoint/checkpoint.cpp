@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "tensor/checkpoint/json_fields.hpp"
 #include "tensor/plan/partitioner.hpp"
 
 namespace fs = std::filesystem;
@@ -25,55 +26,8 @@ namespace {
   throw checkpoint_error(path + ": " + what);
 }
 
-json::array shape_json(const shape_t& shape) {
-  json::array out;
-  for (auto d : shape)
-    out.emplace_back(d);
-  return out;
-}
-
-// Field readers for from_json: each names the field that is missing or wrong.
-struct fields {
-  const std::string& path;
-  const json::value& v;
-  std::string where;
-
-  const json::value& get(const std::string& key) const {
-    auto* f = v.find(key);
-    if (f == nullptr)
-      fail(path, where + "lacks \"" + key + "\"");
-    return *f;
-  }
-  int64_t integer(const std::string& key, int64_t min, int64_t max) const {
-    auto i = get(key).as_int();
-    if (!i || *i < min || *i > max)
-      fail(path, where + "\"" + key + "\" must be an integer in " + std::to_string(min) + ".."
-                   + std::to_string(max));
-    return *i;
-  }
-  std::string text(const std::string& key) const {
-    auto* s = get(key).as_string();
-    if (s == nullptr)
-      fail(path, where + "\"" + key + "\" must be a string");
-    return *s;
-  }
-  const json::array& list(const std::string& key) const {
-    auto* a = get(key).as_array();
-    if (a == nullptr)
-      fail(path, where + "\"" + key + "\" must be an array");
-    return *a;
-  }
-  shape_t shape(const std::string& key) const {
-    shape_t out;
-    for (auto& d : list(key)) {
-      auto n = d.as_int();
-      if (!n || *n < 0 || *n > (int64_t{1} << 40))
-        fail(path, where + "\"" + key + "\" holds a dimension that is not a size");
-      out.push_back(*n);
-    }
-    return out;
-  }
-};
+using json::fields;
+using json::shape_json;
 
 constexpr int64_t max_int = int64_t{1} << 53;
 

@@ -5,12 +5,12 @@
 
 namespace troupe {
 
-std::map<std::string, std::string> checkpoint_fingerprint(const std::string& model,
+std::map<std::string, std::string> checkpoint_fingerprint(model_kind model,
                                                           optimizer_kind optimizer) {
   std::string slots;
   for (auto& s : slot_names(optimizer))
     slots += (slots.empty() ? "" : ",") + s;
-  return {{"model", model}, {"optimizer", name_of(optimizer)}, {"slots", slots}};
+  return {{"model", name_of(model)}, {"optimizer", name_of(optimizer)}, {"slots", slots}};
 }
 
 std::vector<std::string> restore_problems(const checkpoint_manifest& manifest,

@@ -17,7 +17,7 @@ namespace troupe {
 
 /// What must not change across a restore: the model, the optimizer and the
 /// slots it keeps.
-std::map<std::string, std::string> checkpoint_fingerprint(const std::string& model,
+std::map<std::string, std::string> checkpoint_fingerprint(model_kind model,
                                                           optimizer_kind optimizer);
 
 /// Every reason `manifest` cannot be restored into a model with `variables`

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "tensor/checkpoint/checkpoint.hpp"
+#include "tensor/checkpoint/json_fields.hpp"
 #include "tensor/checkpoint/safetensors.hpp"
 #include "tensor/export/onnx.hpp"
 
@@ -22,64 +23,8 @@ std::string number_text(double v) {
   return buf;
 }
 
-json::array shape_json(const shape_t& shape) {
-  json::array out;
-  for (auto d : shape)
-    out.emplace_back(d);
-  return out;
-}
-
-// Field readers naming what is missing or wrong.
-struct fields {
-  const std::string& path;
-  const json::value& v;
-
-  const json::value& get(const std::string& key) const {
-    auto* f = v.find(key);
-    if (f == nullptr)
-      fail(path, "lacks \"" + key + "\"");
-    return *f;
-  }
-  int64_t integer(const std::string& key, int64_t min, int64_t max) const {
-    auto i = get(key).as_int();
-    if (!i || *i < min || *i > max)
-      fail(path, "\"" + key + "\" must be an integer in " + std::to_string(min) + ".."
-                   + std::to_string(max));
-    return *i;
-  }
-  std::string text(const std::string& key) const {
-    auto* s = get(key).as_string();
-    if (s == nullptr)
-      fail(path, "\"" + key + "\" must be a string");
-    return *s;
-  }
-  const json::array& list(const std::string& key) const {
-    auto* a = get(key).as_array();
-    if (a == nullptr)
-      fail(path, "\"" + key + "\" must be an array");
-    return *a;
-  }
-  std::vector<std::string> strings(const std::string& key) const {
-    std::vector<std::string> out;
-    for (auto& e : list(key)) {
-      auto* s = e.as_string();
-      if (s == nullptr)
-        fail(path, "\"" + key + "\" must hold strings");
-      out.push_back(*s);
-    }
-    return out;
-  }
-  std::vector<float> numbers(const std::string& key) const {
-    std::vector<float> out;
-    for (auto& e : list(key)) {
-      auto* d = e.as_number();
-      if (d == nullptr || !std::isfinite(*d))
-        fail(path, "\"" + key + "\" must hold finite numbers");
-      out.push_back(static_cast<float>(*d));
-    }
-    return out;
-  }
-};
+using json::fields;
+using json::shape_json;
 
 std::string padding_text(padding p) {
   return p == padding::same ? "same" : "valid";
@@ -120,10 +65,10 @@ std::vector<std::string> layer_specs(const model& net) {
   return out;
 }
 
-model_card describe_model(const std::string& model_name, const model& net, const data_split* train,
+model_card describe_model(model_kind kind, const model& net, const data_split* train,
                           int64_t step) {
   model_card card;
-  card.model = model_name;
+  card.model = name_of(kind);
   card.layers = layer_specs(net);
   card.input = net.input_shape();
   auto last = net.layers().back();
@@ -182,7 +127,7 @@ json::value model_card::to_json() const {
 }
 
 model_card model_card::from_json(const json::value& v, const std::string& path) {
-  fields top{path, v};
+  fields top{path, v, ""};
   if (v.as_object() == nullptr || top.text("format") != "troupe-model")
     fail(path, "not a Troupe model card (model.json)");
   if (top.integer("version", 0, 1 << 30) != format_version)
@@ -210,7 +155,7 @@ model_card model_card::from_json(const json::value& v, const std::string& path) 
                  + " classes, but \"classes\" is " + std::to_string(card.classes));
   card.step = top.integer("step", 0, int64_t{1} << 53);
   card.label_column = top.text("label_column");
-  fields norm{path, top.get("normalize")};
+  fields norm{path, top.get("normalize"), ""};
   auto kind = enum_from_name<normalization>(norm.text("kind"));
   if (!kind || *kind == normalization::automatic)
     fail(path, "\"normalize\".\"kind\" must be none, scale or standardize");
@@ -267,7 +212,7 @@ void write_model_export(const std::string& dir, const model_card& card,
   if (ec)
     throw checkpoint_error(weights + ": cannot move into place (" + ec.message() + ")");
   write_file_atomically(dir + "/model.onnx",
-                        onnx_model(*make_model("custom", card.options()), card, values));
+                        onnx_model(*make_model(model_kind::custom, card.options()), card, values));
   write_file_atomically(dir + "/model.json", json::write(card.to_json()) + "\n");
 }
 
@@ -284,7 +229,7 @@ exported_model read_card(const std::string& card_path) {
   exported_model out;
   out.card = model_card::from_json(v, card_path);
   try {
-    out.net = make_model("custom", out.card.options());
+    out.net = make_model(model_kind::custom, out.card.options());
   } catch (const std::exception& e) {
     fail(card_path, std::string("its layers do not build a network: ") + e.what());
   }

@@ -42,8 +42,7 @@ struct model_card {
 
 /// The card of `net` trained on `train` (its shape, classes, names and
 /// normalisation; null: none known, e.g. an in-memory set).
-model_card describe_model(const std::string& model_name, const model& net, const data_split* train,
-                          int64_t step);
+model_card describe_model(model_kind kind, const model& net, const data_split* train, int64_t step);
 
 /// The layers of `net` in layer_spec syntax ("dense name=fc1 units=10", ...).
 std::vector<std::string> layer_specs(const model& net);

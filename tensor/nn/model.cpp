@@ -322,15 +322,41 @@ std::unique_ptr<model> make_vgg(const std::string& name, const shape_t& input, i
   return make_sequential(name, input, classes, std::move(layers), task);
 }
 
-} // namespace
-
-const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names{"softmax", "mlp",   "cnn",   "vgg11",
-                                              "vgg16",   "vgg19", "custom"};
-  return names;
+// The built-in model of `kind` (null for custom and for a value outside the
+// table); a shape_error when its layers do not fit the input.
+std::unique_ptr<model> make_built_in(model_kind kind, const model_options& options) {
+  auto& input = options.input;
+  auto classes = options.classes;
+  auto task = options.task;
+  std::string name = name_of(kind);
+  switch (kind) {
+    case model_kind::softmax:
+      return make_softmax_model(num_elements(input), classes, task);
+    case model_kind::mlp:
+      return make_mlp(num_elements(input), classes, task);
+    case model_kind::cnn:
+      return make_cnn(input, classes, task, options.seed);
+    case model_kind::vgg11:
+      return make_vgg(name, input, classes, task, {1, 1, 2, 2, 2}, options.vgg_width, options.seed);
+    case model_kind::vgg16:
+      return make_vgg(name, input, classes, task, {2, 2, 3, 3, 3}, options.vgg_width, options.seed);
+    case model_kind::vgg19:
+      return make_vgg(name, input, classes, task, {2, 2, 4, 4, 4}, options.vgg_width, options.seed);
+    case model_kind::custom:
+      break;
+  }
+  return nullptr;
 }
 
-std::unique_ptr<model> make_model(const std::string& name, const model_options& options) {
+bool convolutional(model_kind kind) {
+  return kind == model_kind::cnn || kind == model_kind::vgg11 || kind == model_kind::vgg16
+         || kind == model_kind::vgg19;
+}
+
+} // namespace
+
+std::unique_ptr<model> make_model(model_kind kind, const model_options& options) {
+  std::string name = name_of(kind);
   auto& input = options.input;
   auto classes = options.classes;
   auto task = options.task;
@@ -339,29 +365,18 @@ std::unique_ptr<model> make_model(const std::string& name, const model_options& 
       "model " + name + ": "
       + (task == objective::regression ? "regression has one output" : "needs at least 2 classes")
       + ", not " + std::to_string(classes));
-  bool convolutional = name == "cnn" || name.rfind("vgg", 0) == 0;
-  if (convolutional && input.size() != 3)
+  if (convolutional(kind) && input.size() != 3)
     throw troupe_error("model " + name + " takes examples of shape [height, width, channels]; "
                        + "the data's are " + to_string(input)
                        + " (set data.input-shape, e.g. [28, 28, 1])");
   try {
-    if (name == "softmax")
-      return make_softmax_model(num_elements(input), classes, task);
-    if (name == "mlp")
-      return make_mlp(num_elements(input), classes, task);
-    if (name == "cnn")
-      return make_cnn(input, classes, task, options.seed);
-    if (name == "vgg11")
-      return make_vgg(name, input, classes, task, {1, 1, 2, 2, 2}, options.vgg_width, options.seed);
-    if (name == "vgg16")
-      return make_vgg(name, input, classes, task, {2, 2, 3, 3, 3}, options.vgg_width, options.seed);
-    if (name == "vgg19")
-      return make_vgg(name, input, classes, task, {2, 2, 4, 4, 4}, options.vgg_width, options.seed);
+    if (auto built_in = make_built_in(kind, options))
+      return built_in;
   } catch (const shape_error& e) {
     throw troupe_error("model " + name + " does not fit examples of shape " + to_string(input)
                        + ": " + e.what());
   }
-  if (name == "custom") {
+  if (kind == model_kind::custom) {
     if (options.layers.empty())
       throw troupe_error("model custom: list its layers in model.layers");
     try {
@@ -371,10 +386,14 @@ std::unique_ptr<model> make_model(const std::string& name, const model_options& 
       throw troupe_error(std::string("model.layers: ") + e.what());
     }
   }
-  std::string known;
-  for (auto& n : model_names())
-    known += (known.empty() ? "" : ", ") + n;
-  throw troupe_error("unknown model '" + name + "' (known: " + known + ")");
+  throw troupe_error("unknown model '" + name + "' (known: " + name_list<model_kind>() + ")");
+}
+
+std::vector<tensor> initial_values(const model& m, uint64_t seed) {
+  std::vector<tensor> out;
+  for (auto& v : m.variables())
+    out.push_back(initial_value(v, seed));
+  return out;
 }
 
 batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params, const dataset& data,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/core/enum_names.hpp"
 #include "tensor/core/tensor.hpp"
 #include "tensor/data/dataset.hpp"
 #include "tensor/nn/loss.hpp"
@@ -144,14 +145,26 @@ struct model_options {
 std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classes = 10,
                                           objective task = objective::classification);
 
-/// A built-in model by name (softmax, mlp, cnn, vgg11, vgg16, vgg19), or
-/// "custom" built from options.layers, for examples of options.input and
+/// The models make_model builds (train.model): the built-in ones, and
+/// "custom", built from model_options::layers.
+enum class model_kind { softmax, mlp, cnn, vgg11, vgg16, vgg19, custom };
+
+template <>
+struct enum_names<model_kind> {
+  static constexpr std::pair<model_kind, const char*> table[] = {
+    {model_kind::softmax, "softmax"}, {model_kind::mlp, "mlp"},     {model_kind::cnn, "cnn"},
+    {model_kind::vgg11, "vgg11"},     {model_kind::vgg16, "vgg16"}, {model_kind::vgg19, "vgg19"},
+    {model_kind::custom, "custom"}};
+};
+
+/// A built-in model (softmax, mlp, cnn, vgg11, vgg16, vgg19), or custom
+/// built from options.layers, for examples of options.input and
 /// options.classes classes (softmax and mlp take any input; cnn and vgg an
 /// [H, W, C] their layers fit); throws troupe_error naming the problem.
-std::unique_ptr<model> make_model(const std::string& name, const model_options& options = {});
+std::unique_ptr<model> make_model(model_kind kind, const model_options& options = {});
 
-/// The names make_model accepts.
-const std::vector<std::string>& model_names();
+/// initial_value of each of the model's variables, in order.
+std::vector<tensor> initial_values(const model& m, uint64_t seed);
 
 /// Loss and accuracy of a model over a whole dataset, in batches.
 batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params, const dataset& data,

@@ -89,10 +89,7 @@ batch image_batch(int64_t n, uint32_t seed) {
 
 // Every variable's initial value, seed 42.
 std::vector<tensor> initial_params(const model& m) {
-  std::vector<tensor> params;
-  for (auto& v : m.variables())
-    params.push_back(initial_value(v, 42));
-  return params;
+  return initial_values(m, 42);
 }
 
 } // namespace
@@ -109,7 +106,7 @@ BOOST_AUTO_TEST_CASE(device_names_parse) {
 }
 
 BOOST_AUTO_TEST_CASE(a_cpu_device_computes_with_the_cpu_model) {
-  auto cpu = make_model("mlp");
+  auto cpu = make_model(model_kind::mlp);
   auto* raw = cpu.get();
   auto same = gpu::make_device_model(std::move(cpu), gpu::parse_device("cpu"));
   BOOST_TEST(same.get() == raw);
@@ -136,13 +133,14 @@ BOOST_AUTO_TEST_CASE(a_missing_device_is_a_clear_error) {
     }
   };
   for (auto device : {cuda0, gpu::device_spec{gpu::device_spec::kind::cuda, 5}}) {
-    expect_clear_error(device, [&] { gpu::make_device_model(make_model("softmax"), device); });
+    expect_clear_error(device,
+                       [&] { gpu::make_device_model(make_model(model_kind::softmax), device); });
     expect_clear_error(device, [&] { gpu::describe_device(device); });
   }
 }
 
 BOOST_AUTO_TEST_CASE(layers_describe_themselves_to_other_backends) {
-  auto net = make_model("cnn");
+  auto net = make_model(model_kind::cnn);
   auto layers = net->layers();
   BOOST_REQUIRE(layers.size() == 11u);
   BOOST_TEST((layers[0].type == layer_desc::kind::conv2d));
@@ -233,9 +231,10 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_and_accuracy) {
 // One training step of each built-in model, CPU vs GPU: same parameters, same
 // batch, same dropout masks; loss, accuracy and every gradient.
 BOOST_AUTO_TEST_CASE(a_training_step_of_each_model) {
-  for (std::string name : {"softmax", "mlp", "cnn", "vgg11"}) {
-    auto cpu = make_model(name);
-    auto gpu_model = gpu::make_device_model(make_model(name), cuda0, {0.5});
+  for (auto kind : {model_kind::softmax, model_kind::mlp, model_kind::cnn, model_kind::vgg11}) {
+    std::string name = name_of(kind);
+    auto cpu = make_model(kind);
+    auto gpu_model = gpu::make_device_model(make_model(kind), cuda0, {0.5});
     auto params = initial_params(*cpu);
     auto b = image_batch(32, 5);
     for (int step = 0; step < 2; ++step) { // the second step draws new masks on both
@@ -264,8 +263,8 @@ BOOST_AUTO_TEST_CASE(a_training_step_of_each_model) {
 // A caller that writes parameters into the model's pinned staging and reads
 // gradients from it gets the step the tensor interface computes.
 BOOST_AUTO_TEST_CASE(the_staged_step_matches_the_tensor_step) {
-  auto by_tensors = gpu::make_device_model(make_model("cnn"), cuda0, {0.2});
-  auto staged = gpu::make_device_model(make_model("cnn"), cuda0, {0.2});
+  auto by_tensors = gpu::make_device_model(make_model(model_kind::cnn), cuda0, {0.2});
+  auto staged = gpu::make_device_model(make_model(model_kind::cnn), cuda0, {0.2});
   auto* buffers = staged->staging();
   BOOST_REQUIRE(buffers != nullptr);
   auto& vars = staged->variables();
@@ -303,7 +302,7 @@ BOOST_AUTO_TEST_CASE(memory_fraction_is_enforced) {
   // parameters and gradients (26 MB) but not its activations at batch 4096
   // (conv1's output alone is 411 MB): that step fails with an error naming
   // the setting, and the model still trains a small batch afterwards.
-  auto net = gpu::make_device_model(make_model("cnn"), cuda0, {0.001});
+  auto net = gpu::make_device_model(make_model(model_kind::cnn), cuda0, {0.001});
   auto params = initial_params(*net);
   std::vector<tensor> grads;
   try {
@@ -329,7 +328,7 @@ BOOST_AUTO_TEST_SUITE(emulated_device)
 // start (the pool grows lazily); the one that finds the device full says so,
 // naming the setting, and trains again once there is room.
 BOOST_AUTO_TEST_CASE(a_device_others_filled_since_the_start_is_a_clear_error) {
-  auto net = gpu::make_device_model(make_model("cnn"), cuda0, {0.5});
+  auto net = gpu::make_device_model(make_model(model_kind::cnn), cuda0, {0.5});
   auto params = initial_params(*net);
   auto b = image_batch(8, 3);
   std::vector<tensor> grads;

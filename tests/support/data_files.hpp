@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "tensor/core/error.hpp"
+#include "tests/support/errors.hpp"
 
 namespace troupe::testing {
 
@@ -77,6 +78,15 @@ inline std::vector<unsigned char> idx_labels(uint32_t n, uint32_t first = 0,
   return out;
 }
 
+/// n images (idx_images) at `images` and their labels (idx_labels) at
+/// `labels`, gzipped or plain.
+inline void write_idx_pair(const std::string& images, const std::string& labels, uint32_t n,
+                           bool gzipped = true) {
+  auto write = gzipped ? write_gz : write_bytes;
+  write(images, idx_images(n));
+  write(labels, idx_labels(n));
+}
+
 /// A .npy file (version 1.0) of `descr` with `shape` and raw data `bytes`.
 inline std::vector<unsigned char> npy(const std::string& descr, const std::vector<size_t>& shape,
                                       const std::vector<unsigned char>& bytes,
@@ -106,18 +116,10 @@ std::vector<unsigned char> raw_bytes(const std::vector<T>& values) {
   return out;
 }
 
+/// The message of the data_error f() throws, or "no error".
 template <class F>
 std::string error_of(F f) {
-  try {
-    f();
-  } catch (const data_error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-inline bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+  return message_of<data_error>(f);
 }
 
 /// Starts the peak below over from the current resident memory.

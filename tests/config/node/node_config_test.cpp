@@ -398,6 +398,9 @@ BOOST_AUTO_TEST_CASE(job_and_task_errors) {
 
 BOOST_AUTO_TEST_CASE(training_value_errors) {
   expect_error(load(base() + "model = \"softmx\"\n", worker0), {"did you mean \"softmax\""});
+  expect_error(load(base() + "model = \"cnm\"\n", worker0),
+               {"train.model = \"cnm\" is not a known model; did you mean \"cnn\"? (known: "
+                "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom)"});
   expect_error(load(base() + "learning-rate = -0.1\n", worker0), {"train.learning-rate"});
   expect_error(load(base() + "last-step = 0\n", worker0), {"train.last-step"});
   expect_error(load(base() + "batch-size = 0\n", worker0), {"train.batch-size"});

@@ -14,6 +14,7 @@
 #include "tensor/checkpoint/json.hpp"
 #include "tensor/checkpoint/restore.hpp"
 #include "tensor/plan/partitioner.hpp"
+#include "tests/support/errors.hpp"
 
 using namespace troupe;
 namespace fs = std::filesystem;
@@ -90,18 +91,12 @@ struct saved_model {
   }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const checkpoint_error& e) {
-    return e.what();
-  }
-  return "no error";
+template <class F>
+std::string error_of(F f) {
+  return testing::message_of<checkpoint_error>(f);
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 void corrupt_byte(const std::string& path, std::streamoff at) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -390,7 +385,8 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_model_or_optimizer_is_refused) {
   BOOST_REQUIRE(problems.size() == 1u);
   BOOST_TEST(problems[0]
              == "the checkpoint was written with optimizer = 'adam', this run uses 'sgd'");
-  BOOST_TEST(checkpoint_fingerprint("mlp", optimizer_kind::adam).at("slots") == "Adam,Adam_1");
+  BOOST_TEST(checkpoint_fingerprint(model_kind::mlp, optimizer_kind::adam).at("slots")
+             == "Adam,Adam_1");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -22,6 +22,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A `kind` model for examples of shape `input` and `classes` classes.
+std::unique_ptr<model> model_for(model_kind kind, shape_t input, int64_t classes) {
+  model_options o;
+  o.input = std::move(input);
+  o.classes = classes;
+  return make_model(kind, o);
+}
+
 std::vector<tensor> random_values(const model& net, uint32_t seed) {
   std::vector<tensor> out;
   for (auto& v : net.variables())
@@ -29,18 +37,12 @@ std::vector<tensor> random_values(const model& net, uint32_t seed) {
   return out;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const troupe_error& e) {
-    return e.what();
-  }
-  return "no error";
+template <class F>
+std::string error_of(F f) {
+  return testing::message_of<troupe_error>(f);
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 // A checkpoint of whole variables in one file, as the chief writes them.
 std::string save_checkpoint(const std::string& root, const model& net,
@@ -70,13 +72,11 @@ std::string save_checkpoint(const std::string& root, const model& net,
 BOOST_AUTO_TEST_SUITE(model_export)
 
 BOOST_AUTO_TEST_CASE(every_built_in_network_is_rebuilt_from_its_layer_specs) {
-  for (auto name : {"softmax", "mlp", "cnn", "vgg11"}) {
-    model_options o;
-    o.input = {28, 28, 1};
-    o.classes = 10;
-    auto net = make_model(name, o);
-    auto card = describe_model(name, *net, nullptr, 7);
-    auto rebuilt = make_model("custom", card.options());
+  for (auto kind : {model_kind::softmax, model_kind::mlp, model_kind::cnn, model_kind::vgg11}) {
+    std::string name = name_of(kind);
+    auto net = model_for(kind, {28, 28, 1}, 10);
+    auto card = describe_model(kind, *net, nullptr, 7);
+    auto rebuilt = make_model(model_kind::custom, card.options());
     BOOST_REQUIRE_EQUAL(rebuilt->variables().size(), net->variables().size());
     for (size_t i = 0; i < net->variables().size(); ++i) {
       BOOST_TEST(rebuilt->variables()[i].name == net->variables()[i].name, name);
@@ -95,10 +95,7 @@ BOOST_AUTO_TEST_CASE(every_built_in_network_is_rebuilt_from_its_layer_specs) {
 
 BOOST_AUTO_TEST_CASE(an_export_reads_back_with_its_card) {
   temp_dir d;
-  model_options o;
-  o.input = {4};
-  o.classes = 3;
-  auto net = make_model("mlp", o);
+  auto net = model_for(model_kind::mlp, {4}, 3);
   auto values = random_values(*net, 5);
   data_split train;
   train.format = data_format::csv;
@@ -107,7 +104,7 @@ BOOST_AUTO_TEST_CASE(an_export_reads_back_with_its_card) {
   train.norm.kind = normalization::standardize;
   train.norm.mean = {1, 2, 3, 4};
   train.norm.inv_stddev = {0.5f, 1, 2, 4};
-  auto card = describe_model("mlp", *net, &train, 1200);
+  auto card = describe_model(model_kind::mlp, *net, &train, 1200);
   write_model_export(d.file("out"), card, net->variables(), values);
   BOOST_TEST(fs::exists(d.file("out/model.safetensors")));
   auto back = read_model_export(d.file("out"));
@@ -143,25 +140,23 @@ BOOST_AUTO_TEST_CASE(an_export_reads_back_with_its_card) {
 
 BOOST_AUTO_TEST_CASE(a_checkpoint_loads_with_the_runs_model_card) {
   temp_dir d;
-  model_options o;
-  o.input = {6};
-  o.classes = 2;
-  auto net = make_model("softmax", o);
+  auto net = model_for(model_kind::softmax, {6}, 2);
   auto values = random_values(*net, 9);
   auto ckpt = save_checkpoint(d.file("logs"), *net, values, 300);
   BOOST_TEST(contains(error_of([&] { load_model(ckpt); }), "model.json"));
-  write_file_atomically(d.file("logs/model.json"),
-                        json::write(describe_model("softmax", *net, nullptr, 0).to_json()));
+  write_file_atomically(
+    d.file("logs/model.json"),
+    json::write(describe_model(model_kind::softmax, *net, nullptr, 0).to_json()));
   auto loaded = load_model(ckpt);
   BOOST_TEST(loaded.card.step == 300);
   BOOST_TEST(loaded.params[0].bit_equal(values[0]));
   BOOST_TEST(contains(error_of([&] { load_model(d.file("nothing")); }),
                       "neither an exported model (model.json) nor a checkpoint"));
   // Another model's card: named by variable and shape.
-  o.classes = 3;
-  auto other = make_model("softmax", o);
-  write_file_atomically(d.file("logs/model.json"),
-                        json::write(describe_model("softmax", *other, nullptr, 0).to_json()));
+  auto other = model_for(model_kind::softmax, {6}, 3);
+  write_file_atomically(
+    d.file("logs/model.json"),
+    json::write(describe_model(model_kind::softmax, *other, nullptr, 0).to_json()));
   auto msg = error_of([&] { load_model(ckpt); });
   BOOST_TEST(contains(msg, "softmax/weights has shape [6, 2] there, but the model's is [6, 3]"),
              msg);

@@ -79,6 +79,22 @@ void check_layer(layer& l, shape_t per_example, int64_t batch, tensor x, uint32_
   BOOST_TEST(worst < 1e-3, l.name() << " (" << l.describe() << "): worst relative error " << worst);
 }
 
+// A conv2d layer: [h, w, ch] examples, `filters` k x k filters.
+struct conv_case {
+  int64_t h, w, ch, filters, k, stride;
+  padding pad;
+};
+
+// check_layer for a conv2d layer of each case, on 2 examples (random, seed
+// `input_seed`); `seed` and `h` as check_layer's.
+void check_conv2d(std::initializer_list<conv_case> cases, uint32_t input_seed, uint32_t seed,
+                  float h = 1e-2f) {
+  for (auto p : cases) {
+    auto l = make_conv2d("conv", p.filters, p.k, p.k, p.stride, p.pad, {}, {});
+    check_layer(*l, {p.h, p.w, p.ch}, 2, random_tensor({2, p.h, p.w, p.ch}, input_seed), seed, h);
+  }
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(layer_gradients)
@@ -91,16 +107,11 @@ BOOST_AUTO_TEST_CASE(dense) {
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_same_valid_and_strided) {
-  struct c {
-    int64_t h, w, ch, filters, k, stride;
-    padding pad;
-  };
-  for (auto p : {c{5, 5, 2, 3, 3, 1, padding::same}, c{6, 5, 2, 2, 3, 1, padding::valid},
-                 c{7, 7, 1, 2, 3, 2, padding::same}, c{7, 6, 2, 2, 2, 2, padding::valid},
-                 c{4, 4, 3, 2, 5, 1, padding::same}}) {
-    auto l = make_conv2d("conv", p.filters, p.k, p.k, p.stride, p.pad, {}, {});
-    check_layer(*l, {p.h, p.w, p.ch}, 2, random_tensor({2, p.h, p.w, p.ch}, 3), 30);
-  }
+  check_conv2d(
+    {conv_case{5, 5, 2, 3, 3, 1, padding::same}, conv_case{6, 5, 2, 2, 3, 1, padding::valid},
+     conv_case{7, 7, 1, 2, 3, 2, padding::same}, conv_case{7, 6, 2, 2, 2, 2, padding::valid},
+     conv_case{4, 4, 3, 2, 5, 1, padding::same}},
+    3, 30);
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_small_receptive_field_path) {
@@ -109,16 +120,11 @@ BOOST_AUTO_TEST_CASE(conv2d_small_receptive_field_path) {
   // one-pixel tail); its gradients are checked like every other layer's,
   // with a wider step: a convolution is linear in x and in its parameters,
   // so the central difference has no truncation error, only float rounding.
-  struct c {
-    int64_t h, w, ch, filters, k, stride;
-    padding pad;
-  };
-  for (auto p : {c{5, 5, 1, 8, 3, 1, padding::same}, c{6, 5, 2, 16, 3, 1, padding::valid},
-                 c{7, 7, 1, 40, 3, 2, padding::same}, c{7, 6, 2, 24, 2, 2, padding::valid},
-                 c{5, 5, 1, 32, 5, 1, padding::same}}) {
-    auto l = make_conv2d("conv", p.filters, p.k, p.k, p.stride, p.pad, {}, {});
-    check_layer(*l, {p.h, p.w, p.ch}, 2, random_tensor({2, p.h, p.w, p.ch}, 4), 40, 0.1f);
-  }
+  check_conv2d(
+    {conv_case{5, 5, 1, 8, 3, 1, padding::same}, conv_case{6, 5, 2, 16, 3, 1, padding::valid},
+     conv_case{7, 7, 1, 40, 3, 2, padding::same}, conv_case{7, 6, 2, 24, 2, 2, padding::valid},
+     conv_case{5, 5, 1, 32, 5, 1, padding::same}},
+    4, 40, 0.1f);
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_seed_conv1_matches_a_double_reference) {
@@ -284,30 +290,52 @@ BOOST_AUTO_TEST_SUITE(model_gradients)
 
 // Whole models: dL/d(parameters) against finite differences of the
 // evaluation loss (these models have no dropout, so both passes agree).
+// Values in [-scale, scale) for each of the model's variables, then a batch
+// of `shape` (examples first) in [0, 1) with labels 0..9 in turn, each
+// tensor from the next seed.
+struct step_inputs {
+  std::vector<tensor> params;
+  troupe::batch b;
+};
+
+step_inputs random_step(const model& net, float scale, shape_t shape, uint32_t seed) {
+  std::vector<tensor> params;
+  for (auto& v : net.variables())
+    params.push_back(random_tensor(v.shape, seed++, -scale, scale));
+  troupe::batch b;
+  b.images = random_tensor(std::move(shape), seed++, 0.0f, 1.0f);
+  for (int64_t i = 0; i < b.images.shape()[0]; ++i)
+    b.labels.push_back(static_cast<int32_t>(i % 10));
+  return {std::move(params), std::move(b)};
+}
+
+// The worst relative error of grads against numeric(p, i), the central
+// difference for value i of variable p, over every value or an evenly spread
+// sample of max_per_variable of each variable's.
+template <class Numeric>
+double worst_error(const std::vector<tensor>& grads, size_t max_per_variable, Numeric numeric) {
+  double worst = 0;
+  for (size_t p = 0; p < grads.size(); ++p) {
+    size_t stride = std::max<size_t>(1, grads[p].size() / max_per_variable);
+    for (size_t i = 0; i < grads[p].size(); i += stride)
+      worst = std::max(worst, rel_error(numeric(p, i), grads[p][i]));
+  }
+  return worst;
+}
+
 // Every parameter, or an evenly spread sample of large variables.
 void check_model(model& net, shape_t per_example, int64_t batch, uint32_t seed,
                  size_t max_per_variable) {
-  std::vector<tensor> params;
-  for (auto& v : net.variables())
-    params.push_back(random_tensor(v.shape, seed++, -0.3f, 0.3f));
-  troupe::batch b;
-  b.images = random_tensor(with_batch(batch, per_example), seed++, 0.0f, 1.0f);
-  for (int64_t i = 0; i < batch; ++i)
-    b.labels.push_back(static_cast<int32_t>(i % 10));
+  auto in = random_step(net, 0.3f, with_batch(batch, per_example), seed);
   std::vector<tensor> grads;
-  net.train_step(params, b, grads);
+  net.train_step(in.params, in.b, grads);
   const float h = 1e-3f;
-  double worst = 0;
-  for (size_t p = 0; p < params.size(); ++p) {
-    size_t stride = std::max<size_t>(1, params[p].size() / max_per_variable);
-    for (size_t i = 0; i < params[p].size(); i += stride) {
-      auto plus = params, minus = params;
-      plus[p][i] += h;
-      minus[p][i] -= h;
-      double numeric = (net.evaluate(plus, b).loss - net.evaluate(minus, b).loss) / (2.0 * h);
-      worst = std::max(worst, rel_error(numeric, grads[p][i]));
-    }
-  }
+  double worst = worst_error(grads, max_per_variable, [&](size_t p, size_t i) {
+    auto plus = in.params, minus = in.params;
+    plus[p][i] += h;
+    minus[p][i] -= h;
+    return (net.evaluate(plus, in.b).loss - net.evaluate(minus, in.b).loss) / (2.0 * h);
+  });
   BOOST_TEST(worst < 1e-3, net.name() << ": worst relative error " << worst);
 }
 
@@ -338,38 +366,28 @@ double reference_loss(const std::vector<std::vector<double>>& params, const trou
 }
 
 void check_dense_stack(model& net, int64_t batch, uint32_t seed, size_t max_per_variable) {
-  std::vector<tensor> params;
+  auto in = random_step(net, 0.1f, {batch, 784}, seed);
   std::vector<std::vector<double>> exact;
-  for (auto& v : net.variables()) {
-    params.push_back(random_tensor(v.shape, seed++, -0.1f, 0.1f));
-    exact.emplace_back(params.back().values().begin(), params.back().values().end());
-  }
-  troupe::batch b;
-  b.images = random_tensor({batch, 784}, seed++, 0.0f, 1.0f);
-  for (int64_t i = 0; i < batch; ++i)
-    b.labels.push_back(static_cast<int32_t>(i % 10));
+  for (auto& p : in.params)
+    exact.emplace_back(p.values().begin(), p.values().end());
   std::vector<tensor> grads;
-  net.train_step(params, b, grads);
+  net.train_step(in.params, in.b, grads);
   const double h = 1e-5;
-  double worst = 0;
-  for (size_t p = 0; p < params.size(); ++p) {
-    size_t stride = std::max<size_t>(1, params[p].size() / max_per_variable);
-    for (size_t i = 0; i < params[p].size(); i += stride) {
-      auto keep = exact[p][i];
-      exact[p][i] = keep + h;
-      double up = reference_loss(exact, b, 784);
-      exact[p][i] = keep - h;
-      double down = reference_loss(exact, b, 784);
-      exact[p][i] = keep;
-      worst = std::max(worst, rel_error((up - down) / (2 * h), grads[p][i]));
-    }
-  }
+  double worst = worst_error(grads, max_per_variable, [&](size_t p, size_t i) {
+    auto keep = exact[p][i];
+    exact[p][i] = keep + h;
+    double up = reference_loss(exact, in.b, 784);
+    exact[p][i] = keep - h;
+    double down = reference_loss(exact, in.b, 784);
+    exact[p][i] = keep;
+    return (up - down) / (2 * h);
+  });
   BOOST_TEST(worst < 1e-3, net.name() << ": worst relative error " << worst);
 }
 
 BOOST_AUTO_TEST_CASE(softmax_and_mlp_against_a_double_reference) {
-  check_dense_stack(*make_model("softmax"), 5, 100, 80);
-  check_dense_stack(*make_model("mlp"), 4, 200, 30);
+  check_dense_stack(*make_model(model_kind::softmax), 5, 100, 80);
+  check_dense_stack(*make_model(model_kind::mlp), 4, 200, 30);
 }
 
 BOOST_AUTO_TEST_CASE(a_small_cnn_built_like_deepnn) {
@@ -385,7 +403,7 @@ BOOST_AUTO_TEST_CASE(a_small_cnn_built_like_deepnn) {
               "dense name=fc1 units=6",
               "relu",
               "dense name=fc2 units=10"};
-  check_model(*make_model("custom", o), {8, 8, 2}, 3, 300, 1000);
+  check_model(*make_model(model_kind::custom, o), {8, 8, 2}, 3, 300, 1000);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
