@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -91,28 +92,25 @@ bool make_throwaway_identity(const std::string& dir) {
   return ok;
 }
 
-bool read_all(int fd, void* buf, size_t n) {
-  auto* p = static_cast<char*>(buf);
+// Calls io(fd, p, left) until all n bytes moved; false on an error or EOF.
+template <class Byte, class Io>
+bool move_all(int fd, Byte* p, size_t n, Io io) {
   while (n > 0) {
-    auto got = ::read(fd, p, n);
-    if (got <= 0)
+    auto moved = io(fd, p, n);
+    if (moved <= 0)
       return false;
-    p += got;
-    n -= static_cast<size_t>(got);
+    p += moved;
+    n -= static_cast<size_t>(moved);
   }
   return true;
 }
 
+bool read_all(int fd, void* buf, size_t n) {
+  return move_all(fd, static_cast<char*>(buf), n, ::read);
+}
+
 bool write_all(int fd, const void* buf, size_t n) {
-  auto* p = static_cast<const char*>(buf);
-  while (n > 0) {
-    auto put = ::write(fd, p, n);
-    if (put <= 0)
-      return false;
-    p += put;
-    n -= static_cast<size_t>(put);
-  }
-  return true;
+  return move_all(fd, static_cast<const char*>(buf), n, ::write);
 }
 
 // Raw TCP: for each request, read a size header and that many bytes (the
@@ -211,13 +209,26 @@ std::unique_ptr<bulk_link> open_link(caf::scoped_actor& chief, const ps_shard_ac
 // Each push is a new global step: a shard applies a step once.
 int64_t next_step = 0;
 
+// MB/s of `rounds` round trips that each move `bytes` both ways (after one
+// warm-up round); -1 when a round fails.
+template <class Round>
+double mb_per_s(size_t bytes, int rounds, Round&& one_round) {
+  one_round(); // warm-up
+  auto start = clock_type::now();
+  for (int i = 0; i < rounds; ++i)
+    if (!one_round())
+      return -1;
+  double secs = std::chrono::duration<double>(clock_type::now() - start).count();
+  return 2.0 * static_cast<double>(bytes) * rounds / secs / 1e6;
+}
+
 double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::string& name,
                        size_t floats, int rounds) {
   caf::scoped_actor self{sys};
   tensor gradient({static_cast<int64_t>(floats)}, 1e-3f);
   std::vector<std::string> names{name};
   auto timeout = std::chrono::seconds(60);
-  auto one_round = [&] {
+  return mb_per_s(floats * sizeof(float), rounds, [&] {
     bool ok = true;
     self->request(shard, timeout, pull_atom::value, bench_run, names)
       .receive([](const pull_reply&) {}, [&](caf::error&) { ok = false; });
@@ -226,21 +237,14 @@ double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::
                 names, std::vector<tensor>{gradient})
       .receive([](int64_t) {}, [&](caf::error&) { ok = false; });
     return ok;
-  };
-  one_round(); // warm-up
-  auto start = clock_type::now();
-  for (int i = 0; i < rounds; ++i)
-    if (!one_round())
-      return -1;
-  double secs = std::chrono::duration<double>(clock_type::now() - start).count();
-  return 2.0 * floats * sizeof(float) * rounds / secs / 1e6;
+  });
 }
 
 double bulk_mb_per_s(bulk_link& link, const std::string& name, size_t floats, int rounds) {
   std::vector<tensor> gradient{tensor({static_cast<int64_t>(floats)}, 1e-3f)};
   std::vector<std::string> names{name};
   std::vector<tensor> values;
-  auto one_round = [&] {
+  auto rate = mb_per_s(floats * sizeof(float), rounds, [&] {
     auto until = clock_type::now() + std::chrono::seconds(60);
     link.start_pull(bench_run, names, std::move(values));
     complete_all({&link}, until);
@@ -250,16 +254,10 @@ double bulk_mb_per_s(bulk_link& link, const std::string& name, size_t floats, in
     link.start_push(bench_run, 0, next_step++, 0, names, gradient);
     complete_all({&link}, until);
     return !link.error();
-  };
-  one_round(); // warm-up
-  auto start = clock_type::now();
-  for (int i = 0; i < rounds; ++i)
-    if (!one_round()) {
-      std::fprintf(stderr, "bulk: %s\n", link.error()->message.c_str());
-      return -1;
-    }
-  double secs = std::chrono::duration<double>(clock_type::now() - start).count();
-  return 2.0 * floats * sizeof(float) * rounds / secs / 1e6;
+  });
+  if (rate < 0)
+    std::fprintf(stderr, "bulk: %s\n", link.error()->message.c_str());
+  return rate;
 }
 
 // Round trips in microseconds, sorted.
@@ -286,17 +284,10 @@ double percentile(const std::vector<double>& sorted, double p) {
 double raw_mb_per_s(int fd, size_t bytes, int rounds) {
   std::vector<char> out(bytes, 1), in(bytes);
   uint64_t n = bytes;
-  auto one_round = [&] {
+  return mb_per_s(bytes, rounds, [&] {
     return write_all(fd, &n, sizeof(n)) && write_all(fd, out.data(), bytes)
            && read_all(fd, in.data(), bytes);
-  };
-  one_round();
-  auto start = clock_type::now();
-  for (int i = 0; i < rounds; ++i)
-    if (!one_round())
-      return -1;
-  double secs = std::chrono::duration<double>(clock_type::now() - start).count();
-  return 2.0 * bytes * rounds / secs / 1e6;
+  });
 }
 
 // `self` becomes the shard's chief: the only one its stop counts from.
@@ -311,208 +302,282 @@ bool initialise(caf::scoped_actor& self, ps_shard_actor shard,
   return initialised;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-  keep_freed_tensor_memory(); // as troupe-node, in both processes
-  int rounds_40mb = 10;
+struct bench_options {
+  int rounds_40mb = 10; ///< rounds at 40 MB; smaller tensors take proportionally more
   bool tls = false;
+};
+
+// The command line; nullopt (usage printed) when it is not understood.
+std::optional<bench_options> parse_arguments(int argc, char** argv) {
+  bench_options out;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--rounds" && i + 1 < argc)
-      rounds_40mb = std::max(1, std::atoi(argv[++i]));
+      out.rounds_40mb = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--tls")
-      tls = true;
+      out.tls = true;
     else {
       std::fprintf(stderr, "usage: %s [--rounds N] [--tls]\n", argv[0]);
-      return 2;
+      return std::nullopt;
     }
   }
-  if (tls) {
-    if (auto problem = openssl_error_queue_problem(); !problem.empty()) {
-      std::fprintf(stderr, "transfer: %s\n", problem.c_str());
-      return 1;
-    }
-    char dir[] = "/tmp/troupe-bench-tls-XXXXXX";
-    if (!::mkdtemp(dir) || !make_throwaway_identity(dir)) {
-      std::fprintf(stderr, "transfer: cannot make a throwaway certificate\n");
-      return 1;
-    }
-    tls_dir = dir;
+  return out;
+}
+
+// --tls: the OpenSSL fix in place, and the throwaway identity in tls_dir.
+bool prepare_tls() {
+  if (auto problem = openssl_error_queue_problem(); !problem.empty()) {
+    std::fprintf(stderr, "transfer: %s\n", problem.c_str());
+    return false;
   }
+  char dir[] = "/tmp/troupe-bench-tls-XXXXXX";
+  if (!::mkdtemp(dir) || !make_throwaway_identity(dir)) {
+    std::fprintf(stderr, "transfer: cannot make a throwaway certificate\n");
+    return false;
+  }
+  tls_dir = dir;
+  return true;
+}
+
+// Forks the server process; its ports: the shard, raw TCP, the TLS shard
+// (0 without --tls). False when it did not start.
+bool start_server(bool tls, pid_t& child, uint16_t (&ports)[3]) {
   int fds[2];
   if (::pipe(fds) != 0)
-    return 1;
-  pid_t child = ::fork();
+    return false;
+  child = ::fork();
   if (child == 0) {
     ::close(fds[0]);
     serve(fds[1]);
   }
   ::close(fds[1]);
-  uint16_t ports[3] = {0, 0, 0};
   if (::read(fds[0], ports, sizeof(ports)) != sizeof(ports) || ports[0] == 0
       || (tls && ports[2] == 0)) {
     std::fprintf(stderr, "transfer: the server process did not start\n");
-    return 1;
+    return false;
   }
+  return true;
+}
+
+// A connection to the raw TCP echo server, or -1.
+int connect_raw(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    std::fprintf(stderr, "transfer: cannot reach the raw TCP server\n");
+    ::close(fd);
+    return -1;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+constexpr size_t sizes_mb[] = {1, 4, 40};
+
+// The client's side: the shards (the TLS one with --tls) initialised with
+// one tensor per size and a 64-byte one, a bulk link to each, raw TCP.
+struct client {
+  bool tls = false;
+  ps_shard_actor shard, tls_shard;
+  int raw_fd = -1;
+  std::vector<std::string> names;
+  std::vector<tensor> values;
+  std::shared_ptr<const bulk::tls_context> tls_ctx;
+  std::unique_ptr<bulk_link> link, tls_link;
+};
+
+// Reaches the server's shards and raw TCP and initialises the shards; false
+// (logged) when any of it fails.
+bool connect_client(caf::actor_system& sys, caf::scoped_actor& chief, const uint16_t (&ports)[3],
+                    client& c) {
+  auto shard = sys.middleman().remote_actor<ps_shard_actor>("127.0.0.1", ports[0]);
+  if (!shard) {
+    std::fprintf(stderr, "transfer: cannot reach the shard: %s\n",
+                 sys.render(shard.error()).c_str());
+    return false;
+  }
+  c.shard = *shard;
+  if (c.tls) {
+    auto tls_shard = caf::openssl::remote_actor<ps_shard_actor>(sys, "127.0.0.1", ports[2]);
+    if (!tls_shard) {
+      std::fprintf(stderr, "transfer: cannot reach the TLS shard: %s\n",
+                   sys.render(tls_shard.error()).c_str());
+      return false;
+    }
+    c.tls_shard = *tls_shard;
+  }
+  if ((c.raw_fd = connect_raw(ports[1])) < 0)
+    return false;
+  for (auto mb : sizes_mb) {
+    c.names.push_back("v" + std::to_string(mb) + "mb");
+    c.values.emplace_back(shape_t{static_cast<int64_t>(mb * 1000 * 1000 / 4)}, 0.5f);
+  }
+  c.names.push_back("v64b");
+  c.values.emplace_back(shape_t{16}, 0.5f);
+  if (!initialise(chief, c.shard, c.names, c.values)
+      || (c.tls && !initialise(chief, c.tls_shard, c.names, c.values)))
+    return false;
+  if (!(c.link = open_link(chief, c.shard, nullptr)))
+    return false;
+  if (c.tls) {
+    maybe_failure error;
+    c.tls_ctx = bulk::tls_context::make(bench_tls_files(), error);
+    c.tls_link = c.tls_ctx ? open_link(chief, c.tls_shard, c.tls_ctx.get()) : nullptr;
+    if (!c.tls_link)
+      return false;
+  }
+  return true;
+}
+
+// The median of three measurements, or -1 when one failed.
+double median_of_three(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.front() < 0 ? -1 : v[1];
+}
+
+// P1: MB/s of pull + push per size on each path, and the ratios; false
+// when a round failed.
+bool measure_throughput(caf::actor_system& sys, client& c, int rounds_40mb) {
+  std::printf("bench/transfer: pull+push of one tensor between two processes over 127.0.0.1\n");
+  std::printf("%8s %7s %13s %10s %9s %10s %9s", "size", "rounds", "raw TCP MB/s", "bulk MB/s",
+              "bulk/raw", "BASP MB/s", "BASP/raw");
+  if (c.tls)
+    std::printf(" %14s %14s %14s %14s\n", "TLS bulk MB/s", "TLS/plain bulk", "TLS BASP MB/s",
+                "TLS/plain BASP");
+  else
+    std::printf("\n");
+  for (size_t i = 0; i < 3; ++i) {
+    int rounds = static_cast<int>(rounds_40mb * 40 / sizes_mb[i]);
+    auto& name = c.names[i];
+    auto floats = c.values[i].size();
+    // Raw TCP and the bulk path take turns, three times each; the medians
+    // are compared (the machine's noise hits both alike).
+    std::vector<double> raws, bulks, tls_bulks;
+    for (int turn = 0; turn < 3; ++turn) {
+      raws.push_back(raw_mb_per_s(c.raw_fd, c.values[i].bytes(), rounds));
+      bulks.push_back(bulk_mb_per_s(*c.link, name, floats, rounds));
+      if (c.tls)
+        tls_bulks.push_back(bulk_mb_per_s(*c.tls_link, name, floats, rounds));
+    }
+    double raw = median_of_three(raws);
+    double bulk = median_of_three(bulks);
+    double tls_bulk = c.tls ? median_of_three(tls_bulks) : 0;
+    double basp = troupe_mb_per_s(sys, c.shard, name, floats, rounds);
+    double over_tls = c.tls ? troupe_mb_per_s(sys, c.tls_shard, name, floats, rounds) : 0;
+    if (basp < 0 || bulk < 0 || raw < 0 || over_tls < 0 || tls_bulk < 0) {
+      std::fprintf(stderr, "transfer: a round failed at %zu MB\n", sizes_mb[i]);
+      return false;
+    }
+    std::printf("%6zuMB %7d %13.0f %10.0f %9.2f %10.0f %9.2f", sizes_mb[i], rounds, raw, bulk,
+                bulk / raw, basp, basp / raw);
+    if (c.tls)
+      std::printf(" %14.0f %14.2f %14.0f %14.2f\n", tls_bulk, tls_bulk / bulk, over_tls,
+                  over_tls / basp);
+    else
+      std::printf("\n");
+  }
+  return true;
+}
+
+// Round trips of a 64-byte pull on `link`.
+std::vector<double> bulk_round_trips(bulk_link& link, int trips) {
+  std::vector<std::string> small_name{"v64b"};
+  std::vector<tensor> small_values;
+  return round_trips(trips, [&] {
+    link.start_pull(bench_run, small_name, std::move(small_values));
+    complete_all({&link}, clock_type::now() + std::chrono::seconds(10));
+    small_values = std::move(link.values());
+    return !link.error();
+  });
+}
+
+// P2: the round trip of a 64-byte pull on each path beside a raw TCP echo;
+// false when one failed.
+bool measure_round_trips(caf::scoped_actor& chief, client& c, int rounds_40mb) {
+  const int trips = 20 * rounds_40mb * 40;
+  std::vector<char> small(64, 1);
+  uint64_t small_n = small.size();
+  auto raw_trips = round_trips(trips, [&] {
+    return write_all(c.raw_fd, &small_n, sizeof(small_n))
+           && write_all(c.raw_fd, small.data(), small.size())
+           && read_all(c.raw_fd, small.data(), small.size());
+  });
+  auto bulk_trips = bulk_round_trips(*c.link, trips);
+  auto tls_bulk_trips = c.tls ? bulk_round_trips(*c.tls_link, trips) : std::vector<double>{};
+  std::vector<std::string> small_name{"v64b"};
+  auto basp_trips = round_trips(trips, [&] {
+    bool ok = false;
+    chief->request(c.shard, std::chrono::seconds(10), pull_atom::value, bench_run, small_name)
+      .receive([&](const pull_reply&) { ok = true; }, [&](caf::error&) {});
+    return ok;
+  });
+  if (raw_trips.empty() || bulk_trips.empty() || basp_trips.empty()) {
+    std::fprintf(stderr, "transfer: a 64-byte round trip failed\n");
+    return false;
+  }
+  double raw_median = percentile(raw_trips, 0.5);
+  std::printf("\npull of a 64-byte tensor, round trip over %d pulls (P2: bulk median <= 1.5 x "
+              "raw)\n%8s %12s %9s %14s\n",
+              trips, "path", "median us", "p99 us", "median/raw");
+  auto row = [&](const char* path, const std::vector<double>& t) {
+    std::printf("%8s %12.1f %9.1f %14.2f\n", path, percentile(t, 0.5), percentile(t, 0.99),
+                percentile(t, 0.5) / raw_median);
+  };
+  row("raw TCP", raw_trips);
+  row("bulk", bulk_trips);
+  if (c.tls && !tls_bulk_trips.empty())
+    row("TLS bulk", tls_bulk_trips);
+  row("BASP", basp_trips);
+  return true;
+}
+
+// Ends the server's side: the links, raw TCP's echo loop and the shards.
+void stop_server(caf::scoped_actor& chief, client& c) {
+  c.link.reset();
+  c.tls_link.reset();
+  uint64_t zero = 0;
+  write_all(c.raw_fd, &zero, sizeof(zero));
+  ::close(c.raw_fd);
+  chief->send(c.shard, stop_atom::value);
+  if (c.tls)
+    chief->send(c.tls_shard, stop_atom::value);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100)); // let the stop leave
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  keep_freed_tensor_memory(); // as troupe-node, in both processes
+  auto options = parse_arguments(argc, argv);
+  if (!options)
+    return 2;
+  if (options->tls && !prepare_tls())
+    return 1;
+  pid_t child = 0;
+  uint16_t ports[3] = {0, 0, 0};
+  if (!start_server(options->tls, child, ports))
+    return 1;
   int exit_code = 0;
   {
     node_cfg cfg;
     caf::actor_system sys{cfg};
-    auto shard = sys.middleman().remote_actor<ps_shard_actor>("127.0.0.1", ports[0]);
-    if (!shard) {
-      std::fprintf(stderr, "transfer: cannot reach the shard: %s\n",
-                   sys.render(shard.error()).c_str());
-      return 1;
-    }
-    caf::expected<ps_shard_actor> tls_shard{caf::sec::invalid_argument};
-    if (tls) {
-      tls_shard = caf::openssl::remote_actor<ps_shard_actor>(sys, "127.0.0.1", ports[2]);
-      if (!tls_shard) {
-        std::fprintf(stderr, "transfer: cannot reach the TLS shard: %s\n",
-                     sys.render(tls_shard.error()).c_str());
-        return 1;
-      }
-    }
-    int raw_fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(ports[1]);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(raw_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      std::fprintf(stderr, "transfer: cannot reach the raw TCP server\n");
-      return 1;
-    }
-    int one = 1;
-    ::setsockopt(raw_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-
-    const size_t sizes_mb[] = {1, 4, 40};
-    std::vector<std::string> names;
-    std::vector<tensor> values;
-    for (auto mb : sizes_mb) {
-      names.push_back("v" + std::to_string(mb) + "mb");
-      values.emplace_back(shape_t{static_cast<int64_t>(mb * 1000 * 1000 / 4)}, 0.5f);
-    }
-    names.push_back("v64b");
-    values.emplace_back(shape_t{16}, 0.5f);
     caf::scoped_actor chief{sys};
-    if (!initialise(chief, *shard, names, values)
-        || (tls && !initialise(chief, *tls_shard, names, values)))
+    client c;
+    c.tls = options->tls;
+    if (!connect_client(sys, chief, ports, c))
       return 1;
-    auto link = open_link(chief, *shard, nullptr);
-    if (!link)
-      return 1;
-    std::shared_ptr<const bulk::tls_context> tls_ctx;
-    std::unique_ptr<bulk_link> tls_link;
-    if (tls) {
-      maybe_failure error;
-      tls_ctx = bulk::tls_context::make(bench_tls_files(), error);
-      tls_link = tls_ctx ? open_link(chief, *tls_shard, tls_ctx.get()) : nullptr;
-      if (!tls_link)
-        return 1;
-    }
-    std::printf("bench/transfer: pull+push of one tensor between two processes over 127.0.0.1\n");
-    std::printf("%8s %7s %13s %10s %9s %10s %9s", "size", "rounds", "raw TCP MB/s", "bulk MB/s",
-                "bulk/raw", "BASP MB/s", "BASP/raw");
-    if (tls)
-      std::printf(" %14s %14s %14s %14s\n", "TLS bulk MB/s", "TLS/plain bulk", "TLS BASP MB/s",
-                  "TLS/plain BASP");
-    else
-      std::printf("\n");
-    for (size_t i = 0; i < 3; ++i) {
-      int rounds = static_cast<int>(rounds_40mb * 40 / sizes_mb[i]);
-      // Raw TCP and the bulk path take turns, three times each; the medians
-      // are compared (the machine's noise hits both alike).
-      std::vector<double> raws, bulks, tls_bulks;
-      for (int turn = 0; turn < 3; ++turn) {
-        raws.push_back(raw_mb_per_s(raw_fd, values[i].bytes(), rounds));
-        bulks.push_back(bulk_mb_per_s(*link, names[i], values[i].size(), rounds));
-        if (tls)
-          tls_bulks.push_back(bulk_mb_per_s(*tls_link, names[i], values[i].size(), rounds));
-      }
-      std::sort(raws.begin(), raws.end());
-      std::sort(bulks.begin(), bulks.end());
-      std::sort(tls_bulks.begin(), tls_bulks.end());
-      double raw = raws.front() < 0 ? -1 : raws[1];
-      double bulk = bulks.front() < 0 ? -1 : bulks[1];
-      double tls_bulk = !tls ? 0 : tls_bulks.front() < 0 ? -1 : tls_bulks[1];
-      double basp = troupe_mb_per_s(sys, *shard, names[i], values[i].size(), rounds);
-      double over_tls = tls ? troupe_mb_per_s(sys, *tls_shard, names[i], values[i].size(), rounds)
-                            : 0;
-      if (basp < 0 || bulk < 0 || raw < 0 || over_tls < 0 || tls_bulk < 0) {
-        std::fprintf(stderr, "transfer: a round failed at %zu MB\n", sizes_mb[i]);
-        exit_code = 1;
-        break;
-      }
-      std::printf("%6zuMB %7d %13.0f %10.0f %9.2f %10.0f %9.2f", sizes_mb[i], rounds, raw, bulk,
-                  bulk / raw, basp, basp / raw);
-      if (tls)
-        std::printf(" %14.0f %14.2f %14.0f %14.2f\n", tls_bulk, tls_bulk / bulk, over_tls,
-                    over_tls / basp);
-      else
-        std::printf("\n");
-    }
-    // P2: a pull of 64 bytes, round trip.
-    const int trips = 20 * rounds_40mb * 40;
-    std::vector<char> small(64, 1);
-    uint64_t small_n = small.size();
-    auto raw_trips = round_trips(trips, [&] {
-      return write_all(raw_fd, &small_n, sizeof(small_n))
-             && write_all(raw_fd, small.data(), small.size())
-             && read_all(raw_fd, small.data(), small.size());
-    });
-    std::vector<std::string> small_name{"v64b"};
-    std::vector<tensor> small_values;
-    auto bulk_trips = round_trips(trips, [&] {
-      link->start_pull(bench_run, small_name, std::move(small_values));
-      complete_all({link.get()}, clock_type::now() + std::chrono::seconds(10));
-      small_values = std::move(link->values());
-      return !link->error();
-    });
-    std::vector<tensor> tls_small_values;
-    auto tls_bulk_trips = !tls ? std::vector<double>{} : round_trips(trips, [&] {
-      tls_link->start_pull(bench_run, small_name, std::move(tls_small_values));
-      complete_all({tls_link.get()}, clock_type::now() + std::chrono::seconds(10));
-      tls_small_values = std::move(tls_link->values());
-      return !tls_link->error();
-    });
-    auto basp_trips = round_trips(trips, [&] {
-      bool ok = false;
-      chief->request(*shard, std::chrono::seconds(10), pull_atom::value, bench_run, small_name)
-        .receive([&](const pull_reply&) { ok = true; }, [&](caf::error&) {});
-      return ok;
-    });
-    if (raw_trips.empty() || bulk_trips.empty() || basp_trips.empty()) {
-      std::fprintf(stderr, "transfer: a 64-byte round trip failed\n");
-      exit_code = 1;
-    } else {
-      double raw_median = percentile(raw_trips, 0.5);
-      std::printf("\npull of a 64-byte tensor, round trip over %d pulls (P2: bulk median <= 1.5 x "
-                  "raw)\n%8s %12s %9s %14s\n",
-                  trips, "path", "median us", "p99 us", "median/raw");
-      auto row = [&](const char* path, const std::vector<double>& t) {
-        std::printf("%8s %12.1f %9.1f %14.2f\n", path, percentile(t, 0.5), percentile(t, 0.99),
-                    percentile(t, 0.5) / raw_median);
-      };
-      row("raw TCP", raw_trips);
-      row("bulk", bulk_trips);
-      if (tls && !tls_bulk_trips.empty())
-        row("TLS bulk", tls_bulk_trips);
-      row("BASP", basp_trips);
-    }
-    link.reset();
-    tls_link.reset();
-    uint64_t zero = 0;
-    write_all(raw_fd, &zero, sizeof(zero));
-    ::close(raw_fd);
-    chief->send(*shard, stop_atom::value);
-    if (tls)
-      chief->send(*tls_shard, stop_atom::value);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100)); // let the stop leave
+    bool throughput = measure_throughput(sys, c, options->rounds_40mb);
+    bool latency = measure_round_trips(chief, c, options->rounds_40mb);
+    exit_code = throughput && latency ? 0 : 1;
+    stop_server(chief, c);
   }
   int status = 0;
   ::waitpid(child, &status, 0);
-  if (tls) {
+  if (options->tls) {
     std::remove((tls_dir + "/node.pem").c_str());
     std::remove((tls_dir + "/node.key").c_str());
     ::rmdir(tls_dir.c_str());

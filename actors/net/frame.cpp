@@ -21,7 +21,7 @@ maybe_failure check_header(const frame_header& head, const frame_limits& limits)
                                               + ", this node speaks "
                                               + std::to_string(frame_version)};
   if (head.kind < static_cast<uint16_t>(frame_kind::hello)
-      || head.kind > static_cast<uint16_t>(frame_kind::refusal))
+      || head.kind > static_cast<uint16_t>(frame_kind::last))
     return malformed("unknown kind " + std::to_string(head.kind));
   if (head.reserved != 0)
     return malformed("reserved header field is " + std::to_string(head.reserved) + ", not 0");
@@ -59,26 +59,6 @@ meta_writer::meta_writer(const tensor_refs& tensors) {
   }
 }
 
-meta_writer& meta_writer::u8(uint8_t v) {
-  raw(&v, sizeof(v));
-  return *this;
-}
-
-meta_writer& meta_writer::i32(int32_t v) {
-  raw(&v, sizeof(v));
-  return *this;
-}
-
-meta_writer& meta_writer::u64(uint64_t v) {
-  raw(&v, sizeof(v));
-  return *this;
-}
-
-meta_writer& meta_writer::i64(int64_t v) {
-  raw(&v, sizeof(v));
-  return *this;
-}
-
 meta_writer& meta_writer::text(std::string_view v) {
   auto n = static_cast<uint32_t>(v.size());
   raw(&n, sizeof(n));
@@ -108,30 +88,6 @@ bool meta_reader::take(void* p, size_t n) {
   std::memcpy(p, rest_.data(), n);
   rest_.remove_prefix(n);
   return true;
-}
-
-uint8_t meta_reader::u8() {
-  uint8_t v;
-  take(&v, sizeof(v));
-  return v;
-}
-
-int32_t meta_reader::i32() {
-  int32_t v;
-  take(&v, sizeof(v));
-  return v;
-}
-
-uint64_t meta_reader::u64() {
-  uint64_t v;
-  take(&v, sizeof(v));
-  return v;
-}
-
-int64_t meta_reader::i64() {
-  int64_t v;
-  take(&v, sizeof(v));
-  return v;
 }
 
 std::string meta_reader::text() {
@@ -294,75 +250,92 @@ void frame_reader::skip_data() {
 
 bool frame_reader::receive_some(channel& ch, maybe_failure& error) {
   for (;;) {
+    auto step = progress::complete; // paused, done
     switch (phase_) {
-      case phase::header: {
-        auto got = ch.read_some(reinterpret_cast<char*>(&head_) + got_, sizeof(head_) - got_,
-                                error);
-        if (got <= 0)
-          return false;
-        got_ += static_cast<size_t>(got);
-        if (got_ < sizeof(head_))
-          continue;
-        if ((error = on_header()))
-          return false;
-        phase_ = phase::meta;
-        got_ = 0;
+      case phase::header:
+        step = read_header(ch, error);
         break;
-      }
-      case phase::meta: {
-        if (meta_.size() < head_.meta_bytes) {
-          char chunk[16384];
-          auto want = std::min<size_t>(sizeof(chunk), head_.meta_bytes - meta_.size());
-          auto got = ch.read_some(chunk, want, error);
-          if (got <= 0)
-            return false;
-          meta_.append(chunk, static_cast<size_t>(got));
-          continue;
-        }
-        if ((error = on_meta()))
-          return false;
-        if (pause_) {
-          phase_ = phase::paused;
-          return true;
-        }
-        read_data();
+      case phase::meta:
+        step = read_meta(ch, error);
         break;
-      }
+      case phase::data:
+        step = read_floats(ch, error);
+        break;
+      case phase::skip:
+        step = skip_floats(ch, error);
+        break;
       case phase::paused:
-        return true;
-      case phase::data: {
-        while (tensor_ < tensors_.size() && got_ == tensors_[tensor_].bytes()) {
-          ++tensor_;
-          got_ = 0;
-        }
-        if (tensor_ == tensors_.size()) {
-          phase_ = phase::done;
-          return true;
-        }
-        auto& t = tensors_[tensor_];
-        auto got = ch.read_some(reinterpret_cast<char*>(t.data()) + got_, t.bytes() - got_, error);
-        if (got <= 0)
-          return false;
-        got_ += static_cast<size_t>(got);
-        break;
-      }
-      case phase::skip: {
-        if (got_ == head_.data_bytes) {
-          phase_ = phase::done;
-          return true;
-        }
-        char scratch[1 << 16];
-        auto want = std::min<uint64_t>(sizeof(scratch), head_.data_bytes - got_);
-        auto got = ch.read_some(scratch, static_cast<size_t>(want), error);
-        if (got <= 0)
-          return false;
-        got_ += static_cast<size_t>(got);
-        break;
-      }
       case phase::done:
-        return true;
+        break;
     }
+    if (step != progress::go_on)
+      return step == progress::complete;
   }
+}
+
+frame_reader::progress frame_reader::read_header(channel& ch, maybe_failure& error) {
+  auto got = ch.read_some(reinterpret_cast<char*>(&head_) + got_, sizeof(head_) - got_, error);
+  if (got <= 0)
+    return progress::wait;
+  got_ += static_cast<size_t>(got);
+  if (got_ < sizeof(head_))
+    return progress::go_on;
+  if ((error = on_header()))
+    return progress::wait;
+  phase_ = phase::meta;
+  got_ = 0;
+  return progress::go_on;
+}
+
+frame_reader::progress frame_reader::read_meta(channel& ch, maybe_failure& error) {
+  if (meta_.size() < head_.meta_bytes) {
+    char chunk[16384];
+    auto want = std::min<size_t>(sizeof(chunk), head_.meta_bytes - meta_.size());
+    auto got = ch.read_some(chunk, want, error);
+    if (got <= 0)
+      return progress::wait;
+    meta_.append(chunk, static_cast<size_t>(got));
+    return progress::go_on;
+  }
+  if ((error = on_meta()))
+    return progress::wait;
+  if (pause_) {
+    phase_ = phase::paused;
+    return progress::complete;
+  }
+  read_data();
+  return progress::go_on;
+}
+
+frame_reader::progress frame_reader::read_floats(channel& ch, maybe_failure& error) {
+  while (tensor_ < tensors_.size() && got_ == tensors_[tensor_].bytes()) {
+    ++tensor_;
+    got_ = 0;
+  }
+  if (tensor_ == tensors_.size()) {
+    phase_ = phase::done;
+    return progress::complete;
+  }
+  auto& t = tensors_[tensor_];
+  auto got = ch.read_some(reinterpret_cast<char*>(t.data()) + got_, t.bytes() - got_, error);
+  if (got <= 0)
+    return progress::wait;
+  got_ += static_cast<size_t>(got);
+  return progress::go_on;
+}
+
+frame_reader::progress frame_reader::skip_floats(channel& ch, maybe_failure& error) {
+  if (got_ == head_.data_bytes) {
+    phase_ = phase::done;
+    return progress::complete;
+  }
+  char scratch[1 << 16];
+  auto want = std::min<uint64_t>(sizeof(scratch), head_.data_bytes - got_);
+  auto got = ch.read_some(scratch, static_cast<size_t>(want), error);
+  if (got <= 0)
+    return progress::wait;
+  got_ += static_cast<size_t>(got);
+  return progress::go_on;
 }
 
 } // namespace troupe::bulk

@@ -37,6 +37,8 @@ enum class frame_kind : uint16_t {
   push = 5,       ///< client -> server: (run, worker, step, proof, names) + gradients
   push_reply = 6, ///< server -> client: (version)
   refusal = 7,    ///< server -> client: (errc, message)
+  fetch = 8,      ///< client -> server: (run, copy ticket, index); answered by a pull_reply
+  last = fetch,
 };
 
 struct frame_header {
@@ -76,16 +78,21 @@ public:
   explicit meta_writer(const std::vector<tensor>* tensors = nullptr)
     : meta_writer(refs_of(tensors)) {}
   explicit meta_writer(const tensor_refs& tensors);
-  meta_writer& u8(uint8_t v);
-  meta_writer& i32(int32_t v);
-  meta_writer& u64(uint64_t v);
-  meta_writer& i64(int64_t v);
+  meta_writer& u8(uint8_t v) { return scalar(v); }
+  meta_writer& i32(int32_t v) { return scalar(v); }
+  meta_writer& u64(uint64_t v) { return scalar(v); }
+  meta_writer& i64(int64_t v) { return scalar(v); }
   meta_writer& text(std::string_view v);
   meta_writer& names(const std::vector<std::string>& v);
   const std::string& bytes() const noexcept { return out_; }
 
 private:
   void raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  template <class T>
+  meta_writer& scalar(T v) {
+    raw(&v, sizeof(v));
+    return *this;
+  }
   std::string out_;
 };
 
@@ -98,10 +105,10 @@ public:
   /// The leading shape list, checked: rank <= 8, no negative dimension, at
   /// most limits.max_elements each, and data_bytes exactly their floats.
   maybe_failure shapes(std::vector<shape_t>& out, uint64_t data_bytes, const frame_limits& limits);
-  uint8_t u8();
-  int32_t i32();
-  uint64_t u64();
-  int64_t i64();
+  uint8_t u8() { return scalar<uint8_t>(); }
+  int32_t i32() { return scalar<int32_t>(); }
+  uint64_t u64() { return scalar<uint64_t>(); }
+  int64_t i64() { return scalar<int64_t>(); }
   std::string text();
   std::vector<std::string> names();
   bool ok() const noexcept { return ok_; }
@@ -111,6 +118,12 @@ public:
 
 private:
   bool take(void* p, size_t n);
+  template <class T>
+  T scalar() {
+    T v;
+    take(&v, sizeof(v));
+    return v;
+  }
   std::string_view rest_;
   bool ok_ = true;
 };
@@ -173,6 +186,13 @@ public:
 private:
   maybe_failure on_header();
   maybe_failure on_meta();
+  /// What one read of a phase leaves: more to read now, nothing until the
+  /// socket has more (or an error), or a frame (or its head) complete.
+  enum class progress { go_on, wait, complete };
+  progress read_header(channel& ch, maybe_failure& error);
+  progress read_meta(channel& ch, maybe_failure& error);
+  progress read_floats(channel& ch, maybe_failure& error);
+  progress skip_floats(channel& ch, maybe_failure& error);
   enum class phase { header, meta, paused, data, skip, done };
   frame_limits limits_;
   bool pause_ = false;

@@ -63,19 +63,15 @@ std::vector<char> idx(uint32_t magic, std::vector<uint32_t> dims, std::vector<ui
   return out;
 }
 
-} // namespace
+// A 2x3 tensor with a NaN, an infinity and a negative zero.
+tensor small_tensor() {
+  return tensor({2, 3}, std::vector<float>{1, -2, 0.5f, std::numeric_limits<float>::quiet_NaN(),
+                                           std::numeric_limits<float>::infinity(), -0.0f});
+}
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
-    return 2;
-  }
-  fs::path root = argv[1];
-  seed_config cfg;
-  caf::actor_system sys{cfg};
-  auto messages = root / "messages";
-  tensor small({2, 3}, std::vector<float>{1, -2, 0.5f, std::numeric_limits<float>::quiet_NaN(),
-                                          std::numeric_limits<float>::infinity(), -0.0f});
+// The messages target: one file per message type (CAF's binary format).
+void seed_messages(caf::actor_system& sys, const fs::path& messages) {
+  auto small = small_tensor();
   seed(sys, messages, 0, "push",
        caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
                          std::vector<std::string>{"w"}, std::vector<tensor>{small}));
@@ -120,8 +116,11 @@ int main(int argc, char** argv) {
                                 std::vector<std::string>{"w"}, std::vector<tensor>{small});
   seed(sys, messages, 20, "gate_direct_push", no_stages, push);
   seed(sys, messages, 21, "gate_routed_push", sys.node(), sys.node(), no_stages, push);
+}
 
-  auto wire = root / "tensor_wire";
+// The tensor_wire target: tensors as CAF serialises them.
+void seed_tensor_wire(const fs::path& wire) {
+  auto small = small_tensor();
   for (auto [name, t] : {std::pair{"matrix", small}, std::pair{"empty", tensor()},
                          std::pair{"zero_rows", tensor({0, 5})}}) {
     std::vector<char> bytes;
@@ -129,7 +128,10 @@ int main(int argc, char** argv) {
     static_cast<void>(inspect(sink, t));
     write(wire / name, bytes);
   }
+}
 
+// The data target (root/data).
+void seed_data(const fs::path& root) {
   // The data target: a format byte (0 IDX, 1 .npy, 2 CSV, 3 CSV with
   // skip), two bytes (little-endian) = the first file's length, the files.
   auto data_seed = [&](const char* name, char format, const std::vector<char>& first,
@@ -160,6 +162,21 @@ int main(int argc, char** argv) {
   data_seed("csv_three_rows", 2, {csv.begin(), csv.end()}, {});
   std::string bad = "a,b,label\n1,x,0\n2,3\n4,5,1\n6,nan,1\n";
   data_seed("csv_bad_rows_skipped", 3, {bad.begin(), bad.end()}, {});
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  fs::path root = argv[1];
+  seed_config cfg;
+  caf::actor_system sys{cfg};
+  seed_messages(sys, root / "messages");
+  seed_tensor_wire(root / "tensor_wire");
+  seed_data(root);
   std::printf("seeds written under %s\n", root.c_str());
   return 0;
 }
