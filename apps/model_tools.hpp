@@ -1,7 +1,7 @@
 #pragma once
 // What troupe-export, troupe-predict and troupe-eval share: their command
-// lines (positional arguments and --key=value options), the exit codes, and
-// reading an input file the way the model wants it. No CAF.
+// lines (positional arguments and --key=value options), the exit codes,
+// reading an input file the way the model wants it, in batches. No CAF.
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -23,11 +23,19 @@ constexpr int exit_usage = 2;   ///< bad arguments, or a model and data that do 
 struct command_line {
   std::vector<std::string> positional;
   std::map<std::string, std::string> options; ///< "--key=value" and "--flag" (value "")
+
+  /// The value of --key, or "" when it is not given.
+  std::string option(const std::string& key) const {
+    auto found = options.find(key);
+    return found == options.end() ? std::string() : found->second;
+  }
 };
 
-/// Splits argv; an option not in `known` is a usage error naming it.
+/// Splits argv; an option not in `known`, or other than `positionals`
+/// positional arguments, is a usage error (the option named, the usage
+/// printed, exit_usage).
 inline command_line parse_command_line(int argc, char** argv, const std::vector<std::string>& known,
-                                       const std::string& usage) {
+                                       const std::string& usage, size_t positionals) {
   command_line out;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -49,6 +57,10 @@ inline command_line parse_command_line(int argc, char** argv, const std::vector<
       std::exit(exit_usage);
     }
     out.options[key] = eq == std::string::npos ? "" : arg.substr(eq + 1);
+  }
+  if (out.positional.size() != positionals) {
+    std::cerr << usage;
+    std::exit(exit_usage);
   }
   return out;
 }
@@ -120,6 +132,31 @@ inline std::shared_ptr<data_split> input_split(const model_card& card, const com
     }
   }
   return split_for_model(card, format, {input}, labels, csv, false);
+}
+
+/// Reads `source` to its end in batches of at most 256 examples: each as
+/// `b` (images [n, features], n labels, and n targets `with_targets`, else
+/// none), passed to use(b, n).
+template <class Use>
+void for_each_batch(example_source& source, int64_t features, bool with_targets, Use&& use) {
+  constexpr int64_t batch_rows = 256;
+  batch b;
+  for (bool more = true; more;) {
+    b.images.resize({batch_rows, features});
+    b.labels.resize(batch_rows);
+    b.targets.resize(batch_rows);
+    int64_t n = 0;
+    while (n < batch_rows
+           && (more = source.next(b.images.data() + n * features, b.labels[static_cast<size_t>(n)],
+                                  b.targets[static_cast<size_t>(n)])))
+      ++n;
+    if (n == 0)
+      break;
+    b.images.resize({n, features}); // the last batch: its first n rows, in place
+    b.labels.resize(static_cast<size_t>(n));
+    b.targets.resize(with_targets ? static_cast<size_t>(n) : 0);
+    use(b, n);
+  }
 }
 
 } // namespace troupe::tools

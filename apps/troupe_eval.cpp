@@ -18,41 +18,21 @@ int main(int argc, char** argv) {
     "  MODEL  an export directory (model.json + model.safetensors) or a checkpoint\n"
     "  DATA   labelled examples: a CSV with the label column, or IDX/.npy with --labels\n";
   auto cl = tools::parse_command_line(
-    argc, argv, {"labels", "label-column", "card", "format", "csv-delimiter", "no-header"}, usage);
-  if (cl.positional.size() != 2) {
-    std::cerr << usage;
-    return tools::exit_usage;
-  }
+    argc, argv, {"labels", "label-column", "card", "format", "csv-delimiter", "no-header"}, usage,
+    2);
   return tools::run_tool("troupe-eval", [&] {
-    auto card_file = cl.options.count("card") ? cl.options.at("card") : std::string{};
-    auto model = load_model(cl.positional[0], card_file);
+    auto model = load_model(cl.positional[0], cl.option("card"));
     auto split = tools::input_split(model.card, cl, cl.positional[1], true);
-    auto features = num_elements(model.card.input);
-    batch b;
     double loss_sum = 0;
     uint64_t correct = 0, examples = 0;
     example_source source(split, 0);
-    constexpr int64_t batch_rows = 256;
-    for (bool more = true; more;) {
-      b.images.resize({batch_rows, features});
-      b.labels.resize(batch_rows);
-      b.targets.resize(batch_rows);
-      int64_t n = 0;
-      while (
-        n < batch_rows
-        && (more = source.next(b.images.data() + n * features, b.labels[static_cast<size_t>(n)],
-                               b.targets[static_cast<size_t>(n)])))
-        ++n;
-      if (n == 0)
-        break;
-      b.images.resize({n, features});
-      b.labels.resize(static_cast<size_t>(n));
-      b.targets.resize(model.card.task == objective::regression ? static_cast<size_t>(n) : 0);
-      auto stats = model.net->evaluate(model.params, b);
-      loss_sum += stats.loss * static_cast<double>(n);
-      correct += stats.correct;
-      examples += static_cast<uint64_t>(n);
-    }
+    tools::for_each_batch(source, num_elements(model.card.input),
+                          model.card.task == objective::regression, [&](const batch& b, int64_t n) {
+                            auto stats = model.net->evaluate(model.params, b);
+                            loss_sum += stats.loss * static_cast<double>(n);
+                            correct += stats.correct;
+                            examples += static_cast<uint64_t>(n);
+                          });
     if (examples == 0)
       throw data_error(cl.positional[1] + ": holds no examples");
     double loss = loss_sum / static_cast<double>(examples);

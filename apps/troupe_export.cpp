@@ -17,14 +17,9 @@ int main(int argc, char** argv) {
     "  OUTDIR      receives model.safetensors (whole variables, no optimizer slots) and\n"
     "              model.json (the network, input shape, classes, labels, normalisation)\n"
     "  --card      the run's model.json, when it is not in CHECKPOINT/..\n";
-  auto cl = tools::parse_command_line(argc, argv, {"card"}, usage);
-  if (cl.positional.size() != 2) {
-    std::cerr << usage;
-    return tools::exit_usage;
-  }
+  auto cl = tools::parse_command_line(argc, argv, {"card"}, usage, 2);
   return tools::run_tool("troupe-export", [&] {
-    auto card = cl.options.count("card") ? cl.options.at("card") : std::string{};
-    auto model = load_model(cl.positional[0], card);
+    auto model = load_model(cl.positional[0], cl.option("card"));
     write_model_export(cl.positional[1], model.card, model.net->variables(), model.params);
     json_writer line;
     line.begin_object().key("event").string("export").key("dir").string(cl.positional[1]);

@@ -102,11 +102,8 @@ int main(int argc, char** argv) {
     "  JSON lines; for regression the predicted value\n";
   auto cl = tools::parse_command_line(
     argc, argv,
-    {"output", "jsonl", "labels", "format", "csv-delimiter", "no-header", "label-column"}, usage);
-  if (cl.positional.size() != 2) {
-    std::cerr << usage;
-    return tools::exit_usage;
-  }
+    {"output", "jsonl", "labels", "format", "csv-delimiter", "no-header", "label-column"}, usage,
+    2);
   return tools::run_tool("troupe-predict", [&] {
     auto model = load_model(cl.positional[0]);
     auto& card = model.card;
@@ -120,25 +117,14 @@ int main(int argc, char** argv) {
     prediction_writer writer(cl.options.count("output") ? file : std::cout, card,
                              cl.options.count("jsonl") > 0);
     writer.header();
-    auto features = num_elements(card.input);
-    constexpr int64_t batch_rows = 256;
-    tensor inputs, outputs;
+    tensor outputs;
     uint64_t row = 0;
     example_source source(split, 0);
-    for (bool more = true; more;) {
-      inputs.resize({batch_rows, features});
-      int64_t n = 0;
-      int32_t label;
-      float target;
-      while (n < batch_rows && (more = source.next(inputs.data() + n * features, label, target)))
-        ++n;
-      if (n == 0)
-        break;
-      inputs.resize({n, features}); // the last batch: its first n rows, in place
-      model.net->predict(model.params, inputs, outputs);
+    tools::for_each_batch(source, num_elements(card.input), false, [&](const batch& b, int64_t n) {
+      model.net->predict(model.params, b.images, outputs);
       for (int64_t r = 0; r < n; ++r, ++row)
         writer.write(row, outputs.data() + r * card.classes);
-    }
+    });
     std::fprintf(stderr, "troupe-predict: %llu prediction(s)\n",
                  static_cast<unsigned long long>(row));
     return tools::exit_ok;

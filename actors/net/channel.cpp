@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -17,6 +18,24 @@ namespace {
 
 failure stopped(std::string what) {
   return {errc::training_stopped, "bulk connection: " + std::move(what)};
+}
+
+// call() (a send or a receive on a non-blocking socket), again when a signal
+// interrupted it: its result (>= 0); nullopt when the socket would block; -1
+// with `error` naming `what` when it failed.
+template <class Call>
+std::optional<ssize_t> socket_call(Call call, const char* what, maybe_failure& error) {
+  for (;;) {
+    auto n = call();
+    if (n >= 0)
+      return n;
+    if (errno == EINTR)
+      continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+      return std::nullopt;
+    error = stopped(std::string(what) + " failed: " + std::strerror(errno));
+    return -1;
+  }
 }
 
 std::string openssl_reason() {
@@ -102,19 +121,19 @@ bool channel::flush(maybe_failure& error) {
     return true;
   collect_output();
   while (out_at_ < out_.size()) {
-    auto sent = ::send(fd_.get(), out_.data() + out_at_, out_.size() - out_at_, MSG_NOSIGNAL);
-    if (sent > 0) {
-      out_at_ += static_cast<size_t>(sent);
-      continue;
-    }
-    if (sent < 0 && errno == EINTR)
-      continue;
-    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    auto sent = socket_call(
+      [&] { return ::send(fd_.get(), out_.data() + out_at_, out_.size() - out_at_, MSG_NOSIGNAL); },
+      "send", error);
+    if (!sent) {
       want_ = POLLOUT;
       return false;
     }
-    error = stopped(std::string("send failed: ") + std::strerror(errno));
-    return false;
+    if (*sent <= 0) {
+      if (!error)
+        error = stopped(std::string("send failed: ") + std::strerror(errno));
+      return false;
+    }
+    out_at_ += static_cast<size_t>(*sent);
   }
   return true;
 }
@@ -162,21 +181,14 @@ ssize_t channel::read_some(void* into, size_t n, maybe_failure& error) {
       return error ? -1 : got;
     return got;
   }
-  for (;;) {
-    auto got = ::recv(fd_.get(), into, n, 0);
-    if (got > 0)
-      return got;
-    if (got == 0) {
-      error = stopped("closed by the peer");
-      return -1;
-    }
-    if (errno == EINTR)
-      continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK)
-      return 0;
-    error = stopped(std::string("receive failed: ") + std::strerror(errno));
+  auto got = socket_call([&] { return ::recv(fd_.get(), into, n, 0); }, "receive", error);
+  if (!got)
+    return 0;
+  if (*got == 0) {
+    error = stopped("closed by the peer");
     return -1;
   }
+  return *got;
 }
 
 ssize_t channel::write_some(const iovec* chunks, size_t count, maybe_failure& error) {
@@ -208,17 +220,8 @@ ssize_t channel::write_some(const iovec* chunks, size_t count, maybe_failure& er
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(chunks);
   msg.msg_iovlen = count;
-  for (;;) {
-    auto sent = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
-    if (sent >= 0)
-      return sent;
-    if (errno == EINTR)
-      continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK)
-      return 0;
-    error = stopped(std::string("send failed: ") + std::strerror(errno));
-    return -1;
-  }
+  auto sent = socket_call([&] { return ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL); }, "send", error);
+  return sent ? *sent : 0;
 }
 
 short channel::wanted(bool writing) const noexcept {

@@ -128,22 +128,30 @@ bool wait_for(const channel& ch, bool writable, deadline until, maybe_failure& e
   }
 }
 
-maybe_failure send_frame(channel& ch, frame_writer& frame, deadline until) {
+namespace {
+
+// Calls step(error) until it returns true, waiting (up to `until`) for the
+// socket to take (`writing`) or give more in between.
+template <class Step>
+maybe_failure until_done(channel& ch, bool writing, deadline until, Step step) {
   maybe_failure error;
-  while (!frame.send_some(ch, error)) {
-    if (error || !wait_for(ch, true, until, error))
+  while (!step(error)) {
+    if (error || !wait_for(ch, writing, until, error))
       return error;
   }
   return std::nullopt;
 }
 
+} // namespace
+
+maybe_failure send_frame(channel& ch, frame_writer& frame, deadline until) {
+  return until_done(ch, true, until,
+                    [&](maybe_failure& error) { return frame.send_some(ch, error); });
+}
+
 maybe_failure receive_frame(channel& ch, frame_reader& frame, deadline until) {
-  maybe_failure error;
-  while (!frame.receive_some(ch, error)) {
-    if (error || !wait_for(ch, false, until, error))
-      return error;
-  }
-  return std::nullopt;
+  return until_done(ch, false, until,
+                    [&](maybe_failure& error) { return frame.receive_some(ch, error); });
 }
 
 } // namespace troupe::bulk

@@ -55,29 +55,16 @@ void json_writer::before_value() {
   }
 }
 
-json_writer& json_writer::begin_object() {
+json_writer& json_writer::open(char bracket) {
   before_value();
-  out_ += '{';
+  out_ += bracket;
   empty_.push_back(true);
   return *this;
 }
 
-json_writer& json_writer::end_object() {
+json_writer& json_writer::close(char bracket) {
   empty_.pop_back();
-  out_ += '}';
-  return *this;
-}
-
-json_writer& json_writer::begin_array() {
-  before_value();
-  out_ += '[';
-  empty_.push_back(true);
-  return *this;
-}
-
-json_writer& json_writer::end_array() {
-  empty_.pop_back();
-  out_ += ']';
+  out_ += bracket;
   return *this;
 }
 

@@ -25,10 +25,10 @@ std::string json_string(std::string_view text);
 ///   w.begin_object().key("step").integer(12).key("loss").number(0.5, "%.4f").end_object();
 class json_writer {
 public:
-  json_writer& begin_object();
-  json_writer& end_object();
-  json_writer& begin_array();
-  json_writer& end_array();
+  json_writer& begin_object() { return open('{'); }
+  json_writer& end_object() { return close('}'); }
+  json_writer& begin_array() { return open('['); }
+  json_writer& end_array() { return close(']'); }
   /// A member's name; its value follows.
   json_writer& key(std::string_view name);
 
@@ -49,6 +49,8 @@ public:
   const std::string& text() const noexcept { return out_; }
 
 private:
+  json_writer& open(char bracket);
+  json_writer& close(char bracket);
   void before_value();
 
   std::string out_;

@@ -12,8 +12,19 @@ namespace {
 using formats::byte_file;
 using formats::element;
 using formats::item_layout;
-using formats::max_item_elements;
-using formats::open_paired;
+
+// The element type of the magic number's third byte.
+element idx_element(unsigned char code, const std::string& path) {
+  static const std::pair<unsigned char, element> types[] = {
+    {0x08, element::u8},  {0x09, element::i8},  {0x0B, element::i16},
+    {0x0C, element::i32}, {0x0D, element::f32}, {0x0E, element::f64}};
+  for (auto& [known, type] : types)
+    if (code == known)
+      return type;
+  char text[8];
+  std::snprintf(text, sizeof text, "0x%02x", code);
+  throw data_error(path + ": unknown IDX element type " + text);
+}
 
 item_layout read_idx_header(byte_file& f, bool labels) {
   unsigned char magic[4];
@@ -23,48 +34,16 @@ item_layout read_idx_header(byte_file& f, bool labels) {
   if (magic[0] != 0 || magic[1] != 0)
     throw data_error(f.path() + ": not an IDX file (its magic number does not start with two "
                      + "zero bytes); is this the right file, or is it CSV or .npy?");
-  switch (magic[2]) {
-    case 0x08:
-      out.type = element::u8;
-      break;
-    case 0x09:
-      out.type = element::i8;
-      break;
-    case 0x0B:
-      out.type = element::i16;
-      break;
-    case 0x0C:
-      out.type = element::i32;
-      break;
-    case 0x0D:
-      out.type = element::f32;
-      break;
-    case 0x0E:
-      out.type = element::f64;
-      break;
-    default: {
-      char code[8];
-      std::snprintf(code, sizeof code, "0x%02x", magic[2]);
-      throw data_error(f.path() + ": unknown IDX element type " + code);
-    }
-  }
+  out.type = idx_element(magic[2], f.path());
   int dims = magic[3];
   if (labels ? dims != 1 : (dims < 2 || dims > 4))
     throw data_error(f.path() + ": an IDX " + (labels ? "label" : "item") + " file with "
                      + std::to_string(dims) + " dimensions; expected "
                      + (labels ? "1 (one label per item)" : "2 to 4 (items of rank 1 to 3)"));
-  out.records = f.read_u32_be("the item count");
-  if (out.records == 0)
-    throw data_error(f.path() + ": holds no records");
-  for (int d = 1; d < dims; ++d) {
-    auto size = f.read_u32_be("the item shape");
-    if (size == 0 || size > 65536)
-      throw data_error(f.path() + ": implausible item dimension " + std::to_string(size));
-    out.item.push_back(size);
-  }
-  if (num_elements(out.item) > max_item_elements)
-    throw data_error(f.path() + ": items of " + std::to_string(num_elements(out.item))
-                     + " values are beyond what Troupe reads");
+  out.records = formats::checked_records(f.read_u32_be("the item count"), f.path());
+  for (int d = 1; d < dims; ++d)
+    out.item.push_back(formats::checked_dimension(f.read_u32_be("the item shape"), f.path()));
+  formats::check_item_size(out.item, f.path());
   out.data_offset = 4 + 4 * static_cast<uint64_t>(dims);
   return out;
 }
@@ -72,13 +51,7 @@ item_layout read_idx_header(byte_file& f, bool labels) {
 } // namespace
 
 std::unique_ptr<record_reader> open_idx(const std::string& features, const std::string& labels) {
-  auto items = std::make_unique<byte_file>(features);
-  auto items_layout = read_idx_header(*items, false);
-  if (labels.empty())
-    return open_paired(std::move(items), items_layout, nullptr, item_layout{}, "item");
-  auto label_file = std::make_unique<byte_file>(labels);
-  auto labels_layout = read_idx_header(*label_file, true);
-  return open_paired(std::move(items), items_layout, std::move(label_file), labels_layout, "item");
+  return formats::open_paired(features, labels, read_idx_header, "item");
 }
 
 } // namespace troupe

@@ -16,8 +16,6 @@ using formats::byte_file;
 using formats::element;
 using formats::is_integer;
 using formats::item_layout;
-using formats::max_item_elements;
-using formats::open_paired;
 
 // The value of 'key' in the header dict, up to the next top-level comma.
 std::string npy_field(const std::string& header, const std::string& key, const std::string& path) {
@@ -122,31 +120,17 @@ item_layout read_npy_header(byte_file& f, bool labels) {
     throw data_error(
       f.path() + ": shape " + shape + "; expected "
       + (labels ? "[N] (one label per example)" : "[N, ...] with items of rank 1 to 3"));
-  if (dims[0] == 0)
-    throw data_error(f.path() + ": holds no records");
-  out.records = dims[0];
-  for (size_t d = 1; d < dims.size(); ++d) {
-    if (dims[d] == 0 || dims[d] > 65536)
-      throw data_error(f.path() + ": implausible item dimension " + std::to_string(dims[d]));
-    out.item.push_back(static_cast<int64_t>(dims[d]));
-  }
-  if (num_elements(out.item) > max_item_elements)
-    throw data_error(f.path() + ": items of " + std::to_string(num_elements(out.item))
-                     + " values are beyond what Troupe reads");
+  out.records = formats::checked_records(dims[0], f.path());
+  for (size_t d = 1; d < dims.size(); ++d)
+    out.item.push_back(formats::checked_dimension(dims[d], f.path()));
+  formats::check_item_size(out.item, f.path());
   return out;
 }
 
 } // namespace
 
 std::unique_ptr<record_reader> open_npy(const std::string& features, const std::string& labels) {
-  auto items = std::make_unique<byte_file>(features);
-  auto items_layout = read_npy_header(*items, false);
-  if (labels.empty())
-    return open_paired(std::move(items), items_layout, nullptr, item_layout{}, "record");
-  auto label_file = std::make_unique<byte_file>(labels);
-  auto labels_layout = read_npy_header(*label_file, true);
-  return open_paired(std::move(items), items_layout, std::move(label_file), labels_layout,
-                     "record");
+  return formats::open_paired(features, labels, read_npy_header, "record");
 }
 
 } // namespace troupe

@@ -177,12 +177,36 @@ private:
 
 } // namespace
 
-std::unique_ptr<record_reader> open_paired(std::unique_ptr<byte_file> items,
-                                           item_layout items_layout,
-                                           std::unique_ptr<byte_file> labels,
-                                           item_layout labels_layout, const char* unit) {
-  return std::make_unique<paired_reader>(std::move(items), std::move(items_layout),
-                                         std::move(labels), std::move(labels_layout), unit);
+uint64_t checked_records(uint64_t records, const std::string& path) {
+  if (records == 0)
+    throw data_error(path + ": holds no records");
+  return records;
+}
+
+int64_t checked_dimension(uint64_t size, const std::string& path) {
+  if (size == 0 || size > 65536)
+    throw data_error(path + ": implausible item dimension " + std::to_string(size));
+  return static_cast<int64_t>(size);
+}
+
+void check_item_size(const shape_t& item, const std::string& path) {
+  if (num_elements(item) > max_item_elements)
+    throw data_error(path + ": items of " + std::to_string(num_elements(item))
+                     + " values are beyond what Troupe reads");
+}
+
+std::unique_ptr<record_reader> open_paired(const std::string& items, const std::string& labels,
+                                           header_reader read_header, const char* unit) {
+  auto item_file = std::make_unique<byte_file>(items);
+  auto items_layout = read_header(*item_file, false);
+  std::unique_ptr<byte_file> label_file;
+  item_layout labels_layout;
+  if (!labels.empty()) {
+    label_file = std::make_unique<byte_file>(labels);
+    labels_layout = read_header(*label_file, true);
+  }
+  return std::make_unique<paired_reader>(std::move(item_file), std::move(items_layout),
+                                         std::move(label_file), std::move(labels_layout), unit);
 }
 
 } // namespace troupe::formats

@@ -28,13 +28,22 @@ struct item_layout {
   uint64_t records = 0;
 };
 
-/// Reads `items` record by record, with one integer label per record from
-/// `labels` (null: none, every label reads 0); `unit` names a record in
-/// messages ("item", "record"). Refuses files that disagree or are shorter
-/// than their headers claim.
-std::unique_ptr<record_reader> open_paired(std::unique_ptr<byte_file> items,
-                                           item_layout items_layout,
-                                           std::unique_ptr<byte_file> labels,
-                                           item_layout labels_layout, const char* unit);
+/// A header's counts, checked as both formats check them (data_error naming
+/// the file): at least one record; item dimensions in 1..65536; at most
+/// max_item_elements values per item.
+uint64_t checked_records(uint64_t records, const std::string& path);
+int64_t checked_dimension(uint64_t size, const std::string& path);
+void check_item_size(const shape_t& item, const std::string& path);
+
+/// How a format reads a file's header (of a labels file: `labels`).
+using header_reader = item_layout (*)(byte_file& file, bool labels);
+
+/// Reads the file `items` record by record, with one integer label per
+/// record from the file `labels` (empty: none, every label reads 0), each
+/// file's header read by `read_header`; `unit` names a record in messages
+/// ("item", "record"). Refuses files that disagree or are shorter than
+/// their headers claim.
+std::unique_ptr<record_reader> open_paired(const std::string& items, const std::string& labels,
+                                           header_reader read_header, const char* unit);
 
 } // namespace troupe::formats

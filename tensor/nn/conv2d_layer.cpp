@@ -169,6 +169,19 @@ private:
     }
   }
 
+  // Calls f(block_count<P>, oy, ox) over the output pixels, P = 2
+  // horizontally adjacent ones at a time, the odd one at a row's end alone.
+  template <class F>
+  void for_pixel_pairs(F f) const {
+    for (int64_t oy = 0; oy < oh_; ++oy) {
+      int64_t ox = 0;
+      for (; ox + 2 <= ow_; ox += 2)
+        f(block_count<2>{}, oy, ox);
+      if (ox < ow_)
+        f(block_count<1>{}, oy, ox);
+    }
+  }
+
   // Copies example b into padded_ with the padding as zeros, so that every
   // output position reads a full kh x kw window without bounds checks.
   void pad_image(const tensor& x, int64_t b) {
@@ -191,13 +204,9 @@ private:
   // adjacent pixels at a time so that each kernel load serves P of them.
   template <int N>
   void direct_forward(const float* kernel, const float* bias, float* y, int64_t f0) const {
-    for (int64_t oy = 0; oy < oh_; ++oy) {
-      int64_t ox = 0;
-      for (; ox + 2 <= ow_; ox += 2)
-        direct_forward_pixels<N, 2>(kernel, bias, y, f0, oy, ox);
-      if (ox < ow_)
-        direct_forward_pixels<N, 1>(kernel, bias, y, f0, oy, ox);
-    }
+    for_pixel_pairs([&](auto pixels, int64_t oy, int64_t ox) {
+      direct_forward_pixels<N, decltype(pixels)::value>(kernel, bias, y, f0, oy, ox);
+    });
   }
 
   template <int N, int P>
@@ -235,13 +244,9 @@ private:
     lanes8 db[N];
     for (int v = 0; v < N; ++v)
       db[v] = lanes8{};
-    for (int64_t oy = 0; oy < oh_; ++oy) {
-      int64_t ox = 0;
-      for (; ox + 2 <= ow_; ox += 2)
-        direct_weight_gradient_pixels<N, 2>(dy, dkernel, db, f0, oy, ox);
-      if (ox < ow_)
-        direct_weight_gradient_pixels<N, 1>(dy, dkernel, db, f0, oy, ox);
-    }
+    for_pixel_pairs([&](auto pixels, int64_t oy, int64_t ox) {
+      direct_weight_gradient_pixels<N, decltype(pixels)::value>(dy, dkernel, db, f0, oy, ox);
+    });
     for (int v = 0; v < N; ++v)
       store(dbias + f0 + v * lane_width, load(dbias + f0 + v * lane_width) + db[v]);
   }

@@ -1,6 +1,7 @@
 // Max pooling on the CPU, with a vectorised path for 2x2 windows of stride 2.
 #include "tensor/nn/layers.hpp"
 
+#include <array>
 #include <cstring>
 #include <limits>
 
@@ -83,12 +84,7 @@ public:
                 }
               }
             }
-            if (relu_ && !(best > 0.0f)) {
-              best = 0.0f;
-              best_at = no_gradient;
-            }
-            y[o] = best;
-            argmax_[o] = best_at;
+            put(y, argmax_, o, best, best_at, no_gradient);
           }
   }
 
@@ -113,83 +109,85 @@ public:
   }
 
 private:
+  // Output o and where its maximum came from; a fused ReLU makes a maximum
+  // that is not positive 0, from nowhere (`none`).
+  template <class Index>
+  void put(tensor& y, std::vector<Index>& from, size_t o, float best, Index at, Index none) const {
+    bool cut = relu_ && !(best > 0.0f);
+    y[o] = cut ? 0.0f : best;
+    from[o] = cut ? none : at;
+  }
+
+  // Calls f(at, o) for each output pixel of the tiled case, in order: `at`
+  // channel 0 of the four positions of its 2x2 window in `base` (the input
+  // or its gradient), o the output index of its channel 0.
+  template <class T, class F>
+  void for_each_window(T* base, int64_t batch, F f) const {
+    size_t o = 0;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t oy = 0; oy < oh_; ++oy)
+        for (int64_t ox = 0; ox < ow_; ++ox, o += static_cast<size_t>(c_)) {
+          T* first = base + ((b * h_ + 2 * oy) * w_ + 2 * ox) * c_;
+          f(std::array<T*, 4>{first, first + c_, first + w_ * c_, first + w_ * c_ + c_}, o);
+        }
+  }
+
   // The common case (2x2 windows, stride 2, even sizes: no padding either
   // way, no overlap): eight channels at a time, remembering which of the
   // four window positions held the maximum (4: none, a fused ReLU's zero).
   void forward_2x2(const tensor& x, tensor& y, int64_t batch) {
     window_max_.resize(y.size());
-    size_t o = 0;
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t oy = 0; oy < oh_; ++oy)
-        for (int64_t ox = 0; ox < ow_; ++ox) {
-          const float* at[4];
-          at[0] = x.data() + ((b * h_ + 2 * oy) * w_ + 2 * ox) * c_;
-          at[1] = at[0] + c_;
-          at[2] = at[0] + w_ * c_;
-          at[3] = at[2] + c_;
-          int64_t ch = 0;
-          for (; ch + lane_width <= c_; ch += lane_width, o += lane_width) {
-            lanes8 best = load(at[0] + ch);
-            ints8 which = ints8{};
-            for (int k = 1; k < 4; ++k) {
-              lanes8 v = load(at[k] + ch);
-              auto greater = v > best;
-              best = greater ? v : best;
-              which = greater ? ints8{} + k : which;
-            }
-            if (relu_) {
-              auto positive = best > lanes8{};
-              best = positive ? best : lanes8{};
-              which = positive ? which : ints8{} + no_window;
-            }
-            store(y.data() + o, best);
-            bytes8 w8 = __builtin_convertvector(which, bytes8);
-            std::memcpy(window_max_.data() + o, &w8, sizeof w8);
-          }
-          for (; ch < c_; ++ch, ++o) {
-            float best = at[0][ch];
-            int8_t which = 0;
-            for (int8_t k = 1; k < 4; ++k)
-              if (at[k][ch] > best) {
-                best = at[k][ch];
-                which = k;
-              }
-            if (relu_ && !(best > 0.0f)) {
-              best = 0.0f;
-              which = no_window;
-            }
-            y[o] = best;
-            window_max_[o] = which;
-          }
+    for_each_window(x.data(), batch, [&](const std::array<const float*, 4>& at, size_t o) {
+      int64_t ch = 0;
+      for (; ch + lane_width <= c_; ch += lane_width, o += lane_width) {
+        lanes8 best = load(at[0] + ch);
+        ints8 which = ints8{};
+        for (int k = 1; k < 4; ++k) {
+          lanes8 v = load(at[k] + ch);
+          auto greater = v > best;
+          best = greater ? v : best;
+          which = greater ? ints8{} + k : which;
         }
+        if (relu_) {
+          auto positive = best > lanes8{};
+          best = positive ? best : lanes8{};
+          which = positive ? which : ints8{} + no_window;
+        }
+        store(y.data() + o, best);
+        bytes8 w8 = __builtin_convertvector(which, bytes8);
+        std::memcpy(window_max_.data() + o, &w8, sizeof w8);
+      }
+      for (; ch < c_; ++ch, ++o) {
+        float best = at[0][ch];
+        int8_t which = 0;
+        for (int8_t k = 1; k < 4; ++k)
+          if (at[k][ch] > best) {
+            best = at[k][ch];
+            which = k;
+          }
+        put(y, window_max_, o, best, which, no_window);
+      }
+    });
   }
 
   // Every input value is written exactly once (dy at its window's maximum,
   // 0 elsewhere), so no zero-fill pass is needed first.
   void backward_2x2(const tensor& dy, tensor& dx) const {
-    size_t o = 0;
     int64_t batch = static_cast<int64_t>(dy.size()) / (oh_ * ow_ * c_);
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t oy = 0; oy < oh_; ++oy)
-        for (int64_t ox = 0; ox < ow_; ++ox) {
-          float* at[4];
-          at[0] = dx.data() + ((b * h_ + 2 * oy) * w_ + 2 * ox) * c_;
-          at[1] = at[0] + c_;
-          at[2] = at[0] + w_ * c_;
-          at[3] = at[2] + c_;
-          int64_t ch = 0;
-          for (; ch + lane_width <= c_; ch += lane_width, o += lane_width) {
-            bytes8 w8;
-            std::memcpy(&w8, window_max_.data() + o, sizeof w8);
-            ints8 which = __builtin_convertvector(w8, ints8);
-            lanes8 g = load(dy.data() + o);
-            for (int k = 0; k < 4; ++k)
-              store(at[k] + ch, which == k ? g : lanes8{});
-          }
-          for (; ch < c_; ++ch, ++o)
-            for (int k = 0; k < 4; ++k)
-              at[k][ch] = window_max_[o] == k ? dy[o] : 0.0f;
-        }
+    for_each_window(dx.data(), batch, [&](const std::array<float*, 4>& at, size_t o) {
+      int64_t ch = 0;
+      for (; ch + lane_width <= c_; ch += lane_width, o += lane_width) {
+        bytes8 w8;
+        std::memcpy(&w8, window_max_.data() + o, sizeof w8);
+        ints8 which = __builtin_convertvector(w8, ints8);
+        lanes8 g = load(dy.data() + o);
+        for (int k = 0; k < 4; ++k)
+          store(at[k] + ch, which == k ? g : lanes8{});
+      }
+      for (; ch < c_; ++ch, ++o)
+        for (int k = 0; k < 4; ++k)
+          at[k][ch] = window_max_[o] == k ? dy[o] : 0.0f;
+    });
   }
 
   static constexpr int8_t no_window = 4;

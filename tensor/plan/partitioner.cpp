@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "tensor/core/error.hpp"
 
@@ -19,99 +20,77 @@ int64_t bytes_of(const shape_t& shape) {
   return num_elements(shape) * static_cast<int64_t>(sizeof(float));
 }
 
-class fixed_size final : public partitioner {
+void require(bool ok, const std::string& what) {
+  if (!ok)
+    throw troupe_error(what);
+}
+
+// TF's partitioners differ only in how many slices a variable with `rows`
+// along their axis is cut into.
+using slice_count = std::function<int64_t(const shape_t& shape, int64_t rows)>;
+
+class axis_partitioner final : public partitioner {
 public:
-  fixed_size(int64_t n, int32_t axis) : n_(n), axis_(axis) {
-    if (n < 1)
-      throw troupe_error("fixed_size partitioner needs num_shards >= 1 (got " + std::to_string(n)
-                         + ")");
-  }
-  std::string describe() const override {
-    return "fixed_size(" + std::to_string(n_) + ", axis " + std::to_string(axis_) + ")";
-  }
+  axis_partitioner(int32_t axis, std::string description, slice_count count)
+    : axis_(axis), description_(std::move(description)), count_(std::move(count)) {}
+  std::string describe() const override { return description_; }
   int32_t axis() const override { return axis_; }
   int64_t partitions(const shape_t& shape) const override {
-    check_axis(shape, axis_, describe());
-    return std::max<int64_t>(1, std::min(n_, shape[axis_]));
+    check_axis(shape, axis_, description_);
+    return count_(shape, shape[axis_]);
   }
 
 private:
-  int64_t n_;
   int32_t axis_;
-};
-
-class min_max final : public partitioner {
-public:
-  min_max(int64_t max_partitions, int32_t axis, int64_t min_slice_bytes)
-    : max_(max_partitions), axis_(axis), min_bytes_(min_slice_bytes) {
-    if (max_partitions < 1)
-      throw troupe_error("min_max partitioner needs max_partitions >= 1");
-    if (min_slice_bytes < 1)
-      throw troupe_error("min_max partitioner needs min_slice_bytes >= 1");
-  }
-  std::string describe() const override {
-    return "min_max(" + std::to_string(max_) + ", axis " + std::to_string(axis_) + ", "
-           + std::to_string(min_bytes_) + " bytes)";
-  }
-  int32_t axis() const override { return axis_; }
-  int64_t partitions(const shape_t& shape) const override {
-    check_axis(shape, axis_, describe());
-    auto by_bytes = (bytes_of(shape) + min_bytes_ - 1) / min_bytes_;
-    return std::max<int64_t>(1, std::min({shape[axis_], max_, by_bytes}));
-  }
-
-private:
-  int64_t max_;
-  int32_t axis_;
-  int64_t min_bytes_;
-};
-
-class axis_size final : public partitioner {
-public:
-  axis_size(int64_t max_shard_bytes, int32_t axis, int64_t max_shards)
-    : max_bytes_(max_shard_bytes), axis_(axis), max_shards_(max_shards) {
-    if (max_shard_bytes < 1)
-      throw troupe_error("axis_size partitioner needs max_shard_bytes >= 1");
-    if (max_shards < 0)
-      throw troupe_error("axis_size partitioner needs max_shards >= 0 (0: no cap)");
-  }
-  std::string describe() const override {
-    return "axis_size(" + std::to_string(max_bytes_) + " bytes, axis " + std::to_string(axis_)
-           + (max_shards_ ? ", at most " + std::to_string(max_shards_) : std::string()) + ")";
-  }
-  int32_t axis() const override { return axis_; }
-  int64_t partitions(const shape_t& shape) const override {
-    check_axis(shape, axis_, describe());
-    if (shape[axis_] == 0)
-      return 1;
-    auto bytes_per_row = bytes_of(shape) / shape[axis_];
-    auto rows_per_slice = std::max<int64_t>(1, bytes_per_row ? max_bytes_ / bytes_per_row : 1);
-    auto slices = (shape[axis_] + rows_per_slice - 1) / rows_per_slice;
-    if (max_shards_ > 0)
-      slices = std::min(slices, max_shards_);
-    return std::max<int64_t>(1, slices);
-  }
-
-private:
-  int64_t max_bytes_;
-  int32_t axis_;
-  int64_t max_shards_;
+  std::string description_;
+  slice_count count_;
 };
 
 } // namespace
 
 std::unique_ptr<partitioner> make_fixed_size(int64_t num_shards, int32_t axis) {
-  return std::make_unique<fixed_size>(num_shards, axis);
+  require(num_shards >= 1,
+          "fixed_size partitioner needs num_shards >= 1 (got " + std::to_string(num_shards) + ")");
+  return std::make_unique<axis_partitioner>(
+    axis, "fixed_size(" + std::to_string(num_shards) + ", axis " + std::to_string(axis) + ")",
+    [num_shards](const shape_t&, int64_t rows) {
+      return std::max<int64_t>(1, std::min(num_shards, rows));
+    });
 }
 
 std::unique_ptr<partitioner> make_min_max(int64_t max_partitions, int32_t axis,
                                           int64_t min_slice_bytes) {
-  return std::make_unique<min_max>(max_partitions, axis, min_slice_bytes);
+  require(max_partitions >= 1, "min_max partitioner needs max_partitions >= 1");
+  require(min_slice_bytes >= 1, "min_max partitioner needs min_slice_bytes >= 1");
+  return std::make_unique<axis_partitioner>(
+    axis,
+    "min_max(" + std::to_string(max_partitions) + ", axis " + std::to_string(axis) + ", "
+      + std::to_string(min_slice_bytes) + " bytes)",
+    [=](const shape_t& shape, int64_t rows) {
+      auto by_bytes = (bytes_of(shape) + min_slice_bytes - 1) / min_slice_bytes;
+      return std::max<int64_t>(1, std::min({rows, max_partitions, by_bytes}));
+    });
 }
 
 std::unique_ptr<partitioner> make_axis_size(int64_t max_shard_bytes, int32_t axis,
                                             int64_t max_shards) {
-  return std::make_unique<axis_size>(max_shard_bytes, axis, max_shards);
+  require(max_shard_bytes >= 1, "axis_size partitioner needs max_shard_bytes >= 1");
+  require(max_shards >= 0, "axis_size partitioner needs max_shards >= 0 (0: no cap)");
+  return std::make_unique<axis_partitioner>(
+    axis,
+    "axis_size(" + std::to_string(max_shard_bytes) + " bytes, axis " + std::to_string(axis)
+      + (max_shards ? ", at most " + std::to_string(max_shards) : std::string()) + ")",
+    [=](const shape_t& shape, int64_t rows) {
+      if (rows == 0)
+        return int64_t{1};
+      auto bytes_per_row = bytes_of(shape) / rows;
+      auto rows_per_slice = std::max<int64_t>(1,
+                                              bytes_per_row ? max_shard_bytes / bytes_per_row : 1);
+      auto slices = (rows + rows_per_slice - 1) / rows_per_slice;
+      if (max_shards > 0)
+        slices = std::min(slices, max_shards);
+      return std::max<int64_t>(1, slices);
+    });
 }
 
 std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t count, int32_t axis) {

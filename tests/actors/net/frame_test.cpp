@@ -52,6 +52,21 @@ std::string header_bytes(frame_header head) {
   return std::string(reinterpret_cast<const char*>(&head), sizeof(head));
 }
 
+// Sends with `writer` on p.a and reads with `reader` on p.b in turns, as two
+// peers would, until the reader has a frame (paused: its head), an error,
+// or the deadline.
+bool interleave(frame_writer& writer, frame_reader& reader, socket_pair& p, maybe_failure& error,
+                deadline until) {
+  bool received = false;
+  while (!received && !error && std::chrono::steady_clock::now() < until) {
+    if (!writer.done())
+      writer.send_some(p.a, error);
+    if (!error)
+      received = reader.receive_some(p.b, error);
+  }
+  return received;
+}
+
 bool mentions(const maybe_failure& f, const std::string& what) {
   return f && f->message.find(what) != std::string::npos;
 }
@@ -161,15 +176,7 @@ BOOST_AUTO_TEST_CASE(frames_round_trip_bit_exact_into_lent_storage) {
   for (int round = 0; round < 2; ++round) {
     frame_writer writer{frame_kind::push, 9u + static_cast<uint64_t>(round), meta, &sent};
     maybe_failure error;
-    // Interleave sending and receiving, as two peers would.
-    bool received = false;
-    auto until = soon();
-    while (!received && !error && std::chrono::steady_clock::now() < until) {
-      if (!writer.done())
-        writer.send_some(p.a, error);
-      if (!error)
-        received = reader.receive_some(p.b, error);
-    }
+    bool received = interleave(writer, reader, p, error, soon());
     BOOST_REQUIRE_MESSAGE(received, (error ? error->message : "no frame"));
     BOOST_TEST(reader.header().request == 9u + static_cast<uint64_t>(round));
     auto fields = reader.fields();
@@ -199,14 +206,8 @@ BOOST_AUTO_TEST_CASE(a_reader_pausing_before_the_data_allocates_nothing_until_to
   frame_reader reader{{}};
   reader.pause_before_data(true);
   maybe_failure error;
-  bool headed = false;
   auto until = soon();
-  while (!headed && !error && std::chrono::steady_clock::now() < until) {
-    if (!writer.done())
-      writer.send_some(p.a, error);
-    if (!error)
-      headed = reader.receive_some(p.b, error);
-  }
+  bool headed = interleave(writer, reader, p, error, until);
   BOOST_REQUIRE_MESSAGE(headed, (error ? error->message : "no header"));
   BOOST_TEST(reader.paused());
   BOOST_TEST(reader.tensors().empty());
@@ -217,13 +218,7 @@ BOOST_AUTO_TEST_CASE(a_reader_pausing_before_the_data_allocates_nothing_until_to
   const float* lent = storage[0].data();
   reader.lend(std::move(storage));
   reader.read_data();
-  bool received = false;
-  while (!received && !error && std::chrono::steady_clock::now() < until) {
-    if (!writer.done())
-      writer.send_some(p.a, error);
-    if (!error)
-      received = reader.receive_some(p.b, error);
-  }
+  bool received = interleave(writer, reader, p, error, until);
   BOOST_REQUIRE_MESSAGE(received, (error ? error->message : "no data"));
   BOOST_TEST(!reader.paused());
   BOOST_TEST(reader.tensors()[0].bit_equal(sent[0]));

@@ -24,6 +24,25 @@ caf::error error_of(caf::scheduler::test_coordinator& sched, caf::scoped_actor& 
   return out;
 }
 
+// Sync mode: a shard averaging R = 2 gradients up to step 10 reports its
+// updates to a spy token queue, whose log the test reads.
+struct sync_shard_fixture : deterministic_fixture {
+  std::shared_ptr<std::vector<applied_event>> log = std::make_shared<std::vector<applied_event>>();
+  token_queue_actor queue = sys.spawn(spy_queue, log);
+
+  // The shard, with one variable "w" = w and SGD at `lr`, initialised from
+  // `first_step` on.
+  ps_shard_actor start(double lr, tensor w, int64_t first_step = 0) {
+    auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(lr)});
+    sched.run();
+    shard_options options{true, 2, 10, queue};
+    options.first_step = first_step;
+    BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
+                                    std::vector<tensor>{std::move(w)}, options));
+    return s;
+  }
+};
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(ps_shard_async, deterministic_fixture)
@@ -351,19 +370,13 @@ BOOST_AUTO_TEST_CASE(a_push_without_its_grants_proof_is_refused_and_counted) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_FIXTURE_TEST_SUITE(ps_shard_sync, deterministic_fixture)
+BOOST_FIXTURE_TEST_SUITE(ps_shard_sync, sync_shard_fixture)
 
 // R = 2 of N = 3: nothing is applied before the second gradient, the update
 // happens exactly then, and the third (backup) worker's late gradient is
 // dropped and answered stale.
 BOOST_AUTO_TEST_CASE(shard_applies_at_the_rth_gradient_and_drops_stale_ones) {
-  auto log = std::make_shared<std::vector<applied_event>>();
-  auto queue = sys.spawn(spy_queue, log);
-  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
-  sched.run();
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
-                                  std::vector<tensor>{tensor({2}, 1.0f)},
-                                  shard_options{true, 2, 10, queue}));
+  auto s = start(0.5, tensor({2}, 1.0f));
   auto first = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
                             names{"w"}, std::vector<tensor>{tensor({2}, 2.0f)});
   BOOST_REQUIRE(first);
@@ -397,14 +410,7 @@ BOOST_AUTO_TEST_CASE(shard_applies_at_the_rth_gradient_and_drops_stale_ones) {
 // Sync: a snapshot asked for the next version waits for the update that
 // reaches it, and copies the state before the one after.
 BOOST_AUTO_TEST_CASE(a_sync_snapshot_waits_for_its_update) {
-  auto log = std::make_shared<std::vector<applied_event>>();
-  auto queue = sys.spawn(spy_queue, log);
-  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
-  sched.run();
-  shard_options options{true, 2, 10, queue};
-  options.first_step = 4; // restored at step 4
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
-                                  std::vector<tensor>{tensor({2}, 1.0f)}, options));
+  auto s = start(0.5, tensor({2}, 1.0f), 4); // restored at step 4
   auto waiting = self->request(s, caf::infinite, snapshot_atom::value, test_run, int64_t{5});
   sched.run();
   auto push = [&](int32_t worker, int64_t step) {
@@ -429,13 +435,7 @@ BOOST_AUTO_TEST_CASE(a_sync_snapshot_waits_for_its_update) {
 }
 
 BOOST_AUTO_TEST_CASE(shrinking_r_applies_a_step_a_lost_worker_blocked) {
-  auto log = std::make_shared<std::vector<applied_event>>();
-  auto queue = sys.spawn(spy_queue, log);
-  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(1.0)});
-  sched.run();
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
-                                  std::vector<tensor>{tensor({1}, 0.0f)},
-                                  shard_options{true, 2, 10, queue}));
+  auto s = start(1.0, tensor({1}, 0.0f));
   BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
                              names{"w"}, std::vector<tensor>{tensor({1}, 1.0f)}));
   BOOST_TEST(log->empty());                        // waiting for a second worker that is gone

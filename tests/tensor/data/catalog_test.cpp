@@ -22,16 +22,22 @@ data_options csv_options(const temp_dir& d, std::vector<std::string> train, std:
   return o;
 }
 
+// train.csv and test.csv in d with these texts, as [data] names them.
+data_options train_and_test_csv(const temp_dir& d, const std::string& train,
+                                const std::string& test) {
+  write_text(d.file("train.csv"), train);
+  write_text(d.file("test.csv"), test);
+  return csv_options(d, {"train.csv"}, "test.csv");
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(catalogs)
 
 BOOST_AUTO_TEST_CASE(idx_sets_are_scaled_and_shaped_like_images) {
   temp_dir d;
-  write_gz(d.file("train-images-idx3-ubyte.gz"), idx_images(12));
-  write_gz(d.file("train-labels-idx1-ubyte.gz"), idx_labels(12));
-  write_gz(d.file("t10k-images-idx3-ubyte.gz"), idx_images(4));
-  write_gz(d.file("t10k-labels-idx1-ubyte.gz"), idx_labels(4));
+  write_idx_pair(d.file("train-images-idx3-ubyte.gz"), d.file("train-labels-idx1-ubyte.gz"), 12);
+  write_idx_pair(d.file("t10k-images-idx3-ubyte.gz"), d.file("t10k-labels-idx1-ubyte.gz"), 4);
   auto c = catalog_data({}, d.path.string()); // no [data]: the Fashion-MNIST layout
   BOOST_TEST((c.train->item_shape == shape_t{2, 3, 1}));
   BOOST_TEST(c.train->classes == 10);
@@ -47,9 +53,8 @@ BOOST_AUTO_TEST_CASE(idx_sets_are_scaled_and_shaped_like_images) {
 
 BOOST_AUTO_TEST_CASE(string_labels_become_sorted_classes_and_test_labels_must_exist) {
   temp_dir d;
-  write_text(d.file("train.csv"), "a,species\n1,versicolor\n2,setosa\n3,virginica\n4,setosa\n");
-  write_text(d.file("test.csv"), "a,species\n1,setosa\n2,virginica\n");
-  auto o = csv_options(d, {"train.csv"}, "test.csv");
+  auto o = train_and_test_csv(d, "a,species\n1,versicolor\n2,setosa\n3,virginica\n4,setosa\n",
+                              "a,species\n1,setosa\n2,virginica\n");
   o.csv.label_column = "species";
   auto c = catalog_data(o, "");
   BOOST_TEST(
@@ -71,9 +76,7 @@ BOOST_AUTO_TEST_CASE(string_labels_become_sorted_classes_and_test_labels_must_ex
 
 BOOST_AUTO_TEST_CASE(integer_labels_give_the_class_count_or_are_checked_against_it) {
   temp_dir d;
-  write_text(d.file("train.csv"), "label,x\n0,1\n4,2\n2,3\n");
-  write_text(d.file("test.csv"), "label,x\n4,1\n");
-  auto o = csv_options(d, {"train.csv"}, "test.csv");
+  auto o = train_and_test_csv(d, "label,x\n0,1\n4,2\n2,3\n", "label,x\n4,1\n");
   // Classes 1 and 3 never occur: refused unless data.classes says there are 5.
   auto gap = error_of([&] { catalog_data(o, ""); });
   BOOST_TEST(contains(gap, "the labels run 0..4 but no record has class 1, 3"), gap);
@@ -108,9 +111,7 @@ BOOST_AUTO_TEST_CASE(labels_with_gaps_are_refused_naming_the_missing_classes) {
     text += std::to_string(i % 10) + ",1\n";
   for (int i = 0; i < 6; ++i)
     text += "200,1\n";
-  write_text(d.file("train.csv"), text);
-  write_text(d.file("test.csv"), "label,x\n0,1\n");
-  auto o = csv_options(d, {"train.csv"}, "test.csv");
+  auto o = train_and_test_csv(d, text, "label,x\n0,1\n");
   auto msg = error_of([&] { catalog_data(o, ""); });
   BOOST_TEST(contains(msg, "the labels run 0..200 but no record has class 10, 11, 12"), msg);
   BOOST_TEST(contains(msg, "(190 in all)"), msg);
@@ -185,9 +186,7 @@ BOOST_AUTO_TEST_CASE(globs_empty_files_and_disagreeing_files_are_named) {
 
 BOOST_AUTO_TEST_CASE(standardize_uses_the_training_statistics_everywhere) {
   temp_dir d;
-  write_text(d.file("train.csv"), "x,c,label\n1,5,0\n3,5,1\n");
-  write_text(d.file("test.csv"), "x,c,label\n5,5,0\n");
-  auto o = csv_options(d, {"train.csv"}, "test.csv");
+  auto o = train_and_test_csv(d, "x,c,label\n1,5,0\n3,5,1\n", "x,c,label\n5,5,0\n");
   o.normalize = normalization::standardize;
   auto c = catalog_data(o, "");
   auto train = load_all(c.train);
@@ -230,9 +229,7 @@ BOOST_AUTO_TEST_CASE(option_problems_name_their_keys) {
 
 BOOST_AUTO_TEST_CASE(regression_targets_are_real_numbers_checked_like_features) {
   temp_dir d;
-  write_text(d.file("train.csv"), "x,y\n1,0.5\n2,-1.25e1\n3,oops\n4,inf\n");
-  write_text(d.file("test.csv"), "x,y\n5,7\n");
-  auto o = csv_options(d, {"train.csv"}, "test.csv");
+  auto o = train_and_test_csv(d, "x,y\n1,0.5\n2,-1.25e1\n3,oops\n4,inf\n", "x,y\n5,7\n");
   o.csv.label_column = "y";
   o.task = objective::regression;
   auto msg = error_of([&] { catalog_data(o, ""); });

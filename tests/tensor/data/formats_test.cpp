@@ -26,10 +26,8 @@ BOOST_AUTO_TEST_SUITE(idx_files)
 
 BOOST_AUTO_TEST_CASE(reads_gzipped_and_plain_files_and_seeks) {
   temp_dir d;
-  write_gz(d.file("img.gz"), idx_images(5));
-  write_gz(d.file("lbl.gz"), idx_labels(5));
-  write_bytes(d.file("img"), idx_images(5));
-  write_bytes(d.file("lbl"), idx_labels(5));
+  write_idx_pair(d.file("img.gz"), d.file("lbl.gz"), 5);
+  write_idx_pair(d.file("img"), d.file("lbl"), 5, false);
   for (auto [img, lbl] : {std::pair{"img.gz", "lbl.gz"}, std::pair{"img", "lbl"}}) {
     auto r = open_idx(d.file(img), d.file(lbl));
     BOOST_TEST(r->features() == 6);

@@ -11,16 +11,31 @@ using namespace troupe;
 
 namespace {
 
+// The gradients of the three steps run() takes.
+constexpr double gradients[] = {0.5, -0.3, 0.2};
+
 // Runs three steps on one scalar variable starting at 1 with these gradients.
 std::vector<double> run(optimizer_config c) {
   auto opt = make_optimizer(c);
   tensor var({1}, 1.0f);
   std::vector<double> out;
   int64_t step = 0;
-  for (float g : {0.5f, -0.3f, 0.2f}) {
-    opt->apply("v", var, tensor({1}, g), step++);
+  for (double g : gradients) {
+    opt->apply("v", var, tensor({1}, static_cast<float>(g)), step++);
     out.push_back(var[0]);
   }
+  return out;
+}
+
+// The values of the reference rule: from 1, minus update(g, t) at step t
+// (1, 2, 3) for each of the gradients.
+template <class Update>
+std::vector<double> reference(Update update) {
+  double v = 1.0;
+  std::vector<double> out;
+  int t = 0;
+  for (double g : gradients)
+    out.push_back(v -= update(g, ++t));
   return out;
 }
 
@@ -55,13 +70,11 @@ BOOST_AUTO_TEST_CASE(adagrad) {
   auto c = plain_sgd(0.1);
   c.kind = optimizer_kind::adagrad;
   c.initial_accumulator = 0.1;
-  double acc = 0.1, v = 1.0;
-  std::vector<double> want;
-  for (double g : {0.5, -0.3, 0.2}) {
+  double acc = 0.1;
+  auto want = reference([&](double g, int) {
     acc += g * g;
-    v -= 0.1 * g / std::sqrt(acc);
-    want.push_back(v);
-  }
+    return 0.1 * g / std::sqrt(acc);
+  });
   BOOST_TEST(want[0] == 1.0 - 0.05 / std::sqrt(0.35), boost::test_tools::tolerance(1e-12));
   expect(run(c), want);
 }
@@ -71,14 +84,11 @@ BOOST_AUTO_TEST_CASE(rmsprop_starts_its_mean_square_at_one) {
   c.kind = optimizer_kind::rmsprop;
   c.rms_decay = 0.9;
   c.rms_momentum = 0.5;
-  double ms = 1.0, mom = 0.0, v = 1.0;
-  std::vector<double> want;
-  for (double g : {0.5, -0.3, 0.2}) {
+  double ms = 1.0, mom = 0.0;
+  auto want = reference([&](double g, int) {
     ms = 0.9 * ms + 0.1 * g * g;
-    mom = 0.5 * mom + 0.01 * g / std::sqrt(ms + 1e-10);
-    v -= mom;
-    want.push_back(v);
-  }
+    return mom = 0.5 * mom + 0.01 * g / std::sqrt(ms + 1e-10);
+  });
   // First step by hand: ms = 0.925, mom = 0.005 / 0.961769 = 0.0051987.
   BOOST_TEST(want[0] == 1.0 - 0.005 / std::sqrt(0.925), boost::test_tools::tolerance(1e-9));
   expect(run(c), want);
@@ -87,17 +97,13 @@ BOOST_AUTO_TEST_CASE(rmsprop_starts_its_mean_square_at_one) {
 BOOST_AUTO_TEST_CASE(adam_with_bias_correction) {
   auto c = plain_sgd(0.001);
   c.kind = optimizer_kind::adam;
-  double m = 0, s = 0, v = 1.0;
-  std::vector<double> want;
-  int t = 0;
-  for (double g : {0.5, -0.3, 0.2}) {
-    ++t;
+  double m = 0, s = 0;
+  auto want = reference([&](double g, int t) {
     double lr_t = 0.001 * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
     m = 0.9 * m + 0.1 * g;
     s = 0.999 * s + 0.001 * g * g;
-    v -= lr_t * m / (std::sqrt(s) + 1e-8);
-    want.push_back(v);
-  }
+    return lr_t * m / (std::sqrt(s) + 1e-8);
+  });
   // Adam's first step moves by almost exactly lr, whatever the gradient's size.
   BOOST_TEST(want[0] == 0.999, boost::test_tools::tolerance(1e-6));
   expect(run(c), want);
