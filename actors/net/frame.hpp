@@ -37,8 +37,6 @@ enum class frame_kind : uint16_t {
   push = 5,       ///< client -> server: (run, worker, step, proof, names) + gradients
   push_reply = 6, ///< server -> client: (version)
   refusal = 7,    ///< server -> client: (errc, message)
-  fetch = 8,      ///< client -> server: (run, copy ticket, index); answered by a pull_reply
-  last = fetch,
 };
 
 struct frame_header {
