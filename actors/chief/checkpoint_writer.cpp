@@ -6,6 +6,8 @@
 #include <caf/event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/exchange/basp_path.hpp"
+#include "actors/exchange/link_opening.hpp"
 #include "tensor/checkpoint/layout.hpp"
 
 namespace troupe {
@@ -13,8 +15,14 @@ namespace troupe {
 namespace {
 
 struct writing {
+  writing(caf::event_based_actor* self, checkpoint_job j, caf::actor c)
+    : job(std::move(j)), chief(std::move(c)), basp(self, job.shards, job.request_timeout),
+      exchange(basp, job.request_timeout) {}
+
   checkpoint_job job;
   caf::actor chief;
+  basp_path<caf::event_based_actor> basp;
+  shard_exchange exchange;
   checkpoint_dir dir{std::string()};
   std::string staging;
   size_t shard = 0;
@@ -68,40 +76,57 @@ void advance(caf::event_based_actor* self, std::shared_ptr<writing> w) {
   advance(self, w);
 }
 
+// The next tensor of the current shard's copy, appended to its file.
 void step(caf::event_based_actor* self, std::shared_ptr<writing> w) {
   auto& job = w->job;
-  self
-    ->request(job.shards[w->shard], job.request_timeout, fetch_atom::value, job.run,
-              job.copies[w->shard].ticket, w->next)
-    .then(
-      [self, w](tensor& value) {
-        try {
-          w->file->append(value);
-          ++w->next;
-          advance(self, w);
-        } catch (const std::exception& e) {
-          report(self, *w, false, e.what());
-        }
-      },
-      [self, w](caf::error& err) {
-        report(self, *w, false,
-               "fetching from ps:" + std::to_string(w->shard) + " failed: " + describe(err));
-      });
+  exchange_part part;
+  part.shard = static_cast<int32_t>(w->shard);
+  part.copy = {job.copies[w->shard].ticket, w->next};
+  w->exchange.start(exchange_kind::fetch, push_header{job.run, -1, 0, 0}, {std::move(part)}, false);
+  w->exchange.finish([self, w](std::vector<part_outcome>& outcomes) {
+    auto& out = outcomes.at(0);
+    if (out.lost || out.values.size() != 1) {
+      report(self, *w, false,
+             "fetching from ps:" + std::to_string(w->shard)
+               + " failed: " + (out.lost ? *out.lost : std::string("not one tensor")));
+      return;
+    }
+    try {
+      w->file->append(out.values[0]);
+      ++w->next;
+      advance(self, w);
+    } catch (const std::exception& e) {
+      report(self, *w, false, e.what());
+    }
+  });
 }
 
 } // namespace
 
 void checkpoint_writer(caf::event_based_actor* self, checkpoint_job job, caf::actor chief) {
-  auto w = std::make_shared<writing>();
-  w->job = std::move(job);
-  w->chief = std::move(chief);
+  auto w = std::make_shared<writing>(self, std::move(job), std::move(chief));
   try {
     w->dir = checkpoint_dir(w->job.log_dir);
     w->staging = w->dir.begin(w->job.manifest.step);
-    advance(self, w);
   } catch (const std::exception& e) {
     report(self, *w, false, e.what());
+    return;
   }
+  auto& to_write = w->job;
+  open_bulk_links(
+    self, w->exchange, to_write.shards, to_write.bulk,
+    {to_write.run, -1, "chief", to_write.request_timeout}, [] { return true; },
+    [self, w] {
+      try {
+        advance(self, w);
+      } catch (const std::exception& e) {
+        report(self, *w, false, e.what());
+      }
+    },
+    [self, w](size_t s, const caf::error& err) {
+      report(self, *w, false,
+             "asking ps:" + std::to_string(s) + " for its bulk path failed: " + describe(err));
+    });
 }
 
 } // namespace troupe

@@ -1,6 +1,8 @@
 #pragma once
 // Writes one checkpoint off the chief's mailbox: fetches the shards' copies
-// one tensor at a time (so it never holds more than one), streams each
+// one tensor at a time (so it never holds more than one) through a shard
+// exchange (on the bulk path from shards in other processes that offer
+// one, over BASP from the others), streams each
 // shard's into its safetensors file, then commits the directory (manifest,
 // rename, pointer file, keep-N). Reports to the chief with
 // (saved, step, ok, path or error, bytes, seconds) and quits. Runs
@@ -11,6 +13,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/net/bulk_client.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
 
@@ -24,6 +27,7 @@ struct checkpoint_job {
   /// writer adds the tensors and files.
   checkpoint_manifest manifest;
   std::vector<ps_shard_actor> shards;
+  bulk_peers bulk;                    ///< where the bulk path is (empty: every fetch over BASP)
   std::vector<snapshot_index> copies; ///< per shard; no names: it holds nothing
   std::vector<planned_slice> plan;
   std::vector<variable_spec> variables;

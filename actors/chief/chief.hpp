@@ -1,11 +1,11 @@
 #pragma once
 // The chief (TF's Supervisor): initialises every variable exactly once,
 // answers ready requests once that is done (a response promise, no polling),
-// grants global steps up to last_step (async) or runs the token queue and
-// applies the worker-loss policy (sync), logs progress, then has the final
-// model evaluated, reports through on_finish and stops every shard and
-// worker. The decisions are plain classes beside it: grant_desk (async
-// steps), replica_policy (sync losses), progress_meter, run_report.
+// advances global steps up to last_step (step_coordination: async grants or
+// sync's token queue), logs progress, then has the final model evaluated,
+// reports through on_finish and stops every shard and worker. The decisions
+// are plain classes beside it: grant_desk (async steps), replica_policy
+// (sync losses), checkpoint_save, progress_meter, run_report.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -19,12 +19,11 @@
 #include "actors/chief/checkpoint_save.hpp"
 #include "actors/chief/checkpoint_schedule.hpp"
 #include "actors/chief/evaluator.hpp"
-#include "actors/chief/grant_desk.hpp"
-#include "actors/chief/replica_policy.hpp"
 #include "actors/chief/run_report.hpp"
 #include "actors/chief/worker_roster.hpp"
 #include "actors/common/progress_meter.hpp"
 #include "actors/net/bulk_client.hpp"
+#include "actors/protocol/grant_proof.hpp"
 #include "actors/protocol/peer_reconnect.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "config/settings/settings.hpp"
@@ -35,6 +34,10 @@
 #include "tensor/summary/event_file.hpp"
 
 namespace troupe {
+
+namespace chief_run {
+class step_coordination;
+}
 
 struct chief_config {
   training_settings train;
@@ -75,16 +78,10 @@ struct chief_state {
   run_id run = 0;                                       // this run's identity, drawn at start
   grant_key signing_key;                                // signs its grants; the shards check them
   std::optional<worker_roster<caf::actor_addr>> roster; // who holds each worker index
-  // async
-  std::optional<grant_desk<caf::typed_response_promise<step_grant>>> grants;
-  // sync
-  token_queue_actor token_queue;
-  std::optional<replica_policy> replicas;
-  int64_t sync_step = 0;
+  std::shared_ptr<chief_run::step_coordination> steps;  // async or sync, by train.mode
   // accounting
   progress_meter progress{0};
   uint64_t examples = 0;
-  uint64_t dropped = 0;
   clock::time_point created;                // wall_seconds counts from here
   std::optional<clock::time_point> started; // examples/s counts from the first step
   clock::time_point last_worker_seen;

@@ -24,7 +24,7 @@ double ms_since(chief_state::clock::time_point t) {
 
 checkpoint_save::context context_of(self_ptr self) {
   auto& st = self->state;
-  return {global_step(self), st.now == chief_state::phase::training, is_sync(self),
+  return {global_step(self), st.now == chief_state::phase::training, !st.steps->saves_need_fence(),
           st.config.train.last_step};
 }
 
@@ -46,6 +46,7 @@ void write(self_ptr self, int64_t version) {
   for (auto& [worker, position] : st.data_positions)
     job.manifest.data.push_back(position);
   job.shards = st.links.shards;
+  job.bulk = st.links.bulk;
   job.copies = st.save_copies;
   job.plan = st.router->plan();
   job.variables = st.links.net->variables();
@@ -94,18 +95,19 @@ void carry_out(self_ptr self, const checkpoint_save::actions& act) {
   if (!act.abandoned.empty())
     spdlog::warn("chief: {}; training goes on", act.abandoned);
   if (act.hold_grants) {
-    st.grants->hold();
+    st.steps->hold();
     on_grant_settled(self);
   }
   if (act.request_copies)
     request_copies(self, *act.request_copies);
   // Async saves hold new grants while the shards copy; nothing else pauses.
-  if (act.resume_grants && st.grants && st.grants->held() && st.now == chief_state::phase::training)
-    st.grants->resume();
+  if (act.resume_grants && st.now == chief_state::phase::training)
+    st.steps->resume();
   if (act.write) {
     spdlog::info("chief: checkpoint at step {}: every shard copied its state{} {:.1f} ms after "
                  "the save began",
-                 *act.write, is_sync(self) ? "" : " (training paused)", ms_since(st.save_began));
+                 *act.write, st.steps->saves_need_fence() ? " (training paused)" : "",
+                 ms_since(st.save_began));
     write(self, *act.write);
   }
   if (act.final_over)
@@ -125,8 +127,8 @@ void maybe_save(self_ptr self) {
 
 void on_grant_settled(self_ptr self) {
   auto& st = self->state;
-  if (st.save.saving() && st.grants && st.grants->quiescent())
-    carry_out(self, st.save.fence_reached(st.grants->global_step()));
+  if (st.save.saving() && st.steps->quiescent())
+    carry_out(self, st.save.fence_reached(global_step(self)));
 }
 
 void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uint64_t bytes,

@@ -30,8 +30,8 @@ training_result base_result(self_ptr self) {
   r.task = st.config.train.data.task;
   r.global_step = global_step(self);
   r.examples = st.examples;
-  r.refused_steps = st.grants ? st.grants->refused() : 0;
-  r.dropped_gradients = st.dropped;
+  r.refused_steps = st.steps->refused();
+  r.dropped_gradients = st.steps->dropped();
   r.lost_workers = st.roster->lost_count();
   r.evaluations = st.evaluations;
   return r;
@@ -46,12 +46,7 @@ void stop_everyone(self_ptr self, caf::error reason) {
   st.now = chief_state::phase::done;
   st.exit_reason = std::move(reason);
   bool failed = static_cast<bool>(st.exit_reason);
-  if (st.grants) {
-    if (failed)
-      st.grants->drop_waiting(); // the stop below ends them
-    else
-      st.grants->release_all();
-  }
+  st.steps->stop(self, failed);
   auto why = failed ? describe(st.exit_reason) : std::string();
   auto stop = [&](const auto& handle) {
     if (failed)
@@ -59,8 +54,6 @@ void stop_everyone(self_ptr self, caf::error reason) {
     else
       self->send(handle, stop_atom::value);
   };
-  if (st.token_queue && !failed)
-    self->send(st.token_queue, stop_atom::value); // releases workers waiting for a token
   for (auto& shard : st.links.shards)
     stop(shard);
   for (auto& entry : st.roster->live())
@@ -168,8 +161,7 @@ void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
 void finish(self_ptr self) {
   auto& st = self->state;
   st.now = chief_state::phase::finishing;
-  if (st.grants)
-    st.grants->release_all(); // nothing left to wait for
+  st.steps->finishing(); // nothing left to wait for
   double train_seconds = st.started ? seconds_since(*st.started) : 0.0;
   spdlog::info("chief: reached last_step {}; evaluating on {} test examples",
                st.config.train.last_step, st.links.test->size());
@@ -232,13 +224,10 @@ void on_shard_down(self_ptr self, size_t shard, const caf::error& reason) {
                                : "); its variables are gone"));
 }
 
-// The token queue is linked, but a normal exit does not take linked actors
-// down: end it explicitly whenever the chief quits.
 void quit(self_ptr self) {
   auto& st = self->state;
   close_summaries(self);
-  if (st.token_queue)
-    self->send_exit(st.token_queue, caf::exit_reason::user_shutdown);
+  st.steps->quit(self);
   self->quit(st.exit_reason);
 }
 

@@ -8,7 +8,6 @@
 
 #include "actors/chief/chief_run.hpp"
 #include "actors/common/fan_in.hpp"
-#include "actors/token_queue/token_queue.hpp"
 
 namespace troupe::chief_run {
 
@@ -28,8 +27,7 @@ void on_initialized(self_ptr self) {
     return;
   }
   st.now = chief_state::phase::training;
-  if (is_sync(self)) // sync steps start now; async ones at the first grant
-    start_clock(self);
+  st.steps->shards_ready(self);
   spdlog::info("chief: initialised {} variable(s) on {} shard(s); {} worker(s) waiting",
                st.router->plan().size(), st.links.shards.size(), st.waiting_ready.size());
   if (st.replan_workers) { // after a recovery: the live workers wait for the new run
@@ -58,12 +56,7 @@ void finish_when_every_worker_came(self_ptr self) {
 
 training_plan plan_message(self_ptr self, int32_t index) {
   auto& st = self->state;
-  training_plan plan{st.run,
-                     st.router->plan(),
-                     st.coordinator,
-                     0,
-                     0,
-                     is_sync(self) ? 1 : async_step_lease(st.config.train.pull_ahead)};
+  training_plan plan{st.run, st.router->plan(), st.coordinator, 0, 0, st.steps->lease()};
   if (auto i = st.data_positions.find(index); i != st.data_positions.end()) {
     plan.data_epoch = i->second.epoch;
     plan.data_offset = i->second.offset;
@@ -84,20 +77,7 @@ void initialize_shards(self_ptr self) {
                imbalance(placement, num_shards));
   st.router.emplace(build_plan(placement, vars), vars, num_shards);
   shard_options options;
-  st.coordinator = caf::actor_cast<step_coordinator_actor>(self);
-  if (is_sync(self)) {
-    token_queue_config queue{st.run, t.last_step, {}, st.first_step, st.signing_key};
-    for (auto& part : st.router->parts())
-      queue.shards.push_back(st.links.shards[static_cast<size_t>(part.shard)].address());
-    st.token_queue = self->spawn<caf::linked>(token_queue, queue,
-                                              caf::actor_cast<chief_actor>(self));
-    st.coordinator = st.token_queue;
-    for (auto& [index, addr] : st.roster->live()) // after a recovery
-      self->send(st.token_queue, admit_atom::value, index, caf::actor_cast<worker_actor>(addr));
-    options = shard_options{true, st.config.replicas, t.last_step, st.token_queue, 0};
-    spdlog::info("chief: sync mode: averaging {} of {} workers' gradients per step",
-                 st.config.replicas, st.config.num_workers);
-  }
+  st.coordinator = st.steps->begin(self, options);
   options.first_step = st.first_step;
   options.grant_key0 = st.signing_key.k0;
   options.grant_key1 = st.signing_key.k1;

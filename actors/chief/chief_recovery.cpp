@@ -33,15 +33,7 @@ void on_shard_lost(self_ptr self, size_t shard, const caf::error& reason) {
                shard, self->system().render(reason), st.recovering->lost_at, timeout.count());
   st.now = chief_state::phase::initializing; // nothing is granted until the restore
   st.save.drop();
-  if (st.grants) {
-    st.grants->hold();
-    st.grants->drop_waiting(); // they wait for the new plan
-  }
-  if (st.token_queue) {
-    self->unlink_from(st.token_queue);
-    self->send_exit(st.token_queue, caf::exit_reason::user_shutdown);
-    st.token_queue = nullptr;
-  }
+  st.steps->pause(self);
   auto reconnect = st.links.reconnect.shard;
   auto chief = caf::actor_cast<caf::actor>(self);
   self->spawn<caf::detached>([=](caf::event_based_actor* helper) {
@@ -91,11 +83,7 @@ void on_shard_back(self_ptr self, int32_t shard, ps_shard_actor handle) {
   if (choice.reader)
     for (auto& p : choice.reader->manifest().data)
       st.data_positions[p.worker] = p;
-  if (st.grants)
-    st.grants.emplace(st.config.train.last_step, st.config.runtime.max_refused_steps, from,
-                      async_step_lease(st.config.train.pull_ahead),
-                      grant_signer{st.signing_key, st.run});
-  st.sync_step = from;
+  st.steps->restart_at(self, from);
   st.schedule->began(from, chief_state::clock::now());
   st.replan_workers = true;
   spdlog::info("chief: run {} continues as run {}", old_run, st.run);

@@ -3,23 +3,19 @@
 // variables and initialises the shards; chief_workers.cpp admits workers and
 // handles their losses; chief.cpp runs training (steps, the watchdog);
 // chief_end.cpp ends a run (final values, evaluation, traffic, the checks of
-// the result, stopping everyone).
+// the result, stopping everyone); async_steps.cpp and sync_steps.cpp advance
+// the global steps (step_coordination.hpp).
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "actors/chief/chief.hpp"
+#include "actors/chief/step_coordination.hpp"
 
 namespace troupe::chief_run {
 
-using self_ptr = chief_impl::stateful_pointer<chief_state>;
-
-inline bool is_sync(self_ptr self) {
-  return self->state.config.train.mode == update_mode::sync;
-}
-
 inline int64_t global_step(self_ptr self) {
-  return is_sync(self) ? self->state.sync_step : self->state.grants->global_step();
+  return self->state.steps->global_step();
 }
 
 /// Starts the examples/s clock (once): at the first grant (async) or when
@@ -31,6 +27,10 @@ inline void start_clock(self_ptr self) {
   st.started = chief_state::clock::now();
   st.progress.restart(*st.started);
 }
+
+/// An update was counted (its loss and examples are in the progress meter):
+/// the progress line, a checkpoint or an evaluation when due.
+void update_counted(self_ptr self);
 
 /// Places the variables, then initialises every shard exactly once with
 /// values derived from the seed (a shard holding nothing gets an empty init);

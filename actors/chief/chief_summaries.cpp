@@ -59,12 +59,7 @@ void summarize_progress(self_ptr self, const progress_line& line) {
       v.push_back({"train/rmse", static_cast<float>(rmse_of(line.loss))});
     else
       v.push_back({"train/batch_accuracy", static_cast<float>(line.batch_accuracy)});
-    if (is_sync(self)) {
-      v.push_back({"sync/dropped_gradients", static_cast<float>(line.dropped)});
-      v.push_back({"sync/straggler_ms", static_cast<float>(line.straggler_ms)});
-    } else if (self->state.grants) {
-      v.push_back({"async/refused_steps", static_cast<float>(self->state.grants->refused())});
-    }
+    self->state.steps->progress_scalars(line, v);
     v.push_back({"train/workers", static_cast<float>(self->state.roster->live().size())});
     f.scalars(step, v);
   });

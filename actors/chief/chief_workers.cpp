@@ -14,36 +14,11 @@ namespace troupe::chief_run {
 
 namespace {
 
-// Sync: logs and carries out what a lost or returning worker changed.
-void carry_out(self_ptr self, const replica_policy::change& c) {
-  auto& st = self->state;
-  auto& policy = *st.replicas;
-  if (c.became_short)
-    spdlog::warn("chief: {} of {} needed workers available; holding step {} until a lost worker "
-                 "restarts (on-worker-loss = wait, at most {} ms)",
-                 policy.available(), policy.configured(), st.sync_step,
-                 st.config.runtime.worker_wait_timeout.count());
-  if (c.enough_again)
-    spdlog::info("chief: enough workers again; step {} goes on", st.sync_step);
-  if (!c.replicas)
-    return;
-  spdlog::warn("chief: averaging {} gradient(s) per step from now on (was {}; {} worker(s) lost, "
-               "on-worker-loss = shrink)",
-               *c.replicas, c.previous, policy.lost_count());
-  for (auto& shard : st.links.shards)
-    self->send(shard, replicas_atom::value, *c.replicas);
-}
-
 void admit(self_ptr self, int32_t index, const worker_actor& worker) {
   auto& st = self->state;
   st.roster->admit(index, worker.address());
   self->monitor(worker);
-  if (st.token_queue)
-    self->send(st.token_queue, admit_atom::value, index, worker);
-  if (st.replicas && st.replicas->was_lost(index)) {
-    spdlog::info("chief: worker:{} rejoined at step {}", index, st.sync_step);
-    carry_out(self, st.replicas->joined(index));
-  }
+  st.steps->admitted(self, index, worker);
 }
 
 // The plan for an admitted worker, now or once the shards are initialised.
@@ -136,27 +111,18 @@ void on_worker_down(self_ptr self, int32_t index, const caf::error& reason) {
   // Killed or cut off: survivable. Any other reason is the worker's own error.
   bool lost = reason == caf::exit_reason::kill || reason == caf::exit_reason::user_shutdown
               || reason == caf::exit_reason::remote_link_unreachable;
+  if (normal)
+    spdlog::info("chief: worker:{} finished", index);
   if (running && !normal) {
     if (lost)
       st.roster->lost();
     else
       st.roster->failed(index, describe(reason));
+    spdlog::warn("chief: {} worker:{} ({}); {} worker(s) left; a restarted worker rejoins",
+                 lost ? "lost" : "failed:", index, self->system().render(reason),
+                 st.roster->live().size());
   }
-  if (st.grants) {
-    st.grants->lose(index);
-    on_grant_settled(self);
-  }
-  if (normal) {
-    spdlog::info("chief: worker:{} finished", index);
-    return;
-  }
-  if (!running)
-    return;
-  spdlog::warn("chief: {} worker:{} ({}); {} worker(s) left; a restarted worker rejoins",
-               lost ? "lost" : "failed:", index, self->system().render(reason),
-               st.roster->live().size());
-  if (st.replicas)
-    carry_out(self, st.replicas->lost(index));
+  st.steps->worker_down(self, index, running && !normal);
 }
 
 caf::error unless_admitted(self_ptr self, const step_report& r, const char* what) {

@@ -40,6 +40,19 @@ public:
             });
   }
 
+  void fetch(int32_t shard, uint64_t run, const copy_tensor& copy, pull_done done) override {
+    self_
+      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, fetch_atom::value, run,
+                copy.ticket, copy.index)
+      .then(
+        [done](tensor& value) {
+          std::vector<tensor> values;
+          values.push_back(std::move(value));
+          done(values, std::nullopt, std::nullopt);
+        },
+        [done](caf::error& err) { failed(done, err); });
+  }
+
 private:
   static void failed(const pull_done& done, const caf::error& err) {
     std::vector<tensor> none;

@@ -5,9 +5,10 @@ namespace troupe {
 namespace {
 
 bool pushes(exchange_kind kind) {
-  return kind != exchange_kind::pull;
+  return kind == exchange_kind::push || kind == exchange_kind::push_then_pull;
 }
 
+// What brings values back: pulls and fetches.
 bool pulls(exchange_kind kind) {
   return kind != exchange_kind::push;
 }
@@ -76,22 +77,25 @@ void shard_exchange::start_basp(exchange_kind kind, const push_header& header) {
           basp_reply();
         });
     }
-    if (pulls(kind)) {
-      ++pending_;
-      basp_.pull(part.shard, header.run, *part.names,
-                 [this, epoch, i](std::vector<tensor>& values, const maybe_failure& refused,
-                                  const std::optional<std::string>& lost) {
-                   if (epoch != epoch_)
-                     return;
-                   if (refused)
-                     outcomes_[i].lost = refused->message;
-                   else if (lost)
-                     outcomes_[i].lost = lost;
-                   else
-                     outcomes_[i].values = std::move(values);
-                   basp_reply();
-                 });
-    }
+    if (!pulls(kind))
+      continue;
+    ++pending_;
+    auto done = [this, epoch, i](std::vector<tensor>& values, const maybe_failure& refused,
+                                 const std::optional<std::string>& lost) {
+      if (epoch != epoch_)
+        return;
+      if (refused)
+        outcomes_[i].lost = refused->message;
+      else if (lost)
+        outcomes_[i].lost = lost;
+      else
+        outcomes_[i].values = std::move(values);
+      basp_reply();
+    };
+    if (kind == exchange_kind::fetch)
+      basp_.fetch(part.shard, header.run, part.copy, std::move(done));
+    else
+      basp_.pull(part.shard, header.run, *part.names, std::move(done));
   }
 }
 
@@ -104,6 +108,8 @@ void shard_exchange::start_bulk(exchange_kind kind, const push_header& header, b
     if (pushes(kind))
       b.link->start_push(header.run, header.worker, header.step, header.proof, *part.names,
                          part.gradients);
+    else if (kind == exchange_kind::fetch)
+      b.link->start_fetch(header.run, part.copy.ticket, part.copy.index, std::move(part.storage));
     else
       b.link->start_pull(header.run, *part.names, pull_storage(part));
     links.push_back(b.link);

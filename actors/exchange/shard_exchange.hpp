@@ -1,6 +1,6 @@
 #pragma once
-// One exchange with the shards of a plan: per shard part a pull, a push, or
-// a push followed by a pull, each on the bulk path where the shard has a
+// One exchange with the shards of a plan: per shard part a pull, a push, a
+// push followed by a pull, or a fetch of a checkpoint copy's tensor, each on the bulk path where the shard has a
 // link and over BASP (the message path) where it has none. The caller
 // starts an exchange, may compute meanwhile, and finishes it: what each part
 // came back with (values, the shard's refusal, or a loss) arrives in one
@@ -25,7 +25,18 @@
 
 namespace troupe {
 
-enum class exchange_kind { pull, push, push_then_pull };
+enum class exchange_kind {
+  pull,
+  push,
+  push_then_pull,
+  fetch, ///< a tensor of a shard's checkpoint copy (exchange_part::copy), moved out of it
+};
+
+/// A tensor of a shard's checkpoint copy: the copy's ticket and the index.
+struct copy_tensor {
+  uint64_t ticket = 0;
+  int32_t index = 0;
+};
 
 /// What a push shows besides its gradients: the run, the worker, the
 /// granted step and the grant's proof.
@@ -44,6 +55,7 @@ struct exchange_part {
   /// an empty one takes the part's storage of its last bulk pull).
   std::vector<tensor> storage;
   std::vector<tensor> gradients; ///< a push's
+  copy_tensor copy;              ///< a fetch's
 };
 
 /// What a part came back with.
@@ -71,6 +83,8 @@ public:
                     pull_done done) = 0;
   virtual void push(int32_t shard, const push_header& header, const std::vector<std::string>& names,
                     std::vector<tensor> gradients, push_done done) = 0;
+  /// The one tensor in `values`.
+  virtual void fetch(int32_t shard, uint64_t run, const copy_tensor& copy, pull_done done) = 0;
 };
 
 class shard_exchange {

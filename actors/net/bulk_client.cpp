@@ -50,6 +50,14 @@ void bulk_link::start_pull(uint64_t run, const std::vector<std::string>& names,
   begin(frame_kind::pull_reply, frame_writer{frame_kind::pull, ++request_, meta});
 }
 
+void bulk_link::start_fetch(uint64_t run, uint64_t ticket, int32_t index,
+                            std::vector<tensor> storage) {
+  meta_writer meta;
+  meta.u64(run).u64(ticket).i32(index);
+  in_.lend(std::move(storage));
+  begin(frame_kind::pull_reply, frame_writer{frame_kind::fetch, ++request_, meta});
+}
+
 void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
                            const std::vector<std::string>& names,
                            const std::vector<tensor>& gradients) {
@@ -174,29 +182,6 @@ void complete_all(const std::vector<bulk_link*>& links, deadline until, const th
     }
     open.resize(kept);
   }
-}
-
-maybe_failure read_once(std::vector<bulk_read>& reads, uint64_t run, const std::string& label,
-                        std::chrono::milliseconds within, const tls_context* tls) {
-  auto until = std::chrono::steady_clock::now() + within;
-  std::vector<std::unique_ptr<bulk_link>> links;
-  std::vector<bulk_link*> started;
-  for (auto& read : reads) {
-    maybe_failure error;
-    auto link = bulk_link::open(read.host, read.port, run, read.ticket, label, until, error, tls);
-    if (!link)
-      return error;
-    link->start_pull(run, read.names, {});
-    started.push_back(link.get());
-    links.push_back(std::move(link));
-  }
-  complete_all(started, until);
-  for (size_t i = 0; i < reads.size(); ++i) {
-    if (links[i]->error())
-      return links[i]->error();
-    reads[i].values = std::move(links[i]->values());
-  }
-  return std::nullopt;
 }
 
 } // namespace troupe

@@ -30,6 +30,8 @@ public:
 
   /// A pull of `names`, read into `storage` (its tensors' memory is reused).
   void start_pull(uint64_t run, const std::vector<std::string>& names, std::vector<tensor> storage);
+  /// Tensor `index` of the checkpoint copy `ticket` names, read into `storage`.
+  void start_fetch(uint64_t run, uint64_t ticket, int32_t index, std::vector<tensor> storage);
   /// A push of a granted step with its grant's proof; `gradients` must live
   /// until the exchange completes.
   void start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
@@ -79,22 +81,6 @@ struct bulk_peers {
   std::vector<std::string> shard_hosts;         ///< each shard's host (empty: over BASP)
   std::shared_ptr<const bulk::tls_context> tls; ///< mutual TLS (null: plain TCP)
 };
-
-/// One shard's part of a one-off read: where its bulk path is and what to pull.
-struct bulk_read {
-  std::string host;
-  uint16_t port = 0;
-  uint64_t ticket = 0;
-  std::vector<std::string> names;
-  std::vector<tensor> values; ///< filled by read_once, in the order of names
-};
-
-/// Connects to each shard's bulk path, pulls every part at once and closes:
-/// for a task that reads the values now and then (the chief's evaluations
-/// and final read), which then costs a shard no copy and no message buffer.
-/// Blocks, at most `within`; the first failure for all.
-maybe_failure read_once(std::vector<bulk_read>& reads, uint64_t run, const std::string& label,
-                        std::chrono::milliseconds within, const bulk::tls_context* tls = nullptr);
 
 /// Runs every started exchange to its reply, all at once, and what `then`
 /// starts after each; an exchange still open at the deadline fails (and its

@@ -265,6 +265,37 @@ bool bulk_server::answer_pull(connection& conn, frame_reader& in) {
   return reply(conn, frame_writer{frame_kind::pull_reply, request, meta, values});
 }
 
+// A tensor of a checkpoint's copy (the chief's writer), moved out of the
+// copy and written from where it is, in this connection's outbound turn.
+bool bulk_server::answer_fetch(connection& conn, frame_reader& in) {
+  auto request = in.header().request;
+  auto fields = in.fields();
+  auto run = fields.u64();
+  auto ticket = fields.u64();
+  auto index = fields.i32();
+  if (!fields.at_end() || in.header().data_bytes != 0) {
+    reply(conn, refusal(request, {errc::invalid_request, "bulk frame: a malformed fetch"}));
+    return false; // its data, if any, was never read
+  }
+  in.read_data(); // none
+  auto turn = take_turn(conn, outbound_);
+  tensor value;
+  int64_t version = 0;
+  if (!endpoint_.fetch)
+    return reply(conn, refusal(request, {errc::invalid_request,
+                                         "bulk frame: this server holds no checkpoint copies"}));
+  if (auto err = endpoint_.fetch(run, ticket, index, value, version)) {
+    if (err->code == errc::unauthorized)
+      spdlog::warn("ps:{}: refused a bulk fetch from {}: {}", options_.shard, conn.peer,
+                   err->message);
+    return reply(conn, refusal(request, *err));
+  }
+  tensor_refs values{&value};
+  meta_writer meta{values};
+  meta.i64(version);
+  return reply(conn, frame_writer{frame_kind::pull_reply, request, meta, values});
+}
+
 // A push, handed to the shard as the message a BASP peer sends; its data is
 // read in this connection's turn, into the storage the turns share.
 bool bulk_server::answer_push(connection& conn, frame_reader& in,
@@ -325,6 +356,8 @@ bool bulk_server::answer(connection& conn, frame_reader& in, const bulk_endpoint
   switch (static_cast<frame_kind>(in.header().kind)) {
     case frame_kind::pull:
       return answer_pull(conn, in);
+    case frame_kind::fetch:
+      return answer_fetch(conn, in);
     case frame_kind::push:
       return answer_push(conn, in, push);
     default:

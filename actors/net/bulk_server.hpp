@@ -77,6 +77,11 @@ struct bulk_endpoint {
   using pusher = std::function<bulk_push_answer(bulk_push& push, std::chrono::milliseconds within)>;
   /// A pusher for one connection (called on its thread, once).
   std::function<pusher()> open_pusher;
+  /// Tensor `index` of the checkpoint copy that `ticket` names (each once,
+  /// moved out: the shard frees it as it goes), with the copy's version.
+  std::function<maybe_failure(uint64_t run, uint64_t ticket, int32_t index, tensor& out,
+                              int64_t& version)>
+    fetch;
   /// A push that named another worker than its connection's ticket.
   std::function<void()> unauthorized_push;
 };
@@ -119,6 +124,7 @@ private:
   /// One request and its reply; false when the connection must close.
   bool answer(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
   bool answer_pull(connection& conn, bulk::frame_reader& in);
+  bool answer_fetch(connection& conn, bulk::frame_reader& in);
   bool answer_push(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
   bool reply(connection& conn, bulk::frame_writer out);
   std::unique_lock<std::mutex> take_turn(connection& conn, std::mutex& direction);

@@ -21,7 +21,7 @@ maybe_failure check_header(const frame_header& head, const frame_limits& limits)
                                               + ", this node speaks "
                                               + std::to_string(frame_version)};
   if (head.kind < static_cast<uint16_t>(frame_kind::hello)
-      || head.kind > static_cast<uint16_t>(frame_kind::refusal))
+      || head.kind > static_cast<uint16_t>(frame_kind::fetch))
     return malformed("unknown kind " + std::to_string(head.kind));
   if (head.reserved != 0)
     return malformed("reserved header field is " + std::to_string(head.reserved) + ", not 0");

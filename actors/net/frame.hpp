@@ -37,7 +37,9 @@ enum class frame_kind : uint16_t {
   push = 5,       ///< client -> server: (run, worker, step, proof, names) + gradients
   push_reply = 6, ///< server -> client: (version)
   refusal = 7,    ///< server -> client: (errc, message)
+  fetch = 8,      ///< client -> server: (run, copy ticket, index); answered by a pull_reply
 };
+// fetch is the last kind: check_header refuses any above it.
 
 struct frame_header {
   uint32_t magic = frame_magic;

@@ -132,7 +132,7 @@ void reset_state(self_ptr self) {
   auto& st = self->state;
   st.store->reset();
   st.pending.reset();
-  st.snapshot = snapshot_copy{};
+  st.snapshot.clear();
   if (st.snapshot_wanted)
     st.snapshot_wanted->second.deliver(
       make_error({errc::training_stopped, st.label + " was re-initialised for a new run"}));
@@ -266,7 +266,8 @@ void open_bulk_path(self_ptr self, const ps_shard_config& config) {
   options.shard = config.index;
   maybe_failure error;
   st.bulk = std::make_unique<bulk_server>(
-    shard_endpoint(self->system(), self->address(), *st.store, st.traffic), options, error);
+    shard_endpoint(self->system(), self->address(), *st.store, st.snapshot, st.traffic, st.label),
+    options, error);
   if (error) {
     spdlog::warn("{}: no bulk path ({}); peers pull and push over the control connection", st.label,
                  error->message);

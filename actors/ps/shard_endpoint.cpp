@@ -45,8 +45,19 @@ bulk_push_answer push_through(caf::scoped_actor& self, const caf::actor_addr& sh
 } // namespace
 
 bulk_endpoint shard_endpoint(caf::actor_system& sys, caf::actor_addr shard,
-                             const variable_store& store, traffic_counter& traffic) {
+                             const variable_store& store, snapshot_copy& copy,
+                             traffic_counter& traffic, std::string label) {
   bulk_endpoint out;
+  out.fetch = [&store, &copy, label](uint64_t run, uint64_t ticket, int32_t index, tensor& value,
+                                     int64_t& version) -> maybe_failure {
+    if (auto why = store.other_run(run))
+      return failure{errc::unauthorized, label + " refused a snapshot fetch: " + *why};
+    auto out = copy.fetch(label, ticket, index, &version);
+    if (auto* err = std::get_if<failure>(&out))
+      return *err;
+    value = std::move(std::get<tensor>(out));
+    return std::nullopt;
+  };
   out.pull = [&store, &traffic](uint64_t run, const std::vector<std::string>& names,
                                 std::vector<std::shared_ptr<const tensor>>& pinned,
                                 int64_t& version) -> maybe_failure {

@@ -1,8 +1,11 @@
 #pragma once
 // A shard's copy of its state for a checkpoint, taken between two updates
-// and handed out one tensor at a time, so that the chief never holds more
-// than one tensor of it and the shard frees each as it goes.
+// and handed out one tensor at a time, so that the chief's writer never
+// holds more than one tensor of it and the shard frees each as it goes.
+// Thread-safe: the shard takes copies on its own thread, and its bulk
+// connections' threads hand tensors out beside BASP fetches.
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <variant>
 #include <vector>
@@ -17,18 +20,30 @@ public:
   /// Replaces any earlier copy (its unfetched tensors are dropped); `ticket`
   /// is what fetches of this copy must show.
   snapshot_index take(variable_store::snapshot copy, uint64_t ticket) {
+    snapshot_index index{copy.version, ticket, copy.names, {}};
+    for (auto& v : copy.values)
+      index.shapes.push_back(v.shape());
+    std::lock_guard<std::mutex> guard{mutex_};
     copy_ = std::move(copy);
     ticket_ = ticket;
     fetched_.assign(copy_.values.size(), false);
     left_ = copy_.values.size();
-    snapshot_index index{copy_.version, ticket, copy_.names, {}};
-    for (auto& v : copy_.values)
-      index.shapes.push_back(v.shape());
     return index;
   }
 
-  /// Tensor `index` of the copy with `ticket`, moved out: each once.
-  std::variant<tensor, failure> fetch(const std::string& owner, uint64_t ticket, int32_t index) {
+  /// Drops the copy (a new run: its ticket opens nothing any more).
+  void clear() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    copy_ = {};
+    fetched_.clear();
+    left_ = 0;
+  }
+
+  /// Tensor `index` of the copy with `ticket`, moved out: each once. The
+  /// copy's version in `version`.
+  std::variant<tensor, failure> fetch(const std::string& owner, uint64_t ticket, int32_t index,
+                                      int64_t* version = nullptr) {
+    std::lock_guard<std::mutex> guard{mutex_};
     if (left_ == 0 || ticket != ticket_)
       return failure{errc::unauthorized,
                      owner
@@ -40,6 +55,8 @@ public:
                                               + " does not exist or was fetched already"};
     auto i = static_cast<size_t>(index);
     fetched_[i] = true;
+    if (version)
+      *version = copy_.version;
     tensor out = std::move(copy_.values[i]);
     if (--left_ == 0)
       copy_ = {};
@@ -47,9 +64,13 @@ public:
   }
 
   /// Tensors still held.
-  size_t left() const noexcept { return left_; }
+  size_t left() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return left_;
+  }
 
 private:
+  mutable std::mutex mutex_;
   variable_store::snapshot copy_;
   uint64_t ticket_ = 0;
   std::vector<bool> fetched_;

@@ -32,8 +32,11 @@ void step_pipeline::drop() {
 std::vector<exchange_part> step_pipeline::parts(bool with_gradients) {
   std::vector<exchange_part> out;
   for (auto& part : router_->parts())
-    out.push_back(
-      {part.shard, &part.names, {}, with_gradients ? buffers_.cut(part) : std::vector<tensor>{}});
+    out.push_back({part.shard,
+                   &part.names,
+                   {},
+                   with_gradients ? buffers_.cut(part) : std::vector<tensor>{},
+                   {}});
   return out;
 }
 

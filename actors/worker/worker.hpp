@@ -5,7 +5,8 @@
 // parallel, reports, and repeats until told to stop. The actor holds the
 // run's side (plan, grants, recovery, sender checks); its parts do the
 // rest: step_lease (the steps held), step_pipeline (pull, push, pull-ahead
-// through one shard_exchange), param_buffers (where the values land).
+// through one shard_exchange), param_buffers (where the values land),
+// recovery_wait (a lost peer).
 // Spawn it detached: compute and the bulk path block.
 #include <chrono>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "actors/protocol/protocol.hpp"
 #include "actors/worker/gradient_guard.hpp"
 #include "actors/worker/param_buffers.hpp"
+#include "actors/worker/recovery_wait.hpp"
 #include "actors/worker/step_lease.hpp"
 #include "actors/worker/step_pipeline.hpp"
 #include "tensor/data/stream.hpp"
@@ -79,10 +81,7 @@ struct worker_state {
   step_lease lease;
   int64_t local_step = 0;
   progress_meter progress{0};
-  // Grants and bulk-path answers of the plan before a recovery are ignored.
-  uint64_t generation = 0;
-  std::optional<std::chrono::steady_clock::time_point> waiting_since; // for a new plan
-  std::vector<int32_t> lost_shards;
+  recovery_wait recovery; // for a new plan; voids what was in flight before
   // Declared last: the pipeline goes first, then the exchange (its thread
   // stops), then the message path it used.
   std::unique_ptr<message_path> basp;

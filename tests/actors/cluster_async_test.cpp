@@ -31,7 +31,9 @@ BOOST_AUTO_TEST_CASE(chief_initialises_once_while_workers_race) {
       ++inits[who];
     if (who == chief && msg.match_element<ready_atom>(0))
       chief_events.push_back("ready");
-    if (who == chief && msg.size() == 1 && msg.match_element<caf::ok_atom>(0)) {
+    // The shards' acks of the init; the value reader's ok at the end (the
+    // final values read) is not one.
+    if (who == chief && msg.size() == 1 && msg.match_element<caf::ok_atom>(0) && acks < 2) {
       chief_events.push_back("init_ack");
       ++acks;
     }

@@ -69,6 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case frame_kind::refusal:
       again.u8(fields.u8()).text(fields.text());
       break;
+    case frame_kind::fetch:
+      again.u64(fields.u64()).u64(fields.u64()).i32(fields.i32());
+      break;
   }
   if (!fields.at_end())
     return 0; // malformed fields: the peers refuse it

@@ -3,8 +3,8 @@
 #   tensor <- {gpu, plan} <- checkpoint <- export; {gpu, plan} <- settings;
 #   {settings, checkpoint} <- {actors, config/node} <- apps; export <- apps
 # and inside actors/:
-#   net <- protocol <- {common, exchange, ps, token_queue} <- worker <- chief <- actors/
-#   (the library API: cluster.hpp).
+#   net <- protocol <- {exchange, ps, token_queue} <- worker <- chief <- actors/
+#   (the library API: cluster.hpp); common (fan_in, progress) below all but net.
 # Each folder may include only from the folders below it (and itself);
 # tensor/, gpu/, tensor/plan and config/settings stay free of CAF. CMake's
 # targets follow the same graph; this check keeps the #includes honest, so a
@@ -32,7 +32,7 @@ declare -A allowed=(
   [actors/common]="$tensor_base actors/common"
   [actors/ps]="$tensor_base actors/net actors/protocol actors/common actors/ps"
   [actors/token_queue]="$tensor_base actors/protocol actors/common actors/token_queue"
-  [actors/exchange]="tensor/core actors/net actors/protocol actors/exchange"
+  [actors/exchange]="tensor/core actors/net actors/protocol actors/common actors/exchange"
   [actors/worker]="$tensor_base tensor/plan actors/net actors/protocol actors/common actors/exchange
                    actors/worker"
   [actors/chief]="$tensor_base tensor/plan tensor/checkpoint tensor/summary config/settings

@@ -18,15 +18,30 @@ namespace {
 constexpr uint64_t run = 7;
 
 // Shard 0 behind a bulk server: one variable "w" of 4 floats; a push adds
-// its gradient and bumps the version; step 99 is refused as stale.
+// its gradient and bumps the version; step 99 is refused as stale. Its
+// checkpoint copy (ticket 42) holds two tensors, each fetched once.
 struct bulk_shard {
   std::mutex mutex;
   std::shared_ptr<tensor> w = std::make_shared<tensor>(shape_t{4}, 1.0f);
   int64_t version = 0;
+  std::map<int32_t, tensor> copy{{0, tensor{{3}, 5.0f}}, {1, tensor{{2}, 6.0f}}};
   std::unique_ptr<bulk_server> server;
 
   bulk_shard() {
     bulk_endpoint endpoint;
+    endpoint.fetch = [this](uint64_t r, uint64_t ticket, int32_t index, tensor& out,
+                            int64_t& v) -> maybe_failure {
+      std::lock_guard<std::mutex> guard{mutex};
+      if (r != run || ticket != 42)
+        return failure{errc::unauthorized, "no copy with that ticket"};
+      auto i = copy.find(index);
+      if (i == copy.end())
+        return failure{errc::invalid_request, "fetched already"};
+      out = std::move(i->second);
+      copy.erase(i);
+      v = 17;
+      return std::nullopt;
+    };
     endpoint.pull = [this](uint64_t r, const std::vector<std::string>& names,
                            std::vector<std::shared_ptr<const tensor>>& pinned,
                            int64_t& v) -> maybe_failure {
@@ -87,6 +102,11 @@ struct fake_messages : message_path {
             std::vector<tensor> gradients, push_done done) override {
     requests.push_back({true, std::move(gradients), {}, std::move(done)});
   }
+  void fetch(int32_t, uint64_t, const copy_tensor& copy, pull_done done) override {
+    fetched.push_back(copy.index);
+    requests.push_back({false, {}, std::move(done), {}});
+  }
+  std::vector<int32_t> fetched;
   void answer_pull(size_t i, float value) {
     std::vector<tensor> values{tensor{{4}, value}};
     requests.at(i).pulled(values, std::nullopt, std::nullopt);
@@ -141,6 +161,36 @@ BOOST_AUTO_TEST_CASE(a_pull_finishes_once_both_paths_answered) {
   BOOST_TEST(outcomes[0].values.at(0).data()[0] == 1.0f);
   BOOST_TEST(outcomes[1].values.at(0).data()[0] == 3.0f);
   BOOST_TEST(!exchange.active());
+}
+
+BOOST_AUTO_TEST_CASE(a_fetch_brings_one_copy_tensor_on_either_path_each_once) {
+  std::vector<exchange_part> parts(2);
+  for (int32_t s = 0; s < 2; ++s) {
+    parts[s].shard = s;
+    parts[s].copy = {42, 1};
+  }
+  exchange.start(exchange_kind::fetch, {run, -1, 0, 0}, parts, false);
+  BOOST_REQUIRE(basp.fetched == std::vector<int32_t>{1}); // shard 1 over the message path
+  basp.answer_pull(0, 3.0f);
+  exchange.finish(collect());
+  BOOST_REQUIRE(finished == 1);
+  BOOST_TEST(!outcomes[0].lost);
+  BOOST_REQUIRE(outcomes[0].values.size() == 1u);
+  BOOST_TEST(outcomes[0].values[0].size() == 2u); // tensor 1 of the copy, over the bulk link
+  BOOST_TEST(outcomes[0].values[0].data()[0] == 6.0f);
+  // Fetched once: a second fetch of the same tensor is refused, a loss.
+  basp.requests.clear();
+  exchange.start(exchange_kind::fetch, {run, -1, 0, 0}, parts, false);
+  basp.answer_pull(0, 3.0f);
+  exchange.finish(collect());
+  BOOST_TEST(outcomes[0].lost.has_value());
+  // A wrong ticket opens nothing.
+  parts[0].copy = {41, 0};
+  basp.requests.clear();
+  exchange.start(exchange_kind::fetch, {run, -1, 0, 0}, parts, false);
+  basp.answer_pull(0, 3.0f);
+  exchange.finish(collect());
+  BOOST_TEST(outcomes[0].lost.has_value());
 }
 
 BOOST_AUTO_TEST_CASE(a_pulls_storage_given_back_serves_the_next_pull_in_place) {

@@ -1,5 +1,6 @@
 // The worker's plain parts without an actor: the steps it holds
-// (step_lease), where values and gradients live (param_buffers), and one
+// (step_lease), its wait for a lost peer (recovery_wait), where values and
+// gradients live (param_buffers), and one
 // step between grant and report (step_pipeline), plain and with
 // pull-ahead, over a message path whose replies the test hands in.
 #include <string>
@@ -8,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/worker/param_buffers.hpp"
+#include "actors/worker/recovery_wait.hpp"
 #include "actors/worker/step_lease.hpp"
 #include "actors/worker/step_pipeline.hpp"
 
@@ -42,6 +44,9 @@ struct fake_messages : message_path {
   void push(int32_t shard, const push_header& h, const std::vector<std::string>&,
             std::vector<tensor>, push_done done) override {
     requests.push_back({shard, true, h.step, {}, std::move(done)});
+  }
+  void fetch(int32_t shard, uint64_t, const copy_tensor&, pull_done done) override {
+    requests.push_back({shard, false, -1, std::move(done), {}});
   }
   // Answers every open request in order: pulls with `value`, pushes as
   // applied (or with `refusal`).
@@ -132,6 +137,39 @@ BOOST_AUTO_TEST_CASE(one_step_under_way_the_next_held_and_only_the_latest_end_co
   BOOST_TEST(lease.size() == 1);
   BOOST_TEST(!lease.busy());
   BOOST_TEST(lease.holds_none());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(recovery_wait_tests)
+
+BOOST_AUTO_TEST_CASE(each_failure_voids_what_was_in_flight_but_only_the_first_starts_the_wait) {
+  using namespace std::chrono_literals;
+  recovery_wait wait{100ms};
+  auto t0 = recovery_wait::clock::now();
+  auto asked = wait.generation();
+  BOOST_TEST(!wait.waiting());
+  BOOST_TEST(wait.begin(t0));
+  BOOST_TEST(!wait.current(asked)); // an answer asked for before the loss is void
+  auto asked_while_waiting = wait.generation();
+  BOOST_TEST(!wait.begin(t0 + 50ms)); // a second failure while waiting
+  BOOST_TEST(!wait.current(asked_while_waiting));
+  BOOST_TEST(!wait.expired(t0 + 99ms)); // the limit counts from the first
+  BOOST_TEST(wait.expired(t0 + 100ms));
+  wait.over();
+  BOOST_TEST(!wait.waiting());
+  BOOST_TEST(!wait.expired(t0 + 1h));
+  auto fresh = wait.generation();
+  wait.void_in_flight(); // a restored plan
+  BOOST_TEST(!wait.current(fresh));
+}
+
+BOOST_AUTO_TEST_CASE(lost_shards_are_reached_again_once_in_the_order_lost) {
+  recovery_wait wait;
+  wait.lost_shard(2);
+  wait.lost_shard(0);
+  BOOST_TEST(wait.take_lost_shards() == (std::vector<int32_t>{2, 0}));
+  BOOST_TEST(wait.take_lost_shards().empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,100 @@
+// The worker's plan: the chief's placement checked against the model, the
+// data continued where the checkpoint says, and the bulk links to the shards
+// in other processes opened before the first step is asked for.
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/exchange/link_opening.hpp"
+#include "actors/worker/worker_run.hpp"
+
+namespace troupe::worker_run {
+
+namespace {
+
+// The data continue where the checkpoint's position says; false (the worker
+// stops) when they cannot.
+bool seek_data(self_ptr self, const training_plan& plan) {
+  auto& st = self->state;
+  if (plan.data_epoch == 0 && plan.data_offset == 0)
+    return true;
+  try {
+    st.data->seek({plan.data_epoch, plan.data_offset});
+    // Every step so far read one batch: the dropout masks continue from there.
+    auto examples = plan.data_epoch * st.data->share_size() + plan.data_offset;
+    st.links.net->skip_training_steps(examples / static_cast<uint64_t>(st.config.batch_size),
+                                      st.config.batch_size);
+  } catch (const std::exception& e) {
+    fail(self, "cannot continue at the checkpoint's data position",
+         make_error({errc::invalid_request, e.what()}));
+    return false;
+  }
+  spdlog::info("{}: continuing its data at epoch {}, example {} of its share", st.label,
+               plan.data_epoch, plan.data_offset);
+  return true;
+}
+
+void on_plan(self_ptr self, training_plan& plan) {
+  auto& st = self->state;
+  st.pipeline->drop(); // of the plan before, if any
+  auto& vars = st.links.net->variables();
+  try {
+    st.router.emplace(std::move(plan.slices), vars, static_cast<int32_t>(st.links.shards.size()));
+  } catch (const std::exception& e) {
+    fail(self, "the chief's plan does not match this worker's model (" + st.links.net->name() + ")",
+         make_error({errc::invalid_request, e.what()}));
+    return;
+  }
+  if (!plan.coordinator) {
+    fail(self, "the chief's plan names no step coordinator",
+         make_error({errc::invalid_request, "empty coordinator"}));
+    return;
+  }
+  st.coordinator = plan.coordinator;
+  st.lease.reset(plan.lease);
+  st.report.run = plan.run;
+  st.report.step = -1; // a new run (or a restored one) starts by asking
+  st.report.applied = false;
+  st.recovery.over();
+  if (!seek_data(self, plan))
+    return;
+  st.buffers.reset(*st.router, st.links.net->staging(), vars.size());
+  st.pipeline->reset(*st.router);
+  st.progress.restart();
+  spdlog::info("{}: ready; training on {} of {} examples", st.label, st.data->share_size(),
+               st.data->total_examples());
+  // Training starts once every shard answered whether it has a bulk path.
+  auto gen = st.recovery.generation();
+  open_bulk_links(
+    self, *st.exchange, st.links.shards, st.links.bulk,
+    {st.report.run, st.config.index, st.label, st.config.request_timeout},
+    [self, gen] { return self->state.recovery.current(gen); },
+    [self] { ask_for_first_steps(self); },
+    [self](size_t s, const caf::error& err) {
+      wait_for_recovery(self, "asking ps:" + std::to_string(s) + " for its bulk path failed", err);
+    });
+}
+
+} // namespace
+
+void ask_for_plan(self_ptr self) {
+  auto& st = self->state;
+  self->request(st.links.chief, st.config.ready_timeout, ready_atom::value, st.config.index)
+    .then([self](training_plan& plan) { on_plan(self, plan); },
+          [self](caf::error& err) { fail(self, "the chief refused the ready request", err); });
+}
+
+void on_restored_plan(self_ptr self, training_plan& plan) {
+  auto& st = self->state;
+  if (!from_chief_or_here(self, self->current_sender())) {
+    refuse(st.label, "a plan", self->current_sender(), "only its chief plans its work");
+    return;
+  }
+  spdlog::info("{}: the run was restored; continuing with run {}", st.label, plan.run);
+  st.recovery.void_in_flight(); // whatever was in flight belongs to the run before
+  if (reconnect_lost_shards(self))
+    on_plan(self, plan);
+}
+
+} // namespace troupe::worker_run

@@ -1,0 +1,55 @@
+#pragma once
+// Internal to the worker: what its files share. worker.cpp is the actor
+// (its state set up, its handlers and behaviour); worker_steps.cpp runs the
+// granted steps through the step pipeline; worker_plan.cpp takes the chief's
+// plan and opens the bulk links; worker_recovery.cpp waits for a lost shard
+// or chief to come back.
+#include <string>
+
+#include <caf/system_messages.hpp>
+
+#include "actors/worker/worker.hpp"
+
+namespace troupe::worker_run {
+
+using self_ptr = worker_impl::stateful_pointer<worker_state>;
+
+/// Logs `what` and ends the worker with `err` (its task exits non-zero).
+void fail(self_ptr self, const std::string& what, const caf::error& err);
+
+/// From the chief, or from this process (its SIGTERM relay or a helper).
+bool from_chief_or_here(self_ptr self, const caf::strong_actor_ptr& source);
+
+// -- steps (worker_steps.cpp) --
+
+/// What the step pipeline calls back: compute, report, recover, fail.
+step_hooks hooks_of(self_ptr self);
+/// Training starts: ask for as many steps as the lease allows.
+void ask_for_first_steps(self_ptr self);
+/// Starts the next granted step, unless one is under way or none is granted.
+void start_next_step(self_ptr self);
+
+// -- the plan (worker_plan.cpp) --
+
+/// Asks the chief for the plan (once it has initialised the shards).
+void ask_for_plan(self_ptr self);
+/// The chief restored the run (a lost shard, or a new chief): a new plan.
+void on_restored_plan(self_ptr self, training_plan& plan);
+
+// -- recovery (worker_recovery.cpp) --
+
+/// A peer is gone or a request of the run failed: wait for the run to
+/// recover (a new plan, or the restarted chief), or fail without a way to.
+void wait_for_recovery(self_ptr self, const std::string& why, const caf::error& err);
+/// Reconnects to the shards lost since the last plan; false (failed) if one stays away.
+bool reconnect_lost_shards(self_ptr self);
+/// A peer's end: the chief's normal end is the run's; anything else starts recovery.
+void on_down(self_ptr self, const caf::down_msg& msg);
+/// The chief was lost: a helper looks for the restarted one.
+void rejoin(self_ptr self);
+/// The chief answers again: ask it for the plan, as at the start.
+void on_chief_back(self_ptr self, const chief_actor& chief);
+/// Waiting for the run to recover lasts at most cluster.recovery-timeout.
+void on_tick(self_ptr self);
+
+} // namespace troupe::worker_run

@@ -1,0 +1,147 @@
+// The worker's steps: ask for a step, compute it when its values are in,
+// hand the gradients to the step pipeline, count and report it, and ask for
+// the next; the lease says how many steps the worker holds at once.
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/worker/worker_run.hpp"
+
+namespace troupe::worker_run {
+
+namespace {
+
+void on_grant(self_ptr self, const step_grant& grant);
+
+// Reports the last step to `to`; the answer (the next step) arrives while
+// the worker computes a step it holds already, if any.
+template <class Atom, class Handle>
+void ask_for_step(self_ptr self, const Handle& to, const step_report& report) {
+  auto& st = self->state;
+  self->request(to, st.config.step_timeout, Atom::value, report)
+    .then(
+      [self, gen = st.recovery.generation()](const step_grant& grant) {
+        if (self->state.recovery.current(gen))
+          on_grant(self, grant);
+      },
+      [self, gen = st.recovery.generation()](caf::error& err) {
+        if (self->state.recovery.current(gen))
+          wait_for_recovery(self, "waiting for the next step failed", err);
+      });
+}
+
+// The answer to a report: a step to compute (now, or after the one under
+// way), or stop.
+void on_grant(self_ptr self, const step_grant& grant) {
+  auto& st = self->state;
+  if (grant.stop) {
+    spdlog::info("{}: stop after {} local step(s)", st.label, st.local_step);
+    self->quit(caf::exit_reason::normal);
+    return;
+  }
+  st.lease.grant(grant);
+  start_next_step(self);
+}
+
+void compute(self_ptr self) {
+  auto& st = self->state;
+  st.pipeline->before_compute(st.report.run);
+  try {
+    st.data->next_batch(st.current);
+  } catch (const std::exception& e) {
+    fail(self, "reading its data failed at step " + std::to_string(st.report.step),
+         caf::make_error(caf::sec::runtime_error, e.what()));
+    return;
+  }
+  st.report.data_epoch = st.data->position().epoch;
+  st.report.data_offset = st.data->position().offset;
+  auto* staging = st.buffers.staging();
+  batch_stats stats;
+  try {
+    stats = staging ? st.links.net->train_step_staged(st.current)
+                    : st.links.net->train_step(st.buffers.params(), st.current, st.buffers.grads());
+  } catch (const std::exception& e) {
+    fail(self, "compute failed at step " + std::to_string(st.report.step),
+         caf::make_error(caf::sec::runtime_error, e.what()));
+    return;
+  }
+  st.report.loss = stats.loss;
+  st.report.correct = stats.correct;
+  st.report.examples = stats.examples;
+  auto bad = staging ? st.guard->check_and_clip(*staging, stats.gradient_norm)
+                     : st.guard->check_and_clip(st.buffers.grads(), stats.gradient_norm);
+  if (bad)
+    spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed", st.label,
+                 st.report.step, st.links.net->variables()[*bad].name, st.report.loss);
+  push_header step{st.report.run, st.config.index, st.report.step, st.proof};
+  st.pipeline->computed(step, st.report, !bad);
+}
+
+// A step's pushes are all answered: count it, then report it.
+void count_and_report(self_ptr self, const step_report& report) {
+  auto& st = self->state;
+  if (report.applied) {
+    ++st.local_step;
+    st.progress.add_step(report.loss, report.correct, report.examples);
+    if (auto line = st.progress.take_line(st.local_step))
+      spdlog::info("{}: global_step={} local_step={} loss={:.4f} {} examples/s={:.0f}", st.label,
+                   report.step + 1, st.local_step, line->loss,
+                   metric_text(*line, st.links.train->task == objective::regression),
+                   line->examples_per_sec);
+  }
+  ask_for_step<report_atom>(self, st.coordinator, report);
+}
+
+} // namespace
+
+// With train.pull-ahead, a worker out of granted steps first collects its
+// job: the step it pushed is reported (or the run could not end).
+void start_next_step(self_ptr self) {
+  auto& st = self->state;
+  if (st.lease.busy())
+    return;
+  auto grant = st.lease.begin();
+  if (!grant) {
+    if (st.pipeline->flushable()) {
+      st.lease.hold();
+      st.pipeline->flush();
+    }
+    return;
+  }
+  st.report.step = grant->step;
+  st.report.applied = false;
+  st.proof = grant->proof;
+  st.pipeline->begin(st.report.run);
+}
+
+step_hooks hooks_of(self_ptr self) {
+  step_hooks hooks;
+  hooks.compute = [self] { compute(self); };
+  hooks.report = [self](const step_report& report) { count_and_report(self, report); };
+  // The chief decides: revoke and grant again (async) or end the run (sync,
+  // where no step can complete without this worker's gradient).
+  hooks.nonfinite = [self] {
+    ask_for_step<nonfinite_atom>(self, self->state.links.chief, self->state.report);
+  };
+  // The step under way is over (reported): on to the next one held, through
+  // the mailbox (a step on the bulk path runs within one handler; the next
+  // one must not nest in it, and grants and losses must get their turn).
+  hooks.over = [self] { self->send(self, run_atom::value, self->state.lease.end()); };
+  hooks.recover = [self](const std::string& why, const std::string& error) {
+    wait_for_recovery(self, why, caf::make_error(caf::sec::runtime_error, error));
+  };
+  hooks.fail = [self](const std::string& why, const failure& error) {
+    fail(self, why, make_error(error));
+  };
+  return hooks;
+}
+
+void ask_for_first_steps(self_ptr self) {
+  for (int32_t i = 0; i < self->state.lease.size(); ++i)
+    ask_for_step<report_atom>(self, self->state.coordinator, self->state.report);
+}
+
+} // namespace troupe::worker_run
