@@ -19,9 +19,7 @@ BOOST_FIXTURE_TEST_SUITE(cluster_async, deterministic_fixture)
 // get the plan only after the last init was acknowledged.
 BOOST_AUTO_TEST_CASE(chief_initialises_once_while_workers_race) {
   training_result result;
-  auto run = spawn_local_cluster(
-    sys, small_settings(6), runtime_settings{}, 2, 2, synthetic_data(),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(sys, small_settings(6), 2, 2, result);
   auto* chief = raw(run.chief);
   std::map<caf::abstract_actor*, int> inits;
   std::vector<std::string> chief_events;
@@ -119,9 +117,7 @@ BOOST_AUTO_TEST_CASE(stop_at_last_step_reaches_every_actor) {
 // run still counts exactly last_step updates.
 BOOST_AUTO_TEST_CASE(a_lost_worker_does_not_stop_training) {
   training_result result;
-  auto run = spawn_local_cluster(
-    sys, small_settings(20), runtime_settings{}, 1, 2, synthetic_data(),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(sys, small_settings(20), 1, 2, result);
   auto* w0 = raw(run.workers[0]);
   auto* w1 = raw(run.workers[1]);
   int64_t held = -1; // the step worker 1 held when it was killed
@@ -147,9 +143,7 @@ BOOST_AUTO_TEST_CASE(a_lost_worker_does_not_stop_training) {
 // messages while the evaluation waits to run.
 BOOST_AUTO_TEST_CASE(evaluation_does_not_block_the_chief) {
   training_result result;
-  auto run = spawn_local_cluster(
-    sys, small_settings(4), runtime_settings{}, 1, 1, synthetic_data(),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(sys, small_settings(4), 1, 1, result);
   auto* chief = raw(run.chief);
   caf::abstract_actor* evaluator = nullptr;
   auto answered = std::make_shared<bool>(false);
@@ -187,9 +181,8 @@ BOOST_AUTO_TEST_CASE(non_finite_gradients_are_refused_then_the_run_fails) {
   runtime_settings runtime;
   runtime.max_refused_steps = 3;
   auto baseline = sys.registry().running();
-  auto run = spawn_local_cluster(
-    sys, small_settings(10), runtime, 1, 1, synthetic_data(true),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(sys, small_settings(10), 1, 1, result, synthetic_data(true),
+                                 runtime);
   sched.run();
   BOOST_TEST(!result.ok);
   BOOST_TEST(result.refused_steps == 4);

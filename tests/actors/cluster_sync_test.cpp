@@ -20,9 +20,7 @@ BOOST_FIXTURE_TEST_SUITE(cluster_sync, deterministic_fixture)
 // every shard holding variables has already reached.
 BOOST_AUTO_TEST_CASE(cluster_tokens_follow_updates) {
   training_result result;
-  auto run = spawn_local_cluster(
-    sys, sync_settings(8, 4), runtime_settings{}, 2, 3, synthetic_data(),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(sys, sync_settings(8, 4), 2, 3, result);
   std::map<int64_t, int> shards_at;
   int tokens = 0, early_tokens = 0;
   while (sched.has_job()) {
@@ -53,9 +51,7 @@ BOOST_AUTO_TEST_CASE(shrink_lets_training_finish_without_a_lost_worker) {
   training_result result;
   auto settings = sync_settings(12, 4);
   settings.on_worker_loss = worker_loss_policy::shrink;
-  auto run = spawn_local_cluster(
-    sys, settings, runtime_settings{}, 1, 2, synthetic_data(),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(sys, settings, 1, 2, result);
   int reports = 0;
   bool killed = false;
   auto w1 = caf::actor_cast<caf::actor>(run.workers[1]);
@@ -91,15 +87,11 @@ BOOST_AUTO_TEST_CASE(two_workers_equal_one_worker_with_twice_the_batch) {
   training_data single_data{interleaved, data.test};
   for (int64_t steps : {1, 20}) {
     training_result two, one;
-    spawn_local_cluster(
-      sys, sync_settings(steps, 4), runtime_settings{}, 2, 2, data,
-      [&](const training_result& r) { two = r; }, spawn_mode::cooperative);
+    cooperative_cluster(sys, sync_settings(steps, 4), 2, 2, two, data);
     sched.run();
     auto single = sync_settings(steps, 8);
     single.mode = update_mode::async;
-    spawn_local_cluster(
-      sys, single, runtime_settings{}, 1, 1, single_data,
-      [&](const training_result& r) { one = r; }, spawn_mode::cooperative);
+    cooperative_cluster(sys, single, 1, 1, one, single_data);
     sched.run();
     BOOST_REQUIRE(two.ok);
     BOOST_REQUIRE(one.ok);
@@ -134,9 +126,7 @@ BOOST_AUTO_TEST_CASE(a_non_finite_gradient_ends_a_sync_run) {
   auto data = synthetic_data(true);
   training_result result;
   auto baseline = sys.registry().running();
-  spawn_local_cluster(
-    sys, sync_settings(5, 4), runtime_settings{}, 1, 2, data,
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  cooperative_cluster(sys, sync_settings(5, 4), 1, 2, result, data);
   sched.run();
   BOOST_TEST(!result.ok);
   BOOST_TEST(result.error.find("non-finite gradient") != std::string::npos, result.error);
@@ -150,23 +140,17 @@ BOOST_AUTO_TEST_CASE(partitioned_training_equals_unpartitioned) {
   training_result whole, split, by_rule;
   auto settings = sync_settings(20, 4);
   settings.placement = placement_strategy::round_robin;
-  spawn_local_cluster(
-    sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
-    [&](const training_result& r) { whole = r; }, spawn_mode::cooperative);
+  cooperative_cluster(sys, settings, 2, 2, whole);
   sched.run();
   settings.placement = placement_strategy::balanced;
-  spawn_local_cluster(
-    sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
-    [&](const training_result& r) { split = r; }, spawn_mode::cooperative);
+  cooperative_cluster(sys, settings, 2, 2, split);
   sched.run();
   // Partitioner rules from the config: the weights split by columns (axis 1,
   // one strided block per row), the biases by rows, placed round robin.
   settings.placement = placement_strategy::round_robin;
   settings.partitioners = parse_partition_rules(
     {"softmax/weights fixed_size shards=2 axis=1", "softmax/b* fixed_size shards=3"});
-  spawn_local_cluster(
-    sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
-    [&](const training_result& r) { by_rule = r; }, spawn_mode::cooperative);
+  cooperative_cluster(sys, settings, 2, 2, by_rule);
   sched.run();
   BOOST_REQUIRE(whole.ok);
   BOOST_REQUIRE(split.ok);

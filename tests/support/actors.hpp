@@ -10,13 +10,12 @@
 
 #include "actors/cluster.hpp"
 #include "tests/support/deterministic.hpp"
+#include "tests/support/reports.hpp"
+#include "tests/support/synthetic_data.hpp"
 
 namespace troupe::testing {
 
 using names = std::vector<std::string>;
-
-/// The run tests initialise shards for.
-constexpr run_id test_run = 7;
 
 /// Async softmax, batch 4, SGD 0.1, no progress lines.
 inline training_settings small_settings(int64_t last_step) {
@@ -76,14 +75,19 @@ inline token_queue_actor::behavior_type spy_queue(token_queue_actor::pointer,
 
 using grant_slot = std::shared_ptr<std::optional<step_grant>>;
 
-inline step_report report(int32_t worker, int64_t step, bool applied = true) {
-  step_report r;
-  r.run = test_run;
-  r.worker = worker;
-  r.step = step;
-  r.applied = applied;
-  r.examples = 4;
-  return r;
+/// A whole cluster on the test coordinator (spawn_mode::cooperative): its
+/// actors run when the test runs the scheduler, and its result lands in
+/// `result` (which must outlive the run).
+inline local_cluster
+cooperative_cluster(caf::actor_system& sys, const training_settings& settings, int32_t shards,
+                    int32_t workers, training_result& result,
+                    const training_data& data = synthetic_data(),
+                    const runtime_settings& runtime = {},
+                    std::shared_ptr<const checkpoint_reader> restore_from = nullptr) {
+  return spawn_local_cluster(
+    sys, settings, runtime, shards, workers, data,
+    [&result](const training_result& r) { result = r; }, spawn_mode::cooperative,
+    std::move(restore_from));
 }
 
 } // namespace troupe::testing

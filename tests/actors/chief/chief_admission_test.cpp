@@ -44,9 +44,7 @@ BOOST_FIXTURE_TEST_SUITE(chief_admission, deterministic_fixture)
 // index the cluster does not have are refused; the run is unharmed.
 BOOST_AUTO_TEST_CASE(a_second_worker_for_a_live_index_and_a_foreign_index_are_refused) {
   training_result result;
-  auto run = spawn_local_cluster(
-    sys, small_settings(6), runtime_settings{}, 1, 1, synthetic_data(),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(sys, small_settings(6), 1, 1, result);
   auto twin = std::make_shared<caf::error>(), foreign = std::make_shared<caf::error>();
   sched.run_once(); // the real worker's ready comes first
   ask_for_plan(sys, run.chief, 0, twin);
@@ -90,9 +88,7 @@ BOOST_AUTO_TEST_CASE(a_restarted_worker_takes_over_from_one_that_does_not_answer
 // with or without the right run id; the chief counts exactly last_step.
 BOOST_AUTO_TEST_CASE(reports_from_anyone_but_the_admitted_worker_are_refused) {
   training_result result;
-  auto run = spawn_local_cluster(
-    sys, small_settings(8), runtime_settings{}, 1, 1, synthetic_data(),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(sys, small_settings(8), 1, 1, result);
   auto refusals = std::make_shared<int>(0);
   bool sent = false;
   observe_run(sched, [&](caf::abstract_actor*, const caf::type_erased_tuple&, run_id id) {
@@ -128,9 +124,7 @@ BOOST_AUTO_TEST_CASE(reports_from_anyone_but_the_admitted_worker_are_refused) {
 // and the run ends ok with the refusal in its final line.
 BOOST_AUTO_TEST_CASE(a_push_nobody_granted_is_refused_and_counted) {
   training_result result;
-  auto run = spawn_local_cluster(
-    sys, small_settings(5), runtime_settings{}, 1, 1, synthetic_data(),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(sys, small_settings(5), 1, 1, result);
   bool pushed = false;
   observe_run(sched, [&](caf::abstract_actor*, const caf::type_erased_tuple&, run_id id) {
     if (pushed || id == 0)
@@ -162,9 +156,7 @@ BOOST_AUTO_TEST_CASE(a_worker_failing_of_its_own_error_makes_the_run_fail) {
   bad->labels[21] = 200; // example 21: in worker 1's share (examples 20..39)
   data.train = split_in_memory(bad, "training set");
   training_result result;
-  spawn_local_cluster(
-    sys, small_settings(12), runtime_settings{}, 1, 2, data,
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  cooperative_cluster(sys, small_settings(12), 1, 2, result, data);
   sched.run();
   BOOST_TEST(!result.ok);
   BOOST_TEST(result.error.find("worker:1 failed") != std::string::npos, result.error);

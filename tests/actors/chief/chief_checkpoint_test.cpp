@@ -47,9 +47,7 @@ BOOST_FIXTURE_TEST_SUITE(chief_checkpoints, deterministic_fixture)
 BOOST_AUTO_TEST_CASE(every_save_copies_every_shard_at_one_version_and_restores_onto_three) {
   log_dir dir;
   training_result first;
-  auto run = spawn_local_cluster(
-    sys, with_checkpoints(40, dir.root), runtime_settings{}, 2, 3, synthetic_data(),
-    [&](const training_result& r) { first = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(sys, with_checkpoints(40, dir.root), 2, 3, first);
   // version -> the shards asked to copy at it
   std::map<int64_t, std::set<caf::abstract_actor*>> copies;
   std::set<caf::abstract_actor*> shards{raw(run.shards[0]), raw(run.shards[1])};
@@ -75,9 +73,8 @@ BOOST_AUTO_TEST_CASE(every_save_copies_every_shard_at_one_version_and_restores_o
   training_result second;
   std::map<caf::abstract_actor*, int64_t> first_steps;
   int slots_restored = 0;
-  auto again = spawn_local_cluster(
-    sys, with_checkpoints(60, dir.root), runtime_settings{}, 3, 2, synthetic_data(),
-    [&](const training_result& r) { second = r; }, spawn_mode::cooperative, reader);
+  auto again = cooperative_cluster(sys, with_checkpoints(60, dir.root), 3, 2, second,
+                                   synthetic_data(), {}, reader);
   run_observed(sched, [&](caf::abstract_actor* who, const caf::type_erased_tuple& msg) {
     if (msg.match_element<init_atom>(0))
       first_steps[who] = msg.get_as<shard_options>(4).first_step;
@@ -102,9 +99,7 @@ BOOST_AUTO_TEST_CASE(a_sync_checkpoint_holds_every_workers_data_position) {
   auto settings = with_checkpoints(30, dir.root);
   settings.mode = update_mode::sync;
   training_result result;
-  spawn_local_cluster(
-    sys, settings, runtime_settings{}, 2, 2, synthetic_data(),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  cooperative_cluster(sys, settings, 2, 2, result);
   sched.run();
   BOOST_TEST(result.ok, result.error);
   checkpoint_reader last(*checkpoint_dir(dir.root).latest());

@@ -5,8 +5,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/chief/grant_desk.hpp"
+#include "tests/support/reports.hpp"
 
 using namespace troupe;
+using troupe::testing::report;
 
 namespace {
 
@@ -16,14 +18,6 @@ struct recorded_reply {
   void deliver(step_grant g) { log->push_back(g); }
 };
 
-step_report done(int32_t worker, int64_t step, bool applied = true) {
-  step_report r;
-  r.worker = worker;
-  r.step = step;
-  r.applied = applied;
-  return r;
-}
-
 using desk = grant_desk<recorded_reply>;
 
 } // namespace
@@ -32,29 +26,29 @@ BOOST_AUTO_TEST_SUITE(grant_desk_tests)
 
 BOOST_AUTO_TEST_CASE(reports_complete_grants_and_hand_out_the_next) {
   desk d(3, 10);
-  auto a = d.report(done(0, -1, false)); // joining
+  auto a = d.report(report(0, -1, false)); // joining
   BOOST_TEST((a.what == desk::outcome::granted));
   BOOST_TEST(a.step == 0);
   BOOST_TEST(!a.completed);
-  a = d.report(done(0, 0));
+  a = d.report(report(0, 0));
   BOOST_TEST(a.completed);
   BOOST_TEST(a.step == 1);
   BOOST_TEST(d.global_step() == 1);
   // A report for a step the worker does not hold counts nothing.
-  a = d.report(done(1, 7));
+  a = d.report(report(1, 7));
   BOOST_TEST(!a.completed);
   BOOST_TEST(a.step == 2);
-  BOOST_TEST((d.report(done(0, 1)).what == desk::outcome::waiting)); // step 2 held by worker 1
-  a = d.report(done(1, 2));
+  BOOST_TEST((d.report(report(0, 1)).what == desk::outcome::waiting)); // step 2 held by worker 1
+  a = d.report(report(1, 2));
   BOOST_TEST((a.what == desk::outcome::finished));
   BOOST_TEST(d.finished());
 }
 
 BOOST_AUTO_TEST_CASE(a_waiting_worker_gets_a_revoked_step_at_once) {
   desk d(2, 10);
-  d.report(done(0, -1, false)); // step 0
-  d.report(done(1, -1, false)); // step 1
-  auto a = d.report(done(2, -1, false));
+  d.report(report(0, -1, false)); // step 0
+  d.report(report(1, -1, false)); // step 1
+  auto a = d.report(report(2, -1, false));
   BOOST_REQUIRE((a.what == desk::outcome::waiting));
   recorded_reply reply;
   d.park(2, reply);
@@ -68,24 +62,24 @@ BOOST_AUTO_TEST_CASE(a_waiting_worker_gets_a_revoked_step_at_once) {
 
 BOOST_AUTO_TEST_CASE(refused_updates_are_granted_again_then_the_run_diverges) {
   desk d(5, 2);
-  d.report(done(0, -1, false));
-  auto a = d.report(done(0, 0, false)); // refused: step 0 again
+  d.report(report(0, -1, false));
+  auto a = d.report(report(0, 0, false)); // refused: step 0 again
   BOOST_TEST((a.what == desk::outcome::granted));
   BOOST_TEST(a.step == 0);
   BOOST_TEST(d.refused() == 1);
-  d.report(done(0, 0, false));
-  BOOST_TEST((d.report(done(0, 0, false)).what == desk::outcome::diverged));
+  d.report(report(0, 0, false));
+  BOOST_TEST((d.report(report(0, 0, false)).what == desk::outcome::diverged));
   BOOST_TEST(d.refused() == 3);
   BOOST_TEST(d.global_step() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(the_end_releases_every_waiting_worker_with_stop) {
   desk d(1, 10);
-  d.report(done(0, -1, false));
+  d.report(report(0, -1, false));
   recorded_reply one, two;
-  BOOST_REQUIRE((d.report(done(1, -1, false)).what == desk::outcome::waiting));
+  BOOST_REQUIRE((d.report(report(1, -1, false)).what == desk::outcome::waiting));
   d.park(1, one);
-  BOOST_REQUIRE((d.report(done(2, -1, false)).what == desk::outcome::waiting));
+  BOOST_REQUIRE((d.report(report(2, -1, false)).what == desk::outcome::waiting));
   d.park(2, two);
   d.release_all();
   BOOST_REQUIRE(one.log->size() == 1u);
@@ -97,12 +91,12 @@ BOOST_AUTO_TEST_CASE(the_end_releases_every_waiting_worker_with_stop) {
 BOOST_AUTO_TEST_CASE(leased_steps_count_exactly_last_step_and_a_loss_returns_both) {
   desk d(4, 10, 0, 2);
   // Each worker asks twice at the start and holds two steps.
-  BOOST_TEST(d.report(done(0, -1, false)).step == 0);
-  BOOST_TEST(d.report(done(0, -1, false)).step == 1);
-  BOOST_TEST(d.report(done(1, -1, false)).step == 2);
-  BOOST_TEST(d.report(done(1, -1, false)).step == 3);
+  BOOST_TEST(d.report(report(0, -1, false)).step == 0);
+  BOOST_TEST(d.report(report(0, -1, false)).step == 1);
+  BOOST_TEST(d.report(report(1, -1, false)).step == 2);
+  BOOST_TEST(d.report(report(1, -1, false)).step == 3);
   // Worker 0 reports step 1 before step 0 (its reports overlap its steps).
-  auto a = d.report(done(0, 1));
+  auto a = d.report(report(0, 1));
   BOOST_TEST(a.completed);
   BOOST_REQUIRE((a.what == desk::outcome::waiting)); // every step is held
   recorded_reply parked;
@@ -112,15 +106,15 @@ BOOST_AUTO_TEST_CASE(leased_steps_count_exactly_last_step_and_a_loss_returns_bot
   d.lose(1);
   BOOST_REQUIRE(parked.log->size() == 1u);
   BOOST_TEST(parked.log->at(0).step == 2);
-  a = d.report(done(0, 0));
+  a = d.report(report(0, 0));
   BOOST_TEST(a.completed);
   BOOST_TEST(a.step == 3);
   for (auto step : {2, 3})
-    a = d.report(done(0, step));
+    a = d.report(report(0, step));
   BOOST_TEST((a.what == desk::outcome::finished));
   BOOST_TEST(d.global_step() == 4);
   // A report of a step already counted counts nothing.
-  BOOST_TEST(!d.report(done(0, 3)).completed);
+  BOOST_TEST(!d.report(report(0, 3)).completed);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,23 +2,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/token_queue/token_ledger.hpp"
+#include "tests/support/reports.hpp"
 
 using namespace troupe;
-
-namespace {
-
-step_report report(int32_t worker, int64_t step, bool applied = true, double loss = 1.0) {
-  step_report r;
-  r.worker = worker;
-  r.step = step;
-  r.applied = applied;
-  r.loss = loss;
-  r.correct = 1;
-  r.examples = 4;
-  return r;
-}
-
-} // namespace
+using troupe::testing::report;
 
 BOOST_AUTO_TEST_SUITE(token_ledger_tests)
 

@@ -23,9 +23,7 @@ observed_run train_one_worker(deterministic_fixture& f, bool pull_ahead, int64_t
   auto settings = small_settings(last_step);
   settings.pull_ahead = pull_ahead;
   observed_run out;
-  auto run = spawn_local_cluster(
-    f.sys, settings, runtime_settings{}, 1, 1, synthetic_data(),
-    [&](const training_result& r) { out.result = r; }, spawn_mode::cooperative);
+  auto run = cooperative_cluster(f.sys, settings, 1, 1, out.result);
   auto* worker = raw(run.workers[0]);
   run_observed(f.sched, [&](caf::abstract_actor* who, const caf::type_erased_tuple& msg) {
     if (who == worker && msg.match_element<pull_reply>(0))
@@ -63,9 +61,7 @@ BOOST_AUTO_TEST_CASE(several_workers_count_exactly_last_step_updates) {
   auto settings = small_settings(30);
   settings.pull_ahead = true;
   training_result result;
-  spawn_local_cluster(
-    sys, settings, runtime_settings{}, 2, 3, synthetic_data(),
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  cooperative_cluster(sys, settings, 2, 3, result);
   sched.run();
   BOOST_TEST(result.ok, result.error);
   BOOST_TEST(result.global_step == 30);

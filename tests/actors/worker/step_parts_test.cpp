@@ -111,6 +111,17 @@ struct fixture {
     r.step = step;
     return r;
   }
+
+  // A plain pipeline whose step 3 (grant 7) was pulled, computed and pushed:
+  // what happens next is up to the push's answer.
+  std::unique_ptr<step_pipeline> pushed_step() {
+    auto p = pipeline(false);
+    p->begin(7);
+    basp.answer_all();
+    compute_gradients();
+    p->computed({7, 0, 3, 0}, report_of(3), true);
+    return p;
+  }
 };
 
 } // namespace
@@ -245,21 +256,13 @@ BOOST_AUTO_TEST_CASE(plain_steps_pull_compute_push_report) {
 }
 
 BOOST_AUTO_TEST_CASE(a_refused_push_reports_the_step_not_applied) {
-  auto p = pipeline(false);
-  p->begin(7);
-  basp.answer_all();
-  compute_gradients();
-  p->computed({7, 0, 3, 0}, report_of(3), true);
+  auto p = pushed_step();
   basp.answer_all(failure{errc::stale_gradient, "late"});
   BOOST_TEST(events.at(1) == "report 3 not applied");
 }
 
 BOOST_AUTO_TEST_CASE(a_push_to_a_restarted_shard_starts_recovery) {
-  auto p = pipeline(false);
-  p->begin(7);
-  basp.answer_all();
-  compute_gradients();
-  p->computed({7, 0, 3, 0}, report_of(3), true);
+  auto p = pushed_step();
   basp.answer_all(failure{errc::not_initialized, "restarted"});
   BOOST_TEST(events.at(1) == "recover: push to ps:0 failed");
   BOOST_TEST(events.size() == 2u); // neither reported nor over: the run recovers
