@@ -29,15 +29,14 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
-#include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/x509.h>
 
 #include "actors/net/bulk_client.hpp"
 #include "actors/net/openssl_error_queue.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/ps_shard.hpp"
 #include "tensor/core/memory_policy.hpp"
+#include "tests/support/self_signed.hpp"
 
 using namespace troupe;
 using clock_type = std::chrono::steady_clock;
@@ -68,27 +67,16 @@ bulk::tls_files bench_tls_files() {
 
 // A self-signed P-256 certificate both processes present and trust.
 bool make_throwaway_identity(const std::string& dir) {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-  X509_set_pubkey(cert, key);
-  X509_NAME_add_entry_by_txt(X509_get_subject_name(cert), "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("troupe-bench"), -1, -1, 0);
-  X509_set_issuer_name(cert, X509_get_subject_name(cert));
-  bool ok = X509_sign(cert, key, EVP_sha256()) > 0;
+  troupe::testing::self_signed_identity id{"troupe-bench"};
+  bool ok = id.ok;
   FILE* pem = std::fopen((dir + "/node.pem").c_str(), "w");
   FILE* priv = std::fopen((dir + "/node.key").c_str(), "w");
-  ok = ok && pem && priv && PEM_write_X509(pem, cert) == 1
-       && PEM_write_PrivateKey(priv, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  ok = ok && pem && priv && PEM_write_X509(pem, id.cert) == 1
+       && PEM_write_PrivateKey(priv, id.key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
   if (pem)
     std::fclose(pem);
   if (priv)
     std::fclose(priv);
-  X509_free(cert);
-  EVP_PKEY_free(key);
   return ok;
 }
 

@@ -5,34 +5,24 @@
 
 #include <boost/test/unit_test.hpp>
 #include <openssl/err.h>
-#include <openssl/evp.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #include "actors/net/openssl_error_queue.hpp"
+#include "tests/support/self_signed.hpp"
 
 namespace {
 
 // A client and a server connected through memory buffers, handshake done.
 struct tls_pair {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* cert = X509_new();
+  troupe::testing::self_signed_identity identity{"test"};
   SSL_CTX* server_ctx = SSL_CTX_new(TLS_server_method());
   SSL_CTX* client_ctx = SSL_CTX_new(TLS_client_method());
   SSL* server = nullptr;
   SSL* client = nullptr;
 
   tls_pair() {
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME_add_entry_by_txt(X509_get_subject_name(cert), "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("test"), -1, -1, 0);
-    X509_set_issuer_name(cert, X509_get_subject_name(cert));
-    X509_sign(cert, key, EVP_sha256());
-    SSL_CTX_use_certificate(server_ctx, cert);
-    SSL_CTX_use_PrivateKey(server_ctx, key);
+    SSL_CTX_use_certificate(server_ctx, identity.cert);
+    SSL_CTX_use_PrivateKey(server_ctx, identity.key);
     server = SSL_new(server_ctx);
     client = SSL_new(client_ctx);
     BIO* to_server = BIO_new(BIO_s_mem());
@@ -54,8 +44,6 @@ struct tls_pair {
     SSL_free(server);
     SSL_CTX_free(client_ctx);
     SSL_CTX_free(server_ctx);
-    X509_free(cert);
-    EVP_PKEY_free(key);
   }
 };
 
