@@ -45,14 +45,20 @@ std::vector<int> ids_of(const batch& b) {
   return out;
 }
 
-// The ids worker `index` of `count` reads in its first epoch.
-std::multiset<int> first_epoch(std::shared_ptr<const data_split> split, size_t index, size_t count,
-                               size_t buffer = 4) {
+// The stream of worker `index` of `count`, `batch_size` examples a batch.
+stream_options share_options(size_t index, size_t count, size_t batch_size = 100) {
   stream_options o;
   o.index = index;
   o.count = count;
+  o.batch_size = batch_size;
+  return o;
+}
+
+// The ids worker `index` of `count` reads in its first epoch.
+std::multiset<int> first_epoch(std::shared_ptr<const data_split> split, size_t index, size_t count,
+                               size_t buffer = 4) {
+  auto o = share_options(index, count, 1);
   o.shuffle_buffer = buffer;
-  o.batch_size = 1;
   o.prefetch = 2;
   example_stream s(split, o);
   std::multiset<int> out;
@@ -95,10 +101,7 @@ BOOST_AUTO_TEST_CASE(skipped_records_leave_the_union_without_duplicates) {
   auto split = id_files(d, 2, 10, 4); // ids 3, 7, 11, ... are bad
   std::multiset<int> all;
   for (size_t w = 0; w < 3; ++w) {
-    stream_options o;
-    o.index = w;
-    o.count = 3;
-    o.batch_size = 1;
+    auto o = share_options(w, 3, 1);
     o.shuffle = false;
     example_stream s(split, o);
     batch b;
@@ -161,10 +164,7 @@ BOOST_AUTO_TEST_CASE(the_order_follows_the_seed_and_changes_each_epoch) {
 BOOST_AUTO_TEST_CASE(a_restored_stream_continues_where_the_position_says) {
   temp_dir d;
   auto split = id_files(d, 4, 9);
-  stream_options o;
-  o.index = 1;
-  o.count = 2;
-  o.batch_size = 4;
+  auto o = share_options(1, 2, 4);
   o.shuffle_buffer = 5;
   example_stream original(split, o);
   batch b;
@@ -191,11 +191,8 @@ BOOST_AUTO_TEST_CASE(a_share_that_fits_is_kept_and_permuted_each_epoch) {
   temp_dir d;
   auto split = id_files(d, 2, 30); // ids 0..59
   auto make = [&](uint64_t seed, size_t prefetch) {
-    stream_options o;
+    auto o = share_options(1, 2, 5);
     o.seed = seed;
-    o.index = 1;
-    o.count = 2;
-    o.batch_size = 5;
     o.prefetch = prefetch;
     return std::make_unique<example_stream>(split, o);
   };
@@ -210,12 +207,7 @@ BOOST_AUTO_TEST_CASE(a_share_that_fits_is_kept_and_permuted_each_epoch) {
     }
     return out;
   };
-  share_reader probe(split, [] {
-    stream_options o;
-    o.index = 1;
-    o.count = 2;
-    return o;
-  }());
+  share_reader probe(split, share_options(1, 2));
   BOOST_TEST(probe.resident());
   BOOST_TEST(probe.buffer_examples() == 30u);
   auto s = make(7, 2);
