@@ -88,14 +88,28 @@ private:
     }
   }
 
-  value members(int depth) {
-    ++pos_; // '{'
-    object out;
-    if (peek() == '}') {
+  // An object's or an array's items, `item` reading each, up to `close`.
+  template <class Item>
+  void items(char close, Item item) {
+    ++pos_; // '{' or '['
+    if (peek() == close) {
       ++pos_;
-      return out;
+      return;
     }
     for (;;) {
+      item();
+      auto c = peek();
+      ++pos_;
+      if (c == close)
+        return;
+      if (c != ',')
+        fail(std::string("expected ',' or '") + close + "'");
+    }
+  }
+
+  value members(int depth) {
+    object out;
+    items('}', [&] {
       if (peek() != '"')
         fail("expected a key");
       auto key = string();
@@ -105,31 +119,14 @@ private:
       if (out.count(key) > 0)
         fail("duplicate key \"" + key + "\"");
       out.emplace(std::move(key), any(depth + 1));
-      auto c = peek();
-      ++pos_;
-      if (c == '}')
-        return out;
-      if (c != ',')
-        fail("expected ',' or '}'");
-    }
+    });
+    return out;
   }
 
   value elements(int depth) {
-    ++pos_; // '['
     array out;
-    if (peek() == ']') {
-      ++pos_;
-      return out;
-    }
-    for (;;) {
-      out.push_back(any(depth + 1));
-      auto c = peek();
-      ++pos_;
-      if (c == ']')
-        return out;
-      if (c != ',')
-        fail("expected ',' or ']'");
-    }
+    items(']', [&] { out.push_back(any(depth + 1)); });
+    return out;
   }
 
   static void append_utf8(std::string& out, unsigned code) {

@@ -32,14 +32,8 @@ public:
   }
 
   shape_t configure(const shape_t& input) override {
-    if (input.size() != 3)
-      throw shape_error(name_ + ": conv2d needs [height, width, channels] inputs, got "
-                        + shape_text(input) + " (put it before any flatten or dense layer)");
-    h_ = input[0];
-    w_ = input[1];
-    c_ = input[2];
-    oh_ = conv_output_size(h_, kh_, stride_, pad_);
-    ow_ = conv_output_size(w_, kw_, stride_, pad_);
+    std::tie(h_, w_, c_, oh_, ow_) = window_over(input, kh_, kw_, stride_, pad_, name_ + ": conv2d",
+                                                 " (put it before any flatten or dense layer)");
     if (oh_ <= 0 || ow_ <= 0)
       throw shape_error(name_ + ": a " + std::to_string(kh_) + "x" + std::to_string(kw_)
                         + " VALID kernel does not fit the " + shape_text(input) + " input");
@@ -360,6 +354,16 @@ int64_t conv_output_size(int64_t input, int64_t kernel, int64_t stride, padding 
   if (pad == padding::same)
     return (input + stride - 1) / stride;
   return input >= kernel ? (input - kernel) / stride + 1 : 0;
+}
+
+std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>
+window_over(const shape_t& input, int64_t kernel_h, int64_t kernel_w, int64_t stride, padding pad,
+            const std::string& what, const std::string& hint) {
+  if (input.size() != 3)
+    throw shape_error(what + " needs [height, width, channels] inputs, got " + to_string(input)
+                      + hint);
+  return {input[0], input[1], input[2], conv_output_size(input[0], kernel_h, stride, pad),
+          conv_output_size(input[1], kernel_w, stride, pad)};
 }
 
 std::unique_ptr<layer> make_conv2d(std::string name, int64_t filters, int64_t kernel_h,

@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tensor/core/tensor.hpp"
@@ -86,6 +87,15 @@ std::unique_ptr<layer> make_flatten(std::string name);
 
 /// Output size of a convolution or pooling along one axis.
 int64_t conv_output_size(int64_t input, int64_t kernel, int64_t stride, padding pad);
+
+/// A window of kernel_h x kernel_w moved by `stride` over an [height, width,
+/// channels] input: {height, width, channels, output height, output width}
+/// (an output size below 1: the window does not fit). Another rank is a
+/// shape_error: "<what> needs [height, width, channels] inputs, got
+/// <input><hint>".
+std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>
+window_over(const shape_t& input, int64_t kernel_h, int64_t kernel_w, int64_t stride, padding pad,
+            const std::string& what, const std::string& hint = "");
 
 /// Padding before the first row or column: SAME keeps ceil(input / stride)
 /// outputs and pads like TF (the extra one after); VALID pads nothing.

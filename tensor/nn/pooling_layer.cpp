@@ -27,14 +27,8 @@ public:
   }
 
   shape_t configure(const shape_t& input) override {
-    if (input.size() != 3)
-      throw shape_error(name_ + ": max_pool needs [height, width, channels] inputs, got "
-                        + shape_text(input));
-    h_ = input[0];
-    w_ = input[1];
-    c_ = input[2];
-    oh_ = conv_output_size(h_, size_, stride_, pad_);
-    ow_ = conv_output_size(w_, size_, stride_, pad_);
+    std::tie(h_, w_, c_, oh_, ow_) = window_over(input, size_, size_, stride_, pad_,
+                                                 name_ + ": max_pool");
     if (oh_ <= 0 || ow_ <= 0)
       throw shape_error(name_ + ": the pooling window does not fit the " + shape_text(input)
                         + " input");
