@@ -118,10 +118,8 @@ data_formats write_formats(const raw_set& s, const std::string& dir) {
              false);
   auto options = [&](std::vector<std::string> train, std::vector<std::string> labels) {
     data_options o;
-    o.train = train;
-    o.train_labels = labels;
-    o.test = train;
-    o.test_labels = labels;
+    o.train = o.test = train; // the test split reads the same files
+    o.train_labels = o.test_labels = labels;
     o.classes = 10;
     if (train[0].find(".csv") != std::string::npos) {
       o.normalize = normalization::scale;
