@@ -1,6 +1,7 @@
 #pragma once
 // What troupe-export, troupe-predict and troupe-eval share: their command
-// lines (positional arguments and --key=value options), the exit codes,
+// lines (positional arguments and --key=value options), the exit codes, their
+// main around a loaded model,
 // reading an input file the way the model wants it, in batches. No CAF.
 #include <cstdlib>
 #include <functional>
@@ -80,6 +81,20 @@ inline int run_tool(const char* name, const std::function<int()>& body) {
     std::cerr << name << ": " << e.what() << "\n";
     return exit_failure;
   }
+}
+
+/// The main of a tool whose first positional argument is a model (an export
+/// directory or a checkpoint; --card=FILE where `known` lists it): the
+/// command line parsed as parse_command_line does, the model loaded, and
+/// body(model, command_line) run under run_tool.
+template <class Body>
+int run_model_tool(const char* name, int argc, char** argv, const std::vector<std::string>& known,
+                   const std::string& usage, size_t positionals, Body&& body) {
+  auto cl = parse_command_line(argc, argv, known, usage, positionals);
+  return run_tool(name, [&] {
+    auto model = load_model(cl.positional[0], cl.option("card"));
+    return body(model, cl);
+  });
 }
 
 /// The input file(s) read as `card` wants: the format from the name (or

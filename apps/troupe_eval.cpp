@@ -17,34 +17,35 @@ int main(int argc, char** argv) {
     "                   [--format=idx|csv|npy] [--csv-delimiter=C] [--no-header]\n"
     "  MODEL  an export directory (model.json + model.safetensors) or a checkpoint\n"
     "  DATA   labelled examples: a CSV with the label column, or IDX/.npy with --labels\n";
-  auto cl = tools::parse_command_line(
-    argc, argv, {"labels", "label-column", "card", "format", "csv-delimiter", "no-header"}, usage,
-    2);
-  return tools::run_tool("troupe-eval", [&] {
-    auto model = load_model(cl.positional[0], cl.option("card"));
-    auto split = tools::input_split(model.card, cl, cl.positional[1], true);
-    double loss_sum = 0;
-    uint64_t correct = 0, examples = 0;
-    example_source source(split, 0);
-    tools::for_each_batch(source, num_elements(model.card.input),
-                          model.card.task == objective::regression, [&](const batch& b, int64_t n) {
-                            auto stats = model.net->evaluate(model.params, b);
-                            loss_sum += stats.loss * static_cast<double>(n);
-                            correct += stats.correct;
-                            examples += static_cast<uint64_t>(n);
-                          });
-    if (examples == 0)
-      throw data_error(cl.positional[1] + ": holds no examples");
-    double loss = loss_sum / static_cast<double>(examples);
-    auto metric = metric_of(model.card.task, loss, correct, examples);
-    std::fprintf(stderr, "troupe-eval: %llu examples, loss %.4f, %s %.4f (model at step %lld)\n",
-                 static_cast<unsigned long long>(examples), loss, metric.name, metric.value,
-                 static_cast<long long>(model.card.step));
-    json_writer line;
-    line.begin_object().key("event").string("eval").key("examples").integer(examples);
-    line.key("loss").number(loss, "%.4f").key(metric.name).number(metric.value, "%.4f");
-    line.key("step").integer(model.card.step).end_object();
-    std::printf("%s\n", line.text().c_str());
-    return tools::exit_ok;
-  });
+  const std::vector<std::string> options = {"labels", "label-column",  "card",
+                                            "format", "csv-delimiter", "no-header"};
+  return tools::run_model_tool(
+    "troupe-eval", argc, argv, options, usage, 2,
+    [](exported_model& model, const tools::command_line& cl) {
+      auto split = tools::input_split(model.card, cl, cl.positional[1], true);
+      double loss_sum = 0;
+      uint64_t correct = 0, examples = 0;
+      example_source source(split, 0);
+      tools::for_each_batch(source, num_elements(model.card.input),
+                            model.card.task == objective::regression,
+                            [&](const batch& b, int64_t n) {
+                              auto stats = model.net->evaluate(model.params, b);
+                              loss_sum += stats.loss * static_cast<double>(n);
+                              correct += stats.correct;
+                              examples += static_cast<uint64_t>(n);
+                            });
+      if (examples == 0)
+        throw data_error(cl.positional[1] + ": holds no examples");
+      double loss = loss_sum / static_cast<double>(examples);
+      auto metric = metric_of(model.card.task, loss, correct, examples);
+      std::fprintf(stderr, "troupe-eval: %llu examples, loss %.4f, %s %.4f (model at step %lld)\n",
+                   static_cast<unsigned long long>(examples), loss, metric.name, metric.value,
+                   static_cast<long long>(model.card.step));
+      json_writer line;
+      line.begin_object().key("event").string("eval").key("examples").integer(examples);
+      line.key("loss").number(loss, "%.4f").key(metric.name).number(metric.value, "%.4f");
+      line.key("step").integer(model.card.step).end_object();
+      std::printf("%s\n", line.text().c_str());
+      return tools::exit_ok;
+    });
 }

@@ -17,14 +17,14 @@ int main(int argc, char** argv) {
     "  OUTDIR      receives model.safetensors (whole variables, no optimizer slots) and\n"
     "              model.json (the network, input shape, classes, labels, normalisation)\n"
     "  --card      the run's model.json, when it is not in CHECKPOINT/..\n";
-  auto cl = tools::parse_command_line(argc, argv, {"card"}, usage, 2);
-  return tools::run_tool("troupe-export", [&] {
-    auto model = load_model(cl.positional[0], cl.option("card"));
-    write_model_export(cl.positional[1], model.card, model.net->variables(), model.params);
-    json_writer line;
-    line.begin_object().key("event").string("export").key("dir").string(cl.positional[1]);
-    line.key("step").integer(model.card.step).key("variables").integer(model.params.size());
-    std::printf("%s\n", line.end_object().text().c_str());
-    return tools::exit_ok;
-  });
+  return tools::run_model_tool(
+    "troupe-export", argc, argv, {"card"}, usage, 2,
+    [](exported_model& model, const tools::command_line& cl) {
+      write_model_export(cl.positional[1], model.card, model.net->variables(), model.params);
+      json_writer line;
+      line.begin_object().key("event").string("export").key("dir").string(cl.positional[1]);
+      line.key("step").integer(model.card.step).key("variables").integer(model.params.size());
+      std::printf("%s\n", line.end_object().text().c_str());
+      return tools::exit_ok;
+    });
 }

@@ -100,33 +100,33 @@ int main(int argc, char** argv) {
     "          which is left out\n"
     "  writes one row per example: CSV (row,class[,label],p_<class>...) or, with --jsonl,\n"
     "  JSON lines; for regression the predicted value\n";
-  auto cl = tools::parse_command_line(
-    argc, argv,
-    {"output", "jsonl", "labels", "format", "csv-delimiter", "no-header", "label-column"}, usage,
-    2);
-  return tools::run_tool("troupe-predict", [&] {
-    auto model = load_model(cl.positional[0]);
-    auto& card = model.card;
-    auto split = tools::input_split(card, cl, cl.positional[1], false);
-    std::ofstream file;
-    if (cl.options.count("output")) {
-      file.open(cl.options.at("output"));
-      if (!file)
-        throw data_error(cl.options.at("output") + ": cannot write");
-    }
-    prediction_writer writer(cl.options.count("output") ? file : std::cout, card,
-                             cl.options.count("jsonl") > 0);
-    writer.header();
-    tensor outputs;
-    uint64_t row = 0;
-    example_source source(split, 0);
-    tools::for_each_batch(source, num_elements(card.input), false, [&](const batch& b, int64_t n) {
-      model.net->predict(model.params, b.images, outputs);
-      for (int64_t r = 0; r < n; ++r, ++row)
-        writer.write(row, outputs.data() + r * card.classes);
+  const std::vector<std::string> options = {"output",        "jsonl",     "labels",      "format",
+                                            "csv-delimiter", "no-header", "label-column"};
+  return tools::run_model_tool(
+    "troupe-predict", argc, argv, options, usage, 2,
+    [](exported_model& model, const tools::command_line& cl) {
+      auto& card = model.card;
+      auto split = tools::input_split(card, cl, cl.positional[1], false);
+      std::ofstream file;
+      if (cl.options.count("output")) {
+        file.open(cl.options.at("output"));
+        if (!file)
+          throw data_error(cl.options.at("output") + ": cannot write");
+      }
+      prediction_writer writer(cl.options.count("output") ? file : std::cout, card,
+                               cl.options.count("jsonl") > 0);
+      writer.header();
+      tensor outputs;
+      uint64_t row = 0;
+      example_source source(split, 0);
+      tools::for_each_batch(source, num_elements(card.input), false,
+                            [&](const batch& b, int64_t n) {
+                              model.net->predict(model.params, b.images, outputs);
+                              for (int64_t r = 0; r < n; ++r, ++row)
+                                writer.write(row, outputs.data() + r * card.classes);
+                            });
+      std::fprintf(stderr, "troupe-predict: %llu prediction(s)\n",
+                   static_cast<unsigned long long>(row));
+      return tools::exit_ok;
     });
-    std::fprintf(stderr, "troupe-predict: %llu prediction(s)\n",
-                 static_cast<unsigned long long>(row));
-    return tools::exit_ok;
-  });
 }
