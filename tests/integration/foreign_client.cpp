@@ -24,12 +24,6 @@
 #include <string>
 #include <vector>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
@@ -89,50 +83,13 @@ void must_refuse(caf::scoped_actor& self, const Handle& to, const char* what, Ts
 }
 
 // A port scanner or a careless tool: connections that never speak.
-int hold_silent_connections(int count, int seconds, const std::string& host, uint16_t port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
+int hold_silent_connections(int count, int seconds, const foreign::target& node) {
+  auto held = foreign::hold_connections(node, count, seconds, [](int) { return std::string(); });
+  if (!held)
     return 2;
-  std::vector<pollfd> open;
-  int refused = 0;
-  for (int i = 0; i < count; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      ++refused;
-      if (fd >= 0)
-        ::close(fd);
-      continue;
-    }
-    open.push_back(pollfd{fd, POLLIN, 0});
-  }
-  auto start = std::chrono::steady_clock::now();
-  auto end = start + std::chrono::seconds(seconds);
-  size_t closed = 0;
-  double last_closed_s = 0;
-  while (closed < open.size() && std::chrono::steady_clock::now() < end) {
-    if (::poll(open.data(), open.size(), 100) <= 0)
-      continue;
-    for (auto& p : open) {
-      if (p.fd < 0 || p.revents == 0)
-        continue;
-      char byte;
-      if (::recv(p.fd, &byte, 1, MSG_DONTWAIT) > 0)
-        continue;
-      ::close(p.fd);
-      p.fd = -1;
-      ++closed;
-      last_closed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                        .count();
-    }
-  }
   std::printf("held %zu connection(s) (%d refused at connect): closed by the node %zu, "
               "last after %.1f s\n",
-              open.size(), refused, closed, last_closed_s);
-  for (auto& p : open)
-    if (p.fd >= 0)
-      ::close(p.fd);
+              held->open, held->failed, held->closed, held->last_closed_s);
   return 0;
 }
 
@@ -216,11 +173,10 @@ int main(int argc, char** argv) {
     return foreign::send_huge_frames(std::stoi(argv[2]), std::stoi(argv[3]), node);
   }
   if (argc == 5 && std::string(argv[1]) == "--hold") {
-    std::string host;
-    uint16_t port = 0;
-    if (!split(argv[4], host, port))
+    foreign::target node{"node", "", 0};
+    if (!split(argv[4], node.host, node.port))
       return 2;
-    return hold_silent_connections(std::stoi(argv[2]), std::stoi(argv[3]), host, port);
+    return hold_silent_connections(std::stoi(argv[2]), std::stoi(argv[3]), node);
   }
   std::string chief_host, ps_host;
   uint16_t chief_port = 0, ps_port = 0;

@@ -215,12 +215,57 @@ int sweep_builtin_types(caf::actor_system& sys, const target& node, bool tls) {
   return down == 0 ? 0 : 1;
 }
 
-int send_huge_frames(int count, int seconds, const target& node) {
+std::optional<held_connections> hold_connections(const target& node, int count, int seconds,
+                                                 const std::function<std::string(int)>& first) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(node.port);
   if (inet_pton(AF_INET, node.host.c_str(), &addr.sin_addr) != 1)
-    return 2;
+    return std::nullopt;
+  held_connections held;
+  std::vector<pollfd> open;
+  for (int i = 0; i < count; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      ++held.failed;
+      if (fd >= 0)
+        ::close(fd);
+      continue;
+    }
+    std::string bytes = first(i);
+    if (!bytes.empty() && ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) < 0) {
+      ++held.failed;
+      ::close(fd);
+      continue;
+    }
+    open.push_back(pollfd{fd, POLLIN, 0});
+  }
+  held.open = open.size();
+  auto start = std::chrono::steady_clock::now();
+  auto end = start + std::chrono::seconds(seconds);
+  while (held.closed < open.size() && std::chrono::steady_clock::now() < end) {
+    if (::poll(open.data(), open.size(), 100) <= 0)
+      continue;
+    for (auto& p : open) {
+      if (p.fd < 0 || p.revents == 0)
+        continue;
+      char buf[4096];
+      if (::recv(p.fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+        continue; // what the node says first (its handshake)
+      ::close(p.fd);
+      p.fd = -1;
+      ++held.closed;
+      held.last_closed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                             .count();
+    }
+  }
+  for (auto& p : open)
+    if (p.fd >= 0)
+      ::close(p.fd);
+  return held;
+}
+
+int send_huge_frames(int count, int seconds, const target& node) {
   // BASP headers (32 bytes, network order): operation, 2 padding bytes,
   // flags, payload length, operation data, source actor, destination actor.
   auto header = [](uint8_t operation, uint64_t destination) {
@@ -234,42 +279,13 @@ int send_huge_frames(int count, int seconds, const target& node) {
   };
   const std::string handshake = header(0x01, 0); // client handshake
   const std::string message = header(0x02, 1);   // direct message to actor 1
-  std::vector<pollfd> open;
-  for (int i = 0; i < count; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      if (fd >= 0)
-        ::close(fd);
-      continue;
-    }
-    auto& frame = i % 2 == 0 ? handshake : message;
-    std::string bytes = frame + std::string(1000, 'x');
-    if (::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) < 0) {
-      ::close(fd);
-      continue;
-    }
-    open.push_back(pollfd{fd, POLLIN, 0});
-  }
-  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  size_t closed = 0;
-  while (closed < open.size() && std::chrono::steady_clock::now() < end) {
-    if (::poll(open.data(), open.size(), 100) <= 0)
-      continue;
-    for (auto& p : open) {
-      if (p.fd < 0 || p.revents == 0)
-        continue;
-      char buf[4096];
-      if (::recv(p.fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
-        continue; // the node's own handshake
-      ::close(p.fd);
-      p.fd = -1;
-      ++closed;
-    }
-  }
-  std::printf("sent %zu header(s) announcing 4 GiB: closed by the node %zu\n", open.size(), closed);
-  for (auto& p : open)
-    if (p.fd >= 0)
-      ::close(p.fd);
+  auto held = hold_connections(node, count, seconds, [&](int i) {
+    return (i % 2 == 0 ? handshake : message) + std::string(1000, 'x');
+  });
+  if (!held)
+    return 2;
+  std::printf("sent %zu header(s) announcing 4 GiB: closed by the node %zu\n", held->open,
+              held->closed);
   return 0;
 }
 
