@@ -74,7 +74,14 @@ all_zero() { local tok; [ -n "${accuracy[$1]}" ] || return 1
 # Lost state shows as a lower accuracy; async runs differ by about a point
 # either way (arrival order), so a recovered run may not fall more than 1
 # point below the undisturbed one, and may not rise more than 3 above it.
-close_to() { awk -v a="${accuracy[$1]:-0}" -v b="${accuracy[$2]:-1}" 'BEGIN { d = a - b; exit !(d < 0.03 && d > -0.01) }'; }
+# With pull-ahead even one worker's runs differ (when a background pull
+# lands beside the next push): undisturbed runs spread over 0.8604-0.8743
+# in six runs here, with the binaries before and after issue 27 alike, and
+# recovered ones ended 2.0 points below to 0.75 above their own base, so
+# async-ahead may fall 2.5 points.
+close_to() { local below=0.01; [ "${2%-ahead}" != "$2" ] && below=0.025
+  awk -v a="${accuracy[$1]:-0}" -v b="${accuracy[$2]:-1}" -v below=$below \
+    'BEGIN { d = a - b; exit !(d < 0.03 && d > -below) }'; }
 ok_line() { cat "$tmp/$1"-chief*.log | grep -q '"ok":true,"mode":"'"${2%-ahead}"'","global_step":3000,'; }
 
 for mode in async sync async-ahead; do
@@ -88,7 +95,7 @@ for case in "async ps:1" "async chief:0" "async worker:0" "async chief:0 save" "
   run "$name" "$1" "$2" "${3:-}"
   expect "$name: training completes, every process exits 0 (${rcs[$name]})" all_zero "$name"
   expect "$name:   the final line says ok with all 3000 steps" ok_line "$name" "$1"
-  expect "$name:   accuracy ${accuracy[$name]} no more than 1 point below ${accuracy[base-$1]}" close_to "$name" "base-$1"
+  expect "$name:   accuracy ${accuracy[$name]} close to ${accuracy[base-$1]} (see close_to)" close_to "$name" "base-$1"
   case $2 in
     ps:*) expect "$name:   the chief says what was lost and restored" \
             grep -q "lost at step [0-9]*; every shard restored from step [0-9]*.*steps to redo" "$tmp/$name-chief:0.log" ;;
