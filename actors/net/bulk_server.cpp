@@ -236,64 +236,68 @@ std::unique_lock<std::mutex> bulk_server::take_turn(connection& conn, std::mutex
   return turn;
 }
 
-// A pull, answered here from the shard's store: the values themselves,
-// pinned in this connection's turn and written from where they are.
-bool bulk_server::answer_pull(connection& conn, frame_reader& in) {
-  auto request = in.header().request;
-  auto fields = in.fields();
-  auto run = fields.u64();
-  auto names = fields.names();
+// A request that carries no tensors (a pull, a fetch): false, with the
+// refusal sent, when its fields do not end where its meta section does.
+bool bulk_server::complete_request(connection& conn, frame_reader& in, const meta_reader& fields,
+                                   const char* what) {
   if (!fields.at_end() || in.header().data_bytes != 0) {
-    reply(conn, refusal(request, {errc::invalid_request, "bulk frame: a malformed pull"}));
+    reply(conn, refusal(in.header().request,
+                        {errc::invalid_request, std::string("bulk frame: a malformed ") + what}));
     return false; // its data, if any, was never read
   }
   in.read_data(); // none
-  auto turn = take_turn(conn, outbound_);
-  std::vector<std::shared_ptr<const tensor>> pinned; // held until the reply is sent
-  int64_t version = 0;
-  if (auto err = endpoint_.pull(run, names, pinned, version)) {
-    if (err->code == errc::unauthorized)
-      spdlog::warn("ps:{}: refused a bulk pull from {}: {}", options_.shard, conn.peer,
-                   err->message);
-    return reply(conn, refusal(request, *err));
+  return true;
+}
+
+// The endpoint's answer to a pull or a fetch: the refusal (logged when the
+// peer showed no right to it), or the values written from where they are.
+bool bulk_server::reply_values(connection& conn, uint64_t request, const maybe_failure& refused,
+                               const char* what, const tensor_refs& values, int64_t version) {
+  if (refused) {
+    if (refused->code == errc::unauthorized)
+      spdlog::warn("ps:{}: refused a bulk {} from {}: {}", options_.shard, what, conn.peer,
+                   refused->message);
+    return reply(conn, refusal(request, *refused));
   }
-  tensor_refs values;
-  for (auto& v : pinned)
-    values.push_back(v.get());
   meta_writer meta{values};
   meta.i64(version);
   return reply(conn, frame_writer{frame_kind::pull_reply, request, meta, values});
 }
 
+// A pull, answered here from the shard's store: the values themselves,
+// pinned in this connection's turn and written from where they are.
+bool bulk_server::answer_pull(connection& conn, frame_reader& in) {
+  auto fields = in.fields();
+  auto run = fields.u64();
+  auto names = fields.names();
+  if (!complete_request(conn, in, fields, "pull"))
+    return false;
+  auto turn = take_turn(conn, outbound_);
+  std::vector<std::shared_ptr<const tensor>> pinned; // held until the reply is sent
+  int64_t version = 0;
+  auto refused = endpoint_.pull(run, names, pinned, version);
+  tensor_refs values;
+  for (auto& v : pinned)
+    values.push_back(v.get());
+  return reply_values(conn, in.header().request, refused, "pull", values, version);
+}
+
 // A tensor of a checkpoint's copy (the chief's writer), moved out of the
 // copy and written from where it is, in this connection's outbound turn.
 bool bulk_server::answer_fetch(connection& conn, frame_reader& in) {
-  auto request = in.header().request;
   auto fields = in.fields();
   auto run = fields.u64();
   auto ticket = fields.u64();
   auto index = fields.i32();
-  if (!fields.at_end() || in.header().data_bytes != 0) {
-    reply(conn, refusal(request, {errc::invalid_request, "bulk frame: a malformed fetch"}));
-    return false; // its data, if any, was never read
-  }
-  in.read_data(); // none
+  if (!complete_request(conn, in, fields, "fetch"))
+    return false;
   auto turn = take_turn(conn, outbound_);
   tensor value;
   int64_t version = 0;
-  if (!endpoint_.fetch)
-    return reply(conn, refusal(request, {errc::invalid_request,
-                                         "bulk frame: this server holds no checkpoint copies"}));
-  if (auto err = endpoint_.fetch(run, ticket, index, value, version)) {
-    if (err->code == errc::unauthorized)
-      spdlog::warn("ps:{}: refused a bulk fetch from {}: {}", options_.shard, conn.peer,
-                   err->message);
-    return reply(conn, refusal(request, *err));
-  }
-  tensor_refs values{&value};
-  meta_writer meta{values};
-  meta.i64(version);
-  return reply(conn, frame_writer{frame_kind::pull_reply, request, meta, values});
+  maybe_failure refused = endpoint_.fetch ? endpoint_.fetch(run, ticket, index, value, version)
+                                          : failure{errc::invalid_request,
+                                                    "this server holds no checkpoint copies"};
+  return reply_values(conn, in.header().request, refused, "fetch", tensor_refs{&value}, version);
 }
 
 // A push, handed to the shard as the message a BASP peer sends; its data is

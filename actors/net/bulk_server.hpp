@@ -125,6 +125,10 @@ private:
   bool answer(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
   bool answer_pull(connection& conn, bulk::frame_reader& in);
   bool answer_fetch(connection& conn, bulk::frame_reader& in);
+  bool complete_request(connection& conn, bulk::frame_reader& in, const bulk::meta_reader& fields,
+                        const char* what);
+  bool reply_values(connection& conn, uint64_t request, const maybe_failure& refused,
+                    const char* what, const bulk::tensor_refs& values, int64_t version);
   bool answer_push(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
   bool reply(connection& conn, bulk::frame_writer out);
   std::unique_lock<std::mutex> take_turn(connection& conn, std::mutex& direction);
