@@ -29,12 +29,16 @@ void end(caf::event_based_actor* self, reading& r, std::string error = {}) {
   self->quit();
 }
 
-// Pulls every part; a part the bulk path failed to bring is read again over
-// BASP (every part, on links reset), once.
-void pull(caf::event_based_actor* self, std::shared_ptr<reading> r, bool over_bulk) {
+// Pulls every part; a part the bulk path failed to bring (refused, or its
+// link broke and was dropped) is read again over BASP, every part on links
+// reset, once.
+void pull(caf::event_based_actor* self, std::shared_ptr<reading> r) {
   std::vector<exchange_part> parts;
-  for (auto& part : r->job.parts)
+  std::vector<bool> over_bulk; // per part, decided before the exchange may drop a link
+  for (auto& part : r->job.parts) {
     parts.push_back({part.shard, &part.names, {}, {}, {}});
+    over_bulk.push_back(r->exchange.has_link(part.shard));
+  }
   r->exchange.start(exchange_kind::pull, push_header{r->job.run}, std::move(parts), false);
   r->exchange.finish([self, r, over_bulk](std::vector<part_outcome>& outcomes) {
     for (size_t i = 0; i < outcomes.size(); ++i) {
@@ -45,12 +49,12 @@ void pull(caf::event_based_actor* self, std::shared_ptr<reading> r, bool over_bu
         continue;
       }
       auto why = out.lost ? *out.lost : out.refused->message;
-      if (over_bulk && r->exchange.has_link(shard)) {
+      if (over_bulk[i]) {
         spdlog::warn("chief: reading values on the bulk path failed (ps:{}: {}); reading them "
                      "over the control connection",
                      shard, why);
-        r->exchange.reset_links(r->job.shards.size());
-        pull(self, r, false);
+        r->exchange.reset_links(r->job.shards.size()); // no links: the retry is BASP only
+        pull(self, r);
         return;
       }
       end(self, *r, "ps:" + std::to_string(shard) + " did not answer: " + why);
@@ -70,7 +74,7 @@ caf::behavior value_reader(caf::event_based_actor* self, value_read_job job,
     r->answer = self->make_response_promise();
     open_bulk_links(
       self, r->exchange, r->job.shards, r->job.bulk, {r->job.run, -1, "chief", r->job.timeout},
-      [] { return true; }, [self, r] { pull(self, r, true); },
+      [] { return true; }, [self, r] { pull(self, r); },
       [self, r](size_t s, const caf::error& err) {
         end(self, *r, "ps:" + std::to_string(s) + " did not answer: " + describe(err));
       });

@@ -1,7 +1,8 @@
 #pragma once
 // One exchange with the shards of a plan: per shard part a pull, a push, a
-// push followed by a pull, or a fetch of a checkpoint copy's tensor, each on the bulk path where the shard has a
-// link and over BASP (the message path) where it has none. The caller
+// push followed by a pull, or a fetch of a checkpoint copy's tensor, each on
+// the bulk path where the shard has a link and over BASP (the message path)
+// where it has none. The caller
 // starts an exchange, may compute meanwhile, and finishes it: what each part
 // came back with (values, the shard's refusal, or a loss) arrives in one
 // place, whichever path carried it. A second kind of pull or push (sparse

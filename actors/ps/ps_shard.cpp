@@ -352,9 +352,7 @@ caf::result<caf::ok_atom> on_restore_slot(self_ptr self, run_id run, const std::
 // One tensor of a checkpoint's copy, for the chief's writer.
 caf::result<tensor> on_fetch(self_ptr self, run_id run, uint64_t ticket, int32_t index) {
   auto& st = self->state;
-  if (auto err = unless_this_run(self, run, "a snapshot fetch"))
-    return err;
-  auto out = st.snapshot.fetch(st.label, ticket, index);
+  auto out = st.snapshot.fetch(*st.store, run, st.label, ticket, index);
   if (auto* err = std::get_if<failure>(&out)) {
     if (err->code == errc::unauthorized)
       return refuse(st.label, "a snapshot fetch", self->current_sender(), err->message);

@@ -50,9 +50,7 @@ bulk_endpoint shard_endpoint(caf::actor_system& sys, caf::actor_addr shard,
   bulk_endpoint out;
   out.fetch = [&store, &copy, label](uint64_t run, uint64_t ticket, int32_t index, tensor& value,
                                      int64_t& version) -> maybe_failure {
-    if (auto why = store.other_run(run))
-      return failure{errc::unauthorized, label + " refused a snapshot fetch: " + *why};
-    auto out = copy.fetch(label, ticket, index, &version);
+    auto out = copy.fetch(store, run, label, ticket, index, &version);
     if (auto* err = std::get_if<failure>(&out))
       return *err;
     value = std::move(std::get<tensor>(out));

@@ -39,10 +39,14 @@ public:
     left_ = 0;
   }
 
-  /// Tensor `index` of the copy with `ticket`, moved out: each once. The
-  /// copy's version in `version`.
-  std::variant<tensor, failure> fetch(const std::string& owner, uint64_t ticket, int32_t index,
+  /// Tensor `index` of the copy with `ticket`, for a peer of `run` (the
+  /// store's run check first: the one check of BASP and bulk fetches alike),
+  /// moved out: each once. The copy's version in `version`.
+  std::variant<tensor, failure> fetch(const variable_store& store, uint64_t run,
+                                      const std::string& owner, uint64_t ticket, int32_t index,
                                       int64_t* version = nullptr) {
+    if (auto why = store.other_run(run))
+      return failure{errc::unauthorized, owner + ": " + *why};
     std::lock_guard<std::mutex> guard{mutex_};
     if (left_ == 0 || ticket != ticket_)
       return failure{errc::unauthorized,
