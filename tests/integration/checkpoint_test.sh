@@ -20,15 +20,8 @@ py=/usr/bin/python3; [ -x "$py" ] || py=python3
 config() {
   cluster_config "$tmp/$1.conf" "$2" 2 <<CONF
 connect-timeout = 60s
-[train]
-model = "mlp"
-mode = "$4"
-optimizer = "adam"
-learning-rate = 0.001
-batch-size = 100
-last-step = $3
-log-interval = 500
-data-dir = "/usr/share/datasets/fashion-mnist"
+$(train_section mode="\"$4\"" batch-size=100 last-step="$3" \
+                data-dir='"/usr/share/datasets/fashion-mnist"')
 [checkpoint]
 log-dir = "logs"
 save-steps = 500

@@ -19,7 +19,7 @@
 # Costs here (2 cores): ~20 s for the base image once, 4-6 min for the image
 # (compiled from scratch inside it), ~2 min for the job.
 set -u
-. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit
+. "$(dirname "$0")/lib.sh" # expect, wait_for_line, wait_exit, train_section
 root=$(cd "$1" && pwd)
 skip() { echo "container_test: $1; skipped"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root"
@@ -68,12 +68,7 @@ cat >"$tmp/troupe.conf" <<CONF
 [cluster]
 allow-plain = true
 recovery-timeout = 120s
-[train]
-model = "mlp"
-optimizer = "adam"
-learning-rate = 0.001
-last-step = 6000
-log-interval = 500
+$(train_section last-step=6000)
 [checkpoint]
 log-dir = "/work/logs/run"
 save-steps = 500

@@ -76,13 +76,7 @@ expect "digits: data.json saved with the run" \
 
 # -- C: labels that are names --
 cluster_config iris.conf 1 2 <<CONF
-[train]
-model = "mlp"
-optimizer = "adam"
-learning-rate = 0.01
-batch-size = 10
-epochs = 60
-log-interval = 0
+$(train_section learning-rate=0.01 batch-size=10 epochs=60 log-interval=0)
 $(sklearn_data iris)
 CONF
 timeout 120 "$bin" --config-file=iris.conf >iris.out 2>iris.log

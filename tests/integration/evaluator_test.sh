@@ -9,17 +9,12 @@
 # gives up after connect-timeout; without checkpoint.log-dir it says what is
 # missing (exit 2).
 set -u
-. "$(dirname "$0")/lib.sh" # expect, cluster_config, tf_config, finish, ... (listed there)
+. "$(dirname "$0")/lib.sh" # expect, cluster_config, train_section, tf_config, ... (listed there)
 bin=$1; root=$2
 here=$(cd "$(dirname "$0")" && pwd)
 enter_scratch_dir
 cluster_config run.conf 1 2 <<CONF
-[train]
-model = "mlp"
-optimizer = "adam"
-learning-rate = 0.001
-last-step = 2000
-log-interval = 500
+$(train_section last-step=2000)
 [checkpoint]
 log-dir = "logs/run"
 save-steps = 250

@@ -20,6 +20,10 @@
 #                            on free ports, each KEY (one the file sets) set to VALUE
 #   read_cluster FILE        sets chief_addr and ps_addr (an array) from FILE's [cluster]
 #   tf_config FILE JOB INDEX the TF_CONFIG of task JOB:INDEX of FILE's cluster
+#   train_section [KEY=VALUE...]   a [train] section: the suite's short Adam run (model "mlp",
+#                            optimizer "adam", learning-rate 0.001, log-interval 500), each
+#                            KEY set to VALUE as the file writes it (strings quoted), in place
+#                            of its default or added after them
 #   sklearn_data SET         the [data] section of scripts/convert-sklearn-data's SET (digits,
 #                            iris, diabetes) converted into sk/
 #   start_task NAME FILE JOB INDEX [FLAG...]   "$bin" as JOB:INDEX of config FILE in the
@@ -88,6 +92,13 @@ read_cluster() { chief_addr=$(cluster_entries "$1" chief); mapfile -t ps_addr < 
 tf_config() {
   printf '{"cluster": {"chief": %s, "ps": %s, "worker": %s}, "task": {"type": "%s", "index": %s}}\n' \
     "$(cluster_list "$1" chief)" "$(cluster_list "$1" ps)" "$(cluster_list "$1" worker)" "$2" "$3"; }
+train_section() { local keys=(model optimizer learning-rate log-interval) setting key
+  local -A value=([model]='"mlp"' [optimizer]='"adam"' [learning-rate]=0.001 [log-interval]=500)
+  for setting; do key=${setting%%=*}
+    [ -n "${value[$key]+set}" ] || keys+=("$key")
+    value[$key]=${setting#*=}
+  done
+  echo "[train]"; for key in "${keys[@]}"; do echo "$key = ${value[$key]}"; done; }
 sklearn_data() { printf '[data]\ntrain = ["sk/%s-train.csv"]\ntest = ["sk/%s-test.csv"]\n' "$1" "$1"
   case $1 in
     digits) printf 'label-column = "digit"\nnormalize = "scale"\nscale = 0.0625\n' ;;

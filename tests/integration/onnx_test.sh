@@ -18,13 +18,7 @@ fi
 fm=/usr/share/datasets/fashion-mnist
 train() { # NAME MODEL STEPS DATA_SECTION [MODEL_SECTION]
   cluster_config "$1.conf" 1 1 <<CONF
-[train]
-model = "$2"
-optimizer = "adam"
-learning-rate = 0.003
-batch-size = 32
-last-step = $3
-log-interval = 0
+$(train_section model="\"$2\"" learning-rate=0.003 batch-size=32 last-step="$3" log-interval=0)
 [checkpoint]
 log-dir = "logs/$1"
 ${5:-}
