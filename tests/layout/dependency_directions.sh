@@ -15,32 +15,34 @@ root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$root" || exit 2
 
 tensor_base="tensor/core tensor/data tensor/nn tensor/optim"
-# folder: the folders it may include from
-declare -A allowed=(
-  [tensor/core]="tensor/core"
-  [tensor/data]="tensor/core tensor/data"
-  [tensor/nn]="tensor/core tensor/data tensor/nn"
-  [tensor/optim]="tensor/core tensor/optim"
-  [tensor/plan]="$tensor_base tensor/plan"
-  [tensor/checkpoint]="$tensor_base tensor/plan tensor/checkpoint"
-  [tensor/export]="$tensor_base tensor/plan tensor/checkpoint tensor/export"
-  [tensor/summary]="tensor/core tensor/summary"
-  [gpu]="$tensor_base gpu"
-  [config/settings]="$tensor_base tensor/plan gpu config/settings"
-  [actors/net]="tensor/core actors/net"
-  [actors/protocol]="$tensor_base tensor/plan actors/net actors/protocol"
-  [actors/common]="$tensor_base actors/common"
-  [actors/ps]="$tensor_base actors/net actors/protocol actors/common actors/ps"
-  [actors/token_queue]="$tensor_base actors/protocol actors/common actors/token_queue"
-  [actors/exchange]="tensor/core actors/net actors/protocol actors/common actors/exchange"
-  [actors/worker]="$tensor_base tensor/plan actors/net actors/protocol actors/common actors/exchange
-                   actors/worker"
-  [actors/chief]="$tensor_base tensor/plan tensor/checkpoint tensor/summary config/settings
-                  actors/net actors/protocol actors/common actors/exchange actors/token_queue
-                  actors/chief"
-  [actors]="$tensor_base tensor/plan tensor/checkpoint tensor/summary gpu config/settings actors"
-  [config/node]="$tensor_base tensor/plan tensor/checkpoint gpu config/settings config/node"
-)
+# folder, then the folders below it that it may include from (it may always
+# include from itself)
+declare -A allowed=()
+while read -r folder below; do
+  allowed[$folder]="$below${below:+ }$folder"
+done <<TABLE
+tensor/core
+tensor/data          tensor/core
+tensor/nn            tensor/core tensor/data
+tensor/optim         tensor/core
+tensor/plan          $tensor_base
+tensor/checkpoint    $tensor_base tensor/plan
+tensor/export        $tensor_base tensor/plan tensor/checkpoint
+tensor/summary       tensor/core
+gpu                  $tensor_base
+config/settings      $tensor_base tensor/plan gpu
+actors/net           tensor/core
+actors/protocol      $tensor_base tensor/plan actors/net
+actors/common        $tensor_base
+actors/ps            $tensor_base actors/net actors/protocol actors/common
+actors/token_queue   $tensor_base actors/protocol actors/common
+actors/exchange      tensor/core actors/net actors/protocol actors/common
+actors/worker        $tensor_base tensor/plan actors/net actors/protocol actors/common actors/exchange
+actors/chief         $tensor_base tensor/plan tensor/checkpoint tensor/summary config/settings \
+                     actors/net actors/protocol actors/common actors/exchange actors/token_queue
+actors               $tensor_base tensor/plan tensor/checkpoint tensor/summary gpu config/settings
+config/node          $tensor_base tensor/plan tensor/checkpoint gpu config/settings
+TABLE
 caf_free="tensor gpu config/settings actors/net"
 
 # The files of FOLDER that no deeper folder of the table owns (actors/ itself
