@@ -46,51 +46,58 @@ private:
   slice_count count_;
 };
 
+// TF's partitioner KIND along `axis`, described (and named in errors) as
+// "KIND(FIRST, axis AXIS, MORE...)": its arguments in TF's order.
+std::unique_ptr<partitioner> along(int32_t axis, const std::string& kind, const std::string& first,
+                                   const std::vector<std::string>& more, slice_count count) {
+  auto description = kind + "(" + first + ", axis " + std::to_string(axis);
+  for (auto& argument : more)
+    description += ", " + argument;
+  return std::make_unique<axis_partitioner>(axis, description + ")", std::move(count));
+}
+
 } // namespace
 
 std::unique_ptr<partitioner> make_fixed_size(int64_t num_shards, int32_t axis) {
   require(num_shards >= 1,
           "fixed_size partitioner needs num_shards >= 1 (got " + std::to_string(num_shards) + ")");
-  return std::make_unique<axis_partitioner>(
-    axis, "fixed_size(" + std::to_string(num_shards) + ", axis " + std::to_string(axis) + ")",
-    [num_shards](const shape_t&, int64_t rows) {
-      return std::max<int64_t>(1, std::min(num_shards, rows));
-    });
+  return along(axis, "fixed_size", std::to_string(num_shards), {},
+               [num_shards](const shape_t&, int64_t rows) {
+                 return std::max<int64_t>(1, std::min(num_shards, rows));
+               });
 }
 
 std::unique_ptr<partitioner> make_min_max(int64_t max_partitions, int32_t axis,
                                           int64_t min_slice_bytes) {
   require(max_partitions >= 1, "min_max partitioner needs max_partitions >= 1");
   require(min_slice_bytes >= 1, "min_max partitioner needs min_slice_bytes >= 1");
-  return std::make_unique<axis_partitioner>(
-    axis,
-    "min_max(" + std::to_string(max_partitions) + ", axis " + std::to_string(axis) + ", "
-      + std::to_string(min_slice_bytes) + " bytes)",
-    [=](const shape_t& shape, int64_t rows) {
-      auto by_bytes = (bytes_of(shape) + min_slice_bytes - 1) / min_slice_bytes;
-      return std::max<int64_t>(1, std::min({rows, max_partitions, by_bytes}));
-    });
+  return along(axis, "min_max", std::to_string(max_partitions),
+               {std::to_string(min_slice_bytes) + " bytes"},
+               [=](const shape_t& shape, int64_t rows) {
+                 auto by_bytes = (bytes_of(shape) + min_slice_bytes - 1) / min_slice_bytes;
+                 return std::max<int64_t>(1, std::min({rows, max_partitions, by_bytes}));
+               });
 }
 
 std::unique_ptr<partitioner> make_axis_size(int64_t max_shard_bytes, int32_t axis,
                                             int64_t max_shards) {
   require(max_shard_bytes >= 1, "axis_size partitioner needs max_shard_bytes >= 1");
   require(max_shards >= 0, "axis_size partitioner needs max_shards >= 0 (0: no cap)");
-  return std::make_unique<axis_partitioner>(
-    axis,
-    "axis_size(" + std::to_string(max_shard_bytes) + " bytes, axis " + std::to_string(axis)
-      + (max_shards ? ", at most " + std::to_string(max_shards) : std::string()) + ")",
-    [=](const shape_t& shape, int64_t rows) {
-      if (rows == 0)
-        return int64_t{1};
-      auto bytes_per_row = bytes_of(shape) / rows;
-      auto rows_per_slice = std::max<int64_t>(1,
-                                              bytes_per_row ? max_shard_bytes / bytes_per_row : 1);
-      auto slices = (rows + rows_per_slice - 1) / rows_per_slice;
-      if (max_shards > 0)
-        slices = std::min(slices, max_shards);
-      return std::max<int64_t>(1, slices);
-    });
+  std::vector<std::string> more;
+  if (max_shards > 0)
+    more.push_back("at most " + std::to_string(max_shards));
+  return along(axis, "axis_size", std::to_string(max_shard_bytes) + " bytes", more,
+               [=](const shape_t& shape, int64_t rows) {
+                 if (rows == 0)
+                   return int64_t{1};
+                 auto bytes_per_row = bytes_of(shape) / rows;
+                 auto rows_per_slice = std::max<int64_t>(
+                   1, bytes_per_row ? max_shard_bytes / bytes_per_row : 1);
+                 auto slices = (rows + rows_per_slice - 1) / rows_per_slice;
+                 if (max_shards > 0)
+                   slices = std::min(slices, max_shards);
+                 return std::max<int64_t>(1, slices);
+               });
 }
 
 std::vector<variable_slice> split_variable(const variable_spec& spec, int64_t count, int32_t axis) {
