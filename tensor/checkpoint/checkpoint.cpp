@@ -96,15 +96,7 @@ checkpoint_manifest checkpoint_manifest::from_json(const json::value& v, const s
                  + std::to_string(format_version) + " (another Troupe release?)");
   checkpoint_manifest m;
   m.step = top.integer("step", 0, max_int);
-  auto* fp = top.get("fingerprint").as_object();
-  if (fp == nullptr)
-    fail(path, "\"fingerprint\" must be an object");
-  for (auto& [k, val] : *fp) {
-    auto* s = val.as_string();
-    if (s == nullptr)
-      fail(path, "fingerprint \"" + k + "\" must be a string");
-    m.fingerprint.emplace(k, *s);
-  }
+  m.fingerprint = top.named_texts("fingerprint");
   for (auto& var : top.list("variables")) {
     fields f{path, var, "a variable "};
     m.variables.emplace_back(f.text("name"), f.shape("shape"));

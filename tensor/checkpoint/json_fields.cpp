@@ -76,4 +76,18 @@ std::vector<float> fields::numbers(const std::string& key) const {
   return out;
 }
 
+std::map<std::string, std::string> fields::named_texts(const std::string& key) const {
+  auto* members = get(key).as_object();
+  if (members == nullptr)
+    fail(key, "must be an object");
+  std::map<std::string, std::string> out;
+  for (auto& [name, member] : *members) {
+    auto* s = member.as_string();
+    if (s == nullptr)
+      fail(key, "holds \"" + name + "\", which is not a string");
+    out.emplace(name, *s);
+  }
+  return out;
+}
+
 } // namespace troupe::json

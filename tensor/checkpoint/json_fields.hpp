@@ -4,6 +4,7 @@
 // field that is missing or wrong, as a checkpoint_error. Shapes are written
 // as arrays of dimensions.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct fields {
   std::vector<std::string> strings(const std::string& key) const;
   /// A list of finite numbers.
   std::vector<float> numbers(const std::string& key) const;
+  /// An object of strings (name -> text).
+  std::map<std::string, std::string> named_texts(const std::string& key) const;
 
 private:
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "tensor/checkpoint/json.hpp"
+#include "tensor/checkpoint/json_fields.hpp"
 
 namespace troupe {
 
@@ -167,19 +167,6 @@ std::string read_header_text(const std::string& path, uint64_t& data_start, uint
   return text;
 }
 
-void read_metadata(const std::string& path, const json::value& info,
-                   std::map<std::string, std::string>& metadata) {
-  auto* meta = info.as_object();
-  if (meta == nullptr)
-    fail(path, "__metadata__ is not an object");
-  for (auto& [k, v] : *meta) {
-    auto* s = v.as_string();
-    if (s == nullptr)
-      fail(path, "__metadata__." + k + " is not a string");
-    metadata.emplace(k, *s);
-  }
-}
-
 // One tensor's header entry, checked against the data_size bytes of data.
 safetensors_file::entry read_entry(const std::string& path, const std::string& name,
                                    const json::value& info, uint64_t data_size) {
@@ -246,7 +233,7 @@ safetensors_file::safetensors_file(std::string path) : path_(std::move(path)) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto& [name, info] : *members) {
     if (name == "__metadata__") {
-      read_metadata(path_, info, metadata_);
+      metadata_ = json::fields{path_, header, ""}.named_texts(name);
       continue;
     }
     auto e = read_entry(path_, name, info, data_size);
