@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/mman.h>
@@ -227,24 +229,31 @@ void misuse(const char* what) {
   std::abort();
 }
 
+// The text `names` gives `code`, or `unknown`: what the libraries' name
+// and error-string functions answer.
+template <typename Code>
+const char* name_of(Code code, std::initializer_list<std::pair<Code, const char*>> names,
+                    const char* unknown) {
+  for (auto& [c, name] : names)
+    if (c == code)
+      return name;
+  return unknown;
+}
+
 } // namespace troupe_emulation
 
 using troupe_emulation::emu;
 using troupe_emulation::misuse;
+using troupe_emulation::name_of;
 using troupe_emulation::on_device;
 
 const char* cudaGetErrorString(cudaError_t error) {
-  switch (error) {
-    case cudaSuccess:
-      return "no error";
-    case cudaErrorInvalidValue:
-      return "invalid argument";
-    case cudaErrorMemoryAllocation:
-      return "out of memory";
-    case cudaErrorInvalidDevice:
-      return "invalid device ordinal";
-  }
-  return "unknown error";
+  return name_of(error,
+                 {{cudaSuccess, "no error"},
+                  {cudaErrorInvalidValue, "invalid argument"},
+                  {cudaErrorMemoryAllocation, "out of memory"},
+                  {cudaErrorInvalidDevice, "invalid device ordinal"}},
+                 "unknown error");
 }
 
 cudaError_t cudaGetLastError() {
@@ -447,15 +456,11 @@ struct cublasContext {
 };
 
 const char* cublasGetStatusName(cublasStatus_t status) {
-  switch (status) {
-    case CUBLAS_STATUS_SUCCESS:
-      return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED:
-      return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_INVALID_VALUE:
-      return "CUBLAS_STATUS_INVALID_VALUE";
-  }
-  return "CUBLAS_STATUS_UNKNOWN";
+  return name_of(status,
+                 {{CUBLAS_STATUS_SUCCESS, "CUBLAS_STATUS_SUCCESS"},
+                  {CUBLAS_STATUS_NOT_INITIALIZED, "CUBLAS_STATUS_NOT_INITIALIZED"},
+                  {CUBLAS_STATUS_INVALID_VALUE, "CUBLAS_STATUS_INVALID_VALUE"}},
+                 "CUBLAS_STATUS_UNKNOWN");
 }
 
 cublasStatus_t cublasCreate(cublasHandle_t* handle) {
