@@ -16,6 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+const std::vector<std::string> worker0{"--job_name=worker", "--task_index=0"};
+
 // A data directory in Fashion-MNIST's layout: 1000 training and 10 test
 // examples of 28x28 (plain IDX files; zlib reads them like gzipped ones).
 struct fixture {
@@ -85,9 +87,13 @@ struct fixture {
     for (auto& p : parts)
       BOOST_TEST(out.errors[0].find(p) != std::string::npos, "'" << p << "' in: " << out.errors[0]);
   }
-};
 
-const std::vector<std::string> worker0{"--job_name=worker", "--task_index=0"};
+  // The same for worker 0 loading the valid file with `more` appended (to
+  // its [train] section, unless `more` opens another).
+  void expect_rejected(const std::string& more, std::initializer_list<std::string> parts) {
+    expect_error(load(base() + more, worker0), parts);
+  }
+};
 
 } // namespace
 
@@ -126,7 +132,7 @@ BOOST_AUTO_TEST_CASE(epochs_set_last_step) {
   out = load(base() + "epochs = 2\nbatch-size = 100\nmode = \"sync\"\n", worker0);
   BOOST_REQUIRE(out.errors.empty());
   BOOST_TEST(out.setup.train.last_step == 10); // each update uses 2 workers' batches
-  expect_error(load(base() + "epochs = -1\n", worker0), {"train.epochs"});
+  expect_rejected("epochs = -1\n", {"train.epochs"});
 }
 
 // [data] names the files: the model takes the data's shape and classes;
@@ -142,13 +148,13 @@ BOOST_AUTO_TEST_CASE(the_data_section_sizes_the_model_and_is_checked) {
   BOOST_TEST(out.setup.train.network.classes == 2);
   BOOST_REQUIRE(out.setup.data);
   BOOST_TEST(out.setup.data->train->usable_records() == 3u);
-  expect_error(load(base() + "batch-size = 1\n" + data + "[model]\ninput = [4]\n", worker0),
-               {"model.input = [4] holds 4 values per example, but the data's examples have "
-                "shape [3]"});
-  expect_error(load(base() + "batch-size = 1\n" + data + "[model]\nclasses = 3\n", worker0),
-               {"model.classes = 3, but the data has 2 classes"});
-  expect_error(load(base() + "batch-size = 1\nmodel = \"cnn\"\n" + data, worker0),
-               {"model cnn takes examples of shape [height, width, channels]"});
+  expect_rejected("batch-size = 1\n" + data + "[model]\ninput = [4]\n",
+                  {"model.input = [4] holds 4 values per example, but the data's examples have "
+                   "shape [3]"});
+  expect_rejected("batch-size = 1\n" + data + "[model]\nclasses = 3\n",
+                  {"model.classes = 3, but the data has 2 classes"});
+  expect_rejected("batch-size = 1\nmodel = \"cnn\"\n" + data,
+                  {"model cnn takes examples of shape [height, width, channels]"});
   expect_error(load(base({{"cluster.worker", "[\"127.0.0.1:7101\", \"127.0.0.1:7102\", "
                                              "\"127.0.0.1:7103\", \"127.0.0.1:7104\"]"}})
                       + "batch-size = 1\n" + data,
@@ -294,19 +300,15 @@ BOOST_AUTO_TEST_CASE(placement_defaults_to_balanced_and_partitioner_rules_are_ch
   BOOST_REQUIRE(good.errors.empty());
   BOOST_TEST((good.setup.train.placement == placement_strategy::balanced));
   BOOST_TEST(good.setup.train.partitioners.size() == 2u);
-  expect_error(load(base()
-                      + "model = \"mlp\"\npartitioners = [\"hidden3/* fixed_size "
-                        "shards=2\"]\n",
-                    worker0),
-               {"train.partitioners", "'hidden3/*' matches no variable", "hidden1/weights"});
-  expect_error(
-    load(base() + "partitioners = [\"softmax/* fixed_size shards=2 axis=1\"]\n", worker0),
-    {"train.partitioners", "softmax/biases has shape [10], no axis 1"});
-  expect_error(load(base() + "partitioners = [\"softmax/weights fixed_size shards=0\"]\n", worker0),
-               {"train.partitioners", "num_shards >= 1"});
-  expect_error(
-    load(base() + "partitioners = [\"softmax/weights min_maxx max_partitions=2\"]\n", worker0),
-    {"unknown partitioner 'min_maxx'"});
+  expect_rejected("model = \"mlp\"\npartitioners = [\"hidden3/* fixed_size "
+                  "shards=2\"]\n",
+                  {"train.partitioners", "'hidden3/*' matches no variable", "hidden1/weights"});
+  expect_rejected("partitioners = [\"softmax/* fixed_size shards=2 axis=1\"]\n",
+                  {"train.partitioners", "softmax/biases has shape [10], no axis 1"});
+  expect_rejected("partitioners = [\"softmax/weights fixed_size shards=0\"]\n",
+                  {"train.partitioners", "num_shards >= 1"});
+  expect_rejected("partitioners = [\"softmax/weights min_maxx max_partitions=2\"]\n",
+                  {"unknown partitioner 'min_maxx'"});
 }
 
 BOOST_AUTO_TEST_CASE(models_and_optimizers_are_checked_before_start) {
@@ -320,29 +322,22 @@ BOOST_AUTO_TEST_CASE(models_and_optimizers_are_checked_before_start) {
   BOOST_REQUIRE(good.errors.empty());
   BOOST_TEST((good.setup.train.optimizer.kind == optimizer_kind::adam));
   BOOST_TEST(good.setup.train.optimizer.learning_rate.values.size() == 2u);
-  expect_error(load(base()
-                      + "model = \"custom\"\n[model]\nlayers = [\"dense units=10\", "
-                        "\"conv2d filters=2 kernel=3\"]\n",
-                    worker0),
-               {"model.layers", "conv2d"});
-  expect_error(
-    load(base() + "model = \"custom\"\n[model]\nlayers = [\"dense unit=10\"]\n", worker0),
-    {"model.layers[0]", "unknown parameter 'unit'"});
-  expect_error(load(base()
-                      + "model = \"custom\"\n[model]\ninput = [28, 27]\n"
-                        "layers = [\"dense units=10\"]\n",
-                    worker0),
-               {"model.input", "784"});
-  expect_error(load(base() + "optimizer = \"adamw\"\n", worker0),
-               {"train.optimizer = \"adamw\" is not known", "did you mean \"adam\"", "rmsprop"});
-  expect_error(load(base()
-                      + "lr-schedule = \"piecewise\"\nlr-boundaries = [100]\n"
-                        "lr-values = [0.1]\n",
-                    worker0),
-               {"one more value than boundaries"});
-  expect_error(load(base() + "lr-schedule = \"cosine\"\n", worker0), {"train.lr-schedule"});
-  expect_error(load(base() + "lr-values = \"0.1\"\n", worker0), {"train.lr-values", "a list"});
-  expect_error(load(base() + "[model]\nvgg-width = 0.0\n", worker0), {"model.vgg-width"});
+  expect_rejected("model = \"custom\"\n[model]\nlayers = [\"dense units=10\", "
+                  "\"conv2d filters=2 kernel=3\"]\n",
+                  {"model.layers", "conv2d"});
+  expect_rejected("model = \"custom\"\n[model]\nlayers = [\"dense unit=10\"]\n",
+                  {"model.layers[0]", "unknown parameter 'unit'"});
+  expect_rejected("model = \"custom\"\n[model]\ninput = [28, 27]\n"
+                  "layers = [\"dense units=10\"]\n",
+                  {"model.input", "784"});
+  expect_rejected("optimizer = \"adamw\"\n",
+                  {"train.optimizer = \"adamw\" is not known", "did you mean \"adam\"", "rmsprop"});
+  expect_rejected("lr-schedule = \"piecewise\"\nlr-boundaries = [100]\n"
+                  "lr-values = [0.1]\n",
+                  {"one more value than boundaries"});
+  expect_rejected("lr-schedule = \"cosine\"\n", {"train.lr-schedule"});
+  expect_rejected("lr-values = \"0.1\"\n", {"train.lr-values", "a list"});
+  expect_rejected("[model]\nvgg-width = 0.0\n", {"model.vgg-width"});
 }
 
 BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
@@ -354,17 +349,14 @@ BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
 }
 
 BOOST_AUTO_TEST_CASE(unknown_key_suggests_the_right_one) {
-  expect_error(load(base() + "batchsize = 64\n", worker0),
-               {"unknown key 'train.batchsize'", "did you mean 'train.batch-size'"});
-  expect_error(load(base() + "[trian]\nmodel = \"softmax\"\n", worker0),
-               {"unknown key 'trian.model'", "train.model"});
-  expect_error(load(base() + "[middleman]\nheartbeat-intervall = 1s\n", worker0),
-               {"middleman.heartbeat-interval"});
+  expect_rejected("batchsize = 64\n",
+                  {"unknown key 'train.batchsize'", "did you mean 'train.batch-size'"});
+  expect_rejected("[trian]\nmodel = \"softmax\"\n", {"unknown key 'trian.model'", "train.model"});
+  expect_rejected("[middleman]\nheartbeat-intervall = 1s\n", {"middleman.heartbeat-interval"});
 }
 
 BOOST_AUTO_TEST_CASE(wrong_types_are_named) {
-  expect_error(load(base() + "batch-size = \"64\"\n", worker0),
-               {"train.batch-size", "wrong type", "an integer"});
+  expect_rejected("batch-size = \"64\"\n", {"train.batch-size", "wrong type", "an integer"});
   expect_error(load(base({{"cluster.request-timeout", "5"}}), worker0), {"a duration"});
   auto bad_list = "[cluster]\nchief = [\"127.0.0.1:7000\"]\nps = \"127.0.0.1:7001\"\n"
                   "worker = [\"127.0.0.1:7101\"]\n";
@@ -397,52 +389,49 @@ BOOST_AUTO_TEST_CASE(job_and_task_errors) {
 }
 
 BOOST_AUTO_TEST_CASE(training_value_errors) {
-  expect_error(load(base() + "model = \"softmx\"\n", worker0), {"did you mean \"softmax\""});
-  expect_error(load(base() + "model = \"cnm\"\n", worker0),
-               {"train.model = \"cnm\" is not a known model; did you mean \"cnn\"? (known: "
-                "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom)"});
-  expect_error(load(base() + "learning-rate = -0.1\n", worker0), {"train.learning-rate"});
-  expect_error(load(base() + "last-step = 0\n", worker0), {"train.last-step"});
-  expect_error(load(base() + "batch-size = 0\n", worker0), {"train.batch-size"});
-  expect_error(load(base() + "mode = \"lockstep\"\n", worker0), {"train.mode", "async, sync"});
-  expect_error(load(base() + "replicas-to-aggregate = 3\n", worker0),
-               {"train.replicas-to-aggregate = 3", "2 worker(s)"});
-  expect_error(load(base() + "total-num-replicas = 3\n", worker0),
-               {"train.total-num-replicas = 3", "cluster.worker lists 2"});
-  expect_error(load(base() + "on-worker-loss = \"ignore\"\n", worker0),
-               {"train.on-worker-loss", "shrink"});
-  expect_error(load(base() + "device = \"gpu0\"\n", worker0), {"train.device", "cuda:N"});
+  expect_rejected("model = \"softmx\"\n", {"did you mean \"softmax\""});
+  expect_rejected("model = \"cnm\"\n",
+                  {"train.model = \"cnm\" is not a known model; did you mean \"cnn\"? (known: "
+                   "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom)"});
+  expect_rejected("learning-rate = -0.1\n", {"train.learning-rate"});
+  expect_rejected("last-step = 0\n", {"train.last-step"});
+  expect_rejected("batch-size = 0\n", {"train.batch-size"});
+  expect_rejected("mode = \"lockstep\"\n", {"train.mode", "async, sync"});
+  expect_rejected("replicas-to-aggregate = 3\n",
+                  {"train.replicas-to-aggregate = 3", "2 worker(s)"});
+  expect_rejected("total-num-replicas = 3\n",
+                  {"train.total-num-replicas = 3", "cluster.worker lists 2"});
+  expect_rejected("on-worker-loss = \"ignore\"\n", {"train.on-worker-loss", "shrink"});
+  expect_rejected("device = \"gpu0\"\n", {"train.device", "cuda:N"});
   // The syntax is checked everywhere; whether the device exists only by the
   // worker that uses it (tests/integration/node_cli_test.sh).
   BOOST_TEST(load(base() + "device = \"cuda:0\"\n", worker0).errors.empty());
-  expect_error(load(base() + "worker-devices = [\"cpu\", \"cuda\"]\n", worker0),
-               {"train.worker-devices[1]", "cuda:N"});
-  expect_error(load(base() + "worker-devices = [\"cpu\", \"cpu\", \"cpu\"]\n", worker0),
-               {"train.worker-devices lists 3 devices"});
-  expect_error(load(base() + "worker-batch-sizes = [100, 0]\n", worker0),
-               {"train.worker-batch-sizes[1] = 0 is out of range"});
-  expect_error(load(base() + "gpu-memory-fraction = 0\n", worker0),
-               {"train.gpu-memory-fraction must be in (0, 1]"});
+  expect_rejected("worker-devices = [\"cpu\", \"cuda\"]\n", {"train.worker-devices[1]", "cuda:N"});
+  expect_rejected("worker-devices = [\"cpu\", \"cpu\", \"cpu\"]\n",
+                  {"train.worker-devices lists 3 devices"});
+  expect_rejected("worker-batch-sizes = [100, 0]\n",
+                  {"train.worker-batch-sizes[1] = 0 is out of range"});
+  expect_rejected("gpu-memory-fraction = 0\n", {"train.gpu-memory-fraction must be in (0, 1]"});
 }
 
 // Values that used to crash a worker, stall a run or end it with a false
 // success are refused before anything starts.
 BOOST_AUTO_TEST_CASE(every_number_has_a_range) {
-  expect_error(load(base() + "batch-size = 10000000\n", worker0),
-               {"train.batch-size = 10000000 is out of range", "1..65536"});
+  expect_rejected("batch-size = 10000000\n",
+                  {"train.batch-size = 10000000 is out of range", "1..65536"});
   // The fixture's training labels claim 1000 examples.
-  expect_error(load(base() + "batch-size = 5000\n", worker0),
-               {"batch of worker:0 (5000) is larger than the 1000 training examples"});
-  expect_error(load(base() + "epochs = 1e30\n", worker0), {"train.epochs", "1e6"});
-  expect_error(load(base() + "last-step = 10000000000000\n", worker0), {"train.last-step"});
+  expect_rejected("batch-size = 5000\n",
+                  {"batch of worker:0 (5000) is larger than the 1000 training examples"});
+  expect_rejected("epochs = 1e30\n", {"train.epochs", "1e6"});
+  expect_rejected("last-step = 10000000000000\n", {"train.last-step"});
   expect_error(load(base({{"cluster.request-timeout", "1ns"}}), worker0),
                {"cluster.request-timeout = 0ms is out of range", "100ms to 24h"});
   expect_error(load(base({{"cluster.connect-timeout", "-5s"}}), worker0),
                {"cluster.connect-timeout"});
   expect_error(load(base({{"cluster.worker-wait-timeout", "48h"}}), worker0),
                {"cluster.worker-wait-timeout", "to 24h"});
-  expect_error(load(base() + "optimizer = \"adam\"\nepsilon = -1.0\n", worker0),
-               {"epsilon must be 0 or a positive number"});
+  expect_rejected("optimizer = \"adam\"\nepsilon = -1.0\n",
+                  {"epsilon must be 0 or a positive number"});
   expect_error(load(base({{"cluster.max-connections", "1"}}), worker0),
                {"cluster.max-connections = 1 is out of range", "(the cluster's tasks) to 65536"});
   expect_error(load(base({{"cluster.max-connections", "100000"}}), worker0),
@@ -564,10 +553,9 @@ BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_certificate_is_named) {
 }
 
 BOOST_AUTO_TEST_CASE(a_key_or_section_given_twice_is_an_error) {
-  expect_error(load(base() + "batch-size = 10\nbatch-size = 20\n", worker0),
-               {"train.batch-size is set twice", "first on line"});
-  expect_error(load(base() + "[cluster]\nrequest-timeout = 5s\n", worker0),
-               {"section [cluster] appears twice"});
+  expect_rejected("batch-size = 10\nbatch-size = 20\n",
+                  {"train.batch-size is set twice", "first on line"});
+  expect_rejected("[cluster]\nrequest-timeout = 5s\n", {"section [cluster] appears twice"});
   expect_error(load(base(), {"--job_name=worker", "--task_index=0", "--train.batch-size=5",
                              "--train.batch-size=6"}),
                {"--train.batch-size is given twice"});
@@ -575,33 +563,27 @@ BOOST_AUTO_TEST_CASE(a_key_or_section_given_twice_is_an_error) {
 
 BOOST_AUTO_TEST_CASE(nesting_and_string_length_are_bounded_before_parsing) {
   // 50,000 nested lists overflowed CAF's recursive parser's stack.
-  expect_error(
-    load(base() + "partitioners = " + std::string(50000, '[') + std::string(50000, ']') + "\n",
-         worker0),
-    {"nested more than 4 deep"});
-  expect_error(load(base() + "model = \"" + std::string(5000, 'x') + "\"\n", worker0),
-               {"string of 5000 bytes", "4096"});
+  expect_rejected("partitioners = " + std::string(50000, '[') + std::string(50000, ']') + "\n",
+                  {"nested more than 4 deep"});
+  expect_rejected("model = \"" + std::string(5000, 'x') + "\"\n", {"string of 5000 bytes", "4096"});
   expect_error(load(base(), {"--job_name=worker", "--task_index=0",
                              "--train.partitioners=" + std::string(100, '[')}),
                {"command line", "nested more than 4 deep"});
-  expect_error(load(base() + "model = \"softmax\n", worker0), {"not closed"});
+  expect_rejected("model = \"softmax\n", {"not closed"});
 }
 
 BOOST_AUTO_TEST_CASE(cafs_own_sections_are_ranged) {
-  expect_error(load(base() + "[scheduler]\nmax-threads = 0\n", worker0),
-               {"scheduler.max-threads = 0 is out of range", "1..512"});
-  expect_error(load(base() + "[scheduler]\nmax-threads = -1\n", worker0),
-               {"scheduler.max-threads", "not negative"});
-  expect_error(load(base() + "[scheduler]\nmax-throughput = 0\n", worker0),
-               {"scheduler.max-throughput"});
-  expect_error(load(base() + "[work-stealing]\nmoderate-steal-interval = 0\n", worker0),
-               {"work-stealing.moderate-steal-interval"});
-  expect_error(load(base() + "[scheduler]\npolicy = 'fifo'\n", worker0),
-               {"scheduler.policy", "'stealing', 'sharing'"});
-  expect_error(load(base() + "[middleman]\nheartbeat-interval = 1ns\n", worker0),
-               {"middleman.heartbeat-interval = 1ns is out of range"});
-  expect_error(load(base() + "[middleman]\nheartbeat-interval = 5s\n", worker0),
-               {"middleman.connection-timeout = 10s must be at least 3 x"});
+  expect_rejected("[scheduler]\nmax-threads = 0\n",
+                  {"scheduler.max-threads = 0 is out of range", "1..512"});
+  expect_rejected("[scheduler]\nmax-threads = -1\n", {"scheduler.max-threads", "not negative"});
+  expect_rejected("[scheduler]\nmax-throughput = 0\n", {"scheduler.max-throughput"});
+  expect_rejected("[work-stealing]\nmoderate-steal-interval = 0\n",
+                  {"work-stealing.moderate-steal-interval"});
+  expect_rejected("[scheduler]\npolicy = 'fifo'\n", {"scheduler.policy", "'stealing', 'sharing'"});
+  expect_rejected("[middleman]\nheartbeat-interval = 1ns\n",
+                  {"middleman.heartbeat-interval = 1ns is out of range"});
+  expect_rejected("[middleman]\nheartbeat-interval = 5s\n",
+                  {"middleman.connection-timeout = 10s must be at least 3 x"});
   auto out = load(base() + "[scheduler]\nmax-threads = 4\npolicy = 'sharing'\n", worker0);
   BOOST_TEST(out.errors.empty(), (out.errors.empty() ? "" : out.errors[0]));
 }
