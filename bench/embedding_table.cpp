@@ -1,0 +1,214 @@
+// Embedding table operations on one thread (issue 28, benchmark 1): the key
+// -> row index maps side by side (Troupe's row_map, abseil's flat_hash_map,
+// tsl's robin_map, when their headers are installed), then the table itself:
+// lookups, upserts (first pushes) and Adagrad applies per second at dim
+// 1/16/64 on 10^6 and 10^7 rows, uniform and Zipf keys, and resident bytes
+// per row against the payload. Each measurement runs in a child process of
+// its own, so that one run's freed memory does not hide the next one's.
+//
+//   troupe-bench-embedding [--quick]     (--quick: 10^6 rows only)
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#if __has_include(<absl/container/flat_hash_map.h>)
+#include <absl/container/flat_hash_map.h>
+#define TROUPE_HAVE_ABSL 1
+#endif
+#if __has_include(<tsl/robin_map.h>)
+#include <tsl/robin_map.h>
+#define TROUPE_HAVE_ROBIN 1
+#endif
+
+#include "tensor/sparse/embedding_table.hpp"
+
+using namespace troupe;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Zipf(s) ranks over [0, n): the inverse CDF by binary search.
+std::vector<int64_t> zipf_keys(size_t n, double s, size_t count, uint64_t seed) {
+  std::vector<double> cdf(n);
+  double total = 0;
+  for (size_t i = 0; i < n; ++i)
+    cdf[i] = total += std::pow(double(i + 1), -s);
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> unit(0, total);
+  std::vector<int64_t> keys(count);
+  for (auto& k : keys)
+    k = std::lower_bound(cdf.begin(), cdf.end(), unit(random)) - cdf.begin();
+  return keys;
+}
+
+std::vector<int64_t> uniform_keys(size_t n, size_t count, uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::vector<int64_t> keys(count);
+  for (auto& k : keys)
+    k = static_cast<int64_t>(random() % n);
+  return keys;
+}
+
+// Runs `body` in a child process and waits for it.
+template <class F>
+void in_child(F body) {
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    body();
+    std::fflush(stdout);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+}
+
+// One map kind: n inserts, then 4n finds of uniform keys; ns per op and
+// resident bytes per key.
+template <class Insert, class Find>
+void map_run(const char* name, size_t n, Insert insert, Find find) {
+  auto keys = uniform_keys(n, 4 * n, 9);
+  size_t before = resident_bytes();
+  auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < n; ++i)
+    insert(static_cast<int64_t>(i), static_cast<uint32_t>(i));
+  double insert_s = seconds_since(start);
+  size_t bytes = resident_bytes() - before;
+  start = std::chrono::steady_clock::now();
+  uint64_t sum = 0;
+  for (int64_t k : keys)
+    sum += find(k);
+  double find_s = seconds_since(start);
+  std::printf("map %-22s keys %9zu  insert %6.1f ns  find %6.1f ns  %5.1f B/key  (check %llu)\n",
+              name, n, insert_s / n * 1e9, find_s / keys.size() * 1e9, double(bytes) / n,
+              static_cast<unsigned long long>(sum % 7));
+}
+
+void compare_maps(size_t n) {
+  in_child([&] {
+    row_map map(1);
+    map_run(
+      "troupe row_map", n, [&](int64_t k, uint32_t v) { map.insert(k, map.hash(k), v); },
+      [&](int64_t k) { return map.find(k, map.hash(k)); });
+  });
+#ifdef TROUPE_HAVE_ABSL
+  in_child([&] {
+    absl::flat_hash_map<int64_t, uint32_t> map;
+    map_run(
+      "absl flat_hash_map", n, [&](int64_t k, uint32_t v) { map.emplace(k, v); },
+      [&](int64_t k) { return map.find(k)->second; });
+  });
+#endif
+#ifdef TROUPE_HAVE_ROBIN
+  in_child([&] {
+    tsl::robin_map<int64_t, uint32_t> map;
+    map_run(
+      "tsl robin_map", n, [&](int64_t k, uint32_t v) { map.emplace(k, v); },
+      [&](int64_t k) { return map.find(k)->second; });
+  });
+#endif
+}
+
+// The table at one dim and size: upserts (first pushes of every row, in
+// batches of distinct keys), lookups (uniform and Zipf 1.2, batches of
+// 4096 keys), Adagrad applies (batches of 4096 distinct Zipf keys).
+void table_run(uint32_t dim, size_t rows) {
+  embedding_table_config config;
+  config.name = "bench";
+  config.dim = dim;
+  config.optimizer.kind = sparse_optimizer_kind::adagrad;
+  size_t before = resident_bytes();
+  embedding_table table(config);
+  constexpr size_t batch = 4096;
+  std::vector<int64_t> keys(batch);
+  std::vector<uint32_t> counts(batch, 1);
+  std::vector<float> grads(batch * dim, 0.01f);
+  auto start = std::chrono::steady_clock::now();
+  for (size_t first = 0; first < rows; first += batch) {
+    size_t n = std::min(batch, rows - first);
+    for (size_t i = 0; i < n; ++i)
+      keys[i] = static_cast<int64_t>(first + i);
+    table.apply(keys.data(), counts.data(), grads.data(), n, 0);
+  }
+  double upsert_s = seconds_since(start);
+  double bytes_per_row = double(resident_bytes() - before) / rows;
+  double payload = (dim * 2) * 4.0;
+  std::printf("table dim %2u rows %9zu  upserts %6.2f M/s  resident %6.1f B/row = payload %5.0f "
+              "+ %5.1f (table's count: %5.1f)\n",
+              dim, rows, rows / upsert_s / 1e6, bytes_per_row, payload, bytes_per_row - payload,
+              double(table.bytes()) / rows - payload);
+  for (const char* law : {"uniform", "zipf1.2"}) {
+    size_t total = std::min<size_t>(std::max<size_t>(rows, 2000000), 4000000);
+    auto stream = law[0] == 'u' ? uniform_keys(rows, total, 5) : zipf_keys(rows, 1.2, total, 5);
+    // Lookups as a shard receives them: batches of 16384 keys sorted by
+    // bucket, the order workers send.
+    constexpr size_t pull_batch = 16384;
+    std::vector<int64_t> sorted = stream;
+    auto by_bucket = [&](int64_t a, int64_t b) {
+      return config.buckets.bucket_of(a) < config.buckets.bucket_of(b);
+    };
+    for (size_t first = 0; first + pull_batch <= sorted.size(); first += pull_batch)
+      std::sort(sorted.begin() + first, sorted.begin() + first + pull_batch, by_bucket);
+    std::vector<float> pulled(pull_batch * dim);
+    start = std::chrono::steady_clock::now();
+    size_t looked_up = 0;
+    for (size_t first = 0; first + pull_batch <= sorted.size();
+         first += pull_batch, looked_up += pull_batch)
+      table.lookup(sorted.data() + first, pull_batch, pulled.data());
+    double lookup_s = seconds_since(start);
+    // Applies take distinct keys: each batch's duplicates removed.
+    std::vector<std::vector<int64_t>> batches;
+    for (size_t first = 0; first + batch <= stream.size(); first += batch) {
+      std::vector<int64_t> b(stream.begin() + first, stream.begin() + first + batch);
+      std::sort(b.begin(), b.end());
+      b.erase(std::unique(b.begin(), b.end()), b.end());
+      batches.push_back(std::move(b));
+    }
+    size_t applied = 0;
+    start = std::chrono::steady_clock::now();
+    int64_t step = 1;
+    for (auto& b : batches) {
+      table.apply(b.data(), counts.data(), grads.data(), b.size(), step++);
+      applied += b.size();
+    }
+    double apply_s = seconds_since(start);
+    std::printf("table dim %2u rows %9zu  %-8s lookups %6.2f M/s  adagrad applies %6.2f M rows/s\n",
+                dim, rows, law, looked_up / lookup_s / 1e6, applied / apply_s / 1e6);
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  std::vector<size_t> sizes = {1000000};
+  if (!quick)
+    sizes.push_back(10000000);
+  std::printf("# one thread; every line a fresh child process\n");
+  for (size_t n : sizes)
+    compare_maps(n);
+  for (size_t n : sizes)
+    for (uint32_t dim : {1u, 16u, 64u})
+      in_child([&] { table_run(dim, n); });
+  std::printf(
+    "# targets (issue 28): >= 10 M lookups/s at dim 16; resident <= payload + 48 B/row\n");
+}

@@ -1,0 +1,339 @@
+#include "tensor/sparse/embedding_table.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+namespace troupe {
+
+maybe_failure embedding_table_config::check() const {
+  if (name.empty())
+    return failure{errc::invalid_setting, "an embedding table needs a name"};
+  if (dim == 0 || dim > 4096)
+    return failure{errc::invalid_setting, "embedding table " + name + ": dim = "
+                                            + std::to_string(dim) + " must be in [1, 4096]"};
+  if (!(init.scale >= 0) || !std::isfinite(init.scale))
+    return failure{errc::invalid_setting, "embedding table " + name + ": init scale must be >= 0"};
+  if (auto bad = buckets.check())
+    return bad;
+  return optimizer.check();
+}
+
+namespace {
+
+// Rows live in chunks of 16, 16, 32, ... 1024 rows, then 1024 each: small
+// buckets stay small, large ones waste at most one chunk, and growth never
+// moves a row.
+constexpr uint32_t max_chunk_rows = 1024;
+// What a row costs beside its payload and counters, for the memory cap: a
+// map slot at the mean load (12 B / 0.6) and the last chunk's slack.
+constexpr size_t cap_overhead_per_row = 24;
+
+uint32_t chunk_of(uint32_t row) {
+  if (row < 16)
+    return 0;
+  if (row >= max_chunk_rows)
+    return row / max_chunk_rows + 6;
+  return static_cast<uint32_t>(31 - __builtin_clz(row)) - 3;
+}
+
+uint32_t chunk_start(uint32_t chunk) {
+  if (chunk == 0)
+    return 0;
+  if (chunk >= 7)
+    return (chunk - 6) * max_chunk_rows;
+  return 8u << chunk;
+}
+
+uint32_t chunk_rows(uint32_t chunk) {
+  return chunk == 0 ? 16 : chunk >= 7 ? max_chunk_rows : 8u << chunk;
+}
+
+row_counters counters_of(const float* row, uint32_t payload) {
+  row_counters c;
+  std::memcpy(&c.frequency, row + payload, 4);
+  std::memcpy(&c.last_update, row + payload + 1, 4);
+  return c;
+}
+
+void set_counters(float* row, uint32_t payload, row_counters c) {
+  std::memcpy(row + payload, &c.frequency, 4);
+  std::memcpy(row + payload + 1, &c.last_update, 4);
+}
+
+} // namespace
+
+struct embedding_table::bucket {
+  explicit bucket(uint64_t seed) : map(seed) {}
+  row_map map;
+  std::vector<std::unique_ptr<float[]>> chunks;
+  std::vector<uint32_t> free_rows;
+  uint32_t used = 0; ///< rows handed out so far (high-water mark)
+  mutable std::shared_mutex lock;
+};
+
+embedding_table::embedding_table(embedding_table_config config) : config_(std::move(config)) {
+  if (auto bad = config_.check())
+    throw troupe_error(bad->message);
+  id_ = hash_bytes(config_.name);
+  payload_ = config_.dim * (1 + slot_count(config_.optimizer.kind));
+  stride_ = payload_ + 2;
+  buckets_.reserve(config_.buckets.count);
+  for (uint32_t b = 0; b < config_.buckets.count; ++b)
+    buckets_.push_back(std::make_unique<bucket>(config_.buckets.seed ^ 0x2545f4914f6cdd1dULL));
+}
+
+embedding_table::~embedding_table() = default;
+
+embedding_table::bucket& embedding_table::bucket_of(int64_t key) const {
+  return *buckets_[config_.buckets.bucket_of(key)];
+}
+
+float* embedding_table::row_at(const bucket& b, uint32_t row) const {
+  uint32_t chunk = chunk_of(row);
+  return b.chunks[chunk].get() + size_t{row - chunk_start(chunk)} * stride_;
+}
+
+template <class F>
+void embedding_table::each_under_shared_lock(const uint32_t* bucket_indices, size_t n,
+                                             F&& f) const {
+  // One lock at a time (the old one released first), so that a pull and a
+  // push never wait on each other's next bucket; consecutive keys of one
+  // bucket share the lock (workers send keys sorted by bucket).
+  uint32_t held = UINT32_MAX;
+  std::shared_lock<std::shared_mutex> guard;
+  for (size_t i = 0; i < n; ++i) {
+    const bucket& b = *buckets_[bucket_indices[i]];
+    if (bucket_indices[i] != held) {
+      if (held != UINT32_MAX)
+        guard.unlock();
+      guard = std::shared_lock<std::shared_mutex>(b.lock);
+      held = bucket_indices[i];
+    }
+    f(i, b);
+  }
+}
+
+void embedding_table::lookup(const int64_t* keys, size_t n, float* out) const {
+  // In groups: the map slots, then the rows, of a whole group are fetched
+  // before any is read, so that their cache misses overlap. Each pass looks
+  // the key up again under its lock: a row may have moved in between.
+  constexpr size_t group = 16;
+  uint32_t indices[group];
+  uint64_t hashes[group];
+  for (size_t first = 0; first < n; first += group) {
+    size_t m = std::min(group, n - first);
+    const int64_t* k = keys + first;
+    for (size_t i = 0; i < m; ++i) {
+      indices[i] = config_.buckets.bucket_of(k[i]);
+      hashes[i] = buckets_[indices[i]]->map.hash(k[i]);
+    }
+    each_under_shared_lock(indices, m,
+                           [&](size_t i, const bucket& b) { b.map.prefetch(hashes[i]); });
+    each_under_shared_lock(indices, m, [&](size_t i, const bucket& b) {
+      uint32_t row = b.map.find(k[i], hashes[i]);
+      if (row != row_map::no_row) {
+        const char* at = reinterpret_cast<const char*>(row_at(b, row));
+        for (size_t line = 0; line < config_.dim * sizeof(float); line += 64)
+          __builtin_prefetch(at + line);
+      }
+    });
+    each_under_shared_lock(indices, m, [&](size_t i, const bucket& b) {
+      float* dest = out + (first + i) * config_.dim;
+      uint32_t row = b.map.find(k[i], hashes[i]);
+      if (row == row_map::no_row)
+        initial_row(config_.init, id_, k[i], dest, config_.dim);
+      else
+        std::memcpy(dest, row_at(b, row), config_.dim * sizeof(float));
+    });
+  }
+}
+
+maybe_failure embedding_table::check_push(const int64_t* keys, const float* grads, size_t n) const {
+  for (size_t i = 0; i < n * config_.dim; ++i)
+    if (!std::isfinite(grads[i]))
+      return failure{errc::non_finite_gradient,
+                     "a push to embedding table " + config_.name + " holds NaN or infinity"};
+  std::vector<int64_t> sorted(keys, keys + n);
+  std::sort(sorted.begin(), sorted.end());
+  if (n > 0 && sorted.front() < 0)
+    return failure{errc::invalid_request, "a push to embedding table " + config_.name
+                                            + " names the negative key "
+                                            + std::to_string(sorted.front())};
+  auto twin = std::adjacent_find(sorted.begin(), sorted.end());
+  if (twin != sorted.end())
+    return failure{errc::invalid_request, "a push to embedding table " + config_.name
+                                            + " names key " + std::to_string(*twin)
+                                            + " twice: workers sum a key's gradients first"};
+  return std::nullopt;
+}
+
+void embedding_table::create_row(bucket& b, int64_t key, uint64_t h, const float* payload,
+                                 row_counters counters) {
+  uint32_t row;
+  if (!b.free_rows.empty()) {
+    row = b.free_rows.back();
+    b.free_rows.pop_back();
+  } else {
+    row = b.used++;
+    uint32_t chunk = chunk_of(row);
+    if (chunk == b.chunks.size())
+      b.chunks.emplace_back(new float[size_t{chunk_rows(chunk)} * stride_]);
+  }
+  float* dest = row_at(b, row);
+  std::memcpy(dest, payload, payload_ * sizeof(float));
+  set_counters(dest, payload_, counters);
+  b.map.insert(key, h, row);
+}
+
+maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts,
+                                     const float* grads, size_t n, int64_t step) {
+  if (auto bad = check_push(keys, grads, n))
+    return bad;
+  std::vector<float> fresh(payload_);
+  bucket* held = nullptr;
+  std::unique_lock<std::shared_mutex> guard;
+  auto version = static_cast<uint32_t>(step);
+  for (size_t i = 0; i < n; ++i) {
+    bucket& b = bucket_of(keys[i]);
+    if (&b != held) {
+      if (held)
+        guard.unlock();
+      guard = std::unique_lock<std::shared_mutex>(b.lock);
+      held = &b;
+    }
+    uint64_t h = b.map.hash(keys[i]);
+    uint32_t row = b.map.find(keys[i], h);
+    if (row == row_map::no_row) {
+      initial_row(config_.init, id_, keys[i], fresh.data(), config_.dim);
+      for (uint32_t s = 0; s < slot_count(config_.optimizer.kind); ++s)
+        std::fill_n(fresh.data() + (s + 1) * config_.dim, config_.dim,
+                    slot_initial_value(config_.optimizer, s));
+      create_row(b, keys[i], h, fresh.data(), {});
+      row = b.map.find(keys[i], h);
+    }
+    float* dest = row_at(b, row);
+    apply_sparse_row(config_.optimizer, dest, dest + config_.dim, grads + i * config_.dim,
+                     config_.dim, step);
+    row_counters c = counters_of(dest, payload_);
+    c.frequency += counts[i];
+    c.last_update = version;
+    set_counters(dest, payload_, c);
+  }
+  return std::nullopt;
+}
+
+size_t embedding_table::rows() const {
+  size_t total = 0;
+  for (auto& b : buckets_) {
+    std::shared_lock guard(b->lock);
+    total += b->map.size();
+  }
+  return total;
+}
+
+size_t embedding_table::bytes() const {
+  size_t total = buckets_.capacity() * sizeof(void*);
+  for (auto& b : buckets_) {
+    std::shared_lock guard(b->lock);
+    total += sizeof(bucket) + b->map.bytes() + b->free_rows.capacity() * sizeof(uint32_t)
+             + b->chunks.capacity() * sizeof(void*);
+    for (uint32_t c = 0; c < b->chunks.size(); ++c)
+      total += size_t{chunk_rows(c)} * stride_ * sizeof(float);
+  }
+  return total;
+}
+
+size_t embedding_table::evict_from(bucket& b,
+                                   const std::function<bool(const float*, row_counters)>& doomed) {
+  std::vector<int64_t> keys;
+  b.map.for_each([&](int64_t key, uint32_t row) {
+    const float* r = row_at(b, row);
+    if (doomed(r, counters_of(r, payload_)))
+      keys.push_back(key);
+  });
+  for (int64_t key : keys) {
+    uint64_t h = b.map.hash(key);
+    b.free_rows.push_back(b.map.find(key, h));
+    b.map.erase(key, h);
+  }
+  return keys.size();
+}
+
+size_t embedding_table::evict(const eviction_rules& rules, int64_t step) {
+  size_t evicted = 0;
+  uint32_t dim = config_.dim;
+  auto rule = [&](const float* row, row_counters c) {
+    if (rules.after_steps > 0 && step - int64_t{c.last_update} >= rules.after_steps)
+      return true;
+    if (rules.l2_below > 0) {
+      double norm = 0;
+      for (uint32_t j = 0; j < dim; ++j)
+        norm += double{row[j]} * row[j];
+      return std::sqrt(norm) < rules.l2_below;
+    }
+    return false;
+  };
+  if (rules.after_steps > 0 || rules.l2_below > 0)
+    for (auto& b : buckets_) {
+      std::unique_lock guard(b->lock);
+      evicted += evict_from(*b, rule);
+    }
+  if (rules.max_bytes == 0)
+    return evicted;
+  // The cap as a row budget: evicted rows' storage is reused rather than
+  // returned, so resident bytes stay at the budget's high-water mark. Over
+  // it, the least recently updated rows go, down to 90% of the budget, so
+  // that the next few pushes do not evict again at once.
+  size_t budget = rules.max_bytes / (stride_ * sizeof(float) + cap_overhead_per_row);
+  if (rows() <= budget)
+    return evicted;
+  size_t keep = budget * 9 / 10;
+  std::vector<uint32_t> ages;
+  for (auto& b : buckets_) {
+    std::shared_lock guard(b->lock);
+    b->map.for_each([&](int64_t, uint32_t row) {
+      ages.push_back(counters_of(row_at(*b, row), payload_).last_update);
+    });
+  }
+  size_t drop = ages.size() - keep;
+  auto cut = ages.begin() + static_cast<std::ptrdiff_t>(drop);
+  std::nth_element(ages.begin(), cut, ages.end());
+  uint32_t oldest_kept = *cut;
+  // Rows as old as the cut go too, until `drop` rows went.
+  size_t ties = drop - static_cast<size_t>(std::count_if(ages.begin(), ages.end(), [&](uint32_t a) {
+                  return a < oldest_kept;
+                }));
+  for (auto& b : buckets_) {
+    std::unique_lock guard(b->lock);
+    evicted += evict_from(*b, [&](const float*, row_counters c) {
+      return c.last_update < oldest_kept || (c.last_update == oldest_kept && ties > 0 && ties--);
+    });
+  }
+  return evicted;
+}
+
+void embedding_table::visit(
+  uint32_t bucket_index, const std::function<void(int64_t, const float*, row_counters)>& f) const {
+  const bucket& b = *buckets_.at(bucket_index);
+  std::shared_lock guard(b.lock);
+  b.map.for_each([&](int64_t key, uint32_t row) {
+    const float* r = row_at(b, row);
+    f(key, r, counters_of(r, payload_));
+  });
+}
+
+void embedding_table::restore(int64_t key, const float* payload, row_counters counters) {
+  bucket& b = bucket_of(key);
+  std::unique_lock guard(b.lock);
+  uint64_t h = b.map.hash(key);
+  uint32_t row = b.map.find(key, h);
+  if (row == row_map::no_row)
+    return create_row(b, key, h, payload, counters);
+  float* dest = row_at(b, row);
+  std::memcpy(dest, payload, payload_ * sizeof(float));
+  set_counters(dest, payload_, counters);
+}
+
+} // namespace troupe

@@ -1,0 +1,104 @@
+#pragma once
+// One embedding table's rows on one shard, keyed by int64 ids: the part of
+// the table whose virtual buckets the shard owns. A row is created by the
+// first push that names its key (a pull never inserts: an unseen key reads
+// its initial value), updated by the sparse optimizer, and evicted by the
+// rules of `eviction_rules`. Pulls may run on other threads than pushes:
+// every bucket has its own reader-writer lock, and a bucket's value, slots
+// and counters change under one lock, so a checkpoint never sees a row's
+// value and slots from different updates (DeepRec#1023).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "tensor/core/error.hpp"
+#include "tensor/sparse/keys.hpp"
+#include "tensor/sparse/row_map.hpp"
+#include "tensor/sparse/sparse_optimizer.hpp"
+
+namespace troupe {
+
+struct embedding_table_config {
+  std::string name;
+  uint32_t dim = 16;
+  row_init init;
+  sparse_optimizer_config optimizer;
+  bucket_layout buckets;
+
+  /// What is wrong, if anything (errc::invalid_setting).
+  maybe_failure check() const;
+};
+
+/// Per-row counters kept beside the value: how often the key was pushed
+/// (occurrences, not pushes: recsys-examples#143) and the table version of
+/// its last update.
+struct row_counters {
+  uint32_t frequency = 0;
+  uint32_t last_update = 0;
+};
+
+/// When rows leave the table. 0 turns a rule off.
+struct eviction_rules {
+  int64_t after_steps = 0; ///< not updated for this many table versions
+  double l2_below = 0;     ///< value's L2 norm below this
+  size_t max_bytes = 0;    ///< cap: least recently updated rows go first
+};
+
+class embedding_table {
+public:
+  /// Throws troupe_error when the configuration is invalid.
+  explicit embedding_table(embedding_table_config config);
+  ~embedding_table();
+
+  const embedding_table_config& config() const { return config_; }
+  /// Stable across runs: seeds the rows' initial values.
+  uint64_t id() const { return id_; }
+  uint32_t dim() const { return config_.dim; }
+  /// Floats of a row's value and its slots.
+  uint32_t payload_floats() const { return payload_; }
+
+  /// Writes the values of `n` keys into out[n * dim]; an unseen key reads
+  /// its initial value. Never inserts.
+  void lookup(const int64_t* keys, size_t n, float* out) const;
+
+  /// One update: `n` distinct keys, how many examples named each, and their
+  /// summed gradients grads[n * dim], applied by the sparse optimizer at
+  /// table version `step`. Refuses duplicate keys, negative keys and
+  /// non-finite gradients before changing anything.
+  maybe_failure apply(const int64_t* keys, const uint32_t* counts, const float* grads, size_t n,
+                      int64_t step);
+
+  size_t rows() const;
+  /// Resident bytes: slots of the maps, allocated row chunks, free lists.
+  size_t bytes() const;
+
+  /// Removes the rows the rules name at table version `step`; how many.
+  size_t evict(const eviction_rules& rules, int64_t step);
+
+  /// f(key, payload, counters) for every row of `bucket`, under its lock.
+  void visit(uint32_t bucket,
+             const std::function<void(int64_t, const float*, row_counters)>& f) const;
+  /// Sets a row from a checkpoint (value and slots, payload_floats()).
+  void restore(int64_t key, const float* payload, row_counters counters);
+
+private:
+  struct bucket;
+  bucket& bucket_of(int64_t key) const;
+  template <class F>
+  void each_under_shared_lock(const uint32_t* bucket_indices, size_t n, F&& f) const;
+  float* row_at(const bucket& b, uint32_t row) const;
+  void create_row(bucket& b, int64_t key, uint64_t h, const float* payload, row_counters counters);
+  maybe_failure check_push(const int64_t* keys, const float* grads, size_t n) const;
+  size_t evict_from(bucket& b, const std::function<bool(const float*, row_counters)>& doomed);
+
+  embedding_table_config config_;
+  uint64_t id_;
+  uint32_t payload_;
+  uint32_t stride_; ///< payload + the two counters, in 4-byte words
+  std::vector<std::unique_ptr<bucket>> buckets_;
+};
+
+} // namespace troupe

@@ -1,0 +1,112 @@
+#include "tensor/sparse/keys.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace troupe {
+
+uint64_t hash_bytes(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return mix64(h);
+}
+
+int64_t category_key(std::string_view value) {
+  bool plain = !value.empty() && value.size() <= 15 && (value.size() == 1 || value[0] != '0');
+  int64_t id = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9') {
+      plain = false;
+      break;
+    }
+    id = id * 10 + (c - '0');
+  }
+  if (plain && id <= max_plain_id)
+    return id;
+  return (int64_t{1} << 48) | static_cast<int64_t>(hash_bytes(value) & ((uint64_t{1} << 47) - 1));
+}
+
+uint32_t bucket_layout::bucket_of(int64_t key) const {
+  auto bits = static_cast<unsigned>(__builtin_ctz(count));
+  if (bits == 0)
+    return 0;
+  return static_cast<uint32_t>(mix64(static_cast<uint64_t>(key) ^ seed) >> (64 - bits));
+}
+
+uint32_t bucket_layout::shard_of_bucket(uint32_t bucket, uint32_t shards) const {
+  return static_cast<uint32_t>(uint64_t{bucket} * shards / count);
+}
+
+maybe_failure bucket_layout::check() const {
+  if (count == 0 || count > (1u << 20) || (count & (count - 1)) != 0)
+    return failure{errc::invalid_setting,
+                   "embedding buckets = " + std::to_string(count)
+                     + " must be a power of two from 1 to 1048576 (1024 is the default)"};
+  return std::nullopt;
+}
+
+part_row locate(partition_strategy strategy, int64_t id, int64_t rows, int64_t parts) {
+  if (parts < 1 || rows < 0 || id < 0 || id >= rows)
+    throw troupe_error("embedding id " + std::to_string(id) + " is outside the table's "
+                       + std::to_string(rows) + " rows (or parts " + std::to_string(parts)
+                       + " < 1)");
+  if (strategy == partition_strategy::mod)
+    return {id % parts, id / parts};
+  // embedding_ops.py, partition_strategy == "div".
+  int64_t per_part = rows / parts;
+  int64_t extras = rows % parts;
+  int64_t part = per_part == 0 ? id / (per_part + 1)
+                               : std::max(id / (per_part + 1), (id - extras) / per_part);
+  int64_t row = part < extras ? id % (per_part + 1) : (id - extras) % per_part;
+  return {part, row};
+}
+
+namespace {
+
+// A uniform double in (0, 1) from counter `n` of stream `base`.
+double unit_draw(uint64_t base, uint64_t n) {
+  uint64_t bits = mix64(base + (n + 1) * 0x9e3779b97f4a7c15ULL);
+  return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53;
+}
+
+// A standard normal from counters 2n and 2n+1 (Box-Muller, one half used).
+double normal_draw(uint64_t base, uint64_t n) {
+  double u1 = unit_draw(base, 2 * n);
+  double u2 = unit_draw(base, 2 * n + 1);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+} // namespace
+
+void initial_row(const row_init& init, uint64_t table, int64_t key, float* out, uint32_t dim) {
+  uint64_t base = mix64(mix64(init.seed ^ 0x5bd1e9955bd1e995ULL) ^ table) ^ mix64(key);
+  for (uint32_t j = 0; j < dim; ++j) {
+    double v = 0;
+    switch (init.kind) {
+      case row_initializer::zeros:
+        break;
+      case row_initializer::uniform:
+        v = (2 * unit_draw(base, j) - 1) * init.scale;
+        break;
+      case row_initializer::normal:
+        v = normal_draw(base, j) * init.scale;
+        break;
+      case row_initializer::truncated_normal: {
+        // Redraws use counters past every element's first draw, so element
+        // j's value never depends on another element's redraws.
+        uint64_t n = j;
+        v = normal_draw(base, n);
+        while (std::abs(v) > 2.0)
+          v = normal_draw(base, n += dim + 1);
+        v *= init.scale;
+        break;
+      }
+    }
+    out[j] = static_cast<float>(v);
+  }
+}
+
+} // namespace troupe

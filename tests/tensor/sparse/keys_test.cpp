@@ -1,0 +1,122 @@
+// Key placement and initial rows: TF's mod and div arithmetic, virtual
+// buckets, and initial values that depend on nothing but (seed, table, key).
+#include <map>
+#include <set>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+#include "tensor/sparse/keys.hpp"
+
+using namespace troupe;
+
+BOOST_AUTO_TEST_SUITE(sparse_keys)
+
+BOOST_AUTO_TEST_CASE(mix64_is_murmur3s_finalizer_and_not_the_identity) {
+  BOOST_TEST(mix64(0) == 0u);
+  BOOST_TEST(mix64(1) == 0xb456bcfc34c2cb2cULL);
+  BOOST_TEST(mix64(2) != 2u);
+}
+
+BOOST_AUTO_TEST_CASE(category_keys_keep_ids_and_hash_strings_stably) {
+  BOOST_TEST(category_key("0") == 0);
+  BOOST_TEST(category_key("671") == 671);
+  BOOST_TEST(category_key(std::to_string(max_plain_id)) == max_plain_id);
+  // Leading zeros, signs and letters are strings: hashed above 2^48.
+  for (const char* text : {"007", "-3", "68fd1e64", "", "281474976710656"}) {
+    int64_t key = category_key(text);
+    BOOST_TEST(key >= (int64_t{1} << 48));
+    BOOST_TEST(key == category_key(text));
+  }
+  BOOST_TEST(category_key("68fd1e64") != category_key("68fd1e65"));
+  // The documented hash (docs/embeddings.md): FNV-1a 64, then mix64.
+  BOOST_TEST(hash_bytes("a") == mix64(0xaf63dc4c8601ec8cULL));
+}
+
+BOOST_AUTO_TEST_CASE(tf_div_and_mod_on_13_ids_over_5_parts) {
+  // embedding_ops.py: div gives the first 13 % 5 = 3 parts 3 rows, the rest 2.
+  std::vector<part_row> div;
+  for (int64_t id = 0; id < 13; ++id)
+    div.push_back(locate(partition_strategy::div, id, 13, 5));
+  std::vector<part_row> want = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}, {2, 0},
+                                {2, 1}, {2, 2}, {3, 0}, {3, 1}, {4, 0}, {4, 1}};
+  BOOST_TEST((div == want));
+  BOOST_TEST((locate(partition_strategy::mod, 7, 13, 5) == part_row{2, 1}));
+  BOOST_TEST((locate(partition_strategy::mod, 12, 13, 5) == part_row{2, 2}));
+  // Every part of both strategies holds 2 or 3 rows, and no (part, row) twice.
+  for (auto strategy : {partition_strategy::mod, partition_strategy::div}) {
+    std::set<std::pair<int64_t, int64_t>> seen;
+    std::map<int64_t, int> sizes;
+    for (int64_t id = 0; id < 13; ++id) {
+      auto at = locate(strategy, id, 13, 5);
+      BOOST_TEST(seen.insert({at.part, at.row}).second);
+      ++sizes[at.part];
+    }
+    for (auto& [part, size] : sizes)
+      BOOST_TEST((size == 2 || size == 3));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fewer_ids_than_parts) {
+  for (auto strategy : {partition_strategy::mod, partition_strategy::div})
+    for (int64_t id = 0; id < 3; ++id)
+      BOOST_TEST((locate(strategy, id, 3, 5) == part_row{id, 0}));
+  BOOST_CHECK_THROW(locate(partition_strategy::div, 3, 3, 5), troupe_error);
+  BOOST_CHECK_THROW(locate(partition_strategy::mod, -1, 3, 5), troupe_error);
+  BOOST_CHECK_THROW(locate(partition_strategy::mod, 0, 3, 0), troupe_error);
+}
+
+BOOST_AUTO_TEST_CASE(buckets_spread_dense_ids_and_shards_get_contiguous_ranges) {
+  bucket_layout layout;
+  std::vector<int> per_bucket(layout.count);
+  for (int64_t id = 0; id < 1024 * 64; ++id)
+    ++per_bucket[layout.bucket_of(id)];
+  // Dense ids over 1024 buckets: about 64 each, none empty, none doubled.
+  for (int n : per_bucket)
+    BOOST_TEST((n > 20 && n < 120));
+  for (uint32_t shards : {1u, 2u, 3u, 7u}) {
+    std::vector<int> owned(shards);
+    uint32_t previous = 0;
+    for (uint32_t b = 0; b < layout.count; ++b) {
+      uint32_t s = layout.shard_of_bucket(b, shards);
+      BOOST_TEST(s >= previous);
+      previous = s;
+      ++owned[s];
+    }
+    for (int n : owned)
+      BOOST_TEST(std::abs(n - int(layout.count / shards)) <= 1);
+  }
+  BOOST_TEST(!(bucket_layout{1024, 0}.check()));
+  BOOST_TEST((bucket_layout{1000, 0}.check().has_value()));
+  BOOST_TEST((bucket_layout{0, 0}.check().has_value()));
+  BOOST_TEST((bucket_layout{1, 0}.bucket_of(12345) == 0u));
+}
+
+BOOST_AUTO_TEST_CASE(initial_rows_depend_on_seed_table_and_key_only) {
+  row_init init{row_initializer::truncated_normal, 0.5, 42};
+  std::vector<float> a(64), b(64), c(64), d(64);
+  initial_row(init, 7, 123, a.data(), 64);
+  initial_row(init, 7, 123, b.data(), 64);
+  initial_row(init, 7, 124, c.data(), 64);
+  initial_row(init, 8, 123, d.data(), 64);
+  BOOST_TEST(a == b);
+  BOOST_TEST(a != c);
+  BOOST_TEST(a != d);
+  // Truncated at two deviations.
+  for (float v : a)
+    BOOST_TEST(std::abs(v) <= 1.0f);
+  row_init uniform{row_initializer::uniform, 0.1, 1};
+  double sum = 0;
+  for (int64_t key = 0; key < 1000; ++key) {
+    initial_row(uniform, 1, key, a.data(), 64);
+    for (float v : a) {
+      BOOST_TEST(std::abs(v) <= 0.1f);
+      sum += v;
+    }
+  }
+  BOOST_TEST(std::abs(sum / 64000) < 0.002);
+  initial_row(row_init{row_initializer::zeros, 1, 1}, 1, 5, a.data(), 64);
+  BOOST_TEST(std::all_of(a.begin(), a.end(), [](float v) { return v == 0; }));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
