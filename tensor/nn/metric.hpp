@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "tensor/data/dataset.hpp"
 
@@ -29,5 +30,32 @@ inline task_metric metric_of(objective task, double mean_loss, uint64_t correct,
   return {"accuracy",
           examples ? static_cast<double>(correct) / static_cast<double>(examples) : 0.0};
 }
+
+} // namespace troupe
+
+namespace troupe {
+
+/// Binary classification's figures (issue 28's CTR models): the area under
+/// the ROC curve, exact (ties count one half, as the Mann-Whitney U
+/// statistic), and the mean log loss. Examples are added batch by batch; the
+/// scores are kept, 5 bytes an example.
+class binary_scores {
+public:
+  /// One example: the predicted probability of class 1 and the label.
+  void add(float probability, bool positive) {
+    probabilities_.push_back(probability);
+    positives_.push_back(positive);
+  }
+  size_t size() const { return probabilities_.size(); }
+  /// The area under the ROC curve; 0.5 when one class is missing.
+  double auc() const;
+  /// -mean(y log p + (1 - y) log(1 - p)), p clipped to [1e-7, 1 - 1e-7] as
+  /// Keras does; 0 without examples.
+  double logloss() const;
+
+private:
+  std::vector<float> probabilities_;
+  std::vector<bool> positives_;
+};
 
 } // namespace troupe

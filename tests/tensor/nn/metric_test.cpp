@@ -26,4 +26,36 @@ BOOST_AUTO_TEST_CASE(classification_reports_accuracy) {
   BOOST_TEST(metric_of(objective::classification, 0.7, 0, 0).value == 0.0); // no examples: no NaN
 }
 
+BOOST_AUTO_TEST_CASE(binary_auc_is_the_mann_whitney_statistic) {
+  // sklearn's roc_auc_score([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]) = 0.75.
+  binary_scores s;
+  s.add(0.1f, false);
+  s.add(0.4f, false);
+  s.add(0.35f, true);
+  s.add(0.8f, true);
+  BOOST_TEST(s.auc() == 0.75);
+  // A tie between a positive and a negative counts one half.
+  binary_scores tied;
+  tied.add(0.5f, true);
+  tied.add(0.5f, false);
+  tied.add(0.9f, true);
+  BOOST_TEST(tied.auc() == 0.75);
+  // One class only: 0.5, not NaN.
+  binary_scores one_class;
+  one_class.add(0.2f, true);
+  BOOST_TEST(one_class.auc() == 0.5);
+}
+
+BOOST_AUTO_TEST_CASE(binary_logloss_clips_certain_mistakes) {
+  binary_scores s;
+  s.add(0.8f, true);
+  s.add(0.3f, false);
+  BOOST_TEST(s.logloss() == -(std::log(0.8) + std::log(0.7)) / 2,
+             boost::test_tools::tolerance(1e-6));
+  binary_scores wrong;
+  wrong.add(0.0f, true);
+  BOOST_TEST(wrong.logloss() == -std::log(1e-7), boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(binary_scores{}.logloss() == 0.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
