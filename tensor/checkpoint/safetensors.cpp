@@ -70,19 +70,35 @@ std::pair<uint32_t, uint64_t> file_crc32(const std::string& path) {
   return {crc, size};
 }
 
+const char* dtype_name(element_type type) {
+  switch (type) {
+    case element_type::i64:
+      return "I64";
+    case element_type::u32:
+      return "U32";
+    case element_type::f32:
+      break;
+  }
+  return "F32";
+}
+
+size_t element_bytes(element_type type) {
+  return type == element_type::i64 ? 8 : 4;
+}
+
 safetensors_writer::safetensors_writer(std::string path, std::vector<entry> entries,
                                        std::map<std::string, std::string> metadata)
   : path_(std::move(path)), entries_(std::move(entries)) {
   json::object header;
   uint64_t offset = 0;
   for (auto& e : entries_) {
-    auto bytes = static_cast<uint64_t>(num_elements(e.shape)) * sizeof(float);
+    auto bytes = static_cast<uint64_t>(num_elements(e.shape)) * element_bytes(e.type);
     json::array shape;
     for (auto d : e.shape)
       shape.emplace_back(d);
     if (e.name == "__metadata__" || header.count(e.name) > 0)
       fail(path_, "tensor name '" + e.name + "' is reserved or given twice");
-    header.emplace(e.name, json::object{{"dtype", "F32"},
+    header.emplace(e.name, json::object{{"dtype", dtype_name(e.type)},
                                         {"shape", std::move(shape)},
                                         {"data_offsets", json::array{offset, offset + bytes}}});
     offset += bytes;
@@ -119,12 +135,23 @@ void safetensors_writer::put(const void* data, size_t bytes) {
 void safetensors_writer::append(const tensor& value) {
   if (next_ >= entries_.size())
     fail(path_, "more tensors appended than the header lists");
-  auto& e = entries_[next_++];
-  if (value.shape() != e.shape)
+  auto& e = entries_[next_];
+  if (value.shape() != e.shape || e.type != element_type::f32)
     fail(path_, "tensor '" + e.name + "' has shape " + to_string(value.shape()) + ", header says "
-                  + to_string(e.shape));
+                  + to_string(e.shape) + " of " + dtype_name(e.type));
   // float32, little-endian: the in-memory layout on every supported host.
-  put(value.data(), value.bytes());
+  append(value.data(), value.bytes());
+}
+
+void safetensors_writer::append(const void* data, size_t bytes) {
+  if (next_ >= entries_.size())
+    fail(path_, "more tensors appended than the header lists");
+  auto& e = entries_[next_++];
+  if (bytes != static_cast<uint64_t>(num_elements(e.shape)) * element_bytes(e.type))
+    fail(path_, "tensor '" + e.name + "' appended with " + std::to_string(bytes)
+                  + " bytes, its header entry takes "
+                  + std::to_string(num_elements(e.shape) * element_bytes(e.type)));
+  put(data, bytes);
 }
 
 std::pair<uint32_t, uint64_t> safetensors_writer::finish() {
@@ -172,13 +199,17 @@ safetensors_file::entry read_entry(const std::string& path, const std::string& n
                                    const json::value& info, uint64_t data_size) {
   auto where = "tensor '" + name + "': ";
   auto* dtype = info.find("dtype") ? info.find("dtype")->as_string() : nullptr;
-  if (dtype == nullptr || *dtype != "F32")
-    fail(path, where + "dtype must be F32 (Troupe's checkpoints hold float32 only)");
+  safetensors_file::entry e;
+  if (dtype != nullptr && *dtype == "I64")
+    e.type = element_type::i64;
+  else if (dtype != nullptr && *dtype == "U32")
+    e.type = element_type::u32;
+  else if (dtype == nullptr || *dtype != "F32")
+    fail(path, where + "dtype must be F32, I64 or U32 (what Troupe's checkpoints hold)");
   auto* dims = info.find("shape") ? info.find("shape")->as_array() : nullptr;
   auto* offsets = info.find("data_offsets") ? info.find("data_offsets")->as_array() : nullptr;
   if (dims == nullptr || offsets == nullptr || offsets->size() != 2 || dims->size() > 8)
     fail(path, where + "needs a shape (at most 8 dimensions) and two data_offsets");
-  safetensors_file::entry e;
   uint64_t elements = 1;
   for (auto& d : *dims) {
     auto n = d.as_int();
@@ -195,9 +226,9 @@ safetensors_file::entry read_entry(const std::string& path, const std::string& n
                  + " bytes of data (truncated file?)");
   e.begin = static_cast<uint64_t>(*begin);
   e.end = static_cast<uint64_t>(*end);
-  if (e.end - e.begin != elements * sizeof(float))
+  if (e.end - e.begin != elements * element_bytes(e.type))
     fail(path, where + "shape " + to_string(e.shape) + " needs "
-                 + std::to_string(elements * sizeof(float)) + " bytes, data_offsets hold "
+                 + std::to_string(elements * element_bytes(e.type)) + " bytes, data_offsets hold "
                  + std::to_string(e.end - e.begin));
   return e;
 }
@@ -243,19 +274,46 @@ safetensors_file::safetensors_file(std::string path) : path_(std::move(path)) {
   check_ranges_tile(path_, std::move(ranges), data_size);
 }
 
-tensor safetensors_file::read(const std::string& name) const {
+const safetensors_file::entry& safetensors_file::find(const std::string& name,
+                                                      element_type type) const {
   auto i = entries_.find(name);
   if (i == entries_.end())
     fail(path_, "holds no tensor '" + name + "'");
-  auto& e = i->second;
+  if (i->second.type != type)
+    fail(path_, "tensor '" + name + "' is " + dtype_name(i->second.type) + ", expected "
+                  + dtype_name(type));
+  return i->second;
+}
+
+void safetensors_file::read_bytes(const std::string& name, const entry& e, void* out) const {
   file_ptr f{std::fopen(path_.c_str(), "rb")};
   if (!f)
     fail(path_, "cannot open: " + system_error());
-  std::vector<float> values((e.end - e.begin) / sizeof(float));
+  size_t bytes = e.end - e.begin;
   if (std::fseek(f.get(), static_cast<long>(data_start_ + e.begin), SEEK_SET) != 0
-      || std::fread(values.data(), sizeof(float), values.size(), f.get()) != values.size())
+      || std::fread(out, 1, bytes, f.get()) != bytes)
     fail(path_, "cannot read tensor '" + name + "' (truncated?)");
+}
+
+tensor safetensors_file::read(const std::string& name) const {
+  auto& e = find(name, element_type::f32);
+  std::vector<float> values((e.end - e.begin) / sizeof(float));
+  read_bytes(name, e, values.data());
   return tensor(e.shape, std::move(values));
+}
+
+std::vector<int64_t> safetensors_file::read_i64(const std::string& name) const {
+  auto& e = find(name, element_type::i64);
+  std::vector<int64_t> values((e.end - e.begin) / sizeof(int64_t));
+  read_bytes(name, e, values.data());
+  return values;
+}
+
+std::vector<uint32_t> safetensors_file::read_u32(const std::string& name) const {
+  auto& e = find(name, element_type::u32);
+  std::vector<uint32_t> values((e.end - e.begin) / sizeof(uint32_t));
+  read_bytes(name, e, values.data());
+  return values;
 }
 
 } // namespace troupe

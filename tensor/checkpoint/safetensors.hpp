@@ -1,13 +1,14 @@
 #pragma once
 // The safetensors format (huggingface/safetensors): an 8-byte little-endian
 // header length, a JSON header naming each tensor's dtype, shape and byte
-// range, then the tensors' bytes, back to back with no holes. Troupe writes
-// float32 ("F32") only. The writer streams: the header comes from the
+// range, then the tensors' bytes, back to back with no holes. The writer streams: the header comes from the
 // names and shapes known up front, then each tensor is appended as it
 // arrives, so a file never needs the whole set in memory. The reader trusts
 // nothing: the header length against the file size, every range against
 // the data, the shape against the range, coverage without holes or
-// overlaps, before any tensor is read.
+// overlaps, before any tensor is read. Dense checkpoints hold float32
+// ("F32"); embedding tables add their keys ("I64") and row counters
+// ("U32").
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -31,12 +32,20 @@ uint32_t crc32_of(const void* data, size_t bytes, uint32_t crc = 0);
 /// CRC-32 and size of a whole file; throws checkpoint_error if unreadable.
 std::pair<uint32_t, uint64_t> file_crc32(const std::string& path);
 
+/// The element types Troupe writes, little-endian as on every supported host.
+enum class element_type { f32, i64, u32 };
+
+/// "F32", "I64", "U32": the dtype names of the format.
+const char* dtype_name(element_type type);
+size_t element_bytes(element_type type);
+
 /// Writes a file to `path` (the caller renames it into place once complete).
 class safetensors_writer {
 public:
   struct entry {
     std::string name;
     shape_t shape;
+    element_type type = element_type::f32;
   };
   /// Creates the file and writes the header; throws checkpoint_error.
   safetensors_writer(std::string path, std::vector<entry> entries,
@@ -47,6 +56,9 @@ public:
 
   /// Appends the next tensor (entries' order); its shape must be the entry's.
   void append(const tensor& value);
+  /// Appends the next tensor's raw elements (any element type); `bytes`
+  /// must be what the entry's shape and type take.
+  void append(const void* data, size_t bytes);
   /// Flushes and syncs; returns the CRC-32 and size of the whole file.
   std::pair<uint32_t, uint64_t> finish();
 
@@ -66,6 +78,7 @@ class safetensors_file {
 public:
   struct entry {
     shape_t shape;
+    element_type type = element_type::f32;
     uint64_t begin = 0; ///< byte offset within the data section
     uint64_t end = 0;
   };
@@ -76,8 +89,15 @@ public:
   const std::map<std::string, std::string>& metadata() const noexcept { return metadata_; }
   /// Reads tensor `name`; throws checkpoint_error if absent or unreadable.
   tensor read(const std::string& name) const;
+  /// Reads an I64 or U32 tensor's elements; throws checkpoint_error if
+  /// absent, of another type, or unreadable.
+  std::vector<int64_t> read_i64(const std::string& name) const;
+  std::vector<uint32_t> read_u32(const std::string& name) const;
 
 private:
+  const entry& find(const std::string& name, element_type type) const;
+  void read_bytes(const std::string& name, const entry& e, void* out) const;
+
   std::string path_;
   uint64_t data_start_ = 0;
   std::map<std::string, entry> entries_;

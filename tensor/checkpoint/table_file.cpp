@@ -1,0 +1,115 @@
+#include "tensor/checkpoint/table_file.hpp"
+
+#include <cstring>
+
+namespace troupe {
+
+namespace {
+
+std::string layout_of(const embedding_table_config& c) {
+  return "dim=" + std::to_string(c.dim) + " buckets=" + std::to_string(c.buckets.count)
+         + " bucket_seed=" + std::to_string(c.buckets.seed)
+         + " optimizer=" + name_of(c.optimizer.kind);
+}
+
+} // namespace
+
+table_snapshot::table_snapshot(const embedding_table& table)
+  : prefix_("emb/" + table.config().name + "/"), layout_(layout_of(table.config())),
+    dim_(table.dim()), slot_names_(sparse_slot_names(table.config().optimizer.kind)) {
+  uint32_t payload = table.payload_floats();
+  std::vector<float> payloads; // row-major payloads, regrouped per field below
+  for (uint32_t b = 0; b < table.config().buckets.count; ++b) {
+    size_t before = keys_.size();
+    table.visit(b, [&](int64_t key, const float* row, row_counters c) {
+      keys_.push_back(key);
+      payloads.insert(payloads.end(), row, row + payload);
+      frequencies_.push_back(c.frequency);
+      last_updates_.push_back(c.last_update);
+    });
+    bucket_rows_.push_back(static_cast<uint32_t>(keys_.size() - before));
+  }
+  // Field-major: the values of every row, then each slot of every row.
+  size_t n = keys_.size();
+  values_.resize(n * payload);
+  for (size_t r = 0; r < n; ++r)
+    for (uint32_t field = 0; field < payload / dim_; ++field)
+      std::memcpy(&values_[(field * n + r) * dim_], &payloads[r * payload + field * dim_],
+                  dim_ * sizeof(float));
+}
+
+std::vector<safetensors_writer::entry> table_snapshot::entries() const {
+  auto n = static_cast<int64_t>(keys_.size());
+  std::vector<safetensors_writer::entry> out = {{prefix_ + "keys", {n}, element_type::i64},
+                                                {prefix_ + "values", {n, dim_}}};
+  for (auto& slot : slot_names_)
+    out.push_back({prefix_ + slot, {n, dim_}});
+  out.push_back({prefix_ + "frequencies", {n}, element_type::u32});
+  out.push_back({prefix_ + "last_updates", {n}, element_type::u32});
+  out.push_back(
+    {prefix_ + "bucket_rows", {static_cast<int64_t>(bucket_rows_.size())}, element_type::u32});
+  return out;
+}
+
+std::pair<std::string, std::string> table_snapshot::metadata() const {
+  return {prefix_.substr(0, prefix_.size() - 1), layout_};
+}
+
+void table_snapshot::append_to(safetensors_writer& writer) const {
+  size_t field_bytes = keys_.size() * dim_ * sizeof(float);
+  writer.append(keys_.data(), keys_.size() * sizeof(int64_t));
+  for (size_t field = 0; field <= slot_names_.size(); ++field)
+    writer.append(values_.data() + field * keys_.size() * dim_, field_bytes);
+  writer.append(frequencies_.data(), frequencies_.size() * sizeof(uint32_t));
+  writer.append(last_updates_.data(), last_updates_.size() * sizeof(uint32_t));
+  writer.append(bucket_rows_.data(), bucket_rows_.size() * sizeof(uint32_t));
+}
+
+size_t restore_table_rows(const safetensors_file& file, embedding_table& table, uint32_t shard,
+                          uint32_t shards) {
+  const auto& config = table.config();
+  std::string name = "emb/" + config.name;
+  auto fail = [&](const std::string& why) {
+    throw checkpoint_error("checkpoint table " + config.name + ": " + why);
+  };
+  auto layout = file.metadata().find(name);
+  if (layout == file.metadata().end())
+    fail("the file holds no layout for it (not saved by this table?)");
+  if (layout->second != layout_of(config))
+    fail("saved as '" + layout->second + "', the run's table is '" + layout_of(config)
+         + "': restore with the same dim, buckets, bucket seed and optimizer");
+  auto keys = file.read_i64(name + "/keys");
+  auto frequencies = file.read_u32(name + "/frequencies");
+  auto last_updates = file.read_u32(name + "/last_updates");
+  auto bucket_rows = file.read_u32(name + "/bucket_rows");
+  size_t n = keys.size();
+  uint64_t listed = 0;
+  for (uint32_t rows : bucket_rows)
+    listed += rows;
+  if (frequencies.size() != n || last_updates.size() != n || listed != n
+      || bucket_rows.size() != config.buckets.count)
+    fail("its keys, counters and bucket rows disagree in length");
+  std::vector<tensor> fields = {file.read(name + "/values")};
+  for (auto& slot : sparse_slot_names(config.optimizer.kind))
+    fields.push_back(file.read(name + "/" + slot));
+  for (auto& f : fields)
+    if (f.shape() != shape_t{static_cast<int64_t>(n), config.dim})
+      fail("a field's shape is not [" + std::to_string(n) + ", " + std::to_string(config.dim)
+           + "]");
+  std::vector<float> payload(table.payload_floats());
+  size_t restored = 0;
+  for (size_t r = 0; r < n; ++r) {
+    if (config.buckets.shard_of(keys[r], shards) != shard)
+      continue;
+    if (keys[r] < 0)
+      fail("key " + std::to_string(keys[r]) + " is negative");
+    for (size_t field = 0; field < fields.size(); ++field)
+      std::memcpy(&payload[field * config.dim], fields[field].data() + r * config.dim,
+                  config.dim * sizeof(float));
+    table.restore(keys[r], payload.data(), {frequencies[r], last_updates[r]});
+    ++restored;
+  }
+  return restored;
+}
+
+} // namespace troupe

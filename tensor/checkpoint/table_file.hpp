@@ -1,0 +1,52 @@
+#pragma once
+// An embedding table's rows in a checkpoint file, stored by key so that a
+// checkpoint restores onto any number of shards: each shard writes the rows
+// it holds, grouped by virtual bucket, as safetensors tensors named
+// "emb/<table>/<field>" (numpy reads them):
+//   keys I64[n], values F32[n, dim], one F32[n, dim] per optimizer slot under
+//   TF's name ("Adagrad", "Ftrl", "Ftrl_1", "Adam", "Adam_1"), frequencies
+//   U32[n], last_updates U32[n], bucket_rows U32[buckets] (rows per bucket,
+//   in bucket order);
+// and the table's layout in the file's metadata ("emb/<table>": dim,
+// buckets, bucket seed, optimizer), checked on restore.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/checkpoint/safetensors.hpp"
+#include "tensor/sparse/embedding_table.hpp"
+
+namespace troupe {
+
+/// One shard's rows of a table, copied bucket by bucket, each bucket under
+/// its lock: a row's value, slots and counters always come from the same
+/// update (DeepRec#1023).
+class table_snapshot {
+public:
+  explicit table_snapshot(const embedding_table& table);
+
+  size_t rows() const { return keys_.size(); }
+  /// The file entries, in the order append_to writes them.
+  std::vector<safetensors_writer::entry> entries() const;
+  /// The metadata entry: "emb/<table>" -> the layout restore checks.
+  std::pair<std::string, std::string> metadata() const;
+  void append_to(safetensors_writer& writer) const;
+
+private:
+  std::string prefix_;
+  std::string layout_;
+  uint32_t dim_;
+  std::vector<std::string> slot_names_;
+  std::vector<int64_t> keys_;
+  std::vector<float> values_; ///< n x dim, then each slot's n x dim
+  std::vector<uint32_t> frequencies_, last_updates_, bucket_rows_;
+};
+
+/// Restores into `table` the rows of `file` whose bucket shard `shard` of
+/// `shards` owns; how many. Throws checkpoint_error naming the file when the
+/// table is missing or its layout (dim, buckets, seed, optimizer) differs
+/// from `table`'s, or the file's tensors disagree in length.
+size_t restore_table_rows(const safetensors_file& file, embedding_table& table, uint32_t shard,
+                          uint32_t shards);
+
+} // namespace troupe

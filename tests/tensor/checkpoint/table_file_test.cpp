@@ -1,0 +1,208 @@
+// Embedding tables in checkpoint files (tensor/checkpoint/table_file.hpp):
+// saved by 2 shards, restored onto 3 and onto 1 with bit-equal values and
+// slots; a layout that differs refused; a save during pushes never pairs a
+// value with slots from another update.
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include <unistd.h>
+
+#include "tensor/checkpoint/table_file.hpp"
+
+using namespace troupe;
+namespace fs = std::filesystem;
+
+namespace {
+
+embedding_table_config table_config(sparse_optimizer_kind kind = sparse_optimizer_kind::adagrad) {
+  embedding_table_config c;
+  c.name = "items";
+  c.dim = 4;
+  c.init = {row_initializer::truncated_normal, 0.1, 3};
+  c.optimizer.kind = kind;
+  c.optimizer.learning_rate = 0.1;
+  c.buckets.count = 64;
+  return c;
+}
+
+using shards_t = std::vector<std::unique_ptr<embedding_table>>;
+
+shards_t make_shards(uint32_t n, const embedding_table_config& c) {
+  shards_t out;
+  for (uint32_t s = 0; s < n; ++s)
+    out.push_back(std::make_unique<embedding_table>(c));
+  return out;
+}
+
+// Pushes each key to the shard that owns its bucket.
+void push(shards_t& shards, const std::vector<int64_t>& keys, float g, int64_t step) {
+  auto n = static_cast<uint32_t>(shards.size());
+  for (uint32_t s = 0; s < n; ++s) {
+    std::vector<int64_t> part;
+    for (int64_t k : keys)
+      if (shards[s]->config().buckets.shard_of(k, n) == s)
+        part.push_back(k);
+    std::vector<uint32_t> counts(part.size(), 1);
+    // A key's gradient depends on the key, not on where it sits in the push.
+    std::vector<float> grads(part.size() * 4);
+    for (size_t i = 0; i < grads.size(); ++i)
+      grads[i] = g * static_cast<float>((part[i / 4] + static_cast<int64_t>(i % 4)) % 5 + 1);
+    BOOST_REQUIRE(!shards[s]->apply(part.data(), counts.data(), grads.data(), part.size(), step));
+  }
+}
+
+std::vector<float> pull(shards_t& shards, int64_t key) {
+  auto n = static_cast<uint32_t>(shards.size());
+  std::vector<float> out(4);
+  shards[shards[0]->config().buckets.shard_of(key, n)]->lookup(&key, 1, out.data());
+  return out;
+}
+
+std::string save(const embedding_table& table, const std::string& path) {
+  table_snapshot snapshot(table);
+  safetensors_writer writer(path, snapshot.entries(), {snapshot.metadata()});
+  snapshot.append_to(writer);
+  writer.finish();
+  return path;
+}
+
+struct scratch {
+  fs::path root = fs::temp_directory_path() / ("troupe-table-test-" + std::to_string(::getpid()));
+  scratch() { fs::create_directories(root); }
+  ~scratch() { fs::remove_all(root); }
+  std::string file(const std::string& name) const { return (root / name).string(); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(table_files)
+
+BOOST_AUTO_TEST_CASE(saved_by_two_shards_restored_onto_three_and_one_bit_equal) {
+  scratch dir;
+  auto config = table_config(sparse_optimizer_kind::ftrl);
+  auto two = make_shards(2, config);
+  std::mt19937_64 random(5);
+  for (int64_t step = 0; step < 30; ++step) {
+    std::vector<int64_t> keys;
+    for (int i = 0; i < 40; ++i) {
+      int64_t k = static_cast<int64_t>(random() % 500) * 7919;
+      if (std::find(keys.begin(), keys.end(), k) == keys.end())
+        keys.push_back(k);
+    }
+    push(two, keys, 0.01f * static_cast<float>(step % 7 - 3), step);
+  }
+  std::vector<std::string> files = {save(*two[0], dir.file("ps0.safetensors")),
+                                    save(*two[1], dir.file("ps1.safetensors"))};
+  auto restore_onto = [&](uint32_t count) {
+    auto restored = make_shards(count, config);
+    size_t rows = 0;
+    for (uint32_t s = 0; s < count; ++s)
+      for (auto& f : files)
+        rows += restore_table_rows(safetensors_file(f), *restored[s], s, count);
+    BOOST_TEST(rows == two[0]->rows() + two[1]->rows());
+    return restored;
+  };
+  for (uint32_t count : {3u, 1u}) {
+    auto restored = restore_onto(count);
+    for (int64_t k = 0; k < 500 * 7919; k += 7919)
+      BOOST_TEST(pull(restored, k) == pull(two, k));
+    // One more update on both, against the 2 shards restored as they were:
+    // slots and counters came along too.
+    auto original = restore_onto(2);
+    std::vector<int64_t> again = {0, 7919, 15838, 3 * 7919};
+    push(restored, again, 0.5f, 30);
+    push(original, again, 0.5f, 30);
+    for (int64_t k : again)
+      BOOST_TEST(pull(restored, k) == pull(original, k));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_file_holds_typed_tensors_under_tfs_slot_names) {
+  scratch dir;
+  auto two = make_shards(1, table_config());
+  push(two, {1, 2, 3}, 0.1f, 0);
+  safetensors_file file(save(*two[0], dir.file("one.safetensors")));
+  auto& entries = file.entries();
+  BOOST_TEST((entries.at("emb/items/keys").type == element_type::i64));
+  BOOST_TEST((entries.at("emb/items/keys").shape == shape_t{3}));
+  BOOST_TEST((entries.at("emb/items/Adagrad").shape == shape_t{3, 4}));
+  BOOST_TEST((entries.at("emb/items/frequencies").type == element_type::u32));
+  BOOST_TEST(file.metadata().at("emb/items") == "dim=4 buckets=64 bucket_seed=0 optimizer=adagrad");
+  auto keys = file.read_i64("emb/items/keys");
+  std::sort(keys.begin(), keys.end());
+  BOOST_TEST(keys == (std::vector<int64_t>{1, 2, 3}));
+  BOOST_CHECK_THROW(file.read("emb/items/keys"), checkpoint_error);
+}
+
+BOOST_AUTO_TEST_CASE(a_table_of_another_layout_is_refused_by_name) {
+  scratch dir;
+  auto one = make_shards(1, table_config());
+  push(one, {1}, 0.1f, 0);
+  auto path = save(*one[0], dir.file("t.safetensors"));
+  auto other = table_config(sparse_optimizer_kind::sgd);
+  embedding_table wrong(other);
+  try {
+    restore_table_rows(safetensors_file(path), wrong, 0, 1);
+    BOOST_FAIL("restored a table saved with another optimizer");
+  } catch (const checkpoint_error& e) {
+    BOOST_TEST(std::string(e.what()).find("optimizer=adagrad") != std::string::npos);
+  }
+  other = table_config();
+  other.name = "users";
+  embedding_table absent(other);
+  BOOST_CHECK_THROW(restore_table_rows(safetensors_file(path), absent, 0, 1), checkpoint_error);
+}
+
+BOOST_AUTO_TEST_CASE(a_save_during_pushes_never_pairs_a_value_with_other_slots) {
+  // Zero initial rows and a constant gradient g: after k updates a row's
+  // Adagrad accumulator is 0.1 + k g^2 and its value is minus the sum of
+  // lr g / sqrt(0.1 + i g^2), i = 1..k. Every saved row must be one of these
+  // pairs, whatever the pushes did meanwhile.
+  auto config = table_config();
+  config.init.kind = row_initializer::zeros;
+  embedding_table table(config);
+  std::atomic<bool> done{false};
+  std::thread pusher([&] {
+    std::vector<int64_t> keys(200);
+    std::vector<uint32_t> counts(200, 1);
+    std::vector<float> grads(200 * 4, 0.5f);
+    for (int64_t step = 0; step < 400; ++step) {
+      for (size_t i = 0; i < keys.size(); ++i)
+        keys[i] = static_cast<int64_t>((i * 7 + step) % 300);
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      BOOST_REQUIRE(!table.apply(keys.data(), counts.data(), grads.data(), keys.size(), step));
+      keys.resize(200);
+    }
+    done = true;
+  });
+  int checked = 0;
+  while (!done || checked == 0) {
+    table_snapshot snapshot(table);
+    scratch dir;
+    safetensors_writer writer(dir.file("s.safetensors"), snapshot.entries(), {snapshot.metadata()});
+    snapshot.append_to(writer);
+    writer.finish();
+    safetensors_file file(dir.file("s.safetensors"));
+    auto values = file.read("emb/items/values");
+    auto accumulators = file.read("emb/items/Adagrad");
+    for (size_t r = 0; r < snapshot.rows(); ++r) {
+      double k = std::round((accumulators[r * 4] - 0.1) / 0.25);
+      double want = 0;
+      for (int i = 1; i <= k; ++i)
+        want -= 0.1 * 0.5 / std::sqrt(0.1 + i * 0.25);
+      BOOST_TEST(values[r * 4] == want, boost::test_tools::tolerance(1e-4));
+    }
+    ++checked;
+  }
+  pusher.join();
+  BOOST_TEST(checked > 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
