@@ -14,7 +14,7 @@ set -uo pipefail
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$root" || exit 2
 
-tensor_base="tensor/core tensor/data tensor/nn tensor/optim"
+tensor_base="tensor/core tensor/data tensor/nn tensor/optim tensor/sparse"
 # folder, then the folders below it that it may include from (it may always
 # include from itself)
 declare -A allowed=()
@@ -25,6 +25,7 @@ tensor/core
 tensor/data          tensor/core
 tensor/nn            tensor/core tensor/data
 tensor/optim         tensor/core
+tensor/sparse        tensor/core
 tensor/plan          $tensor_base
 tensor/checkpoint    $tensor_base tensor/plan
 tensor/export        $tensor_base tensor/plan tensor/checkpoint
