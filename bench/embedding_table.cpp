@@ -103,6 +103,17 @@ void map_run(const char* name, size_t n, Insert insert, Find find) {
               static_cast<unsigned long long>(sum % 7));
 }
 
+// A map with std::unordered_map's interface, in a child process.
+template <class Map>
+void std_map_run(const char* name, size_t n) {
+  in_child([&] {
+    Map map;
+    map_run(
+      name, n, [&](int64_t k, uint32_t v) { map.emplace(k, v); },
+      [&](int64_t k) { return map.find(k)->second; });
+  });
+}
+
 void compare_maps(size_t n) {
   in_child([&] {
     row_map map(1);
@@ -111,20 +122,10 @@ void compare_maps(size_t n) {
       [&](int64_t k) { return map.find(k, map.hash(k)); });
   });
 #ifdef TROUPE_HAVE_ABSL
-  in_child([&] {
-    absl::flat_hash_map<int64_t, uint32_t> map;
-    map_run(
-      "absl flat_hash_map", n, [&](int64_t k, uint32_t v) { map.emplace(k, v); },
-      [&](int64_t k) { return map.find(k)->second; });
-  });
+  std_map_run<absl::flat_hash_map<int64_t, uint32_t>>("absl flat_hash_map", n);
 #endif
 #ifdef TROUPE_HAVE_ROBIN
-  in_child([&] {
-    tsl::robin_map<int64_t, uint32_t> map;
-    map_run(
-      "tsl robin_map", n, [&](int64_t k, uint32_t v) { map.emplace(k, v); },
-      [&](int64_t k) { return map.find(k)->second; });
-  });
+  std_map_run<tsl::robin_map<int64_t, uint32_t>>("tsl robin_map", n);
 #endif
 }
 

@@ -13,13 +13,8 @@ namespace troupe {
 /// directory and takes no part in training (no address, no messages).
 enum class job_kind { chief, ps, worker, evaluator };
 
-template <>
-struct enum_names<job_kind> {
-  static constexpr std::pair<job_kind, const char*> table[] = {{job_kind::chief, "chief"},
-                                                               {job_kind::ps, "ps"},
-                                                               {job_kind::worker, "worker"},
-                                                               {job_kind::evaluator, "evaluator"}};
-};
+TROUPE_ENUM_NAMES(job_kind, {job_kind::chief, "chief"}, {job_kind::ps, "ps"},
+                  {job_kind::worker, "worker"}, {job_kind::evaluator, "evaluator"});
 
 struct host_port {
   std::string host;

@@ -26,11 +26,7 @@ enum class update_mode {
   sync,  ///< SyncReplicasOptimizer: each update is the mean of R workers' gradients
 };
 
-template <>
-struct enum_names<update_mode> {
-  static constexpr std::pair<update_mode, const char*> table[] = {{update_mode::async, "async"},
-                                                                  {update_mode::sync, "sync"}};
-};
+TROUPE_ENUM_NAMES(update_mode, {update_mode::async, "async"}, {update_mode::sync, "sync"});
 
 /// What the chief does in sync mode when fewer than R workers are alive
 /// (train.on-worker-loss).
@@ -39,11 +35,8 @@ enum class worker_loss_policy {
   wait,   ///< hold the step until a worker comes back (cluster.worker-wait-timeout)
 };
 
-template <>
-struct enum_names<worker_loss_policy> {
-  static constexpr std::pair<worker_loss_policy, const char*> table[] = {
-    {worker_loss_policy::shrink, "shrink"}, {worker_loss_policy::wait, "wait"}};
-};
+TROUPE_ENUM_NAMES(worker_loss_policy, {worker_loss_policy::shrink, "shrink"},
+                  {worker_loss_policy::wait, "wait"});
 
 /// How many tasks of each job a run has: all that validation needs to know
 /// of the cluster.

@@ -9,9 +9,16 @@
 
 namespace troupe {
 
-/// Specialise with `static constexpr std::pair<E, const char*> table[] = {...};`.
+/// Specialised by TROUPE_ENUM_NAMES beside each enum.
 template <class E>
 struct enum_names;
+
+/// The names of enum E: TROUPE_ENUM_NAMES(E, {E::a, "a"}, {E::b, "b"});
+#define TROUPE_ENUM_NAMES(E, ...)                                                                  \
+  template <>                                                                                      \
+  struct enum_names<E> {                                                                           \
+    static constexpr std::pair<E, const char*> table[] = {__VA_ARGS__};                            \
+  }
 
 /// The name of `value` ("?" for a value outside the table).
 template <class E>

@@ -19,25 +19,16 @@ namespace troupe {
 /// What happens to a record that cannot be trained on (data.bad-records).
 enum class bad_record_policy { fail, skip };
 
-template <>
-struct enum_names<bad_record_policy> {
-  static constexpr std::pair<bad_record_policy, const char*> table[] = {
-    {bad_record_policy::fail, "fail"}, {bad_record_policy::skip, "skip"}};
-};
+TROUPE_ENUM_NAMES(bad_record_policy, {bad_record_policy::fail, "fail"},
+                  {bad_record_policy::skip, "skip"});
 
 /// How features are transformed before training and evaluation
 /// (data.normalize). automatic: uint8 files (IDX, .npy) are scaled to [0, 1],
 /// anything else is left as it is.
 enum class normalization { automatic, none, scale, standardize };
 
-template <>
-struct enum_names<normalization> {
-  static constexpr std::pair<normalization, const char*> table[] = {
-    {normalization::automatic, "auto"},
-    {normalization::none, "none"},
-    {normalization::scale, "scale"},
-    {normalization::standardize, "standardize"}};
-};
+TROUPE_ENUM_NAMES(normalization, {normalization::automatic, "auto"}, {normalization::none, "none"},
+                  {normalization::scale, "scale"}, {normalization::standardize, "standardize"});
 
 /// The [data] section (docs/config.md). Paths may be globs; a list's files
 /// are taken in the order given, a glob's in sorted order.

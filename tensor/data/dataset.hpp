@@ -16,11 +16,8 @@ namespace troupe {
 /// accuracy) or a real target (mean squared error; its root is reported).
 enum class objective { classification, regression };
 
-template <>
-struct enum_names<objective> {
-  static constexpr std::pair<objective, const char*> table[] = {
-    {objective::classification, "classification"}, {objective::regression, "regression"}};
-};
+TROUPE_ENUM_NAMES(objective, {objective::classification, "classification"},
+                  {objective::regression, "regression"});
 
 /// Examples as rows of floats and their class labels.
 struct dataset {

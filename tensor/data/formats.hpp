@@ -18,11 +18,8 @@ namespace troupe {
 
 enum class data_format { idx, csv, npy };
 
-template <>
-struct enum_names<data_format> {
-  static constexpr std::pair<data_format, const char*> table[] = {
-    {data_format::idx, "idx"}, {data_format::csv, "csv"}, {data_format::npy, "npy"}};
-};
+TROUPE_ENUM_NAMES(data_format, {data_format::idx, "idx"}, {data_format::csv, "csv"},
+                  {data_format::npy, "npy"});
 
 /// The format a file name suggests: .csv(.gz) is CSV, .npy(.gz) NumPy,
 /// anything else IDX.

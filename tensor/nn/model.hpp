@@ -149,13 +149,10 @@ std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classe
 /// "custom", built from model_options::layers.
 enum class model_kind { softmax, mlp, cnn, vgg11, vgg16, vgg19, custom };
 
-template <>
-struct enum_names<model_kind> {
-  static constexpr std::pair<model_kind, const char*> table[] = {
-    {model_kind::softmax, "softmax"}, {model_kind::mlp, "mlp"},     {model_kind::cnn, "cnn"},
-    {model_kind::vgg11, "vgg11"},     {model_kind::vgg16, "vgg16"}, {model_kind::vgg19, "vgg19"},
-    {model_kind::custom, "custom"}};
-};
+TROUPE_ENUM_NAMES(model_kind, {model_kind::softmax, "softmax"}, {model_kind::mlp, "mlp"},
+                  {model_kind::cnn, "cnn"}, {model_kind::vgg11, "vgg11"},
+                  {model_kind::vgg16, "vgg16"}, {model_kind::vgg19, "vgg19"},
+                  {model_kind::custom, "custom"});
 
 /// A built-in model (softmax, mlp, cnn, vgg11, vgg16, vgg19), or custom
 /// built from options.layers, for examples of options.input and

@@ -35,26 +35,16 @@ struct lr_schedule {
   maybe_failure check() const;
 };
 
-template <>
-struct enum_names<lr_schedule::kind> {
-  static constexpr std::pair<lr_schedule::kind, const char*> table[] = {
-    {lr_schedule::kind::constant, "constant"},
-    {lr_schedule::kind::exponential_decay, "exponential"},
-    {lr_schedule::kind::piecewise_constant, "piecewise"}};
-};
+TROUPE_ENUM_NAMES(lr_schedule::kind, {lr_schedule::kind::constant, "constant"},
+                  {lr_schedule::kind::exponential_decay, "exponential"},
+                  {lr_schedule::kind::piecewise_constant, "piecewise"});
 
 /// The update rules (TF 1.x's formulas).
 enum class optimizer_kind { sgd, momentum, adagrad, rmsprop, adam };
 
-template <>
-struct enum_names<optimizer_kind> {
-  static constexpr std::pair<optimizer_kind, const char*> table[] = {
-    {optimizer_kind::sgd, "sgd"},
-    {optimizer_kind::momentum, "momentum"},
-    {optimizer_kind::adagrad, "adagrad"},
-    {optimizer_kind::rmsprop, "rmsprop"},
-    {optimizer_kind::adam, "adam"}};
-};
+TROUPE_ENUM_NAMES(optimizer_kind, {optimizer_kind::sgd, "sgd"},
+                  {optimizer_kind::momentum, "momentum"}, {optimizer_kind::adagrad, "adagrad"},
+                  {optimizer_kind::rmsprop, "rmsprop"}, {optimizer_kind::adam, "adam"});
 
 struct optimizer_config {
   optimizer_kind kind = optimizer_kind::sgd;

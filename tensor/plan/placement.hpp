@@ -19,13 +19,9 @@ enum class placement_strategy {
   balanced,     ///< largest first, splitting variables until within (1 + epsilon) x the mean
 };
 
-template <>
-struct enum_names<placement_strategy> {
-  static constexpr std::pair<placement_strategy, const char*> table[] = {
-    {placement_strategy::round_robin, "round_robin"},
-    {placement_strategy::greedy_bytes, "greedy_bytes"},
-    {placement_strategy::balanced, "balanced"}};
-};
+TROUPE_ENUM_NAMES(placement_strategy, {placement_strategy::round_robin, "round_robin"},
+                  {placement_strategy::greedy_bytes, "greedy_bytes"},
+                  {placement_strategy::balanced, "balanced"});
 
 /// A slice and the shard it goes to.
 struct placed_slice {

@@ -60,11 +60,8 @@ struct bucket_layout {
 /// variable of `rows` rows in `parts` parts.
 enum class partition_strategy { mod, div };
 
-template <>
-struct enum_names<partition_strategy> {
-  static constexpr std::pair<partition_strategy, const char*> table[] = {
-    {partition_strategy::mod, "mod"}, {partition_strategy::div, "div"}};
-};
+TROUPE_ENUM_NAMES(partition_strategy, {partition_strategy::mod, "mod"},
+                  {partition_strategy::div, "div"});
 
 struct part_row {
   int64_t part;
@@ -83,14 +80,9 @@ part_row locate(partition_strategy strategy, int64_t id, int64_t rows, int64_t p
 /// How a row that nobody pushed yet starts.
 enum class row_initializer { zeros, uniform, normal, truncated_normal };
 
-template <>
-struct enum_names<row_initializer> {
-  static constexpr std::pair<row_initializer, const char*> table[] = {
-    {row_initializer::zeros, "zeros"},
-    {row_initializer::uniform, "uniform"},
-    {row_initializer::normal, "normal"},
-    {row_initializer::truncated_normal, "truncated_normal"}};
-};
+TROUPE_ENUM_NAMES(row_initializer, {row_initializer::zeros, "zeros"},
+                  {row_initializer::uniform, "uniform"}, {row_initializer::normal, "normal"},
+                  {row_initializer::truncated_normal, "truncated_normal"});
 
 struct row_init {
   row_initializer kind = row_initializer::truncated_normal;

@@ -33,11 +33,8 @@ private:
 /// TF's combiners: sum = Σ w·e, mean = Σ w·e / Σ w, sqrtn = Σ w·e / sqrt(Σ w²).
 enum class combiner { sum, mean, sqrtn };
 
-template <>
-struct enum_names<combiner> {
-  static constexpr std::pair<combiner, const char*> table[] = {
-    {combiner::sum, "sum"}, {combiner::mean, "mean"}, {combiner::sqrtn, "sqrtn"}};
-};
+TROUPE_ENUM_NAMES(combiner, {combiner::sum, "sum"}, {combiner::mean, "mean"},
+                  {combiner::sqrtn, "sqrtn"});
 
 /// Bags of ids in CSR form: bag b holds occurrences offsets[b] ..
 /// offsets[b + 1] - 1 of the batch's ids, each with its weight (1 when

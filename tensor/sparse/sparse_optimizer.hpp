@@ -15,14 +15,10 @@ namespace troupe {
 
 enum class sparse_optimizer_kind { sgd, adagrad, ftrl, lazy_adam };
 
-template <>
-struct enum_names<sparse_optimizer_kind> {
-  static constexpr std::pair<sparse_optimizer_kind, const char*> table[] = {
-    {sparse_optimizer_kind::sgd, "sgd"},
-    {sparse_optimizer_kind::adagrad, "adagrad"},
-    {sparse_optimizer_kind::ftrl, "ftrl"},
-    {sparse_optimizer_kind::lazy_adam, "lazy_adam"}};
-};
+TROUPE_ENUM_NAMES(sparse_optimizer_kind, {sparse_optimizer_kind::sgd, "sgd"},
+                  {sparse_optimizer_kind::adagrad, "adagrad"},
+                  {sparse_optimizer_kind::ftrl, "ftrl"},
+                  {sparse_optimizer_kind::lazy_adam, "lazy_adam"});
 
 struct sparse_optimizer_config {
   sparse_optimizer_kind kind = sparse_optimizer_kind::adagrad;
