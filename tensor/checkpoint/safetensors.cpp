@@ -70,22 +70,6 @@ std::pair<uint32_t, uint64_t> file_crc32(const std::string& path) {
   return {crc, size};
 }
 
-const char* dtype_name(element_type type) {
-  switch (type) {
-    case element_type::i64:
-      return "I64";
-    case element_type::u32:
-      return "U32";
-    case element_type::f32:
-      break;
-  }
-  return "F32";
-}
-
-size_t element_bytes(element_type type) {
-  return type == element_type::i64 ? 8 : 4;
-}
-
 safetensors_writer::safetensors_writer(std::string path, std::vector<entry> entries,
                                        std::map<std::string, std::string> metadata)
   : path_(std::move(path)), entries_(std::move(entries)) {
@@ -98,7 +82,7 @@ safetensors_writer::safetensors_writer(std::string path, std::vector<entry> entr
       shape.emplace_back(d);
     if (e.name == "__metadata__" || header.count(e.name) > 0)
       fail(path_, "tensor name '" + e.name + "' is reserved or given twice");
-    header.emplace(e.name, json::object{{"dtype", dtype_name(e.type)},
+    header.emplace(e.name, json::object{{"dtype", name_of(e.type)},
                                         {"shape", std::move(shape)},
                                         {"data_offsets", json::array{offset, offset + bytes}}});
     offset += bytes;
@@ -138,7 +122,7 @@ void safetensors_writer::append(const tensor& value) {
   auto& e = entries_[next_];
   if (value.shape() != e.shape || e.type != element_type::f32)
     fail(path_, "tensor '" + e.name + "' has shape " + to_string(value.shape()) + ", header says "
-                  + to_string(e.shape) + " of " + dtype_name(e.type));
+                  + to_string(e.shape) + " of " + name_of(e.type));
   // float32, little-endian: the in-memory layout on every supported host.
   append(value.data(), value.bytes());
 }
@@ -199,13 +183,11 @@ safetensors_file::entry read_entry(const std::string& path, const std::string& n
                                    const json::value& info, uint64_t data_size) {
   auto where = "tensor '" + name + "': ";
   auto* dtype = info.find("dtype") ? info.find("dtype")->as_string() : nullptr;
-  safetensors_file::entry e;
-  if (dtype != nullptr && *dtype == "I64")
-    e.type = element_type::i64;
-  else if (dtype != nullptr && *dtype == "U32")
-    e.type = element_type::u32;
-  else if (dtype == nullptr || *dtype != "F32")
+  auto type = dtype ? enum_from_name<element_type>(*dtype) : std::nullopt;
+  if (!type)
     fail(path, where + "dtype must be F32, I64 or U32 (what Troupe's checkpoints hold)");
+  safetensors_file::entry e;
+  e.type = *type;
   auto* dims = info.find("shape") ? info.find("shape")->as_array() : nullptr;
   auto* offsets = info.find("data_offsets") ? info.find("data_offsets")->as_array() : nullptr;
   if (dims == nullptr || offsets == nullptr || offsets->size() != 2 || dims->size() > 8)
@@ -280,8 +262,8 @@ const safetensors_file::entry& safetensors_file::find(const std::string& name,
   if (i == entries_.end())
     fail(path_, "holds no tensor '" + name + "'");
   if (i->second.type != type)
-    fail(path_, "tensor '" + name + "' is " + dtype_name(i->second.type) + ", expected "
-                  + dtype_name(type));
+    fail(path_,
+         "tensor '" + name + "' is " + name_of(i->second.type) + ", expected " + name_of(type));
   return i->second;
 }
 

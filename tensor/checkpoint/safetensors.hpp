@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/core/enum_names.hpp"
 #include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
 
@@ -32,12 +33,16 @@ uint32_t crc32_of(const void* data, size_t bytes, uint32_t crc = 0);
 /// CRC-32 and size of a whole file; throws checkpoint_error if unreadable.
 std::pair<uint32_t, uint64_t> file_crc32(const std::string& path);
 
-/// The element types Troupe writes, little-endian as on every supported host.
+/// The element types Troupe writes, little-endian as on every supported
+/// host, under the format's dtype names.
 enum class element_type { f32, i64, u32 };
 
-/// "F32", "I64", "U32": the dtype names of the format.
-const char* dtype_name(element_type type);
-size_t element_bytes(element_type type);
+TROUPE_ENUM_NAMES(element_type, {element_type::f32, "F32"}, {element_type::i64, "I64"},
+                  {element_type::u32, "U32"});
+
+inline size_t element_bytes(element_type type) {
+  return type == element_type::i64 ? 8 : 4;
+}
 
 /// Writes a file to `path` (the caller renames it into place once complete).
 class safetensors_writer {

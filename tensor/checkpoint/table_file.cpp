@@ -17,25 +17,22 @@ std::string layout_of(const embedding_table_config& c) {
 table_snapshot::table_snapshot(const embedding_table& table)
   : prefix_("emb/" + table.config().name + "/"), layout_(layout_of(table.config())),
     dim_(table.dim()), slot_names_(sparse_slot_names(table.config().optimizer.kind)) {
-  uint32_t payload = table.payload_floats();
-  std::vector<float> payloads; // row-major payloads, regrouped per field below
+  // Field-major as the file wants it: a row's value goes to fields_[0],
+  // its slots to fields_[1..], so the rows are copied once.
+  fields_.resize(1 + slot_names_.size());
   for (uint32_t b = 0; b < table.config().buckets.count; ++b) {
     size_t before = keys_.size();
     table.visit(b, [&](int64_t key, const float* row, row_counters c) {
       keys_.push_back(key);
-      payloads.insert(payloads.end(), row, row + payload);
+      for (auto& field : fields_) {
+        field.insert(field.end(), row, row + dim_);
+        row += dim_;
+      }
       frequencies_.push_back(c.frequency);
       last_updates_.push_back(c.last_update);
     });
     bucket_rows_.push_back(static_cast<uint32_t>(keys_.size() - before));
   }
-  // Field-major: the values of every row, then each slot of every row.
-  size_t n = keys_.size();
-  values_.resize(n * payload);
-  for (size_t r = 0; r < n; ++r)
-    for (uint32_t field = 0; field < payload / dim_; ++field)
-      std::memcpy(&values_[(field * n + r) * dim_], &payloads[r * payload + field * dim_],
-                  dim_ * sizeof(float));
 }
 
 std::vector<safetensors_writer::entry> table_snapshot::entries() const {
@@ -56,10 +53,9 @@ std::pair<std::string, std::string> table_snapshot::metadata() const {
 }
 
 void table_snapshot::append_to(safetensors_writer& writer) const {
-  size_t field_bytes = keys_.size() * dim_ * sizeof(float);
   writer.append(keys_.data(), keys_.size() * sizeof(int64_t));
-  for (size_t field = 0; field <= slot_names_.size(); ++field)
-    writer.append(values_.data() + field * keys_.size() * dim_, field_bytes);
+  for (auto& field : fields_)
+    writer.append(field.data(), field.size() * sizeof(float));
   writer.append(frequencies_.data(), frequencies_.size() * sizeof(uint32_t));
   writer.append(last_updates_.data(), last_updates_.size() * sizeof(uint32_t));
   writer.append(bucket_rows_.data(), bucket_rows_.size() * sizeof(uint32_t));

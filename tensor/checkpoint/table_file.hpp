@@ -38,7 +38,7 @@ private:
   uint32_t dim_;
   std::vector<std::string> slot_names_;
   std::vector<int64_t> keys_;
-  std::vector<float> values_; ///< n x dim, then each slot's n x dim
+  std::vector<std::vector<float>> fields_; ///< values, then each slot: n x dim each
   std::vector<uint32_t> frequencies_, last_updates_, bucket_rows_;
 };
 

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "tensor/sparse/lookup_batch.hpp"
+
 namespace troupe {
 
 maybe_failure embedding_table_config::check() const {
@@ -79,6 +81,9 @@ embedding_table::embedding_table(embedding_table_config config) : config_(std::m
   id_ = hash_bytes(config_.name);
   payload_ = config_.dim * (1 + slot_count(config_.optimizer.kind));
   stride_ = payload_ + 2;
+  for (uint32_t s = 0; s < slot_count(config_.optimizer.kind); ++s)
+    initial_slots_.insert(initial_slots_.end(), config_.dim,
+                          slot_initial_value(config_.optimizer, s));
   buckets_.reserve(config_.buckets.count);
   for (uint32_t b = 0; b < config_.buckets.count; ++b)
     buckets_.push_back(std::make_unique<bucket>(config_.buckets.seed ^ 0x2545f4914f6cdd1dULL));
@@ -118,7 +123,8 @@ void embedding_table::each_under_shared_lock(const uint32_t* bucket_indices, siz
 void embedding_table::lookup(const int64_t* keys, size_t n, float* out) const {
   // In groups: the map slots, then the rows, of a whole group are fetched
   // before any is read, so that their cache misses overlap. Each pass looks
-  // the key up again under its lock: a row may have moved in between.
+  // the key up again under its lock: the row may have been evicted (and
+  // reused) in between.
   constexpr size_t group = 16;
   uint32_t indices[group];
   uint64_t hashes[group];
@@ -155,22 +161,25 @@ maybe_failure embedding_table::check_push(const int64_t* keys, const float* grad
     if (!std::isfinite(grads[i]))
       return failure{errc::non_finite_gradient,
                      "a push to embedding table " + config_.name + " holds NaN or infinity"};
-  std::vector<int64_t> sorted(keys, keys + n);
-  std::sort(sorted.begin(), sorted.end());
-  if (n > 0 && sorted.front() < 0)
-    return failure{errc::invalid_request, "a push to embedding table " + config_.name
-                                            + " names the negative key "
-                                            + std::to_string(sorted.front())};
-  auto twin = std::adjacent_find(sorted.begin(), sorted.end());
-  if (twin != sorted.end())
-    return failure{errc::invalid_request, "a push to embedding table " + config_.name
-                                            + " names key " + std::to_string(*twin)
-                                            + " twice: workers sum a key's gradients first"};
+  for (size_t i = 0; i < n; ++i)
+    if (keys[i] < 0)
+      return failure{errc::invalid_request, "a push to embedding table " + config_.name
+                                              + " names the negative key "
+                                              + std::to_string(keys[i])};
+  unique_keys distinct;
+  distinct.assign(keys, n);
+  if (distinct.size() != n) {
+    auto twice = std::find_if(distinct.counts().begin(), distinct.counts().end(),
+                              [](uint32_t count) { return count > 1; });
+    return failure{errc::invalid_request,
+                   "a push to embedding table " + config_.name + " names key "
+                     + std::to_string(distinct.keys()[twice - distinct.counts().begin()])
+                     + " twice: workers sum a key's gradients first"};
+  }
   return std::nullopt;
 }
 
-void embedding_table::create_row(bucket& b, int64_t key, uint64_t h, const float* payload,
-                                 row_counters counters) {
+uint32_t embedding_table::new_row(bucket& b, int64_t key, uint64_t h) {
   uint32_t row;
   if (!b.free_rows.empty()) {
     row = b.free_rows.back();
@@ -181,20 +190,16 @@ void embedding_table::create_row(bucket& b, int64_t key, uint64_t h, const float
     if (chunk == b.chunks.size())
       b.chunks.emplace_back(new float[size_t{chunk_rows(chunk)} * stride_]);
   }
-  float* dest = row_at(b, row);
-  std::memcpy(dest, payload, payload_ * sizeof(float));
-  set_counters(dest, payload_, counters);
   b.map.insert(key, h, row);
+  return row;
 }
 
 maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts,
                                      const float* grads, size_t n, int64_t step) {
   if (auto bad = check_push(keys, grads, n))
     return bad;
-  std::vector<float> fresh(payload_);
   bucket* held = nullptr;
   std::unique_lock<std::shared_mutex> guard;
-  auto version = static_cast<uint32_t>(step);
   for (size_t i = 0; i < n; ++i) {
     bucket& b = bucket_of(keys[i]);
     if (&b != held) {
@@ -205,20 +210,21 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
     }
     uint64_t h = b.map.hash(keys[i]);
     uint32_t row = b.map.find(keys[i], h);
+    float* dest;
+    row_counters c;
     if (row == row_map::no_row) {
-      initial_row(config_.init, id_, keys[i], fresh.data(), config_.dim);
-      for (uint32_t s = 0; s < slot_count(config_.optimizer.kind); ++s)
-        std::fill_n(fresh.data() + (s + 1) * config_.dim, config_.dim,
-                    slot_initial_value(config_.optimizer, s));
-      create_row(b, keys[i], h, fresh.data(), {});
-      row = b.map.find(keys[i], h);
+      // The row starts where a pull of the unseen key read it.
+      dest = row_at(b, new_row(b, keys[i], h));
+      initial_row(config_.init, id_, keys[i], dest, config_.dim);
+      std::copy(initial_slots_.begin(), initial_slots_.end(), dest + config_.dim);
+    } else {
+      dest = row_at(b, row);
+      c = counters_of(dest, payload_);
     }
-    float* dest = row_at(b, row);
     apply_sparse_row(config_.optimizer, dest, dest + config_.dim, grads + i * config_.dim,
                      config_.dim, step);
-    row_counters c = counters_of(dest, payload_);
     c.frequency += counts[i];
-    c.last_update = version;
+    c.last_update = static_cast<uint32_t>(step);
     set_counters(dest, payload_, c);
   }
   return std::nullopt;
@@ -329,9 +335,7 @@ void embedding_table::restore(int64_t key, const float* payload, row_counters co
   std::unique_lock guard(b.lock);
   uint64_t h = b.map.hash(key);
   uint32_t row = b.map.find(key, h);
-  if (row == row_map::no_row)
-    return create_row(b, key, h, payload, counters);
-  float* dest = row_at(b, row);
+  float* dest = row_at(b, row == row_map::no_row ? new_row(b, key, h) : row);
   std::memcpy(dest, payload, payload_ * sizeof(float));
   set_counters(dest, payload_, counters);
 }

@@ -72,7 +72,8 @@ public:
                       int64_t step);
 
   size_t rows() const;
-  /// Resident bytes: slots of the maps, allocated row chunks, free lists.
+  /// Allocated bytes: the maps' slots, the row chunks (a chunk's untouched
+  /// pages are not resident yet), the free lists.
   size_t bytes() const;
 
   /// Removes the rows the rules name at table version `step`; how many.
@@ -90,14 +91,16 @@ private:
   template <class F>
   void each_under_shared_lock(const uint32_t* bucket_indices, size_t n, F&& f) const;
   float* row_at(const bucket& b, uint32_t row) const;
-  void create_row(bucket& b, int64_t key, uint64_t h, const float* payload, row_counters counters);
+  /// A row for a key not in `b`, entered in its map; the caller fills it.
+  uint32_t new_row(bucket& b, int64_t key, uint64_t h);
   maybe_failure check_push(const int64_t* keys, const float* grads, size_t n) const;
   size_t evict_from(bucket& b, const std::function<bool(const float*, row_counters)>& doomed);
 
   embedding_table_config config_;
   uint64_t id_;
   uint32_t payload_;
-  uint32_t stride_; ///< payload + the two counters, in 4-byte words
+  uint32_t stride_;                  ///< payload + the two counters, in 4-byte words
+  std::vector<float> initial_slots_; ///< a new row's slots
   std::vector<std::unique_ptr<bucket>> buckets_;
 };
 

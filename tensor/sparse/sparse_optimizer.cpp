@@ -19,19 +19,6 @@ maybe_failure sparse_optimizer_config::check() const {
   return std::nullopt;
 }
 
-uint32_t slot_count(sparse_optimizer_kind kind) {
-  switch (kind) {
-    case sparse_optimizer_kind::sgd:
-      return 0;
-    case sparse_optimizer_kind::adagrad:
-      return 1;
-    case sparse_optimizer_kind::ftrl:
-    case sparse_optimizer_kind::lazy_adam:
-      return 2;
-  }
-  return 0;
-}
-
 std::vector<std::string> sparse_slot_names(sparse_optimizer_kind kind) {
   switch (kind) {
     case sparse_optimizer_kind::sgd:
@@ -44,6 +31,10 @@ std::vector<std::string> sparse_slot_names(sparse_optimizer_kind kind) {
       return {"Adam", "Adam_1"};
   }
   return {};
+}
+
+uint32_t slot_count(sparse_optimizer_kind kind) {
+  return static_cast<uint32_t>(sparse_slot_names(kind).size());
 }
 
 float slot_initial_value(const sparse_optimizer_config& config, uint32_t slot) {
