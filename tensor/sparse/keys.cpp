@@ -29,6 +29,13 @@ int64_t category_key(std::string_view value) {
   return (int64_t{1} << 48) | static_cast<int64_t>(hash_bytes(value) & ((uint64_t{1} << 47) - 1));
 }
 
+int64_t field_key(uint32_t field, std::string_view value) {
+  if (field >= max_shared_fields)
+    throw troupe_error("field " + std::to_string(field) + " is past the "
+                       + std::to_string(max_shared_fields) + " fields a table may share");
+  return (int64_t{field + 1} << 49) | category_key(value);
+}
+
 uint32_t bucket_layout::bucket_of(int64_t key) const {
   auto bits = static_cast<unsigned>(__builtin_ctz(count));
   if (bits == 0)

@@ -37,6 +37,14 @@ int64_t category_key(std::string_view value);
 /// Largest id a fixed-size table or a plain integer value may hold.
 constexpr int64_t max_plain_id = (int64_t{1} << 48) - 1;
 
+/// Fields one table may share (Criteo's 26 categorical fields in one table).
+constexpr uint32_t max_shared_fields = (1u << 13) - 1;
+
+/// The key of `value` in field `field` (0-based, < max_shared_fields) of a
+/// table several fields share: (field + 1) << 49 | category_key(value), so
+/// equal values of two fields never meet in a row.
+int64_t field_key(uint32_t field, std::string_view value);
+
 /// Keys go to one of `count` virtual buckets (a power of two) by the top bits
 /// of mix64(key ^ seed); buckets go to shards in contiguous ranges, so a
 /// checkpoint moves whole buckets onto any shard count.

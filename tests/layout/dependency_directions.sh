@@ -22,7 +22,7 @@ while read -r folder below; do
   allowed[$folder]="$below${below:+ }$folder"
 done <<TABLE
 tensor/core
-tensor/data          tensor/core
+tensor/data          tensor/core tensor/sparse
 tensor/nn            tensor/core tensor/data
 tensor/optim         tensor/core
 tensor/sparse        tensor/core

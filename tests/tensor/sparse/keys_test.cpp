@@ -33,6 +33,13 @@ BOOST_AUTO_TEST_CASE(category_keys_keep_ids_and_hash_strings_stably) {
   BOOST_TEST(hash_bytes("a") == mix64(0xaf63dc4c8601ec8cULL));
 }
 
+BOOST_AUTO_TEST_CASE(field_keys_keep_fields_apart) {
+  BOOST_TEST(field_key(0, "7") == ((int64_t{1} << 49) | 7));
+  BOOST_TEST(field_key(2, "7") == ((int64_t{3} << 49) | 7));
+  BOOST_TEST(field_key(max_shared_fields - 1, "x") > 0);
+  BOOST_CHECK_THROW(field_key(max_shared_fields, "x"), troupe_error);
+}
+
 BOOST_AUTO_TEST_CASE(tf_div_and_mod_on_13_ids_over_5_parts) {
   // embedding_ops.py: div gives the first 13 % 5 = 3 parts 3 rows, the rest 2.
   std::vector<part_row> div;
