@@ -1,5 +1,6 @@
 #include "tensor/sparse/keys.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -15,17 +16,17 @@ uint64_t hash_bytes(std::string_view bytes) {
 }
 
 int64_t category_key(std::string_view value) {
-  bool plain = !value.empty() && value.size() <= 15 && (value.size() == 1 || value[0] != '0');
-  int64_t id = 0;
-  for (char c : value) {
-    if (c < '0' || c > '9') {
-      plain = false;
-      break;
-    }
-    id = id * 10 + (c - '0');
+  // At most 15 digits, so the id (below 10^15 < 2^50) cannot overflow.
+  bool plain = !value.empty() && value.size() <= 15 && (value.size() == 1 || value[0] != '0')
+               && std::all_of(value.begin(), value.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+  if (plain) {
+    int64_t id = 0;
+    for (char c : value)
+      id = id * 10 + (c - '0');
+    if (id <= max_plain_id)
+      return id;
   }
-  if (plain && id <= max_plain_id)
-    return id;
   return (int64_t{1} << 48) | static_cast<int64_t>(hash_bytes(value) & ((uint64_t{1} << 47) - 1));
 }
 
