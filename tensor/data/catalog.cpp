@@ -11,6 +11,10 @@ using namespace catalog_steps;
 
 void check_item_shapes(const data_split& split, const std::vector<file_scan>& scans) {
   for (size_t i = 1; i < scans.size(); ++i)
+    if (scans[i].keys != scans[0].keys)
+      throw data_error(split.files[i].features + ": its categorical columns differ from "
+                       + split.files[0].features + "'s");
+  for (size_t i = 1; i < scans.size(); ++i)
     if (num_elements(scans[i].item_shape) != num_elements(scans[0].item_shape))
       throw data_error(split.files[i].features + ": examples of shape "
                        + to_string(scans[i].item_shape) + ", but " + split.files[0].features
@@ -26,10 +30,11 @@ data_split new_split(const std::string& name, data_format format, const data_opt
   split.csv = options.csv;
   split.bad_records = options.bad_records;
   split.task = options.task;
-  if (split.task == objective::regression && format != data_format::csv)
-    throw data_error("data.task = regression reads its target from a CSV column; "
+  if (split.task == objective::regression && !labels_in_text(format))
+    throw data_error("data.task = regression reads its target from a CSV column (or a Criteo "
+                     "or libsvm label); "
                      + std::string(key) + " is " + name_of(format));
-  if (format != data_format::csv && labels.size() != features.size())
+  if (!labels_in_text(format) && labels.size() != features.size())
     throw data_error(std::string(key) + ": " + std::to_string(features.size())
                      + " features files but " + std::to_string(labels.size())
                      + " labels files; IDX and .npy need one labels file per features file (" + key
@@ -39,7 +44,7 @@ data_split new_split(const std::string& name, data_format format, const data_opt
       throw data_error(features[i] + ": not a " + name_of(format)
                        + " file like the first of the set; set data.format where the names "
                          "do not tell");
-    split.files.push_back({features[i], format == data_format::csv ? "" : labels[i], 0, 0});
+    split.files.push_back({features[i], labels_in_text(format) ? "" : labels[i], 0, 0});
   }
   return split;
 }
@@ -69,7 +74,11 @@ std::shared_ptr<const data_split> catalog_split(std::shared_ptr<data_split> spli
       throw data_error(split->files[0].features + ": examples of shape "
                        + to_string(scans[0].item_shape) + ", but the training set's are "
                        + to_string(train->item_shape));
+    if (scans[0].keys != train->keys)
+      throw data_error(split->files[0].features
+                       + ": its categorical columns differ from the training set's");
     split->item_shape = train->item_shape;
+    split->keys = train->keys;
     split->task = train->task;
     split->classes = train->classes;
     split->label_names = train->label_names;
@@ -116,6 +125,11 @@ std::string catalog_json(const data_catalog& catalog, bool brief) {
   for (auto d : t.item_shape)
     w.integer(d);
   w.end_array().key("classes").integer(t.classes);
+  if (t.keys.sparse()) {
+    w.key("keys").begin_object().key("dense").integer(t.keys.dense);
+    w.key("fields").integer(t.keys.fields).key("keys_per_field").integer(t.keys.keys_per_field);
+    w.end_object();
+  }
   w.key("label_names").begin_array();
   for (auto& name : t.label_names)
     w.string(name);
@@ -181,7 +195,7 @@ data_catalog catalog_data(const data_options& options, const std::string& fashio
   auto make = [&](const std::string& name, const std::vector<std::string>& features,
                   const std::vector<std::string>& labels, const char* key) {
     auto files = expand_paths(features, key);
-    auto label_files = format == data_format::csv
+    auto label_files = labels_in_text(format)
                          ? std::vector<std::string>{}
                          : expand_paths(labels, (std::string(key) + "-labels").c_str());
     return std::make_shared<data_split>(new_split(name, format, o, files, label_files, key));
@@ -193,8 +207,12 @@ data_catalog catalog_data(const data_options& options, const std::string& fashio
     scans.push_back(scan_file(*train, file));
   check_item_shapes(*train, scans);
   train->item_shape = item_shape_of(o, scans[0], train->files[0].features);
+  train->keys = scans[0].keys;
+  if (train->keys.sparse() && !o.input_shape.empty())
+    throw data_error("data.input-shape does not apply to categorical data (its examples are keys "
+                     "and dense values); leave it out");
   find_classes(*train, o, scans);
-  train->norm = make_normalizer(o, scans[0], train->features());
+  train->norm = make_normalizer(o, scans[0], train->dense_features());
   apply_classes(train, scans);
   if (train->norm.kind == normalization::standardize && train->norm.mean.empty())
     compute_statistics(train);

@@ -69,6 +69,8 @@ constexpr int64_t max_shuffle_buffer = int64_t{1} << 24;
 constexpr int64_t max_prefetch = 1024;
 constexpr int64_t max_classes = 65536;
 constexpr size_t max_files = 100000;
+constexpr int64_t max_keys = 4096;   ///< libsvm key slots per example
+constexpr int64_t max_fields = 8191; ///< categorical columns (field_key's limit)
 } // namespace data_limits
 
 /// Every problem with the options themselves (not the files), each naming
@@ -99,6 +101,8 @@ struct data_split {
   csv_layout csv;
   std::vector<data_file> files;
   shape_t item_shape;
+  /// Where an example's keys lie (embedding models); no fields: dense data.
+  key_layout keys;
   int64_t classes = 0;
   /// Class i's name where labels are names; empty where they are integers.
   std::vector<std::string> label_names;
@@ -112,6 +116,8 @@ struct data_split {
   std::shared_ptr<const dataset> memory;
 
   int64_t features() const { return num_elements(item_shape); }
+  /// The values normalisation applies to: all, or those before the keys.
+  int64_t dense_features() const { return keys.sparse() ? keys.dense : features(); }
   /// Records training can use (bad ones not counted).
   uint64_t usable_records() const;
   uint64_t bad_records_total() const;

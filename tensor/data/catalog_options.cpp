@@ -48,6 +48,12 @@ std::vector<std::string> data_option_problems(const data_options& o) {
     if (d < 1 || d > 65536)
       out.push_back("data.input-shape = " + to_string(o.input_shape)
                     + ": every dimension must be in 1..65536");
+  if (o.csv.max_keys < 1 || o.csv.max_keys > data_limits::max_keys)
+    out.push_back("data.max-keys = " + std::to_string(o.csv.max_keys) + " is outside 1.."
+                  + std::to_string(data_limits::max_keys));
+  if (o.csv.categorical_columns.size() > static_cast<size_t>(data_limits::max_fields))
+    out.push_back("data.categorical-columns names more than "
+                  + std::to_string(data_limits::max_fields) + " columns");
   if (o.input_shape.size() > 3)
     out.push_back("data.input-shape = " + to_string(o.input_shape) + ": rank 1 to 3");
   return out;

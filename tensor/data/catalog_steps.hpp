@@ -26,6 +26,18 @@ inline std::optional<int64_t> integer_label(std::string_view text) {
   return v;
 }
 
+// A class label as written; libsvm's binary labels +1 and -1 read as 1
+// and 0.
+inline std::string_view class_text(data_format format, std::string_view text) {
+  if (format == data_format::libsvm) {
+    if (text == "+1")
+      return "1";
+    if (text == "-1")
+      return "0";
+  }
+  return text;
+}
+
 // A regression target as written: a finite number, or nothing.
 inline std::optional<float> target_value(std::string_view text) {
   float v = 0;
@@ -45,6 +57,7 @@ struct file_scan {
   uint64_t bad_rows = 0; // records the reader refused (columns, numbers, finiteness)
   std::map<std::string, uint64_t> label_counts; // label as written -> records
   shape_t item_shape;
+  key_layout keys; // where the keys lie (embedding models)
   bool holds_bytes = false;
   std::string label_column;
 };

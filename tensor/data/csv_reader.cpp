@@ -5,21 +5,21 @@
 #include <cmath>
 #include <cstring>
 
-#include "tensor/data/byte_file.hpp"
 #include "tensor/data/formats.hpp"
+#include "tensor/data/key_layout.hpp"
+#include "tensor/data/line_file.hpp"
+#include "tensor/sparse/keys.hpp"
 
 namespace troupe {
 
 namespace {
 
-using formats::byte_file;
-
-constexpr size_t max_line_bytes = size_t{16} << 20;
+using formats::line_file;
 
 class csv_reader : public record_reader {
 public:
   csv_reader(const std::string& path, const csv_layout& layout)
-    : file_(std::make_unique<byte_file>(path)), layout_(layout) {
+    : file_(path, "is data.csv-delimiter right, or is this file binary?"), layout_(layout) {
     if (layout_.header) {
       if (!next_line())
         throw data_error(path + ": empty file (no header line)");
@@ -28,7 +28,7 @@ public:
       columns_ = names_.size();
     } else {
       // The first data row says how many columns there are.
-      auto at = line_number_;
+      auto at = file_.line_number();
       if (!next_line())
         throw data_error(path + ": empty file");
       split(line_);
@@ -42,11 +42,23 @@ public:
     }
     for (auto& c : layout_.ignore_columns)
       is_feature_[column_of(c, "data.ignore-columns")] = false;
-    features_ = static_cast<int64_t>(std::count(is_feature_.begin(), is_feature_.end(), true));
+    field_of_.assign(columns_, no_field);
+    for (size_t f = 0; f < layout_.categorical_columns.size(); ++f) {
+      auto c = column_of(layout_.categorical_columns[f], "data.categorical-columns");
+      if (!is_feature_[c] || field_of_[c] != no_field)
+        throw data_error(path + ": data.categorical-columns names column " + column_name(c)
+                         + ", which is the label, ignored, or named twice");
+      is_feature_[c] = false;
+      field_of_[c] = f;
+    }
+    keys_.dense = static_cast<int64_t>(std::count(is_feature_.begin(), is_feature_.end(), true));
+    keys_.fields = static_cast<int64_t>(layout_.categorical_columns.size());
+    keys_.keys_per_field = keys_.fields > 0 ? 1 : 0;
+    features_ = keys_.width();
     if (features_ == 0)
       throw data_error(path + ": no feature columns (only the label and ignored columns)");
     shape_ = {features_};
-    first_data_line_ = line_number_;
+    first_data_line_ = file_.line_number();
   }
 
   bool next(raw_record& out) override {
@@ -64,6 +76,8 @@ public:
       for (size_t c = 0; c < columns_; ++c)
         if (is_feature_[c])
           out.features[f++] = number(trim(fields_[c]), c);
+        else if (field_of_[c] != no_field)
+          key_of(trim(fields_[c]), field_of_[c], out.features.data());
       out.label_text = label_ == no_label ? std::string_view{} : trim(fields_[label_]);
       return true;
     }
@@ -82,6 +96,8 @@ public:
         out.label_text = trim(text);
       else if (is_feature_[c])
         out.features[f++] = number(trim(text), c);
+      else if (field_of_[c] != no_field)
+        key_of(trim(text), field_of_[c], out.features.data());
       at = stop + 1;
     }
     return true;
@@ -98,16 +114,25 @@ public:
   }
 
   int64_t features() const override { return features_; }
+  key_layout keys() const override { return keys_; }
   const shape_t& item_shape() const override { return shape_; }
   int64_t declared_records() const override { return -1; }
   std::string where() const override {
-    return file_->path() + " line " + std::to_string(line_number_);
+    return file_.path() + " line " + std::to_string(file_.line_number());
   }
   std::string label_name() const override {
     return names_.empty() || label_ == no_label ? std::string{} : names_[label_];
   }
 
 private:
+  // A categorical value into its field's key slot after the dense values.
+  // Every value is a key (ids stay ids, strings are hashed); field f's keys
+  // are field_key(f, value), so that fields sharing a table never collide.
+  void key_of(std::string_view text, size_t field, float* features) const {
+    pack_key(field_key(static_cast<uint32_t>(field), text), 1.0f,
+             features + keys_.dense + static_cast<int64_t>(field) * key_layout::floats_per_key);
+  }
+
   void check_columns(size_t found) const {
     if (found != columns_)
       throw bad_record(where() + ": " + std::to_string(found) + " columns, expected "
@@ -168,13 +193,13 @@ private:
     if (!spec.empty() && std::all_of(spec.begin(), spec.end(), ::isdigit)) {
       auto c = std::stoull(spec);
       if (c >= columns_)
-        throw data_error(file_->path() + ": " + key + " = " + spec + ", but the file has "
+        throw data_error(file_.path() + ": " + key + " = " + spec + ", but the file has "
                          + std::to_string(columns_) + " columns (0.." + std::to_string(columns_ - 1)
                          + ")");
       return c;
     }
     if (names_.empty())
-      throw data_error(file_->path() + ": " + key + " = '" + spec
+      throw data_error(file_.path() + ": " + key + " = '" + spec
                        + "' names a column, but data.csv-header is off; give the column's "
                          "0-based index instead");
     auto it = std::find(names_.begin(), names_.end(), spec);
@@ -182,7 +207,7 @@ private:
       std::string some;
       for (size_t i = 0; i < std::min<size_t>(names_.size(), 6); ++i)
         some += (i ? ", " : "") + names_[i];
-      throw data_error(file_->path() + ": " + key + " = '" + spec
+      throw data_error(file_.path() + ": " + key + " = '" + spec
                        + "' is not a column of its header (" + some
                        + (names_.size() > 6 ? ", ..." : "") + ")");
     }
@@ -233,64 +258,31 @@ private:
     marks_.clear();
   }
 
-  // The next line into line_ (without its end), false at the end of the file.
   bool next_line() {
-    line_.clear();
-    for (;;) {
-      if (at_ == end_) {
-        end_ = file_->read_some(buffer_.data(), buffer_.size());
-        at_ = 0;
-        if (end_ == 0) {
-          if (line_.empty())
-            return false;
-          break;
-        }
-      }
-      auto* start = buffer_.data() + at_;
-      auto* nl = static_cast<char*>(std::memchr(start, '\n', end_ - at_));
-      auto take = nl ? static_cast<size_t>(nl - start) : end_ - at_;
-      if (line_.size() + take > max_line_bytes)
-        throw data_error(file_->path() + " line " + std::to_string(line_number_ + 1)
-                         + ": longer than 16 MiB; is data.csv-delimiter right, or is this "
-                           "file binary?");
-      line_.append(start, take);
-      at_ += take;
-      if (nl) {
-        ++at_;
-        break;
-      }
-    }
-    ++line_number_;
-    if (!line_.empty() && line_.back() == '\r')
-      line_.pop_back();
+    if (!file_.next_line())
+      return false;
+    line_ = file_.line();
     return true;
   }
-
-  void rewind_to(uint64_t line) {
-    file_->seek(0);
-    at_ = end_ = 0;
-    line_number_ = 0;
-    while (line_number_ < line && next_line()) {
-    }
-  }
+  void rewind_to(uint64_t line) { file_.rewind_to(line); }
 
   static constexpr size_t npos_mark = static_cast<size_t>(-1);
 
-  std::unique_ptr<byte_file> file_;
+  line_file file_;
   csv_layout layout_;
   std::vector<std::string> names_;
   size_t columns_ = 0;
   static constexpr size_t no_label = static_cast<size_t>(-1);
   size_t label_ = no_label;
   std::vector<bool> is_feature_;
+  static constexpr size_t no_field = static_cast<size_t>(-1);
+  std::vector<size_t> field_of_; // column -> categorical field
+  key_layout keys_;
   int64_t features_ = 0;
   shape_t shape_;
   uint64_t first_data_line_ = 0;
-  uint64_t line_number_ = 0; // of line_, 1-based
-  uint64_t index_ = 0;       // data rows read
-  std::vector<char> buffer_ = std::vector<char>(size_t{1} << 17);
-  size_t at_ = 0, end_ = 0;
-  std::string line_;
+  uint64_t index_ = 0; // data rows read
+  std::string_view line_;
   std::vector<std::string_view> fields_;
   std::vector<std::string> quoted_;
   std::vector<size_t> marks_;

@@ -38,13 +38,14 @@ bool example_source::map_label(int32_t& label, float& target) {
     return v.has_value();
   }
   int64_t c;
-  if (split_->format == data_format::csv) {
+  if (labels_in_text(split_->format)) {
+    auto text = catalog_steps::class_text(split_->format, record_.label_text);
     if (!split_->label_names.empty()) {
       auto& names = split_->label_names;
-      auto it = std::find(names.begin(), names.end(), record_.label_text);
+      auto it = std::find(names.begin(), names.end(), text);
       c = it == names.end() ? -1 : it - names.begin();
     } else {
-      auto v = integer_label(record_.label_text);
+      auto v = integer_label(text);
       c = v ? *v : -1;
     }
   } else {
@@ -79,7 +80,7 @@ bool example_source::next(float* features, int32_t& label, float& target) {
                     ? reader_->where() + ": target '" + std::string(record_.label_text)
                         + "' is not a finite number"
                     : reader_->where() + ": label '"
-                        + (split_->format == data_format::csv ? std::string(record_.label_text)
+                        + (labels_in_text(split_->format) ? std::string(record_.label_text)
                                                               : std::to_string(record_.label))
                         + "' is not one of the " + std::to_string(split_->classes) + " classes ("
                         + (split_->label_names.empty()
@@ -100,8 +101,9 @@ bool example_source::next(float* features, int32_t& label, float& target) {
   std::copy(record_.features.begin(), record_.features.end(), features);
   if (split_->norm.kind == normalization::none)
     return true;
-  split_->norm.apply(features, n);
-  if (std::all_of(features, features + n, [](float v) { return std::isfinite(v); }))
+  auto dense = static_cast<size_t>(split_->dense_features());
+  split_->norm.apply(features, dense);
+  if (std::all_of(features, features + dense, [](float v) { return std::isfinite(v); }))
     return true;
   // A value so large that normalising it overflows.
   auto problem = reader_->where() + ": a feature is not finite after normalisation ("

@@ -18,6 +18,11 @@ data_format format_of_name(const std::string& path) {
     return data_format::csv;
   if (ends_with(path, ".npy") || ends_with(path, ".npy.gz"))
     return data_format::npy;
+  if (ends_with(path, ".tsv") || ends_with(path, ".tsv.gz"))
+    return data_format::criteo;
+  for (auto* suffix : {".svm", ".svm.gz", ".libsvm", ".libsvm.gz"})
+    if (ends_with(path, suffix))
+      return data_format::libsvm;
   return data_format::idx;
 }
 
@@ -30,6 +35,10 @@ std::unique_ptr<record_reader> open_records(data_format format, const std::strin
       return open_npy(features, labels);
     case data_format::csv:
       return open_csv(features, layout);
+    case data_format::criteo:
+      return open_criteo(features);
+    case data_format::libsvm:
+      return open_libsvm(features, layout);
   }
   throw data_error("unknown data format");
 }

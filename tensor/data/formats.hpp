@@ -13,16 +13,27 @@
 #include "tensor/core/enum_names.hpp"
 #include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
+#include "tensor/data/key_layout.hpp"
 
 namespace troupe {
 
-enum class data_format { idx, csv, npy };
+/// criteo: Criteo's click logs (label, 13 integer fields, 26 categorical
+/// ones, tab-separated); libsvm: "label index:value ...". Both are read into
+/// key_layout rows for embedding models.
+enum class data_format { idx, csv, npy, criteo, libsvm };
 
 TROUPE_ENUM_NAMES(data_format, {data_format::idx, "idx"}, {data_format::csv, "csv"},
-                  {data_format::npy, "npy"});
+                  {data_format::npy, "npy"}, {data_format::criteo, "criteo"},
+                  {data_format::libsvm, "libsvm"});
+
+/// Whether records carry their labels as text (CSV, Criteo, libsvm), not in
+/// a labels file of their own (IDX, .npy).
+inline bool labels_in_text(data_format format) {
+  return format != data_format::idx && format != data_format::npy;
+}
 
 /// The format a file name suggests: .csv(.gz) is CSV, .npy(.gz) NumPy,
-/// anything else IDX.
+/// .tsv(.gz) Criteo, .svm/.libsvm(.gz) libsvm, anything else IDX.
 data_format format_of_name(const std::string& path);
 
 /// A record the file holds but that cannot be trained on (a row with the
@@ -43,6 +54,11 @@ struct csv_layout {
   std::string label_column = "label";
   /// Columns that are neither feature nor label (names or indices).
   std::vector<std::string> ignore_columns;
+  /// Columns whose values are categories (ids or any strings), each one
+  /// field of keys for an embedding table (key_layout), in this order.
+  std::vector<std::string> categorical_columns;
+  /// libsvm: key slots per example; a longer line is a bad record.
+  int64_t max_keys = 64;
 };
 
 /// One example as the file holds it, before labels are mapped to classes
@@ -65,6 +81,8 @@ public:
   virtual void seek(uint64_t index) = 0;
   /// Values per record.
   virtual int64_t features() const = 0;
+  /// Where a record's keys lie among its values (no fields: a dense record).
+  virtual key_layout keys() const { return {features(), 0, 0}; }
   /// One record's shape (IDX, .npy: from the header; CSV: [features]).
   virtual const shape_t& item_shape() const = 0;
   /// The records the file holds, where its header says (IDX, .npy); -1 for CSV.
@@ -91,7 +109,16 @@ std::unique_ptr<record_reader> open_npy(const std::string& features, const std::
 /// numeric feature.
 std::unique_ptr<record_reader> open_csv(const std::string& path, const csv_layout& layout);
 
-/// The reader for `format`; `labels` is unused for CSV.
+/// Criteo's TSV (sparse_lines.hpp): 13 dense values, each x written as
+/// sign(x) log(1 + |x|), then 26 fields of one key. The label is 0 or 1.
+std::unique_ptr<record_reader> open_criteo(const std::string& path);
+
+/// libsvm: one field of up to layout.max_keys weighted keys (the indices,
+/// ids as they are). A classification label -1 is class 0 (example_source),
+/// so that +1/-1 files are binary.
+std::unique_ptr<record_reader> open_libsvm(const std::string& path, const csv_layout& layout);
+
+/// The reader for `format`; `labels` is unused for CSV, Criteo and libsvm.
 std::unique_ptr<record_reader> open_records(data_format format, const std::string& features,
                                             const std::string& labels, const csv_layout& layout);
 

@@ -71,6 +71,7 @@ file_scan scan_file(const data_split& split, const data_file& file) {
   file_scan out;
   out.item_shape = reader->item_shape();
   out.holds_bytes = reader->holds_bytes();
+  out.keys = reader->keys();
   out.label_column = reader->label_name();
   raw_record record;
   for (;;) {
@@ -96,7 +97,7 @@ file_scan scan_file(const data_split& split, const data_file& file) {
                            "records)");
       continue;
     }
-    auto text = split.format == data_format::csv ? std::string(record.label_text)
+    auto text = labels_in_text(split.format) ? std::string(class_text(split.format, record.label_text))
                                                  : std::to_string(record.label);
     auto it = out.label_counts.find(text);
     if (it != out.label_counts.end()) {
@@ -177,7 +178,7 @@ void find_classes(data_split& split, const data_options& options,
       refuse_missing_classes(split, all, largest);
     return;
   }
-  if (split.format != data_format::csv)
+  if (!labels_in_text(split.format))
     throw data_error(split.name + ": labels that are not integers");
   for (auto& [text, count] : all)
     split.label_names.push_back(text); // std::map: sorted, the same on every node

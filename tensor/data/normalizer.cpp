@@ -74,9 +74,9 @@ normalizer make_normalizer(const data_options& options, const file_scan& first, 
 // Per-feature mean and standard deviation over the usable training records
 // (a constant feature keeps stddev 1: it is only centred).
 void compute_statistics(std::shared_ptr<data_split> split) {
-  auto features = static_cast<size_t>(split->features());
+  auto features = static_cast<size_t>(split->dense_features());
   std::vector<double> sum(features, 0.0), sum_sq(features, 0.0);
-  std::vector<float> x(features);
+  std::vector<float> x(static_cast<size_t>(split->features()));
   uint64_t n = 0;
   auto raw = std::make_shared<data_split>(*split);
   raw->norm = normalizer{}; // the statistics are of the raw values

@@ -1,4 +1,5 @@
 #include "tensor/nn/model.hpp"
+#include "tensor/nn/sparse_model.hpp"
 
 #include <cmath>
 #include <random>
@@ -16,6 +17,25 @@ batch_stats model::train_step_staged(const batch&) {
 
 void model::predict(const std::vector<tensor>&, const tensor&, tensor&) {
   throw troupe_error(name() + " cannot predict here; load the model on the CPU");
+}
+
+const std::vector<table_spec>& model::tables() const {
+  static const std::vector<table_spec> none;
+  return none;
+}
+
+void model::batch_keys(const batch&, std::vector<int64_t>& ids) const {
+  ids.clear();
+}
+
+batch_stats model::train_step_rows(const std::vector<tensor>& params, const batch& b, batch_rows&,
+                                   std::vector<tensor>& grads) {
+  return train_step(params, b, grads);
+}
+
+void model::predict_rows(const std::vector<tensor>& params, const batch& b, const batch_rows&,
+                         tensor& outputs) {
+  predict(params, b.images, outputs);
 }
 
 namespace {
@@ -343,7 +363,11 @@ std::unique_ptr<model> make_built_in(model_kind kind, const model_options& optio
     case model_kind::vgg19:
       return make_vgg(name, input, classes, task, {2, 2, 4, 4, 4}, options.vgg_width, options.seed);
     case model_kind::custom:
-      break;
+    case model_kind::lr:
+    case model_kind::fm:
+    case model_kind::mf:
+    case model_kind::deepfm:
+      break; // make_model builds these
   }
   return nullptr;
 }
@@ -356,6 +380,8 @@ bool convolutional(model_kind kind) {
 } // namespace
 
 std::unique_ptr<model> make_model(model_kind kind, const model_options& options) {
+  if (uses_embeddings(kind))
+    return make_sparse_model(kind, options);
   std::string name = name_of(kind);
   auto& input = options.input;
   auto classes = options.classes;

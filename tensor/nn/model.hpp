@@ -11,7 +11,9 @@
 #include "tensor/core/enum_names.hpp"
 #include "tensor/core/tensor.hpp"
 #include "tensor/data/dataset.hpp"
+#include "tensor/data/key_layout.hpp"
 #include "tensor/nn/loss.hpp"
+#include "tensor/sparse/lookup_batch.hpp"
 
 namespace troupe {
 
@@ -77,6 +79,22 @@ struct host_staging {
   std::vector<size_t> sizes; ///< floats per variable
 };
 
+/// An embedding table a model looks up; the PS shards hold its rows
+/// (tensor/sparse/embedding_table.hpp).
+struct table_spec {
+  std::string name;
+  uint32_t dim = 0; ///< floats per row
+};
+
+/// The rows one batch looks up in a model's table: the batch's distinct keys
+/// (each pulled once), their values, and, after train_step_rows, the
+/// gradient of each distinct row (the sum over its occurrences).
+struct batch_rows {
+  unique_keys keys;
+  std::vector<float> values; ///< keys.size() × dim
+  std::vector<float> grads;  ///< keys.size() × dim
+};
+
 class model {
 public:
   virtual ~model() = default;
@@ -119,6 +137,23 @@ public:
 
   /// The input shape of one example.
   virtual shape_t input_shape() const = 0;
+
+  // -- models with an embedding table (tensor/nn/sparse_model.hpp) --------
+
+  /// The tables it looks up (none: a dense model, which uses none of what
+  /// follows).
+  virtual const std::vector<table_spec>& tables() const;
+  /// The keys a batch looks up, occurrence by occurrence, into `ids`
+  /// (batch_rows::keys is their distinct set).
+  virtual void batch_keys(const batch& b, std::vector<int64_t>& ids) const;
+  /// train_step with the batch's rows (rows.keys assigned from batch_keys,
+  /// rows.values pulled); writes rows.grads.
+  virtual batch_stats train_step_rows(const std::vector<tensor>& params, const batch& b,
+                                      batch_rows& rows, std::vector<tensor>& grads);
+  /// The outputs (logits; the predicted value for regression), one per
+  /// example, into `outputs` [examples, 1].
+  virtual void predict_rows(const std::vector<tensor>& params, const batch& b,
+                            const batch_rows& rows, tensor& outputs);
 };
 
 class layer;
@@ -138,6 +173,9 @@ struct model_options {
   shape_t input{28, 28, 1};                   // one example's shape (troupe-node: the data's)
   int64_t classes = 10;                       // logits of the last layer (troupe-node: the data's)
   objective task = objective::classification; // regression: one output, classes = 1
+  key_layout keys;                            // lr, fm, mf, deepfm: where the keys lie
+  int64_t embedding_dim = 8;                  // fm, mf, deepfm: factors per key
+  std::vector<int64_t> deep_layers{64, 32};   // deepfm: the hidden layers' widths
 };
 
 /// Softmax regression: logits = x W + b, W [features, classes] (with
@@ -147,12 +185,21 @@ std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classe
 
 /// The models make_model builds (train.model): the built-in ones, and
 /// "custom", built from model_options::layers.
-enum class model_kind { softmax, mlp, cnn, vgg11, vgg16, vgg19, custom };
+/// lr, fm, mf, deepfm: models of categorical data with an embedding table
+/// (sparse_model.hpp).
+enum class model_kind { softmax, mlp, cnn, vgg11, vgg16, vgg19, custom, lr, fm, mf, deepfm };
 
 TROUPE_ENUM_NAMES(model_kind, {model_kind::softmax, "softmax"}, {model_kind::mlp, "mlp"},
                   {model_kind::cnn, "cnn"}, {model_kind::vgg11, "vgg11"},
                   {model_kind::vgg16, "vgg16"}, {model_kind::vgg19, "vgg19"},
-                  {model_kind::custom, "custom"});
+                  {model_kind::custom, "custom"}, {model_kind::lr, "lr"}, {model_kind::fm, "fm"},
+                  {model_kind::mf, "mf"}, {model_kind::deepfm, "deepfm"});
+
+/// Whether `kind` looks up an embedding table.
+inline bool uses_embeddings(model_kind kind) {
+  return kind == model_kind::lr || kind == model_kind::fm || kind == model_kind::mf
+         || kind == model_kind::deepfm;
+}
 
 /// A built-in model (softmax, mlp, cnn, vgg11, vgg16, vgg19), or custom
 /// built from options.layers, for examples of options.input and

@@ -23,7 +23,7 @@ while read -r folder below; do
 done <<TABLE
 tensor/core
 tensor/data          tensor/core tensor/sparse
-tensor/nn            tensor/core tensor/data
+tensor/nn            tensor/core tensor/data tensor/sparse
 tensor/optim         tensor/core
 tensor/sparse        tensor/core
 tensor/plan          $tensor_base

@@ -1,0 +1,176 @@
+// The embedding models (tensor/nn/sparse_model.hpp): every gradient, dense
+// and per row, against finite differences; mf against its formula; the
+// problems make_model names.
+#include <cmath>
+#include <random>
+
+#include <boost/test/unit_test.hpp>
+
+#include "tensor/nn/model.hpp"
+
+using namespace troupe;
+
+namespace {
+
+constexpr key_layout layout{2, 3, 2};
+
+batch make_batch(size_t n, objective task, key_layout layout, std::mt19937& rng) {
+  batch b;
+  b.images = tensor({static_cast<int64_t>(n), layout.width()});
+  std::uniform_int_distribution<int64_t> key(0, 6);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (size_t e = 0; e < n; ++e) {
+    float* row = b.images.data() + e * static_cast<size_t>(layout.width());
+    for (int64_t j = 0; j < layout.dense; ++j)
+      row[j] = unit(rng);
+    for (int64_t s = 0; s < layout.slots(); ++s) {
+      bool empty = (e + static_cast<size_t>(s)) % 5 == 0;
+      pack_key(empty ? key_layout::no_key : key(rng), 0.5f + 0.5f * (unit(rng) + 1.0f),
+               row + layout.dense + s * key_layout::floats_per_key);
+    }
+    b.labels.push_back(task == objective::regression ? 0 : static_cast<int32_t>(e % 2));
+    if (task == objective::regression)
+      b.targets.push_back(unit(rng) * 2);
+  }
+  return b;
+}
+
+struct fixture {
+  std::unique_ptr<model> net;
+  std::vector<tensor> params;
+  batch b;
+  batch_rows rows;
+};
+
+fixture make(model_kind kind, objective task, key_layout keys = layout) {
+  std::mt19937 rng(7);
+  model_options o;
+  o.keys = keys;
+  o.task = task;
+  o.classes = task == objective::regression ? 1 : 2;
+  o.embedding_dim = 3;
+  o.deep_layers = {4};
+  fixture f;
+  f.net = make_model(kind, o);
+  f.params = initial_values(*f.net, 3);
+  std::uniform_real_distribution<float> unit(-0.5f, 0.5f);
+  for (auto& p : f.params)
+    for (size_t i = 0; i < p.size(); ++i)
+      p.data()[i] += unit(rng);
+  f.b = make_batch(6, task, keys, rng);
+  std::vector<int64_t> ids;
+  f.net->batch_keys(f.b, ids);
+  f.rows.keys.assign(ids.data(), ids.size());
+  f.rows.values.resize(f.rows.keys.size() * f.net->tables()[0].dim);
+  for (auto& v : f.rows.values)
+    v = unit(rng);
+  return f;
+}
+
+double loss_of(fixture& f) {
+  std::vector<tensor> grads;
+  batch_rows rows = f.rows;
+  return f.net->train_step_rows(f.params, f.b, rows, grads).loss;
+}
+
+void check_gradients(model_kind kind, objective task) {
+  auto f = make(kind, task);
+  std::vector<tensor> grads;
+  f.net->train_step_rows(f.params, f.b, f.rows, grads);
+  auto row_grads = f.rows.grads;
+  const float eps = 1e-2f;
+  auto close = [](double numeric, double analytic) {
+    return std::fabs(numeric - analytic) <= 2e-3 + 2e-2 * std::fabs(analytic);
+  };
+  for (size_t i = 0; i < f.rows.values.size(); ++i) {
+    float keep = f.rows.values[i];
+    f.rows.values[i] = keep + eps;
+    double up = loss_of(f);
+    f.rows.values[i] = keep - eps;
+    double down = loss_of(f);
+    f.rows.values[i] = keep;
+    double numeric = (up - down) / (2 * eps);
+    BOOST_TEST(close(numeric, row_grads[i]), name_of(kind) << " row value " << i << ": numeric "
+                                                           << numeric << ", analytic "
+                                                           << row_grads[i]);
+  }
+  for (size_t v = 0; v < f.params.size(); ++v)
+    for (size_t i = 0; i < f.params[v].size(); ++i) {
+      float keep = f.params[v].data()[i];
+      f.params[v].data()[i] = keep + eps;
+      double up = loss_of(f);
+      f.params[v].data()[i] = keep - eps;
+      double down = loss_of(f);
+      f.params[v].data()[i] = keep;
+      double numeric = (up - down) / (2 * eps);
+      BOOST_TEST(close(numeric, grads[v].data()[i]),
+                 name_of(kind) << " " << f.net->variables()[v].name << "[" << i << "]: numeric "
+                               << numeric << ", analytic " << grads[v].data()[i]);
+    }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sparse_models)
+
+BOOST_AUTO_TEST_CASE(lr_fm_and_deepfm_gradients_match_finite_differences) {
+  for (auto kind : {model_kind::lr, model_kind::fm, model_kind::deepfm}) {
+    check_gradients(kind, objective::classification);
+    check_gradients(kind, objective::regression);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(mf_is_bias_plus_both_weights_plus_the_factors_dot_product) {
+  constexpr key_layout pair{0, 2, 1};
+  auto f = make(model_kind::mf, objective::regression, pair);
+  BOOST_TEST(f.net->tables()[0].dim == 4u);
+  BOOST_TEST(f.net->variables().size() == 1u); // the global bias
+  tensor out;
+  f.net->predict_rows(f.params, f.b, f.rows, out);
+  std::vector<int64_t> ids;
+  f.net->batch_keys(f.b, ids);
+  auto& inverse = f.rows.keys.inverse();
+  size_t o = 0;
+  for (size_t e = 0; e < f.b.size(); ++e) {
+    const float* x = f.b.images.data() + e * 8;
+    double expected = f.params[0].data()[0];
+    std::vector<const float*> used;
+    std::vector<float> weight;
+    for (int s = 0; s < 2; ++s)
+      if (unpack_key(x + s * 4) >= 0) {
+        used.push_back(f.rows.values.data() + inverse[o++] * 4);
+        weight.push_back(x[s * 4 + 3]);
+      }
+    for (size_t k = 0; k < used.size(); ++k)
+      expected += weight[k] * used[k][0];
+    if (used.size() == 2)
+      for (int j = 1; j < 4; ++j)
+        expected += weight[0] * weight[1] * used[0][j] * used[1][j];
+    BOOST_TEST(out.data()[e] == expected, boost::test_tools::tolerance(1e-5));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(make_model_names_what_does_not_fit) {
+  auto refused = [](model_kind kind, model_options o) -> std::string {
+    try {
+      make_model(kind, o);
+    } catch (const troupe_error& e) {
+      return e.what();
+    }
+    return "built";
+  };
+  model_options o;
+  o.classes = 2;
+  BOOST_TEST(refused(model_kind::fm, o).find("categorical") != std::string::npos);
+  o.keys = layout;
+  BOOST_TEST(refused(model_kind::mf, o).find("two fields") != std::string::npos);
+  o.embedding_dim = 0;
+  BOOST_TEST(refused(model_kind::fm, o).find("embedding.dim") != std::string::npos);
+  o.embedding_dim = 4;
+  o.classes = 10;
+  BOOST_TEST(refused(model_kind::lr, o).find("two classes") != std::string::npos);
+  o.classes = 2;
+  BOOST_TEST(refused(model_kind::deepfm, o) == "built");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
