@@ -11,14 +11,14 @@ using namespace catalog_steps;
 
 void check_item_shapes(const data_split& split, const std::vector<file_scan>& scans) {
   for (size_t i = 1; i < scans.size(); ++i)
-    if (scans[i].keys != scans[0].keys)
-      throw data_error(split.files[i].features + ": its categorical columns differ from "
-                       + split.files[0].features + "'s");
-  for (size_t i = 1; i < scans.size(); ++i)
     if (num_elements(scans[i].item_shape) != num_elements(scans[0].item_shape))
       throw data_error(split.files[i].features + ": examples of shape "
                        + to_string(scans[i].item_shape) + ", but " + split.files[0].features
                        + " holds examples of shape " + to_string(scans[0].item_shape));
+  for (size_t i = 1; i < scans.size(); ++i)
+    if (scans[i].keys != scans[0].keys)
+      throw data_error(split.files[i].features + ": its categorical columns differ from "
+                       + split.files[0].features + "'s");
 }
 
 data_split new_split(const std::string& name, data_format format, const data_options& options,

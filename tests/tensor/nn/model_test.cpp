@@ -82,13 +82,17 @@ BOOST_AUTO_TEST_CASE(model_kinds_are_named_as_in_the_config_file) {
                           [&] {
                             model_options o;
                             o.layers = {"dense units=10"};
+                            if (uses_embeddings(kind)) {
+                              o.keys = {0, 2, 1};
+                              o.classes = 2;
+                            }
                             return o;
                           }())
                  ->name()
                == name);
   }
   BOOST_TEST(!enum_from_name<model_kind>("resnet"));
-  BOOST_TEST(name_list<model_kind>() == "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom");
+  BOOST_TEST(name_list<model_kind>() == "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom, lr, fm, mf, deepfm");
   BOOST_CHECK_THROW(make_model(static_cast<model_kind>(99)), troupe_error);
 }
 
