@@ -73,6 +73,7 @@ struct chief_state {
   chief_links links;
   phase now = phase::initializing;
   std::optional<slice_router> router; // the plan, once placed
+  std::vector<table_setup> tables;    // the model's embedding tables, as every shard holds them
   step_coordinator_actor coordinator; // whom workers report to
   std::vector<std::pair<int32_t, caf::typed_response_promise<training_plan>>> waiting_ready;
   run_id run = 0;                                       // this run's identity, drawn at start

@@ -142,8 +142,10 @@ void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
       r->ok = true;
       r->test_loss = score.loss;
       r->test_accuracy = score.accuracy();
+      r->test_auc = score.auc;
+      r->test_logloss = score.logloss;
       r->wall_seconds = seconds_since(self->state.created);
-      summarize_evaluation(self, r->global_step, r->test_accuracy, r->test_loss);
+      summarize_evaluation(self, r->global_step, score);
       spdlog::info("chief: done: global_step={} {} examples/s={:.0f}", r->global_step,
                    score_text(self, score), r->examples_per_sec);
       collect_traffic_and_report(self, std::move(*r));

@@ -22,16 +22,17 @@ void score_on_test_set(self_ptr self, std::shared_ptr<model> net, std::vector<te
                        std::function<void(const test_score&)> scored,
                        std::function<void(const caf::error&)> failed) {
   auto& st = self->state;
-  auto judge = st.config.detached_evaluation
-                 ? self->spawn<caf::detached>(evaluator, std::move(net), st.links.test)
-                 : self->spawn(evaluator, std::move(net), st.links.test);
+  evaluation_links links{std::move(net),     st.links.test, st.links.shards,
+                         st.run,             st.tables,     st.config.runtime.request_timeout};
+  auto judge = st.config.detached_evaluation ? self->spawn<caf::detached>(evaluator, links)
+                                             : self->spawn(evaluator, links);
   // Evaluating 10,000 examples takes longer than any single request.
   self
     ->request(judge, st.config.runtime.request_timeout * 10, evaluate_atom::value,
               std::move(values))
     .then(
-      [scored](double loss, uint64_t correct, uint64_t examples) {
-        scored({loss, correct, examples});
+      [scored](double loss, uint64_t correct, uint64_t examples, double auc, double logloss) {
+        scored({loss, correct, examples, auc, logloss});
       },
       [failed](caf::error& err) { failed(err); });
 }
@@ -39,9 +40,13 @@ void score_on_test_set(self_ptr self, std::shared_ptr<model> net, std::vector<te
 std::string score_text(self_ptr self, const test_score& score) {
   auto metric = metric_of(self->state.config.train.data.task, score.loss, score.correct,
                           score.examples);
-  char text[96];
-  std::snprintf(text, sizeof(text), "test_%s=%.4f test_loss=%.4f", metric.name, metric.value,
-                score.loss);
+  char text[160];
+  if (score.auc >= 0)
+    std::snprintf(text, sizeof(text), "test_auc=%.4f test_logloss=%.4f test_%s=%.4f", score.auc,
+                  score.logloss, metric.name, metric.value);
+  else
+    std::snprintf(text, sizeof(text), "test_%s=%.4f test_loss=%.4f", metric.name, metric.value,
+                  score.loss);
   return text;
 }
 
@@ -71,8 +76,8 @@ void maybe_evaluate(self_ptr self) {
         [self, step](const test_score& score) {
           auto& st = self->state;
           st.evaluating = false;
-          st.evaluations.push_back({step, score.accuracy(), score.loss});
-          summarize_evaluation(self, step, score.accuracy(), score.loss);
+          st.evaluations.push_back({step, score.accuracy(), score.loss, score.auc, score.logloss});
+          summarize_evaluation(self, step, score);
           spdlog::info("chief: evaluation at global_step={}: {} ({} examples)", step,
                        score_text(self, score), score.examples);
         },

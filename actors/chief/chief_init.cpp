@@ -56,7 +56,13 @@ void finish_when_every_worker_came(self_ptr self) {
 
 training_plan plan_message(self_ptr self, int32_t index) {
   auto& st = self->state;
-  training_plan plan{st.run, st.router->plan(), st.coordinator, 0, 0, st.steps->lease()};
+  training_plan plan;
+  plan.run = st.run;
+  plan.slices = st.router->plan();
+  plan.coordinator = st.coordinator;
+  plan.lease = st.steps->lease();
+  plan.tables = st.tables;
+  plan.sync = st.config.train.mode == update_mode::sync;
   if (auto i = st.data_positions.find(index); i != st.data_positions.end()) {
     plan.data_epoch = i->second.epoch;
     plan.data_offset = i->second.offset;
@@ -76,8 +82,13 @@ void initialize_shards(self_ptr self) {
   spdlog::info("chief: placement {}: imbalance of bytes held {:.3f}", name_of(t.placement),
                imbalance(placement, num_shards));
   st.router.emplace(build_plan(placement, vars), vars, num_shards);
+  st.tables.clear();
+  for (auto& table : st.links.net->tables())
+    st.tables.push_back(table_setup_of(t.embedding, table, t.seed));
   shard_options options;
   st.coordinator = st.steps->begin(self, options);
+  options.tables = st.tables;
+  options.shards = num_shards;
   options.first_step = st.first_step;
   options.grant_key0 = st.signing_key.k0;
   options.grant_key1 = st.signing_key.k1;
@@ -99,7 +110,7 @@ void initialize_shards(self_ptr self) {
   });
   for (size_t s = 0; s < st.links.shards.size(); ++s) {
     auto shard_opts = options; // a shard holding nothing applies no update
-    if (names[s].empty())
+    if (names[s].empty() && st.tables.empty())
       shard_opts.first_step = 0;
     self
       ->request(st.links.shards[s], st.config.runtime.request_timeout, init_atom::value, st.run,

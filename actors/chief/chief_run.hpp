@@ -69,6 +69,8 @@ struct test_score {
   double loss = 0;
   uint64_t correct = 0;
   uint64_t examples = 0;
+  double auc = -1;     ///< binary classification with an embedding table; else -1
+  double logloss = -1; ///< the same
   double accuracy() const { return examples ? static_cast<double>(correct) / examples : 0.0; }
 };
 /// The one evaluation path: `values` (every variable's, in model order)
@@ -93,7 +95,7 @@ void open_summaries(self_ptr self);
 /// the learning rate, dropped or refused gradients, straggler time.
 void summarize_progress(self_ptr self, const progress_line& line);
 void summarize_checkpoint(self_ptr self, int64_t step, double seconds, uint64_t bytes);
-void summarize_evaluation(self_ptr self, int64_t step, double accuracy, double loss);
+void summarize_evaluation(self_ptr self, int64_t step, const test_score& score);
 /// Per shard: bytes in and out, pulls and pushes; the imbalance.
 void summarize_traffic(self_ptr self, const training_result& result);
 /// Every few seconds (the watchdog), and once at the end.

@@ -73,14 +73,18 @@ void summarize_checkpoint(self_ptr self, int64_t step, double seconds, uint64_t 
   });
 }
 
-void summarize_evaluation(self_ptr self, int64_t step, double accuracy, double loss) {
+void summarize_evaluation(self_ptr self, int64_t step, const test_score& score) {
   with_events(self, [&](event_file& f) {
+    auto loss = static_cast<float>(score.loss);
     if (self->state.config.train.data.task == objective::regression)
-      f.scalars(step, {{"eval/test_loss", static_cast<float>(loss)},
-                       {"eval/test_rmse", static_cast<float>(rmse_of(loss))}});
+      f.scalars(step, {{"eval/test_loss", loss},
+                       {"eval/test_rmse", static_cast<float>(rmse_of(score.loss))}});
     else
-      f.scalars(step, {{"eval/test_loss", static_cast<float>(loss)},
-                       {"eval/test_accuracy", static_cast<float>(accuracy)}});
+      f.scalars(step, {{"eval/test_loss", loss},
+                       {"eval/test_accuracy", static_cast<float>(score.accuracy())}});
+    if (score.auc >= 0)
+      f.scalars(step, {{"eval/test_auc", static_cast<float>(score.auc)},
+                       {"eval/test_logloss", static_cast<float>(score.logloss)}});
   });
 }
 
@@ -94,6 +98,13 @@ void summarize_traffic(self_ptr self, const training_result& r) {
         {k + "megabytes_out", static_cast<float>(static_cast<double>(s.bytes_out) / 1e6)});
       v.push_back({k + "pulls", static_cast<float>(s.pulls)});
       v.push_back({k + "pushes", static_cast<float>(s.pushes)});
+      for (auto& t : s.tables) {
+        auto e = k + "embedding/" + t.name + "/";
+        v.push_back({e + "rows", static_cast<float>(t.rows)});
+        v.push_back({e + "megabytes", static_cast<float>(static_cast<double>(t.bytes) / 1e6)});
+        v.push_back({e + "admitted", static_cast<float>(t.admitted)});
+        v.push_back({e + "evicted", static_cast<float>(t.evicted)});
+      }
     }
     v.push_back({"ps/imbalance", static_cast<float>(r.ps_imbalance)});
     f.scalars(r.global_step, v);

@@ -24,6 +24,26 @@ void write_quality(json_writer& w, const training_result& r) {
     w.key("test_accuracy").number(r.test_accuracy, "%.4f");
     w.key("test_loss").number(r.test_loss, "%.4f");
   }
+  if (r.test_auc >= 0)
+    w.key("test_auc").number(r.test_auc, "%.4f").key("test_logloss").number(r.test_logloss, "%.4f");
+}
+
+// Per shard: its part of the embedding table and the keys pushed most.
+void write_tables(json_writer& w, const training_result& r) {
+  w.begin_array();
+  for (auto& s : r.traffic)
+    for (auto& t : s.tables) {
+      w.begin_object().key("shard").integer(s.shard).key("table").string(t.name);
+      w.key("rows").integer(t.rows).key("bytes").integer(t.bytes);
+      w.key("admitted").integer(t.admitted).key("evicted").integer(t.evicted);
+      w.key("not_admitted").integer(t.not_admitted);
+      w.key("keys_pulled").integer(s.keys_pulled).key("keys_pushed").integer(s.keys_pushed);
+      w.key("hottest").begin_array();
+      for (size_t i = 0; i < t.hottest_keys.size() && i < t.hottest_counts.size(); ++i)
+        w.begin_array().integer(t.hottest_keys[i]).integer(t.hottest_counts[i]).end_array();
+      w.end_array().end_object();
+    }
+  w.end_array();
 }
 
 void write_evaluations(json_writer& w, const training_result& r) {
@@ -34,6 +54,8 @@ void write_evaluations(json_writer& w, const training_result& r) {
       w.key("rmse").number(rmse_of(point.loss), "%.4f");
     else
       w.key("accuracy").number(point.accuracy, "%.4f");
+    if (point.auc >= 0)
+      w.key("auc").number(point.auc, "%.4f").key("logloss").number(point.logloss, "%.4f");
     w.key("loss").number(point.loss, "%.4f").end_object();
   }
   w.end_array();
@@ -63,6 +85,11 @@ std::string training_result::to_json() const {
   if (!evaluations.empty()) {
     w.key("evaluations");
     write_evaluations(w, *this);
+  }
+  if (std::any_of(traffic.begin(), traffic.end(),
+                  [](const shard_traffic& t) { return !t.tables.empty(); })) {
+    w.key("embedding");
+    write_tables(w, *this);
   }
   if (!data_json.empty())
     w.key("data").raw(data_json);

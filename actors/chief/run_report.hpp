@@ -16,6 +16,8 @@ struct evaluation_point {
   int64_t step = 0;
   double accuracy = 0;
   double loss = 0;
+  double auc = -1; ///< binary classification with an embedding table; else -1
+  double logloss = -1;
 };
 
 struct training_result {
@@ -28,6 +30,8 @@ struct training_result {
   int64_t global_step = 0;
   double test_accuracy = 0;
   double test_loss = 0;
+  double test_auc = -1; ///< binary classification with an embedding table; else -1
+  double test_logloss = -1;
   double examples_per_sec = 0;
   double wall_seconds = 0;
   uint64_t examples = 0;

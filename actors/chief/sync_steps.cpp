@@ -33,12 +33,21 @@ public:
     auto& st = self->state;
     auto& t = st.config.train;
     token_queue_config queue{st.run, t.last_step, {}, st.first_step, st.signing_key};
-    for (auto& part : st.router->parts())
-      queue.shards.push_back(st.links.shards[static_cast<size_t>(part.shard)].address());
+    // Every shard holds buckets of an embedding table: each applies every step.
+    if (!st.links.net->tables().empty())
+      for (auto& shard : st.links.shards)
+        queue.shards.push_back(shard.address());
+    else
+      for (auto& part : st.router->parts())
+        queue.shards.push_back(st.links.shards[static_cast<size_t>(part.shard)].address());
     queue_ = self->spawn<caf::linked>(token_queue, queue, caf::actor_cast<chief_actor>(self));
     for (auto& [index, addr] : st.roster->live()) // after a recovery
       self->send(queue_, admit_atom::value, index, caf::actor_cast<worker_actor>(addr));
-    options = shard_options{true, st.config.replicas, t.last_step, queue_, 0};
+    options = shard_options{};
+    options.sync = true;
+    options.replicas_to_aggregate = st.config.replicas;
+    options.last_step = t.last_step;
+    options.token_queue = queue_;
     spdlog::info("chief: sync mode: averaging {} of {} workers' gradients per step",
                  st.config.replicas, st.config.num_workers);
     return queue_;

@@ -53,6 +53,33 @@ public:
         [done](caf::error& err) { failed(done, err); });
   }
 
+  void pull_rows(int32_t shard, uint64_t run, int32_t table, std::vector<int64_t> keys,
+                 pull_done done) override {
+    self_
+      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, rows_atom::value, run, table,
+                row_keys{std::move(keys), {}})
+      .then(
+        [done](tensor& rows) {
+          std::vector<tensor> values;
+          values.push_back(std::move(rows));
+          done(values, std::nullopt, std::nullopt);
+        },
+        [done](caf::error& err) { failed(done, err); });
+  }
+
+  void push_rows(int32_t shard, const push_header& h, int32_t table, std::vector<int64_t> keys,
+                 std::vector<uint32_t> counts, tensor grads, push_done done) override {
+    self_
+      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, push_rows_atom::value, h.run,
+                h.worker, h.step, h.proof, table, row_keys{std::move(keys), std::move(counts)},
+                std::move(grads))
+      .then([done](int64_t) { done(std::nullopt, std::nullopt); },
+            [done](caf::error& err) {
+              auto refused = refusal_of(err);
+              done(refused, refused ? std::nullopt : std::optional<std::string>{describe(err)});
+            });
+  }
+
 private:
   static void failed(const pull_done& done, const caf::error& err) {
     std::vector<tensor> none;

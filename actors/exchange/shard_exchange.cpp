@@ -2,6 +2,16 @@
 
 namespace troupe {
 
+void message_path::pull_rows(int32_t, uint64_t, int32_t, std::vector<int64_t>, pull_done done) {
+  std::vector<tensor> none;
+  done(none, std::nullopt, std::string("this message path carries no embedding rows"));
+}
+
+void message_path::push_rows(int32_t, const push_header&, int32_t, std::vector<int64_t>,
+                             std::vector<uint32_t>, tensor, push_done done) {
+  done(std::nullopt, std::string("this message path carries no embedding rows"));
+}
+
 namespace {
 
 bool pushes(exchange_kind kind) {

@@ -86,6 +86,16 @@ public:
                     std::vector<tensor> gradients, push_done done) = 0;
   /// The one tensor in `values`.
   virtual void fetch(int32_t shard, uint64_t run, const copy_tensor& copy, pull_done done) = 0;
+
+  // Embedding rows (row_exchange.hpp): the rows of `keys` in table `table`,
+  // one tensor [keys, dim] in `values`; a push of distinct keys with their
+  // occurrences and summed gradients [keys, dim]. A path that carries no
+  // rows answers every such request as lost.
+  virtual void pull_rows(int32_t shard, uint64_t run, int32_t table, std::vector<int64_t> keys,
+                         pull_done done);
+  virtual void push_rows(int32_t shard, const push_header& header, int32_t table,
+                         std::vector<int64_t> keys, std::vector<uint32_t> counts, tensor grads,
+                         push_done done);
 };
 
 class shard_exchange {

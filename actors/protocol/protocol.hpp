@@ -25,11 +25,12 @@
 #include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
 #include "tensor/plan/training_plan.hpp"
+#include "tensor/sparse/table_setup.hpp"
 
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 10;
+constexpr uint32_t protocol_version = 11;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -37,6 +38,8 @@ using hello_atom = caf::atom_constant<caf::atom("hello")>;         ///< version 
 using init_atom = caf::atom_constant<caf::atom("init")>;           ///< chief -> shard: first values
 using pull_atom = caf::atom_constant<caf::atom("pull")>;           ///< read variables
 using push_atom = caf::atom_constant<caf::atom("push")>;           ///< apply gradients
+using rows_atom = caf::atom_constant<caf::atom("rows")>;           ///< read embedding rows
+using push_rows_atom = caf::atom_constant<caf::atom("push_rows")>; ///< apply row gradients
 using ready_atom = caf::atom_constant<caf::atom("ready")>;         ///< worker -> chief: the plan
 using report_atom = caf::atom_constant<caf::atom("report")>;       ///< worker -> coordinator
 using nonfinite_atom = caf::atom_constant<caf::atom("nonfinite")>; ///< worker -> chief
@@ -152,6 +155,25 @@ typename Inspector::result_type inspect(Inspector& f, variable_traffic& x) {
   return f(caf::meta::type_name("variable_traffic"), x.name, x.bytes_in, x.bytes_out);
 }
 
+/// One embedding table on one shard: its rows, bytes, what entered and left
+/// it, and its hottest keys (the most frequently pushed, with their counts).
+struct table_report {
+  std::string name;
+  uint64_t rows = 0;
+  uint64_t bytes = 0;
+  uint64_t admitted = 0;
+  uint64_t evicted = 0;
+  uint64_t not_admitted = 0; ///< occurrences dropped before admission
+  std::vector<int64_t> hottest_keys;
+  std::vector<uint32_t> hottest_counts;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, table_report& x) {
+  return f(caf::meta::type_name("table_report"), x.name, x.rows, x.bytes, x.admitted, x.evicted,
+           x.not_admitted, x.hottest_keys, x.hottest_counts);
+}
+
 /// A shard's traffic since it started: what the chief's final report shows.
 struct shard_traffic {
   int32_t shard = 0;
@@ -165,12 +187,19 @@ struct shard_traffic {
   /// Pushes refused because nobody granted their step to the worker they
   /// name: a stranger's or a forger's (none in a healthy run).
   uint64_t unauthorized_pushes = 0;
+  /// Embedding rows: requests and keys (the pulls and pushes above count them too).
+  uint64_t row_pulls = 0;
+  uint64_t row_pushes = 0;
+  uint64_t keys_pulled = 0;
+  uint64_t keys_pushed = 0;
+  std::vector<table_report> tables;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_traffic& x) {
   return f(caf::meta::type_name("shard_traffic"), x.shard, x.bytes_held, x.bytes_in, x.bytes_out,
-           x.pulls, x.pushes, x.updates, x.variables, x.unauthorized_pushes);
+           x.pulls, x.pushes, x.updates, x.variables, x.unauthorized_pushes, x.row_pulls,
+           x.row_pushes, x.keys_pulled, x.keys_pushed, x.tables);
 }
 
 // -- typed actor interfaces --------------------------------------------------
@@ -195,6 +224,19 @@ typename Inspector::result_type inspect(Inspector& f, planned_slice& x) {
            x.extent);
 }
 
+/// An embedding table's rules on the wire (tensor/sparse/table_setup.hpp);
+/// a shard checks them (table_setup::check) before it holds anything.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, table_setup& x) {
+  auto& t = x.table;
+  auto& o = t.optimizer;
+  return f(caf::meta::type_name("table_setup"), t.name, t.dim, t.init.kind, t.init.scale,
+           t.init.seed, o.kind, o.learning_rate, o.initial_accumulator, o.l1, o.l2, o.lr_power,
+           o.beta1, o.beta2, o.epsilon, t.buckets.count, t.buckets.seed, x.admission.after_count,
+           x.admission.probability, x.eviction.after_steps, x.eviction.l2_below,
+           x.eviction.max_bytes, x.evict_interval, x.reduction, x.max_keys);
+}
+
 /// What the chief tells a ready worker: every slice of the model's variables
 /// and the shard each lives on, and whom to report steps to.
 struct training_plan {
@@ -207,12 +249,16 @@ struct training_plan {
   /// and reports each step without waiting for the next grant (async: 2, 3
   /// with train.pull-ahead; sync: 1, the token).
   int32_t lease = 1;
+  /// The model's embedding tables as the shards hold them (their buckets
+  /// say which shard owns a key), in the model's order.
+  std::vector<table_setup> tables;
+  bool sync = false; ///< every step pushes rows to every shard
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
   return f(caf::meta::type_name("training_plan"), x.run, x.slices, x.coordinator, x.data_epoch,
-           x.data_offset, x.lease);
+           x.data_offset, x.lease, x.tables, x.sync);
 }
 
 /// A worker (not published: the chief reaches it through its ready request).
@@ -248,12 +294,16 @@ struct shard_options {
   /// the proof of its step for its worker. Zero: pushes are not checked.
   uint64_t grant_key0 = 0;
   uint64_t grant_key1 = 0;
+  /// The run's embedding tables (each shard holds its buckets of each), and
+  /// how many shards share them.
+  std::vector<table_setup> tables;
+  int32_t shards = 1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_options& x) {
   return f(caf::meta::type_name("shard_options"), x.sync, x.replicas_to_aggregate, x.last_step,
-           x.token_queue, x.first_step, x.grant_key0, x.grant_key1);
+           x.token_queue, x.first_step, x.grant_key0, x.grant_key1, x.tables, x.shards);
 }
 
 /// A shard's copy of its state for a checkpoint: its update count and the
@@ -321,6 +371,17 @@ using ps_shard_actor =
                    // for a step already applied; a wrong proof is refused (unauthorized)
                    caf::replies_to<push_atom, run_id, int32_t, int64_t, uint64_t,
                                    std::vector<std::string>, std::vector<tensor>>::with<int64_t>,
+                   // a worker or the chief of this run: (run, table, keys) -> the rows
+                   // [keys, dim] (an unseen key's initial value; nothing is inserted); keys
+                   // another shard owns, or more than embedding.max-keys-per-request, are
+                   // refused (invalid_request)
+                   caf::replies_to<rows_atom, run_id, int32_t, row_keys>::with<tensor>,
+                   // a worker of this run: (run, worker, global step, the grant's proof, table,
+                   // distinct keys with their occurrences, summed row gradients [keys, dim])
+                   // -> the table's version after it. Sync mode: every worker pushes every
+                   // table once a step (no keys where it touched none); stale as for push
+                   caf::replies_to<push_rows_atom, run_id, int32_t, int64_t, uint64_t, int32_t,
+                                   row_keys, tensor>::with<int64_t>,
                    // the chief, sync: gradients needed per update from now on (shrink/grow)
                    caf::reacts_to<replicas_atom, int32_t>,
                    // a worker or the chief of this run: (run, worker index, -1 for the chief)
@@ -402,7 +463,12 @@ using worker_impl =
   X(variable_traffic)                                                                              \
   X(std::vector<variable_traffic>)                                                                 \
   X(shard_traffic)                                                                                 \
+  X(table_report)                                                                                  \
+  X(std::vector<table_report>)                                                                     \
   X(shard_options)                                                                                 \
+  X(table_setup)                                                                                   \
+  X(std::vector<table_setup>)                                                                      \
+  X(row_keys)                                                                                      \
   X(snapshot_index)                                                                                \
   X(step_coordinator_actor)                                                                        \
   X(token_queue_actor)                                                                             \

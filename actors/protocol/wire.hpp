@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/deserializer.hpp>
@@ -81,6 +83,78 @@ inline caf::error inspect(caf::deserializer& f, tensor& x) {
     return err;
   x.assign(std::move(shape), std::move(values));
   return caf::none;
+}
+
+/// The keys of a pull or push of embedding rows, and a push's occurrences
+/// per key: raw blocks like a tensor's, so that 10^6 keys cost a memcpy,
+/// each count checked against max_wire_keys and against the bytes the
+/// message holds before anything is allocated (a claim of 10^9 keys is
+/// refused, not allocated).
+struct row_keys {
+  std::vector<int64_t> keys;
+  std::vector<uint32_t> counts; ///< a push's; empty in a pull
+};
+
+/// The most keys one row_keys may carry (the shards' own limit,
+/// embedding.max-keys-per-request, is lower and named in their refusal).
+constexpr size_t max_wire_keys = size_t{1} << 24;
+
+namespace wire_detail {
+
+template <class T>
+caf::error save_block(caf::serializer& f, std::vector<T>& v) {
+  size_t n = v.size();
+  if (auto err = f.begin_sequence(n))
+    return err;
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(T), v.data()))
+      return err;
+  return f.end_sequence();
+}
+
+template <class T>
+caf::error load_block(caf::deserializer& f, std::vector<T>& v) {
+  size_t n = 0;
+  if (auto err = f.begin_sequence(n))
+    return err;
+  if (n > max_wire_keys)
+    return caf::make_error(caf::sec::invalid_argument,
+                           "a request of " + std::to_string(n) + " keys exceeds the limit of "
+                             + std::to_string(max_wire_keys));
+  if (auto* bytes = dynamic_cast<caf::binary_deserializer*>(&f))
+    if (bytes->remaining() / sizeof(T) < n)
+      return caf::make_error(caf::sec::invalid_argument,
+                             "a key block claims " + std::to_string(n)
+                               + " entries but its message holds "
+                               + std::to_string(bytes->remaining()) + " more bytes");
+  v.resize(n);
+  if (n > 0)
+    if (auto err = f.apply_raw(n * sizeof(T), v.data()))
+      return err;
+  return f.end_sequence();
+}
+
+} // namespace wire_detail
+
+inline caf::error inspect(caf::serializer& f, row_keys& x) {
+  if (auto err = wire_detail::save_block(f, x.keys))
+    return err;
+  return wire_detail::save_block(f, x.counts);
+}
+
+inline caf::error inspect(caf::deserializer& f, row_keys& x) {
+  if (auto err = wire_detail::load_block(f, x.keys))
+    return err;
+  return wire_detail::load_block(f, x.counts);
+}
+
+template <class Inspector>
+std::enable_if_t<!std::is_base_of<caf::serializer, Inspector>::value
+                   && !std::is_base_of<caf::deserializer, Inspector>::value,
+                 typename Inspector::result_type>
+inspect(Inspector& f, row_keys& x) {
+  auto n = x.keys.size();
+  return f(caf::meta::type_name("row_keys"), n);
 }
 
 /// Every other inspector (to_string, deep_to_string) prints the shape only.

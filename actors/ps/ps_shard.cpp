@@ -45,10 +45,23 @@ void answer_wanted_snapshot(self_ptr self) {
 
 // Sync mode: once R gradients of the step are in, apply their mean and tell
 // the token queue that this shard reached the next step.
+// With embedding tables, a step also needs every table's rows from R
+// workers; a shard holding only rows completes its steps on those alone.
 void apply_if_ready(self_ptr self) {
   auto& st = self->state;
-  if (!st.pending || !st.pending->ready())
+  if (!st.pending)
     return;
+  bool dense = !st.pending->names().empty();
+  if (!dense && st.tables.empty())
+    return; // holds nothing: never part of a step
+  if ((dense && !st.pending->ready()) || (!st.tables.empty() && !st.tables.ready()))
+    return;
+  if (!st.tables.empty())
+    if (auto err = st.tables.apply_step()) {
+      spdlog::error("{}: could not apply the step's rows: {}", st.label, err->message);
+      self->quit(make_error(*err));
+      return;
+    }
   auto mean = st.pending->take_average();
   if (auto err = st.store->apply_gradients(st.pending->names(), mean)) {
     // Every gradient was checked on arrival; a mean cannot fail the checks.
@@ -132,6 +145,7 @@ void reset_state(self_ptr self) {
   auto& st = self->state;
   st.store->reset();
   st.pending.reset();
+  st.tables.reset();
   st.snapshot.clear();
   if (st.snapshot_wanted)
     st.snapshot_wanted->second.deliver(
@@ -153,8 +167,14 @@ caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<s
                  st.chief_lost_since ? "new chief" : "recovering chief", run);
     reset_state(self);
   }
-  if (auto err = st.store->initialize(names, std::move(values), options.first_step, run))
+  if (!options.tables.empty())
+    if (auto err = st.tables.configure(options.tables, st.index, options.shards, options.sync,
+                                       options.replicas_to_aggregate, options.first_step))
+      return make_error(*err);
+  if (auto err = st.store->initialize(names, std::move(values), options.first_step, run)) {
+    st.tables.reset();
     return make_error(*err);
+  }
   st.run = run;
   st.options = options;
   st.applied = applied_steps(options.first_step);
@@ -165,8 +185,8 @@ caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<s
     st.chief = chief.address();
     self->monitor(chief);
   }
-  spdlog::info("{}: initialised {} variable(s), {} bytes for run {}{}{}", st.label,
-               st.store->size(), st.store->bytes(), run,
+  spdlog::info("{}: initialised {} variable(s), {} bytes, {} embedding table(s) for run {}{}{}",
+               st.label, st.store->size(), st.store->bytes(), st.tables.size(), run,
                options.first_step > 0 ? " at step " + std::to_string(options.first_step)
                                       : std::string(),
                options.sync ? ", sync: averaging " + std::to_string(options.replicas_to_aggregate)
@@ -233,6 +253,61 @@ caf::result<int64_t> on_push(self_ptr self, run_id run, int32_t worker, int64_t 
   }
   st.applied.add(step);
   answer_wanted_snapshot(self);
+  return st.store->version();
+}
+
+// Rows of an embedding table: values as they are now (an unseen key's
+// initial value), never inserting.
+caf::result<tensor> on_rows(self_ptr self, run_id run, int32_t table, const row_keys& keys) {
+  auto& st = self->state;
+  if (auto err = unless_this_run(self, run, "a pull of rows"))
+    return err;
+  tensor out;
+  if (auto err = st.tables.lookup(table, keys.keys, out)) {
+    spdlog::warn("{}: refused a pull of rows: {}", st.label, err->message);
+    return make_error(*err);
+  }
+  st.traffic.pulled_rows(keys.keys.size(), out.bytes());
+  return out;
+}
+
+caf::result<int64_t> on_push_rows(self_ptr self, run_id run, int32_t worker, int64_t step,
+                                  uint64_t proof, int32_t table, const row_keys& keys,
+                                  const tensor& grads) {
+  auto& st = self->state;
+  if (auto err = unless_this_run(self, run, "a push of rows"))
+    return err;
+  if (auto err = unless_granted(self, worker, step, proof))
+    return err;
+  st.traffic.pushed_rows(keys.keys.size(), grads.bytes());
+  if (!st.pending) {
+    if (auto err = st.tables.apply(table, keys.keys, keys.counts, grads)) {
+      spdlog::warn("{}: refused rows of step {}: {}", st.label, step, err->message);
+      return make_error(*err);
+    }
+    return st.store->version();
+  }
+  if (step >= st.options.last_step)
+    return make_error({errc::training_stopped,
+                       "step " + std::to_string(step) + " is past last_step on " + st.label});
+  table_store::verdict verdict;
+  if (auto err = st.tables.add(worker, step, table, keys.keys, keys.counts, grads, verdict))
+    return make_error(*err);
+  switch (verdict) {
+    case table_store::verdict::stale:
+      return make_error({errc::stale_gradient, "rows of worker:" + std::to_string(worker)
+                                                 + " for step " + std::to_string(step)
+                                                 + " are stale: " + st.label + " is at step "
+                                                 + std::to_string(st.tables.step())});
+    case table_store::verdict::ahead:
+      return make_error({errc::invalid_request, "rows of step " + std::to_string(step)
+                                                  + " are ahead of " + st.label});
+    case table_store::verdict::duplicate:
+      return st.store->version();
+    case table_store::verdict::accepted:
+      apply_if_ready(self);
+      return st.store->version();
+  }
   return st.store->version();
 }
 
@@ -333,6 +408,16 @@ caf::result<shard_traffic> on_stats(self_ptr self) {
     return err;
   auto out = st.traffic.report(st.index, st.store->bytes());
   out.updates = st.store->version();
+  for (size_t t = 0; t < st.tables.size(); ++t) {
+    auto figures = st.tables.figures(t, 10);
+    table_report r{st.tables.name(t), figures.rows, figures.bytes, figures.admitted,
+                   figures.evicted, figures.not_admitted, {}, {}};
+    for (auto& [key, count] : figures.hottest) {
+      r.hottest_keys.push_back(key);
+      r.hottest_counts.push_back(count);
+    }
+    out.tables.push_back(std::move(r));
+  }
   return out;
 }
 
@@ -368,6 +453,7 @@ void on_replicas(self_ptr self, int32_t required) {
     return;
   spdlog::info("{}: now averaging {} gradient(s) per step", st.label, required);
   st.pending->set_required(required);
+  st.tables.set_required(required);
   apply_if_ready(self);
 }
 
@@ -437,6 +523,13 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     [self](push_atom, run_id run, int32_t worker, int64_t step, uint64_t proof,
            const std::vector<std::string>& names, const std::vector<tensor>& gradients) {
       return on_push(self, run, worker, step, proof, names, gradients);
+    },
+    [self](rows_atom, run_id run, int32_t table, const row_keys& keys) {
+      return on_rows(self, run, table, keys);
+    },
+    [self](push_rows_atom, run_id run, int32_t worker, int64_t step, uint64_t proof,
+           int32_t table, const row_keys& keys, const tensor& grads) {
+      return on_push_rows(self, run, worker, step, proof, table, keys, grads);
     },
     [self](bulk_atom, run_id run, int32_t worker) { return on_bulk_request(self, run, worker); },
     [self](stats_atom) { return on_stats(self); },

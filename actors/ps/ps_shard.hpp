@@ -21,6 +21,7 @@
 #include "actors/ps/applied_steps.hpp"
 #include "actors/ps/snapshot_copy.hpp"
 #include "actors/ps/sync_accumulator.hpp"
+#include "actors/ps/table_store.hpp"
 #include "actors/ps/traffic_counter.hpp"
 #include "actors/ps/variable_store.hpp"
 
@@ -52,6 +53,7 @@ struct ps_shard_state {
   run_id run = 0;                          // the run it was initialised for
   shard_options options;                   // from the chief's init
   std::optional<sync_accumulator> pending; // sync mode: gradients of the current step
+  table_store tables;                      // its buckets of the run's embedding tables
   applied_steps applied;                   // async mode: each granted step applies once
   traffic_counter traffic;
   snapshot_copy snapshot; // the last copy for a checkpoint, until fetched

@@ -36,6 +36,24 @@ public:
     }
   }
 
+  /// A pull of `keys` embedding rows answered with `bytes`.
+  void pulled_rows(size_t keys, size_t bytes) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    ++pulls_;
+    ++row_pulls_;
+    out_ += bytes;
+    keys_out_ += keys;
+  }
+
+  /// A push of `keys` rows' gradients, `bytes` of them (applied or not).
+  void pushed_rows(size_t keys, size_t bytes) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    ++pushes_;
+    ++row_pushes_;
+    in_ += bytes;
+    keys_in_ += keys;
+  }
+
   /// A push refused because nobody granted its step to the worker it names
   /// (a wrong grant proof, or a bulk connection opened for another worker).
   void unauthorized_push() {
@@ -46,8 +64,18 @@ public:
   /// The reply to the chief's stats request; variables by name.
   shard_traffic report(int32_t shard, uint64_t bytes_held) const {
     std::lock_guard<std::mutex> guard{mutex_};
-    shard_traffic out{shard, bytes_held, in_, out_, pulls_, pushes_, 0, {}}; // updates: the store's
+    shard_traffic out; // updates: the store's
+    out.shard = shard;
+    out.bytes_held = bytes_held;
+    out.bytes_in = in_;
+    out.bytes_out = out_;
+    out.pulls = pulls_;
+    out.pushes = pushes_;
     out.unauthorized_pushes = unauthorized_pushes_;
+    out.row_pulls = row_pulls_;
+    out.row_pushes = row_pushes_;
+    out.keys_pulled = keys_out_;
+    out.keys_pushed = keys_in_;
     for (auto& [name, counts] : by_variable_)
       out.variables.push_back({name, counts.bytes_in, counts.bytes_out});
     return out;
@@ -62,6 +90,7 @@ private:
 
   mutable std::mutex mutex_;
   uint64_t pulls_ = 0, pushes_ = 0, in_ = 0, out_ = 0, unauthorized_pushes_ = 0;
+  uint64_t row_pulls_ = 0, row_pushes_ = 0, keys_out_ = 0, keys_in_ = 0;
   std::map<std::string, variable_traffic> by_variable_;
 };
 

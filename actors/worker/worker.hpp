@@ -18,6 +18,7 @@
 #include "actors/net/bulk_client.hpp"
 #include "actors/protocol/peer_reconnect.hpp"
 #include "actors/protocol/protocol.hpp"
+#include "actors/exchange/row_exchange.hpp"
 #include "actors/worker/gradient_guard.hpp"
 #include "actors/worker/param_buffers.hpp"
 #include "actors/worker/recovery_wait.hpp"
@@ -46,6 +47,7 @@ struct worker_config {
   size_t prefetch = 4;       ///< batches read ahead (data.prefetch)
   double clip_norm = 0;      ///< > 0: clip gradients to this global norm before pushing
   bool pull_ahead = false;   ///< train.pull-ahead: push s, then pull s+2, while s+1 computes
+  double max_norm = 0;       ///< embedding.max-norm: looked-up rows clipped to it (0: off)
   /// How long to wait for a lost shard or chief to come back (used only when
   /// the links can reconnect).
   std::chrono::milliseconds recovery_timeout{120000};
@@ -87,6 +89,13 @@ struct worker_state {
   std::unique_ptr<message_path> basp;
   std::unique_ptr<shard_exchange> exchange;
   std::unique_ptr<step_pipeline> pipeline;
+  // Models with an embedding table: the batch's rows and their exchange
+  // (null for dense models).
+  std::unique_ptr<row_exchange> rows;
+  bool sync_rows = false; // push rows to every shard every step
+  batch_rows looked_up;
+  std::vector<int64_t> batch_ids; // the batch's keys, occurrence by occurrence
+  std::vector<float> clip_scales; // embedding.max-norm's, for the backward pass
 };
 
 worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,

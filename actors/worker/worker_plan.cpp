@@ -35,9 +35,31 @@ bool seek_data(self_ptr self, const training_plan& plan) {
   return true;
 }
 
+// The row exchange for a model with an embedding table, by the plan's
+// buckets; false (the worker stops) where the plan and model disagree.
+bool plan_rows(self_ptr self, const training_plan& plan) {
+  auto& st = self->state;
+  auto& tables = st.links.net->tables();
+  st.rows.reset();
+  if (tables.empty() && plan.tables.empty())
+    return true;
+  if (tables.size() != 1 || plan.tables.size() != 1 || plan.tables[0].table.dim != tables[0].dim) {
+    fail(self, "the chief's plan holds other embedding tables than this worker's model",
+         make_error({errc::invalid_request, "tables differ"}));
+    return false;
+  }
+  st.rows = std::make_unique<row_exchange>(*st.basp, plan.tables[0].table.buckets,
+                                           static_cast<int32_t>(st.links.shards.size()), 0,
+                                           tables[0].dim);
+  st.sync_rows = plan.sync;
+  return true;
+}
+
 void on_plan(self_ptr self, training_plan& plan) {
   auto& st = self->state;
   st.pipeline->drop(); // of the plan before, if any
+  if (st.rows)
+    st.rows->cancel();
   auto& vars = st.links.net->variables();
   try {
     st.router.emplace(std::move(plan.slices), vars, static_cast<int32_t>(st.links.shards.size()));
@@ -61,6 +83,8 @@ void on_plan(self_ptr self, training_plan& plan) {
     return;
   st.buffers.reset(*st.router, st.links.net->staging(), vars.size());
   st.pipeline->reset(*st.router);
+  if (!plan_rows(self, plan))
+    return;
   st.progress.restart();
   spdlog::info("{}: ready; training on {} of {} examples", st.label, st.data->share_size(),
                st.data->total_examples());

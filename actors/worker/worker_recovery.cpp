@@ -31,6 +31,8 @@ void wait_for_recovery(self_ptr self, const std::string& why, const caf::error& 
     return;
   }
   st.pipeline->drop();
+  if (st.rows)
+    st.rows->cancel();
   if (!st.recovery.begin()) {
     spdlog::info("{}: while waiting, also {}: {}", st.label, why, describe(err));
     return;

@@ -46,6 +46,39 @@ void on_grant(self_ptr self, const step_grant& grant) {
   start_next_step(self);
 }
 
+void train(self_ptr self);
+
+// A model with an embedding table: the batch's distinct rows are pulled
+// from the shards that own them (clipped to embedding.max-norm where set)
+// before the step computes.
+void look_up_rows(self_ptr self) {
+  auto& st = self->state;
+  auto& rows = st.looked_up;
+  st.links.net->batch_keys(st.current, st.batch_ids);
+  rows.keys.assign(st.batch_ids.data(), st.batch_ids.size());
+  st.rows->pull(st.report.run, rows,
+                [self, gen = st.recovery.generation()](const row_exchange::outcome& out) {
+                  auto& st = self->state;
+                  if (!st.recovery.current(gen))
+                    return;
+                  if (out.lost) {
+                    wait_for_recovery(self, "a pull of embedding rows failed",
+                                      caf::make_error(caf::sec::runtime_error, *out.lost));
+                    return;
+                  }
+                  if (out.refused) {
+                    fail(self, "a shard refused its pull of embedding rows",
+                         make_error(*out.refused));
+                    return;
+                  }
+                  if (st.config.max_norm > 0)
+                    clip_rows(st.looked_up.values.data(), st.looked_up.keys.size(),
+                              st.links.net->tables()[0].dim,
+                              static_cast<float>(st.config.max_norm), st.clip_scales);
+                  train(self);
+                });
+}
+
 void compute(self_ptr self) {
   auto& st = self->state;
   st.pipeline->before_compute(st.report.run);
@@ -58,11 +91,55 @@ void compute(self_ptr self) {
   }
   st.report.data_epoch = st.data->position().epoch;
   st.report.data_offset = st.data->position().offset;
+  if (st.rows)
+    look_up_rows(self);
+  else
+    train(self);
+}
+
+// The rows' gradients go first, answered before the dense push starts: in
+// sync mode a shard's step must hold a worker's rows before its dense
+// gradient can complete the step.
+void push_rows_then_dense(self_ptr self, const push_header& step, bool pushable) {
+  auto& st = self->state;
+  if (!st.rows || !pushable) {
+    st.pipeline->computed(step, st.report, pushable);
+    return;
+  }
+  auto& rows = st.looked_up;
+  if (st.config.max_norm > 0)
+    clip_rows_backward(rows.values.data(), rows.keys.size(), st.links.net->tables()[0].dim,
+                       st.clip_scales, rows.grads.data());
+  st.rows->push(step, rows, st.sync_rows,
+                [self, step, gen = st.recovery.generation()](const row_exchange::outcome& out) {
+                  auto& st = self->state;
+                  if (!st.recovery.current(gen))
+                    return;
+                  if (out.lost) {
+                    wait_for_recovery(self, "a push of embedding rows failed",
+                                      caf::make_error(caf::sec::runtime_error, *out.lost));
+                    return;
+                  }
+                  if (out.refused && out.refused->code != errc::stale_gradient
+                      && out.refused->code != errc::training_stopped)
+                    spdlog::warn("{}: rows of step {} refused: {}", st.label, step.step,
+                                 out.refused->message);
+                  st.pipeline->computed(step, st.report, true);
+                });
+}
+
+void train(self_ptr self) {
+  auto& st = self->state;
   auto* staging = st.buffers.staging();
   batch_stats stats;
   try {
-    stats = staging ? st.links.net->train_step_staged(st.current)
-                    : st.links.net->train_step(st.buffers.params(), st.current, st.buffers.grads());
+    if (st.rows)
+      stats = st.links.net->train_step_rows(st.buffers.params(), st.current, st.looked_up,
+                                            st.buffers.grads());
+    else
+      stats = staging ? st.links.net->train_step_staged(st.current)
+                      : st.links.net->train_step(st.buffers.params(), st.current,
+                                                 st.buffers.grads());
   } catch (const std::exception& e) {
     fail(self, "compute failed at step " + std::to_string(st.report.step),
          caf::make_error(caf::sec::runtime_error, e.what()));
@@ -77,7 +154,7 @@ void compute(self_ptr self) {
     spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed", st.label,
                  st.report.step, st.links.net->variables()[*bad].name, st.report.loss);
   push_header step{st.report.run, st.config.index, st.report.step, st.proof};
-  st.pipeline->computed(step, st.report, !bad);
+  push_rows_then_dense(self, step, !bad);
 }
 
 // A step's pushes are all answered: count it, then report it.

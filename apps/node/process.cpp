@@ -183,6 +183,13 @@ uint64_t limit_tensors_to_the_model(const training_settings& train) {
     largest = std::max(largest, static_cast<size_t>(num_elements(v.shape)));
     total += static_cast<uint64_t>(num_elements(v.shape)) * sizeof(float);
   }
+  // A pull or push of embedding rows: up to max-keys-per-request rows, each
+  // with its key and count.
+  for (auto& table : net->tables()) {
+    auto keys = static_cast<uint64_t>(train.embedding.max_keys_per_request);
+    largest = std::max(largest, static_cast<size_t>(keys * table.dim));
+    total += keys * (table.dim * sizeof(float) + sizeof(int64_t) + sizeof(uint32_t));
+  }
   set_max_wire_elements(largest);
   set_max_frame_bytes(total);
   return total;

@@ -93,6 +93,12 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
   t.data.bad_records = parse_choice("data.bad-records", cfg.bad_records, t.data.bad_records,
                                     errors);
   t.data.task = parse_choice("data.task", cfg.task, t.data.task, errors);
+  t.embedding.initializer = parse_choice("embedding.initializer", cfg.embedding_initializer,
+                                         t.embedding.initializer, errors);
+  t.embedding.optimizer.kind = parse_choice("embedding.optimizer", cfg.embedding_optimizer,
+                                            t.embedding.optimizer.kind, errors);
+  t.embedding.reduction = parse_choice("embedding.sync-reduction", cfg.sync_reduction,
+                                       t.embedding.reduction, errors);
   if (cfg.csv_delimiter == "tab" || cfg.csv_delimiter == "\\t" || cfg.csv_delimiter == "\t")
     t.data.csv.delimiter = '\t';
   else if (cfg.csv_delimiter.size() == 1 && cfg.csv_delimiter != "\"")
@@ -202,6 +208,7 @@ void catalog_for_node(const node_config& cfg, node_setup& setup, std::vector<std
   }
   t.network.input = cfg.model_input.empty() ? data.item_shape : cfg.model_input;
   t.network.classes = data.classes;
+  t.network.keys = data.keys;
 }
 
 // Checks that need the data's size: every batch fits the training set;

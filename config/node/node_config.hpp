@@ -63,6 +63,10 @@ public:
   std::vector<int64_t> model_input; // empty: the data's
   int64_t model_classes = 0;        // 0: the data's
   int64_t total_num_replicas = 0;
+  // [embedding] values written as text
+  std::string embedding_initializer = "truncated_normal";
+  std::string embedding_optimizer = "adagrad";
+  std::string sync_reduction = "per_row";
 
   const caf::config_option_set& options() const noexcept { return custom_options_; }
 };

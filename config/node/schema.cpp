@@ -50,7 +50,9 @@ node_config::node_config()
          "reaches its ports can join, read and change the model (docs/operations.md#security); "
          "without it such a cluster must configure [openssl]");
   opt_group{custom_options_, "train"}
-    .add(model, "model", "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom")
+    .add(model, "model",
+         "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom; for categorical "
+         "data lr, fm, mf (biased matrix factorisation) or deepfm, with an [embedding] table")
     .add(mode, "mode", "update mode: async, or sync (SyncReplicasOptimizer's semantics)")
     .add(train.batch_size, "batch-size", "examples per worker step")
     .add(train.optimizer.learning_rate.base, "learning-rate",
@@ -149,7 +151,13 @@ node_config::node_config()
     .add(d.validation, "validation", "validation files; evaluated instead of test where given")
     .add(d.validation_labels, "validation-labels",
          "IDX and .npy: one labels file per validation file")
-    .add(d.format, "format", "idx, csv or npy (default: from the first file's name)")
+    .add(d.format, "format",
+         "idx, csv, npy, criteo (Criteo's TSV: label, 13 integers, 26 categories) or libsvm "
+         "(default: from the first file's name: .tsv is criteo, .svm/.libsvm libsvm)")
+    .add(d.csv.categorical_columns, "categorical-columns",
+         "CSV: columns whose values are categories (ids or any strings, hashed stably), one "
+         "field of keys each for the embedding models, e.g. [\"userId\", \"movieId\"]")
+    .add(d.csv.max_keys, "max-keys", "libsvm: keys per example at most (a longer line is bad)")
     .add(d.csv.header, "csv-header", "CSV: the first line names the columns")
     .add(csv_delimiter, "csv-delimiter", "CSV: the column separator, one character or \"tab\"")
     .add(d.csv.label_column, "label-column",
@@ -178,6 +186,42 @@ node_config::node_config()
          "that fits is read once and kept; 0: the whole share when it takes at most 256 MiB, "
          "else 10000")
     .add(d.prefetch, "prefetch", "batches each worker's reader thread prepares ahead (0: none)");
+  auto& e = train.embedding;
+  opt_group{custom_options_, "embedding"}
+    .add(e.dim, "dim", "fm, mf, deepfm: factors per key (a row: its weight and dim factors)")
+    .add(embedding_initializer, "initializer",
+         "a row before its first push: zeros, uniform, normal or truncated_normal")
+    .add(e.init_scale, "init-scale", "normal kinds: the deviation; uniform: the bound")
+    .add(embedding_optimizer, "optimizer",
+         "the shards' sparse update rule, touching pushed rows only: sgd, adagrad, ftrl, "
+         "lazy_adam")
+    .add(e.optimizer.learning_rate, "learning-rate", "the sparse optimizer's learning rate")
+    .add(e.optimizer.initial_accumulator, "initial-accumulator",
+         "adagrad, ftrl: the accumulator's starting value")
+    .add(e.optimizer.l1, "l1", "ftrl: L1 regularisation")
+    .add(e.optimizer.l2, "l2", "ftrl: L2 regularisation")
+    .add(e.optimizer.lr_power, "lr-power", "ftrl: the learning rate's power (<= 0)")
+    .add(e.optimizer.beta1, "beta1", "lazy_adam: decay of the first moment")
+    .add(e.optimizer.beta2, "beta2", "lazy_adam: decay of the second moment")
+    .add(e.optimizer.epsilon, "epsilon", "lazy_adam: epsilon")
+    .add(e.buckets, "buckets",
+         "virtual buckets (a power of two): keys go to buckets, buckets to shards")
+    .add(e.admit_after, "admit-after", "occurrences before a key gets a row (0: at once)")
+    .add(e.admit_probability, "admit-probability", "the chance a push creates a key's row")
+    .add(e.evict_after_steps, "evict-after-steps",
+         "rows not updated for this many table versions are evicted (0: off)")
+    .add(e.evict_l2_below, "evict-l2-below", "rows with a smaller L2 norm are evicted (0: off)")
+    .add(e.max_bytes_per_shard, "max-bytes-per-shard",
+         "a shard's table above this many bytes evicts its least recently updated rows (0: no "
+         "cap)")
+    .add(e.evict_interval, "evict-interval", "table versions between eviction passes")
+    .add(sync_reduction, "sync-reduction",
+         "sync: per_row (a row's mean over the workers that touched it, TF's) or replicas "
+         "(its sum divided by R)")
+    .add(e.max_keys_per_request, "max-keys-per-request",
+         "keys one pull or push of rows may name; a shard refuses more")
+    .add(e.max_norm, "max-norm", "if > 0: looked-up rows are clipped to this L2 norm (TF's)")
+    .add(e.deep_layers, "deep-layers", "deepfm: the MLP's hidden widths, e.g. [64, 32]");
 }
 
 } // namespace troupe

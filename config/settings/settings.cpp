@@ -167,6 +167,30 @@ void check_runtime(const runtime_settings& runtime, std::vector<failure>& out) {
            + std::to_string(min.count()) + "ms to 24h, e.g. 30s");
 }
 
+// The embedding models: the [embedding] section, and what they cannot do yet.
+void check_embeddings(const training_settings& t, const cluster_shape& shape,
+                      std::vector<failure>& out) {
+  if (!uses_embeddings(t.model))
+    return;
+  auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
+  for (auto& p : embedding_problems(t.embedding))
+    out.push_back(p);
+  auto model = std::string(name_of(t.model));
+  if (t.pull_ahead)
+    fail("train.pull-ahead does not apply to model " + model
+         + " (a step's rows are pulled once its batch is read); set it to false");
+  for (int32_t w = 0; w < shape.workers; ++w)
+    if (device_of(t, w).type != gpu::device_spec::kind::cpu) {
+      fail("model " + model + " trains on CPU workers (its lookups have no GPU kernel yet); set "
+           "train.device / train.worker-devices to cpu");
+      break;
+    }
+  if (!t.checkpoint.log_dir.empty())
+    fail("checkpoint.log-dir: model " + model
+         + " keeps its embedding table on the shards, and checkpoints do not hold tables yet "
+           "(a restore would lose them); leave checkpoint.log-dir empty");
+}
+
 } // namespace
 
 std::vector<failure> check_settings(const training_settings& t, const runtime_settings& runtime,
@@ -178,6 +202,7 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
   check_checkpoints(t.checkpoint, out);
   check_steps(t, out);
   check_data(t, shape, out);
+  check_embeddings(t, shape, out);
   check_runtime(runtime, out);
   return out;
 }
@@ -232,6 +257,8 @@ model_options model_options_of(const training_settings& s) {
   auto options = s.network;
   options.seed = s.seed;
   options.task = s.data.task;
+  options.embedding_dim = s.embedding.dim;
+  options.deep_layers = s.embedding.deep_layers;
   return options;
 }
 

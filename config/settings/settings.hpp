@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "config/settings/embedding_settings.hpp"
 #include "gpu/device_spec.hpp"
 #include "tensor/core/enum_names.hpp"
 #include "tensor/core/error.hpp"
@@ -114,6 +115,8 @@ struct training_settings {
   int64_t total_num_replicas = 0;
   worker_loss_policy on_worker_loss = worker_loss_policy::shrink;
   checkpoint_settings checkpoint;
+  /// The embedding table of lr, fm, mf and deepfm.
+  embedding_settings embedding;
 };
 
 struct runtime_settings {

@@ -330,6 +330,12 @@ void embedding_table::visit(
   });
 }
 
+bool embedding_table::contains(int64_t key) const {
+  const bucket& b = bucket_of(key);
+  std::shared_lock guard(b.lock);
+  return b.map.find(key, b.map.hash(key)) != row_map::no_row;
+}
+
 void embedding_table::restore(int64_t key, const float* payload, row_counters counters) {
   bucket& b = bucket_of(key);
   std::unique_lock guard(b.lock);

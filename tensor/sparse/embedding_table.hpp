@@ -71,6 +71,9 @@ public:
   maybe_failure apply(const int64_t* keys, const uint32_t* counts, const float* grads, size_t n,
                       int64_t step);
 
+  /// Whether `key` has a row (it was pushed and not evicted since).
+  bool contains(int64_t key) const;
+
   size_t rows() const;
   /// Allocated bytes: the maps' slots, the row chunks (a chunk's untouched
   /// pages are not resident yet), the free lists.

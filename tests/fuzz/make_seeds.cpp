@@ -103,7 +103,7 @@ void seed_messages(caf::actor_system& sys, const fs::path& messages) {
   shard_traffic traffic;
   traffic.variables = {{"w", 1, 2}};
   seed(sys, messages, 12, "shard_traffic", traffic);
-  seed(sys, messages, 13, "shard_options", shard_options{true, 2, 100, {}, 40});
+  seed(sys, messages, 13, "shard_options", shard_options{true, 2, 100, {}, 40, 0, 0, {}, 1});
   seed(sys, messages, 14, "snapshot_index",
        snapshot_index{40, 0x1234567890abcdefULL, {"w", "w/Adam"}, {{2, 3}, {2, 3}}});
   seed(sys, messages, 15, "step_coordinator_actor", step_coordinator_actor{});

@@ -37,7 +37,7 @@ actors/protocol      $tensor_base tensor/plan actors/net
 actors/common        $tensor_base
 actors/ps            $tensor_base actors/net actors/protocol actors/common
 actors/token_queue   $tensor_base actors/protocol actors/common
-actors/exchange      tensor/core actors/net actors/protocol actors/common
+actors/exchange      $tensor_base actors/net actors/protocol actors/common
 actors/worker        $tensor_base tensor/plan actors/net actors/protocol actors/common actors/exchange
 actors/chief         $tensor_base tensor/plan tensor/checkpoint tensor/summary config/settings \
                      actors/net actors/protocol actors/common actors/exchange actors/token_queue

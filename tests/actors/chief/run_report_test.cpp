@@ -28,8 +28,8 @@ BOOST_AUTO_TEST_CASE(the_final_line_says_what_happened) {
 
 BOOST_AUTO_TEST_CASE(traffic_is_sorted_and_its_imbalance_measured) {
   training_result r;
-  r.traffic.push_back({1, 40, 100, 100, 5, 5, 0, {{"b", 100, 100}}});
-  r.traffic.push_back({0, 400, 300, 300, 5, 5, 0, {{"w", 300, 300}}});
+  r.traffic.push_back({1, 40, 100, 100, 5, 5, 0, {{"b", 100, 100}}, 0, 0, 0, 0, 0, {}});
+  r.traffic.push_back({0, 400, 300, 300, 5, 5, 0, {{"w", 300, 300}}, 0, 0, 0, 0, 0, {}});
   summarize_traffic(r);
   BOOST_TEST(r.traffic[0].shard == 0);
   BOOST_TEST(r.ps_imbalance == 1.5, boost::test_tools::tolerance(1e-12)); // 600 / mean 400

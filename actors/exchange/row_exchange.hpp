@@ -1,0 +1,61 @@
+#pragma once
+// A step's embedding rows with the shards: the batch's distinct keys split
+// by the shard that owns their bucket (sorted by bucket within a shard, so
+// that the shard takes each bucket's lock once), pulled from all shards at
+// once and scattered back into the batch's rows; the rows' summed gradients
+// pushed the same way, each with its key's occurrences. Over the message
+// path; replies arrive through the caller's mailbox, one at a time. Free of
+// CAF.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/exchange/shard_exchange.hpp"
+#include "tensor/nn/model.hpp"
+#include "tensor/sparse/keys.hpp"
+
+namespace troupe {
+
+class row_exchange {
+public:
+  /// What all parts came back with: the first refusal and the first loss.
+  struct outcome {
+    maybe_failure refused;
+    std::optional<std::string> lost;
+  };
+  using finished = std::function<void(const outcome&)>;
+
+  /// Table `table` of `dim` floats per row, its keys in `buckets`, spread
+  /// over `shards`. `path` must outlive the exchange.
+  row_exchange(message_path& path, bucket_layout buckets, int32_t shards, int32_t table,
+               uint32_t dim);
+
+  /// Pulls the rows of rows.keys into rows.values. `rows` must live until
+  /// `done` runs.
+  void pull(uint64_t run, batch_rows& rows, finished done);
+  /// Pushes rows.grads for rows.keys, as `header`'s step. every_shard: a
+  /// shard that owns none of the keys gets an empty push (sync mode, where
+  /// a step waits for every worker's rows on every shard).
+  void push(const push_header& header, const batch_rows& rows, bool every_shard, finished done);
+  /// Replies still due are ignored from now on (a lost peer, a new plan).
+  void cancel() noexcept { ++epoch_; }
+
+  /// Keys sent to each shard so far (pulls), for the worker's log.
+  const std::vector<uint64_t>& keys_per_shard() const noexcept { return sent_; }
+
+private:
+  void split(const unique_keys& keys);
+
+  message_path& path_;
+  bucket_layout buckets_;
+  int32_t shards_;
+  int32_t table_;
+  uint32_t dim_;
+  std::vector<std::vector<uint32_t>> parts_; // per shard: indices into the distinct keys
+  std::vector<uint64_t> sent_;
+  uint64_t epoch_ = 0;
+};
+
+} // namespace troupe

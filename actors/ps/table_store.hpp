@@ -1,0 +1,103 @@
+#pragma once
+// A shard's part of the run's embedding tables, without CAF: the buckets it
+// owns of each table, the checks on every pull and push (table, sizes, keys
+// it owns, finite gradients), admission, eviction, and sync mode's per-step
+// row sums. The shard actor answers pulls and pushes through it, as it does
+// for dense variables through variable_store.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tensor/core/error.hpp"
+#include "tensor/core/tensor.hpp"
+#include "tensor/sparse/table_setup.hpp"
+
+namespace troupe {
+
+/// One table's figures on one shard, for the run's report and TensorBoard.
+struct table_figures {
+  uint64_t rows = 0;
+  uint64_t bytes = 0;
+  uint64_t admitted = 0;    ///< rows created
+  uint64_t evicted = 0;     ///< rows removed (eviction rules, memory cap)
+  uint64_t not_admitted = 0; ///< pushed occurrences dropped before admission
+  uint64_t pulled_keys = 0;
+  uint64_t pushed_keys = 0;
+  /// The most frequently pushed keys with their frequency, hottest first.
+  std::vector<std::pair<int64_t, uint32_t>> hottest;
+};
+
+class table_store {
+public:
+  enum class verdict { accepted, stale, duplicate, ahead };
+
+  /// Holds `setups` (checked), this being shard `shard` of `shards`. sync:
+  /// pushes are summed per step and applied by apply_step once `required`
+  /// workers pushed every table; `first_step` is the step training starts at.
+  maybe_failure configure(const std::vector<table_setup>& setups, int32_t shard, int32_t shards,
+                          bool sync, int32_t required, int64_t first_step);
+  /// Forgets every table (a new run).
+  void reset();
+
+  size_t size() const noexcept { return tables_.size(); }
+  bool empty() const noexcept { return tables_.empty(); }
+  uint32_t dim(size_t table) const { return tables_.at(table).rows->dim(); }
+  const std::string& name(size_t table) const { return tables_.at(table).setup.table.name; }
+
+  /// The values of `keys` in table `table` into `out` [keys, dim]; an unseen
+  /// key reads its initial value. Refuses a key another shard owns.
+  maybe_failure lookup(int32_t table, const std::vector<int64_t>& keys, tensor& out);
+
+  /// Async: applies one push now (admission, the sparse optimizer, then
+  /// eviction every evict_interval versions). Checked first, as a whole.
+  maybe_failure apply(int32_t table, const std::vector<int64_t>& keys,
+                      const std::vector<uint32_t>& counts, const tensor& grads);
+
+  /// Sync: adds one worker's push for `step` (checked first). A step's rows
+  /// are complete once `required` workers pushed every table.
+  maybe_failure add(int32_t worker, int64_t step, int32_t table, const std::vector<int64_t>& keys,
+                    const std::vector<uint32_t>& counts, const tensor& grads, verdict& out);
+  bool ready() const;
+  int64_t step() const noexcept { return step_; }
+  void set_required(int32_t required) noexcept { required_ = required; }
+  /// Applies the step's rows, each reduced by the table's sync_reduction,
+  /// and moves to the next step.
+  maybe_failure apply_step();
+
+  table_figures figures(size_t table, size_t hottest) const;
+  /// Rows and bytes of every table together.
+  uint64_t rows() const;
+  uint64_t bytes() const;
+
+private:
+  struct held {
+    table_setup setup;
+    std::unique_ptr<embedding_table> rows;
+    int64_t version = 0; // pushes applied (async) or steps (sync)
+    std::unordered_map<int64_t, uint32_t> pending; // occurrences of keys not admitted yet
+    std::optional<row_accumulator> sums;           // sync: this step's rows
+    std::set<int32_t> contributors;                // sync: workers who pushed this step
+    table_figures counts;
+  };
+  maybe_failure check_request(int32_t table, const std::vector<int64_t>& keys) const;
+  maybe_failure check_push(int32_t table, const std::vector<int64_t>& keys,
+                           const std::vector<uint32_t>& counts, const tensor& grads) const;
+  maybe_failure apply_rows(held& t, const int64_t* keys, const uint32_t* counts,
+                           const float* grads, size_t n);
+  bool admitted(held& t, int64_t key, uint32_t count);
+
+  std::vector<held> tables_;
+  int32_t shard_ = 0, shards_ = 1;
+  bool sync_ = false;
+  int32_t required_ = 1;
+  int64_t step_ = 0;
+  std::vector<int64_t> kept_keys_;
+  std::vector<uint32_t> kept_counts_;
+  std::vector<float> kept_grads_;
+};
+
+} // namespace troupe
