@@ -100,4 +100,39 @@ BOOST_AUTO_TEST_CASE(an_empty_shape_with_huge_dimensions_is_refused) {
   BOOST_CHECK_THROW(num_elements({int64_t{1} << 40, int64_t{1} << 40}), shape_error);
 }
 
+// A hostile peer's request for 10^9 keys: its claimed count is refused
+// before anything is allocated, and so is one above the wire's limit.
+BOOST_AUTO_TEST_CASE(a_claim_of_a_billion_keys_allocates_nothing) {
+  auto before = peak_resident_mib();
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  size_t billion = 1000000000;
+  BOOST_REQUIRE(!sink.begin_sequence(billion));
+  row_keys keys;
+  caf::binary_deserializer source{nullptr, buf};
+  auto err = inspect(source, keys);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(caf::to_string(err).find("exceeds the limit") != std::string::npos,
+             caf::to_string(err));
+  BOOST_TEST(peak_resident_mib() - before < 64.0);
+  buf.clear();
+  caf::binary_serializer small{nullptr, buf};
+  size_t thousand = 1000;
+  BOOST_REQUIRE(!small.begin_sequence(thousand));
+  caf::binary_deserializer short_source{nullptr, buf};
+  err = inspect(short_source, keys);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(caf::to_string(err).find("holds 0 more bytes") != std::string::npos);
+  // A well-formed block round-trips exactly.
+  row_keys sent{{1, -2, int64_t{1} << 60}, {3, 1, 7}};
+  buf.clear();
+  caf::binary_serializer out{nullptr, buf};
+  BOOST_REQUIRE(!inspect(out, sent));
+  caf::binary_deserializer in{nullptr, buf};
+  row_keys got;
+  BOOST_REQUIRE(!inspect(in, got));
+  BOOST_TEST(got.keys == sent.keys);
+  BOOST_TEST(got.counts == sent.counts);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,180 @@
+// A shard's embedding tables (actors/ps/table_store.hpp): which keys a shard
+// owns, the limits, admission, eviction, sync mode's per-row averaging, and
+// initial values that do not depend on the shard count.
+#include <cmath>
+
+#include <boost/test/unit_test.hpp>
+
+#include "actors/ps/table_store.hpp"
+
+using namespace troupe;
+
+namespace {
+
+table_setup sgd_table(uint32_t dim = 2) {
+  table_setup s;
+  s.table.name = "embedding";
+  s.table.dim = dim;
+  s.table.init = {row_initializer::normal, 0.1, 7};
+  s.table.optimizer.kind = sparse_optimizer_kind::sgd;
+  s.table.optimizer.learning_rate = 1.0;
+  s.table.buckets = {64, 3};
+  s.max_keys = 100;
+  return s;
+}
+
+// Keys 0..n that shard `shard` of `shards` owns.
+std::vector<int64_t> owned(const table_setup& s, int32_t shard, int32_t shards, size_t n) {
+  std::vector<int64_t> out;
+  for (int64_t k = 0; out.size() < n; ++k)
+    if (s.table.buckets.shard_of(k, static_cast<uint32_t>(shards)) == static_cast<uint32_t>(shard))
+      out.push_back(k);
+  return out;
+}
+
+tensor grads_of(size_t n, uint32_t dim, float value) {
+  return tensor({static_cast<int64_t>(n), static_cast<int64_t>(dim)}, value);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(table_stores)
+
+BOOST_AUTO_TEST_CASE(initial_rows_do_not_depend_on_the_shard_count_and_pulls_insert_nothing) {
+  auto setup = sgd_table();
+  table_store one, of_three;
+  BOOST_REQUIRE(!one.configure({setup}, 0, 1, false, 1, 0));
+  BOOST_REQUIRE(!of_three.configure({setup}, 2, 3, false, 1, 0));
+  auto keys = owned(setup, 2, 3, 5);
+  tensor a, b;
+  BOOST_REQUIRE(!one.lookup(0, keys, a));
+  BOOST_REQUIRE(!of_three.lookup(0, keys, b));
+  BOOST_TEST(a.bit_equal(b));
+  BOOST_TEST(a[0] != 0.0f);
+  BOOST_TEST(one.rows() == 0u); // pulled, not inserted
+}
+
+BOOST_AUTO_TEST_CASE(keys_of_other_shards_negative_keys_and_oversized_requests_are_refused) {
+  auto setup = sgd_table();
+  table_store store;
+  BOOST_REQUIRE(!store.configure({setup}, 0, 2, false, 1, 0));
+  tensor out;
+  auto foreign = owned(setup, 1, 2, 1);
+  auto err = store.lookup(0, foreign, out);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(err->message.find("belongs to ps:1") != std::string::npos, err->message);
+  BOOST_TEST(store.lookup(0, {-4}, out)->message.find("negative") != std::string::npos);
+  BOOST_TEST(store.lookup(1, owned(setup, 0, 2, 1), out)->message.find("no embedding table 1")
+             != std::string::npos);
+  auto many = owned(setup, 0, 2, 101);
+  auto big = store.lookup(0, many, out);
+  BOOST_REQUIRE(big);
+  BOOST_TEST(big->message.find("embedding.max-keys-per-request = 100") != std::string::npos);
+  // A push whose shapes disagree, or with a NaN, changes nothing.
+  auto keys = owned(setup, 0, 2, 2);
+  BOOST_TEST(store.apply(0, keys, {1, 1}, grads_of(2, 3, 1.0f)).has_value());
+  BOOST_TEST(store.apply(0, keys, {1}, grads_of(2, 2, 1.0f)).has_value());
+  auto nan = grads_of(2, 2, 1.0f);
+  nan.data()[3] = NAN;
+  BOOST_TEST((store.apply(0, keys, {1, 1}, nan)->code == errc::non_finite_gradient));
+  BOOST_TEST(store.rows() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(async_pushes_apply_at_once_from_the_initial_value) {
+  auto setup = sgd_table();
+  table_store store;
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0));
+  std::vector<int64_t> keys{5, 9};
+  tensor before, after;
+  BOOST_REQUIRE(!store.lookup(0, keys, before));
+  BOOST_REQUIRE(!store.apply(0, keys, {2, 1}, grads_of(2, 2, 0.5f)));
+  BOOST_REQUIRE(!store.lookup(0, keys, after));
+  for (size_t i = 0; i < 4; ++i)
+    BOOST_TEST(after[i] == before[i] - 0.5f);
+  auto figures = store.figures(0, 1);
+  BOOST_TEST(figures.rows == 2u);
+  BOOST_TEST(figures.admitted == 2u);
+  BOOST_REQUIRE(figures.hottest.size() == 1u);
+  BOOST_TEST(figures.hottest[0].first == 5); // pushed twice
+  BOOST_TEST(figures.hottest[0].second == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(admission_by_count_creates_a_row_only_once_its_key_was_seen_enough) {
+  auto setup = sgd_table();
+  setup.admission.after_count = 3;
+  table_store store;
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0));
+  BOOST_REQUIRE(!store.apply(0, {5}, {2}, grads_of(1, 2, 1.0f)));
+  BOOST_TEST(store.rows() == 0u);
+  BOOST_REQUIRE(!store.apply(0, {5}, {1}, grads_of(1, 2, 1.0f)));
+  BOOST_TEST(store.rows() == 1u);
+  BOOST_TEST(store.figures(0, 0).not_admitted == 2u);
+  // Probability admission follows from (key, version): the same on a rerun.
+  setup.admission = {0, 0.5};
+  table_store a, b;
+  BOOST_REQUIRE(!a.configure({setup}, 0, 1, false, 1, 0));
+  BOOST_REQUIRE(!b.configure({setup}, 0, 1, false, 1, 0));
+  std::vector<int64_t> keys;
+  for (int64_t k = 0; k < 40; ++k)
+    keys.push_back(k);
+  std::vector<uint32_t> ones(40, 1);
+  BOOST_REQUIRE(!a.apply(0, keys, ones, grads_of(40, 2, 1.0f)));
+  BOOST_REQUIRE(!b.apply(0, keys, ones, grads_of(40, 2, 1.0f)));
+  BOOST_TEST(a.rows() == b.rows());
+  BOOST_TEST(a.rows() > 5u);
+  BOOST_TEST(a.rows() < 35u);
+}
+
+BOOST_AUTO_TEST_CASE(rows_not_updated_for_n_versions_are_evicted) {
+  auto setup = sgd_table();
+  setup.eviction.after_steps = 2;
+  setup.evict_interval = 1;
+  table_store store;
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0));
+  BOOST_REQUIRE(!store.apply(0, {1}, {1}, grads_of(1, 2, 1.0f)));
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE(!store.apply(0, {2}, {1}, grads_of(1, 2, 1.0f)));
+  auto figures = store.figures(0, 0);
+  BOOST_TEST(figures.rows == 1u); // key 1 went, key 2 stays
+  BOOST_TEST(figures.evicted == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(sync_averages_each_row_over_the_workers_that_touched_it) {
+  auto setup = sgd_table(1);
+  table_store store;
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, true, 2, 0));
+  tensor start;
+  BOOST_REQUIRE(!store.lookup(0, {1, 2}, start));
+  table_store::verdict v;
+  // Worker 0 touches keys 1 and 2, worker 1 only key 1.
+  BOOST_REQUIRE(!store.add(0, 0, 0, {1, 2}, {1, 1}, grads_of(2, 1, 1.0f), v));
+  BOOST_TEST((v == table_store::verdict::accepted));
+  BOOST_TEST(!store.ready());
+  BOOST_REQUIRE(!store.add(0, 0, 0, {1, 2}, {1, 1}, grads_of(2, 1, 9.0f), v));
+  BOOST_TEST((v == table_store::verdict::duplicate)); // its first push counts
+  tensor g({1, 1}, 3.0f);
+  BOOST_REQUIRE(!store.add(1, 0, 0, {1}, {1}, g, v));
+  BOOST_TEST(store.ready());
+  BOOST_REQUIRE(!store.apply_step());
+  BOOST_TEST(store.step() == 1);
+  tensor after;
+  BOOST_REQUIRE(!store.lookup(0, {1, 2}, after));
+  BOOST_TEST(after[0] == start[0] - 2.0f); // (1 + 3) / 2: both touched it
+  BOOST_TEST(after[1] == start[1] - 1.0f); // worker 0's whole gradient
+  BOOST_REQUIRE(!store.add(0, 0, 0, {1}, {1}, g, v));
+  BOOST_TEST((v == table_store::verdict::stale));
+  BOOST_REQUIRE(!store.add(0, 2, 0, {1}, {1}, g, v));
+  BOOST_TEST((v == table_store::verdict::ahead));
+}
+
+BOOST_AUTO_TEST_CASE(enum_values_a_peer_made_up_are_refused) {
+  auto setup = sgd_table();
+  setup.reduction = static_cast<sync_reduction>(7);
+  table_store store;
+  auto err = store.configure({setup}, 0, 1, false, 1, 0);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(err->message.find("unknown") != std::string::npos);
+  BOOST_TEST(store.configure({sgd_table()}, 3, 2, false, 1, 0).has_value());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
