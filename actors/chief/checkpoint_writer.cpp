@@ -42,6 +42,18 @@ void report(caf::event_based_actor* self, writing& w, bool ok, const std::string
 
 void step(caf::event_based_actor* self, std::shared_ptr<writing> w);
 
+// Tensor i's element type in the file: F32, or the I64/U32 of an embedding
+// table's keys and counters (travelling as floats that hold their bytes).
+element_type type_of(const snapshot_index& copy, size_t i) {
+  if (i >= copy.types.size())
+    return element_type::f32;
+  auto type = static_cast<element_type>(copy.types[i]);
+  if (std::string(name_of(type)) == "?")
+    throw checkpoint_error("a shard's copy names an unknown element type for "
+                           + copy.names[i]);
+  return type;
+}
+
 // Ends the current shard's file, or moves on to the next shard, or commits.
 void advance(caf::event_based_actor* self, std::shared_ptr<writing> w) {
   auto& job = w->job;
@@ -56,10 +68,13 @@ void advance(caf::event_based_actor* self, std::shared_ptr<writing> w) {
   if (!w->file) {
     std::vector<safetensors_writer::entry> entries;
     for (size_t i = 0; i < copy.names.size(); ++i)
-      entries.push_back({copy.names[i], copy.shapes[i]});
+      entries.push_back({copy.names[i], copy.shapes[i], type_of(copy, i)});
+    std::map<std::string, std::string> metadata{{"step", std::to_string(job.manifest.step)}};
+    for (size_t i = 0; i + 1 < copy.metadata.size(); i += 2)
+      metadata.emplace(copy.metadata[i], copy.metadata[i + 1]);
     w->file = std::make_unique<safetensors_writer>(
       (std::filesystem::path(w->staging) / w->file_name()).string(), std::move(entries),
-      std::map<std::string, std::string>{{"step", std::to_string(job.manifest.step)}});
+      std::move(metadata));
   }
   if (static_cast<size_t>(w->next) < copy.names.size()) {
     step(self, w);
@@ -92,7 +107,20 @@ void step(caf::event_based_actor* self, std::shared_ptr<writing> w) {
       return;
     }
     try {
-      w->file->append(out.values[0]);
+      auto& copy = w->job.copies[w->shard];
+      auto index = static_cast<size_t>(w->next);
+      auto type = type_of(copy, index);
+      auto& value = out.values[0];
+      if (type == element_type::f32) {
+        w->file->append(value);
+      } else {
+        auto bytes = static_cast<size_t>(num_elements(copy.shapes[index]))
+                     * (type == element_type::i64 ? sizeof(int64_t) : sizeof(uint32_t));
+        if (value.size() * sizeof(float) < bytes)
+          throw checkpoint_error("ps:" + std::to_string(w->shard) + " sent "
+                                 + copy.names[index] + " shorter than its shape");
+        w->file->append(value.data(), bytes);
+      }
       ++w->next;
       advance(self, w);
     } catch (const std::exception& e) {

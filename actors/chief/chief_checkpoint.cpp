@@ -12,6 +12,7 @@
 #include "actors/chief/chief_run.hpp"
 #include "actors/common/fan_in.hpp"
 #include "tensor/checkpoint/restore.hpp"
+#include "tensor/checkpoint/table_file.hpp"
 #include "tensor/plan/partitioner.hpp"
 
 namespace troupe::chief_run {
@@ -212,6 +213,66 @@ void restore_slots(self_ptr self, std::function<void()> done) {
       .then([join](caf::ok_atom) { join->arrive(); },
             [self, shard = shard, key = slot.first](caf::error& err) {
               abort_run(self, "restoring " + key + " into ps:" + std::to_string(shard)
+                                + " failed: " + describe(err));
+            });
+}
+
+// The checkpoint's embedding rows, each sent to the shard that owns its
+// bucket now (any shard count: whole buckets move), in messages of at most
+// restore_batch rows. The chief holds one shard's rows at a time.
+void restore_tables(self_ptr self, std::function<void()> done) {
+  auto& st = self->state;
+  auto& ckpt = *st.links.restore_from;
+  constexpr size_t restore_batch = 65536;
+  auto shards = static_cast<uint32_t>(st.links.shards.size());
+  std::vector<std::pair<size_t, restored_rows>> sends;
+  for (size_t t = 0; t < st.tables.size(); ++t) {
+    auto& config = st.tables[t].table;
+    for (uint32_t shard = 0; shard < shards; ++shard) {
+      embedding_table rows(config);
+      size_t found = 0;
+      for (auto& [name, file] : ckpt.files())
+        if (file.metadata().count("emb/" + config.name))
+          found += restore_table_rows(file, rows, shard, shards);
+      restored_rows batch;
+      batch.table = static_cast<int32_t>(t);
+      std::vector<float> payloads;
+      auto width = rows.payload_floats();
+      auto flush = [&] {
+        if (batch.keys.empty())
+          return;
+        batch.payloads = tensor({static_cast<int64_t>(batch.keys.size()), int64_t{width}},
+                                std::move(payloads));
+        sends.emplace_back(shard, std::move(batch));
+        batch = restored_rows{};
+        batch.table = static_cast<int32_t>(t);
+        payloads.clear();
+      };
+      for (uint32_t b = 0; b < config.buckets.count; ++b)
+        rows.visit(b, [&](int64_t key, const float* payload, row_counters c) {
+          batch.keys.push_back(key);
+          batch.frequencies.push_back(c.frequency);
+          batch.last_updates.push_back(c.last_update);
+          payloads.insert(payloads.end(), payload, payload + width);
+          if (batch.keys.size() == restore_batch)
+            flush();
+        });
+      flush();
+      spdlog::info("chief: restoring {} row(s) of table {} into ps:{}", found, config.name, shard);
+    }
+  }
+  if (sends.empty()) {
+    done();
+    return;
+  }
+  auto join = make_fan_in(sends.size(), std::move(done));
+  for (auto& [shard, batch] : sends)
+    self
+      ->request(st.links.shards[shard], st.config.runtime.request_timeout, restore_atom::value,
+                st.run, std::move(batch))
+      .then([join](caf::ok_atom) { join->arrive(); },
+            [self, shard = shard](caf::error& err) {
+              abort_run(self, "restoring embedding rows into ps:" + std::to_string(shard)
                                 + " failed: " + describe(err));
             });
 }

@@ -155,5 +155,8 @@ void save_final_then(self_ptr self, std::function<void()> then);
 /// Values, optimizer slots and data positions of the checkpoint to restore,
 /// sent to the shards after their init; calls `done` once all are in.
 void restore_slots(self_ptr self, std::function<void()> done);
+/// The checkpoint's embedding rows, each into the shard that owns its bucket
+/// now; then `done`. Throws checkpoint_error for a table that does not fit.
+void restore_tables(self_ptr self, std::function<void()> done);
 
 } // namespace troupe::chief_run

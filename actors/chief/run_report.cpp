@@ -25,7 +25,7 @@ void write_quality(json_writer& w, const training_result& r) {
     w.key("test_loss").number(r.test_loss, "%.4f");
   }
   if (r.test_auc >= 0)
-    w.key("test_auc").number(r.test_auc, "%.4f").key("test_logloss").number(r.test_logloss, "%.4f");
+    w.key("test_auc").number(r.test_auc, "%.6f").key("test_logloss").number(r.test_logloss, "%.6f");
 }
 
 // Per shard: its part of the embedding table and the keys pushed most.

@@ -316,11 +316,18 @@ struct snapshot_index {
   uint64_t ticket = 0;
   std::vector<std::string> names;
   std::vector<std::vector<int64_t>> shapes;
+  /// Each tensor's element type as the file stores it (element_type: 0 F32,
+  /// 1 I64, 2 U32; empty: all F32). An I64 or U32 tensor travels as floats
+  /// holding its bytes: an embedding table's keys and counters.
+  std::vector<int32_t> types;
+  /// The file's metadata, key then value ("emb/<table>" -> its layout).
+  std::vector<std::string> metadata;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, snapshot_index& x) {
-  return f(caf::meta::type_name("snapshot_index"), x.version, x.ticket, x.names, x.shapes);
+  return f(caf::meta::type_name("snapshot_index"), x.version, x.ticket, x.names, x.shapes,
+           x.types, x.metadata);
 }
 
 /// A checkpoint as the chief's checkpoint source offers it to an evaluator:
@@ -393,6 +400,9 @@ using ps_shard_actor =
                    // the chief, after init and before training: one optimizer slot of a
                    // restored checkpoint, (run, "<variable>/<slot>", value) -> ok
                    caf::replies_to<restore_atom, run_id, std::string, tensor>::with<caf::ok_atom>,
+                   // the chief, after init and before training: rows of an embedding table
+                   // from a checkpoint, those whose buckets this shard owns -> ok
+                   caf::replies_to<restore_atom, run_id, restored_rows>::with<caf::ok_atom>,
                    // the chief: copy the state once the shard has applied `version` updates
                    // (at once if it has; snapshot_passed if it is beyond) -> what was copied
                    caf::replies_to<snapshot_atom, run_id, int64_t>::with<snapshot_index>,
@@ -469,6 +479,7 @@ using worker_impl =
   X(table_setup)                                                                                   \
   X(std::vector<table_setup>)                                                                      \
   X(row_keys)                                                                                      \
+  X(restored_rows)                                                                                 \
   X(snapshot_index)                                                                                \
   X(step_coordinator_actor)                                                                        \
   X(token_queue_actor)                                                                             \

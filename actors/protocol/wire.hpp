@@ -157,6 +157,17 @@ inspect(Inspector& f, row_keys& x) {
   return f(caf::meta::type_name("row_keys"), n);
 }
 
+/// Rows of an embedding table restored from a checkpoint (the chief sends
+/// each shard the rows whose buckets it owns): keys, their counters, and
+/// payloads [keys, value + optimizer slots], blocks checked like row_keys.
+struct restored_rows {
+  int32_t table = 0;
+  std::vector<int64_t> keys;
+  std::vector<uint32_t> frequencies;
+  std::vector<uint32_t> last_updates;
+  tensor payloads;
+};
+
 /// Every other inspector (to_string, deep_to_string) prints the shape only.
 template <class Inspector>
 std::enable_if_t<!std::is_base_of<caf::serializer, Inspector>::value
@@ -165,6 +176,39 @@ std::enable_if_t<!std::is_base_of<caf::serializer, Inspector>::value
 inspect(Inspector& f, tensor& x) {
   auto shape = to_string(x.shape());
   return f(caf::meta::type_name("tensor"), shape);
+}
+
+inline caf::error inspect(caf::serializer& f, restored_rows& x) {
+  if (auto err = f(x.table))
+    return err;
+  if (auto err = wire_detail::save_block(f, x.keys))
+    return err;
+  if (auto err = wire_detail::save_block(f, x.frequencies))
+    return err;
+  if (auto err = wire_detail::save_block(f, x.last_updates))
+    return err;
+  return inspect(f, x.payloads);
+}
+
+inline caf::error inspect(caf::deserializer& f, restored_rows& x) {
+  if (auto err = f(x.table))
+    return err;
+  if (auto err = wire_detail::load_block(f, x.keys))
+    return err;
+  if (auto err = wire_detail::load_block(f, x.frequencies))
+    return err;
+  if (auto err = wire_detail::load_block(f, x.last_updates))
+    return err;
+  return inspect(f, x.payloads);
+}
+
+template <class Inspector>
+std::enable_if_t<!std::is_base_of<caf::serializer, Inspector>::value
+                   && !std::is_base_of<caf::deserializer, Inspector>::value,
+                 typename Inspector::result_type>
+inspect(Inspector& f, restored_rows& x) {
+  auto n = x.keys.size();
+  return f(caf::meta::type_name("restored_rows"), x.table, n);
 }
 
 } // namespace troupe

@@ -24,6 +24,16 @@ uint64_t draw_ticket() {
   return (static_cast<uint64_t>(entropy()) << 32) | entropy();
 }
 
+// The shard's state between two updates: its variables and slots, and its
+// buckets of each embedding table.
+snapshot_index take_copy(self_ptr self) {
+  auto& st = self->state;
+  std::vector<table_snapshot> tables;
+  for (size_t t = 0; t < st.tables.size(); ++t)
+    tables.emplace_back(st.tables.table(t));
+  return st.snapshot.take(st.store->take_snapshot(), draw_ticket(), tables);
+}
+
 // A snapshot waiting for this version gets it now, between two updates; one
 // whose version was passed (never in a fenced run) is told so.
 void answer_wanted_snapshot(self_ptr self) {
@@ -36,7 +46,7 @@ void answer_wanted_snapshot(self_ptr self) {
     return;
   st.snapshot_wanted.reset();
   if (now == version)
-    promise.deliver(st.snapshot.take(st.store->take_snapshot(), draw_ticket()));
+    promise.deliver(take_copy(self));
   else
     promise.deliver(
       make_error({errc::snapshot_passed, st.label + " is at version " + std::to_string(now)
@@ -322,7 +332,7 @@ caf::result<snapshot_index> on_snapshot(self_ptr self, run_id run, int64_t versi
     return make_error({errc::snapshot_passed, st.label + " is at version " + std::to_string(now)
                                                 + ", past " + std::to_string(version)});
   if (now == version)
-    return st.snapshot.take(st.store->take_snapshot(), draw_ticket());
+    return take_copy(self);
   if (st.snapshot_wanted) // superseded: one snapshot at a time
     st.snapshot_wanted->second.deliver(
       make_error({errc::invalid_request, st.label + ": a newer snapshot request replaced it"}));
@@ -434,6 +444,19 @@ caf::result<caf::ok_atom> on_restore_slot(self_ptr self, run_id run, const std::
   return caf::ok_atom::value;
 }
 
+// Rows of a checkpoint's embedding table, from the chief.
+caf::result<caf::ok_atom> on_restore_rows(self_ptr self, run_id run, const restored_rows& rows) {
+  auto& st = self->state;
+  if (auto err = unless_from_chief(self, "restored rows"))
+    return err;
+  if (auto err = unless_this_run(self, run, "restored rows"))
+    return err;
+  if (auto err = st.tables.restore(rows.table, rows.keys, rows.frequencies, rows.last_updates,
+                                   rows.payloads))
+    return make_error(*err);
+  return caf::ok_atom::value;
+}
+
 // One tensor of a checkpoint's copy, for the chief's writer.
 caf::result<tensor> on_fetch(self_ptr self, run_id run, uint64_t ticket, int32_t index) {
   auto& st = self->state;
@@ -535,6 +558,9 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     [self](stats_atom) { return on_stats(self); },
     [self](restore_atom, run_id run, const std::string& key, tensor& value) {
       return on_restore_slot(self, run, key, value);
+    },
+    [self](restore_atom, run_id run, const restored_rows& rows) {
+      return on_restore_rows(self, run, rows);
     },
     [self](snapshot_atom, run_id run, int64_t version) { return on_snapshot(self, run, version); },
     [self](fetch_atom, run_id run, uint64_t ticket, int32_t index) {

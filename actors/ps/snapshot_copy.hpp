@@ -5,6 +5,7 @@
 // Thread-safe: the shard takes copies on its own thread, and its bulk
 // connections' threads hand tensors out beside BASP fetches.
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <variant>
@@ -12,6 +13,7 @@
 
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/variable_store.hpp"
+#include "tensor/checkpoint/table_file.hpp"
 
 namespace troupe {
 
@@ -19,10 +21,37 @@ class snapshot_copy {
 public:
   /// Replaces any earlier copy (its unfetched tensors are dropped); `ticket`
   /// is what fetches of this copy must show.
-  snapshot_index take(variable_store::snapshot copy, uint64_t ticket) {
-    snapshot_index index{copy.version, ticket, copy.names, {}};
+  /// `tables`: the shard's embedding tables, copied at the same point,
+  /// whose fields follow the variables (each as floats holding its bytes).
+  snapshot_index take(variable_store::snapshot copy, uint64_t ticket,
+                      const std::vector<table_snapshot>& tables = {}) {
+    snapshot_index index{copy.version, ticket, copy.names, {}, {}, {}};
     for (auto& v : copy.values)
       index.shapes.push_back(v.shape());
+    if (!tables.empty())
+      index.types.assign(copy.values.size(), static_cast<int32_t>(element_type::f32));
+    for (auto& table : tables) {
+      auto entries = table.entries();
+      auto blocks = table.blocks();
+      for (size_t i = 0; i < entries.size(); ++i) {
+        auto [data, bytes] = blocks[i];
+        // F32 fields keep their shape; I64 and U32 ones travel as the floats
+        // that hold their bytes.
+        tensor raw(entries[i].type == element_type::f32
+                     ? entries[i].shape
+                     : shape_t{static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float))});
+        if (bytes > 0)
+          std::memcpy(raw.data(), data, bytes);
+        copy.names.push_back(entries[i].name);
+        copy.values.push_back(std::move(raw));
+        index.names.push_back(entries[i].name);
+        index.shapes.push_back(entries[i].shape);
+        index.types.push_back(static_cast<int32_t>(entries[i].type));
+      }
+      auto [key, value] = table.metadata();
+      index.metadata.push_back(key);
+      index.metadata.push_back(value);
+    }
     std::lock_guard<std::mutex> guard{mutex_};
     copy_ = std::move(copy);
     ticket_ = ticket;

@@ -206,6 +206,25 @@ maybe_failure table_store::apply_step() {
   return std::nullopt;
 }
 
+maybe_failure table_store::restore(int32_t table, const std::vector<int64_t>& keys,
+                                   const std::vector<uint32_t>& frequencies,
+                                   const std::vector<uint32_t>& last_updates,
+                                   const tensor& payloads) {
+  if (auto bad = check_request(table, keys))
+    return bad;
+  auto& t = tables_[static_cast<size_t>(table)];
+  auto width = t.rows->payload_floats();
+  if (frequencies.size() != keys.size() || last_updates.size() != keys.size()
+      || payloads.rank() != 2 || payloads.dim(0) != static_cast<int64_t>(keys.size())
+      || payloads.dim(1) != static_cast<int64_t>(width))
+    return refused("restored rows of table " + t.setup.table.name + " disagree in length or width");
+  if (payloads.first_non_finite() != payloads.size())
+    return refused("restored rows of table " + t.setup.table.name + " hold a value that is not finite");
+  for (size_t i = 0; i < keys.size(); ++i)
+    t.rows->restore(keys[i], payloads.data() + i * width, {frequencies[i], last_updates[i]});
+  return std::nullopt;
+}
+
 table_figures table_store::figures(size_t table, size_t hottest) const {
   auto& t = tables_.at(table);
   table_figures out = t.counts;

@@ -69,6 +69,12 @@ public:
   maybe_failure apply_step();
 
   table_figures figures(size_t table, size_t hottest) const;
+  const embedding_table& table(size_t table) const { return *tables_.at(table).rows; }
+  /// Sets rows from a checkpoint: keys (each this shard's), their
+  /// frequencies and last updates, and payloads [keys, value + slots].
+  maybe_failure restore(int32_t table, const std::vector<int64_t>& keys,
+                        const std::vector<uint32_t>& frequencies,
+                        const std::vector<uint32_t>& last_updates, const tensor& payloads);
   /// Rows and bytes of every table together.
   uint64_t rows() const;
   uint64_t bytes() const;

@@ -43,6 +43,13 @@ void export_model(const node_setup& setup, const training_result& result) {
     return;
   try {
     auto net = make_model(setup.train.model, model_options_of(setup.train));
+    if (!net->tables().empty()) {
+      spdlog::info("model {} keeps its embedding table on the shards: no export directory yet; "
+                   "its rows are in the final checkpoint ({}/ckpt-{}/ps-*.safetensors, "
+                   "\"emb/embedding/...\")",
+                   name_of(setup.train.model), dir, result.global_step);
+      return;
+    }
     write_model_export(dir + "/export", card_of(setup, result.global_step), net->variables(),
                        result.values);
     spdlog::info("model exported to {}/export (model.safetensors, model.json)", dir);

@@ -185,10 +185,6 @@ void check_embeddings(const training_settings& t, const cluster_shape& shape,
            "train.device / train.worker-devices to cpu");
       break;
     }
-  if (!t.checkpoint.log_dir.empty())
-    fail("checkpoint.log-dir: model " + model
-         + " keeps its embedding table on the shards, and checkpoints do not hold tables yet "
-           "(a restore would lose them); leave checkpoint.log-dir empty");
 }
 
 } // namespace

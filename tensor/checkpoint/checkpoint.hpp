@@ -115,6 +115,9 @@ public:
   tensor assemble(const std::string& variable, const std::string& slot = "") const;
   /// The slot names saved for `variable`.
   std::vector<std::string> slots_of(const std::string& variable) const;
+  /// The checkpoint's files, opened and checked, by name (an embedding
+  /// table's rows lie in them by key: table_file.hpp).
+  const std::map<std::string, safetensors_file>& files() const noexcept { return files_; }
 
 private:
   /// The slices of `variable` (or its `slot`), checked to tile it exactly.

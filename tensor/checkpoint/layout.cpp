@@ -13,6 +13,8 @@ std::vector<saved_tensor> describe_saved_tensors(const std::vector<planned_slice
     slices.emplace(s.name, &s);
   std::vector<saved_tensor> out;
   for (auto& name : names) {
+    if (name.rfind("emb/", 0) == 0)
+      continue; // an embedding table's rows: saved by key (table_file.hpp)
     auto i = slices.find(name);
     std::string slot;
     if (i == slices.end()) {

@@ -52,13 +52,20 @@ std::pair<std::string, std::string> table_snapshot::metadata() const {
   return {prefix_.substr(0, prefix_.size() - 1), layout_};
 }
 
-void table_snapshot::append_to(safetensors_writer& writer) const {
-  writer.append(keys_.data(), keys_.size() * sizeof(int64_t));
+std::vector<std::pair<const void*, size_t>> table_snapshot::blocks() const {
+  std::vector<std::pair<const void*, size_t>> out;
+  out.emplace_back(keys_.data(), keys_.size() * sizeof(int64_t));
   for (auto& field : fields_)
-    writer.append(field.data(), field.size() * sizeof(float));
-  writer.append(frequencies_.data(), frequencies_.size() * sizeof(uint32_t));
-  writer.append(last_updates_.data(), last_updates_.size() * sizeof(uint32_t));
-  writer.append(bucket_rows_.data(), bucket_rows_.size() * sizeof(uint32_t));
+    out.emplace_back(field.data(), field.size() * sizeof(float));
+  out.emplace_back(frequencies_.data(), frequencies_.size() * sizeof(uint32_t));
+  out.emplace_back(last_updates_.data(), last_updates_.size() * sizeof(uint32_t));
+  out.emplace_back(bucket_rows_.data(), bucket_rows_.size() * sizeof(uint32_t));
+  return out;
+}
+
+void table_snapshot::append_to(safetensors_writer& writer) const {
+  for (auto [data, bytes] : blocks())
+    writer.append(data, bytes);
 }
 
 size_t restore_table_rows(const safetensors_file& file, embedding_table& table, uint32_t shard,

@@ -31,6 +31,9 @@ public:
   /// The metadata entry: "emb/<table>" -> the layout restore checks.
   std::pair<std::string, std::string> metadata() const;
   void append_to(safetensors_writer& writer) const;
+  /// The entries' bytes, in entries() order (for a copy that travels
+  /// before it is written: a shard's checkpoint copy).
+  std::vector<std::pair<const void*, size_t>> blocks() const;
 
 private:
   std::string prefix_;

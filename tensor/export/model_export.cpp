@@ -71,11 +71,15 @@ model_card describe_model(model_kind kind, const model& net, const data_split* t
   card.model = name_of(kind);
   card.layers = layer_specs(net);
   card.input = net.input_shape();
-  auto last = net.layers().back();
-  card.classes = num_elements(last.output);
+  auto layers = net.layers();
+  // A model with an embedding table has no layer list: one output, a logit
+  // of two classes or the regression target.
+  card.classes = layers.empty() ? 2 : num_elements(layers.back().output);
   card.step = step;
   if (train) {
     card.task = train->task;
+    if (layers.empty())
+      card.classes = train->classes;
     card.label_names = train->label_names;
     card.norm = train->norm;
     if (train->format == data_format::csv && !train->memory)
@@ -228,6 +232,12 @@ exported_model read_card(const std::string& card_path) {
   }
   exported_model out;
   out.card = model_card::from_json(v, card_path);
+  auto kind = enum_from_name<model_kind>(out.card.model);
+  if (kind && uses_embeddings(*kind))
+    fail(card_path, "model " + out.card.model
+                      + " keeps an embedding table, which troupe-export, troupe-predict and "
+                        "troupe-eval do not read yet (its rows are in the checkpoint's "
+                        "ps-*.safetensors, \"emb/embedding/...\", numpy-readable)");
   try {
     out.net = make_model(model_kind::custom, out.card.options());
   } catch (const std::exception& e) {

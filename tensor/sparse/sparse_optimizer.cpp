@@ -12,10 +12,10 @@ maybe_failure sparse_optimizer_config::check() const {
     if (!(initial_accumulator > 0))
       return bad("initial-accumulator must be > 0 (TF's default is 0.1)");
   if (kind == sparse_optimizer_kind::ftrl && (l1 < 0 || l2 < 0 || !(lr_power <= 0)))
-    return bad("ftrl-l1 and ftrl-l2 must be >= 0 and ftrl-lr-power <= 0 (TF's default -0.5)");
+    return bad("l1 and embedding.l2 must be >= 0 and embedding.lr-power <= 0 (TF's default -0.5)");
   if (kind == sparse_optimizer_kind::lazy_adam
       && (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(epsilon > 0)))
-    return bad("adam-beta1 and adam-beta2 must be in [0, 1) and adam-epsilon > 0");
+    return bad("beta1 and embedding.beta2 must be in [0, 1) and embedding.epsilon > 0");
   return std::nullopt;
 }
 

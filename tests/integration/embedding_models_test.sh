@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The embedding models (issue 28) through real processes: config/examples'
 # ctr-fm (2 ps, 2 workers) on make-ctr-data's Criteo-layout data, async and
-# sync, reporting test AUC and log loss with the table's rows per shard;
+# sync, reporting test AUC and log loss with the table's rows per shard; a
+# checkpoint of the table restored onto 1, 2 and 3 shards with the same scores;
 # deepfm and lr in one process; movielens-mf on MovieLens (exit 77, skipped,
 # after the CTR checks pass where python3-rdata or r-cran-dslabs is missing);
 # settings the tables cannot take refused by name.
@@ -38,7 +39,7 @@ expect "sync: no gradient dropped with two of two workers" test "$(field sync-ch
 
 # -- B: deepfm and lr, every task in one process --
 for model in deepfm lr; do
-  example_config ctr-fm $model.conf model="\"$model\"" epochs=1 log-interval=0 eval-interval=0
+  example_config ctr-fm $model.conf model="\"$model\"" epochs=2 learning-rate=0.1 log-interval=0 eval-interval=0
   "$bin" --config-file=$model.conf >$model.out 2>&1
   expect "$model: one process trains (exit $?)" grep -q '"event":"final","ok":true' $model.out
   auc=$(num $model.out test_auc)
@@ -47,12 +48,47 @@ for model in deepfm lr; do
 done
 expect "deepfm: its MLP is placed on the shards" grep -q 'deep/layer0/weights' deepfm.out
 
-# -- C: what the tables cannot take, refused before anything starts --
-example_config ctr-fm bad.conf log-interval=0
-printf '[checkpoint]\nlog-dir = "logs/ctr"\n' >>bad.conf
-"$bin" --config-file=bad.conf >bad.out 2>&1; rc=$?
-expect "checkpoints of a model with a table are refused by name (exit $rc)" \
-  eval 'test $rc != 0 && grep -q "checkpoint.log-dir: model fm keeps its embedding table" bad.out'
+# -- C: a checkpoint holds the table by key, numpy-readable; restored onto 1, 2 and 3
+# shards it predicts exactly what was saved --
+example_config ctr-fm saved.conf epochs=1 log-interval=0 eval-interval=0
+printf '[checkpoint]\nlog-dir = "logs/ctr"\n' >>saved.conf
+"$bin" --config-file=saved.conf >saved.out 2>&1
+expect "ctr-fm with checkpoint.log-dir: the run ends ok and saves its final checkpoint" \
+  eval 'grep -q "\"event\":\"final\",\"ok\":true" saved.out && test -f logs/ctr/ckpt-*/manifest.json'
+scores() { grep -o '"test_accuracy":[^,]*,"test_loss":[^,]*,"test_auc":[^,]*,"test_logloss":[^,]*' "$1"; }
+saved=$(scores saved.out)
+for n in 1 2 3; do
+  cluster_config restore$n.conf $n 2 <<CONF
+$(sed -n '/^\[train\]/,$p' saved.conf)
+CONF
+  "$bin" --config-file=restore$n.conf >restore$n.out 2>&1
+  expect "restored onto $n shard(s): the same test scores ($(scores restore$n.out) vs $saved)" \
+    test "$(scores restore$n.out)" = "$saved"
+done
+expect "the restore moved every saved row (the log counts them)" grep -q "restoring .* row(s) of table embedding into ps:2" restore3.out
+/usr/bin/python3 - logs/ctr/ckpt-* >numpy.out 2>&1 <<'PY'
+import glob, json, struct, sys
+import numpy as np
+rows = 0; keys = []
+for path in sorted(glob.glob(sys.argv[1] + "/ps-*.safetensors")):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]; header = json.loads(raw[8:8 + n])
+    def read(name, dtype):
+        b, e = header[name]["data_offsets"]
+        return np.frombuffer(raw[8 + n + b:8 + n + e], dtype=dtype).reshape(header[name]["shape"])
+    k = read("emb/embedding/keys", np.int64); v = read("emb/embedding/values", np.float32)
+    a = read("emb/embedding/Adagrad", np.float32); f = read("emb/embedding/frequencies", np.uint32)
+    assert header["emb/embedding/keys"]["dtype"] == "I64" and v.shape == (len(k), 9) == a.shape
+    assert (a > 0).all() and (f > 0).all() and np.isfinite(v).all()
+    assert "emb/embedding" in header["__metadata__"]
+    keys.append(k); rows += len(k)
+allk = np.concatenate(keys)
+assert len(np.unique(allk)) == rows, "a key saved twice"
+print("rows", rows)
+PY
+expect "numpy reads the table: I64 keys, F32 values and Adagrad slots, each key once ($(cat numpy.out | tail -1))" grep -q '^rows [1-9]' numpy.out
+
+# -- D: what the tables cannot take, refused before anything starts --
 example_config ctr-fm dim.conf dim=0
 "$bin" --config-file=dim.conf >dim.out 2>&1; rc=$?
 expect "embedding.dim = 0 is refused (exit $rc)" eval 'test $rc != 0 && grep -q "embedding.dim = 0" dim.out'
@@ -60,7 +96,7 @@ example_config ctr-fm mf.conf model='"mf"'
 "$bin" --config-file=mf.conf >mf.out 2>&1; rc=$?
 expect "mf on 26 fields is refused, naming fm (exit $rc)" eval 'test $rc != 0 && grep -q "use fm" mf.out'
 
-# -- D: movielens-mf, real processes --
+# -- E: movielens-mf, real processes --
 if ! "$root/scripts/convert-movielens" data/movielens >ml.log 2>&1; then
   echo "skipped: MovieLens (scripts/convert-movielens failed: python3-rdata or r-cran-dslabs missing?)"
   [ "$fails" = 0 ] && { finish; exit 77; }

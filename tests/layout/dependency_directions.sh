@@ -35,7 +35,7 @@ config/settings      $tensor_base tensor/plan gpu
 actors/net           tensor/core
 actors/protocol      $tensor_base tensor/plan actors/net
 actors/common        $tensor_base
-actors/ps            $tensor_base actors/net actors/protocol actors/common
+actors/ps            $tensor_base tensor/checkpoint actors/net actors/protocol actors/common
 actors/token_queue   $tensor_base actors/protocol actors/common
 actors/exchange      $tensor_base actors/net actors/protocol actors/common
 actors/worker        $tensor_base tensor/plan actors/net actors/protocol actors/common actors/exchange
