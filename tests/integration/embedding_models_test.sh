@@ -20,7 +20,8 @@ oracle=$(grep -o '"auc": [0-9.]*' data/ctr/oracle.json | cut -d' ' -f2)
 
 # -- A: ctr-fm as the example is, on fewer rows: async, then sync --
 for mode in async sync; do
-  example_config ctr-fm $mode.conf mode="\"$mode\"" epochs=2 log-interval=20 eval-interval=40
+  example_config ctr-fm $mode.conf mode="\"$mode\"" epochs=2 log-interval=20 eval-interval=40 \
+    log-dir="\"logs/$mode\""
   start_cluster $mode.conf $mode-
   wait_tasks 240 $mode-chief $mode-ps0 $mode-ps1 $mode-w0 $mode-w1
   expect "ctr-fm $mode: every task exits 0 ($exits)" test $? = 0
@@ -39,7 +40,8 @@ expect "sync: no gradient dropped with two of two workers" test "$(field sync-ch
 
 # -- B: deepfm and lr, every task in one process --
 for model in deepfm lr; do
-  example_config ctr-fm $model.conf model="\"$model\"" epochs=2 learning-rate=0.1 log-interval=0 eval-interval=0
+  example_config ctr-fm $model.conf model="\"$model\"" epochs=2 learning-rate=0.1 log-interval=0 \
+    eval-interval=0 log-dir="\"logs/$model\""
   "$bin" --config-file=$model.conf >$model.out 2>&1
   expect "$model: one process trains (exit $?)" grep -q '"event":"final","ok":true' $model.out
   auc=$(num $model.out test_auc)
@@ -50,8 +52,7 @@ expect "deepfm: its MLP is placed on the shards" grep -q 'deep/layer0/weights' d
 
 # -- C: a checkpoint holds the table by key, numpy-readable; restored onto 1, 2 and 3
 # shards it predicts exactly what was saved --
-example_config ctr-fm saved.conf epochs=1 log-interval=0 eval-interval=0
-printf '[checkpoint]\nlog-dir = "logs/ctr"\n' >>saved.conf
+example_config ctr-fm saved.conf epochs=1 log-interval=0 eval-interval=0 log-dir='"logs/ctr"'
 "$bin" --config-file=saved.conf >saved.out 2>&1
 expect "ctr-fm with checkpoint.log-dir: the run ends ok and saves its final checkpoint" \
   eval 'grep -q "\"event\":\"final\",\"ok\":true" saved.out && test -f logs/ctr/ckpt-*/manifest.json'
@@ -89,10 +90,10 @@ PY
 expect "numpy reads the table: I64 keys, F32 values and Adagrad slots, each key once ($(cat numpy.out | tail -1))" grep -q '^rows [1-9]' numpy.out
 
 # -- D: what the tables cannot take, refused before anything starts --
-example_config ctr-fm dim.conf dim=0
+example_config ctr-fm dim.conf dim=0 log-dir='""'
 "$bin" --config-file=dim.conf >dim.out 2>&1; rc=$?
 expect "embedding.dim = 0 is refused (exit $rc)" eval 'test $rc != 0 && grep -q "embedding.dim = 0" dim.out'
-example_config ctr-fm mf.conf model='"mf"'
+example_config ctr-fm mf.conf model='"mf"' log-dir='""'
 "$bin" --config-file=mf.conf >mf.out 2>&1; rc=$?
 expect "mf on 26 fields is refused, naming fm (exit $rc)" eval 'test $rc != 0 && grep -q "use fm" mf.out'
 
@@ -102,7 +103,8 @@ if ! "$root/scripts/convert-movielens" data/movielens >ml.log 2>&1; then
   [ "$fails" = 0 ] && { finish; exit 77; }
   finish
 fi
-example_config movielens-mf mf-run.conf epochs=4 log-interval=0 eval-interval=0
+example_config movielens-mf mf-run.conf epochs=4 log-interval=0 eval-interval=0 \
+  log-dir='"logs/mf"'
 start_cluster mf-run.conf mf-
 wait_tasks 240 mf-chief mf-ps0 mf-w0 mf-w1
 expect "movielens-mf: every task exits 0 ($exits)" test $? = 0
