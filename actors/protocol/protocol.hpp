@@ -473,13 +473,7 @@ using worker_impl =
   X(variable_traffic)                                                                              \
   X(std::vector<variable_traffic>)                                                                 \
   X(shard_traffic)                                                                                 \
-  X(table_report)                                                                                  \
-  X(std::vector<table_report>)                                                                     \
   X(shard_options)                                                                                 \
-  X(table_setup)                                                                                   \
-  X(std::vector<table_setup>)                                                                      \
-  X(row_keys)                                                                                      \
-  X(restored_rows)                                                                                 \
   X(snapshot_index)                                                                                \
   X(step_coordinator_actor)                                                                        \
   X(token_queue_actor)                                                                             \
@@ -487,7 +481,13 @@ using worker_impl =
   X(checkpoint_listing)                                                                            \
   X(checkpoint_source_actor)                                                                       \
   X(chief_actor)                                                                                   \
-  X(worker_actor)
+  X(worker_actor)                                                                                  \
+  X(table_setup)                                                                                   \
+  X(std::vector<table_setup>)                                                                      \
+  X(row_keys)                                                                                      \
+  X(restored_rows)                                                                                 \
+  X(table_report)                                                                                  \
+  X(std::vector<table_report>)
 
 /// Registers every message type and the error category; call on every
 /// node's config before creating the actor system.

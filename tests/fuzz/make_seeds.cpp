@@ -111,11 +111,28 @@ void seed_messages(caf::actor_system& sys, const fs::path& messages) {
   seed(sys, messages, 17, "ps_shard_actor", ps_shard_actor{});
   seed(sys, messages, 18, "chief_actor", chief_actor{});
   seed(sys, messages, 19, "worker_actor", worker_actor{});
+  // Issue 28's types, after the older ones so that their seeds keep their picks.
+  table_setup table;
+  table.table.name = "embedding";
+  table.table.dim = 9;
+  seed(sys, messages, 20, "table_setup", table);
+  seed(sys, messages, 21, "table_setups", std::vector<table_setup>{table, table});
+  seed(sys, messages, 22, "row_keys", row_keys{{1, 2, int64_t{1} << 50}, {3, 1, 1}});
+  restored_rows restored{0, {5, 6}, {1, 2}, {0, 3}, tensor({2, 18}, 0.5f)};
+  seed(sys, messages, 23, "restored_rows", restored);
+  seed(sys, messages, 24, "table_report", table_report{"embedding", 10, 400, 10, 0, 0, {5}, {9}});
+  seed(sys, messages, 25, "table_reports",
+       std::vector<table_report>{{"embedding", 1, 40, 1, 0, 0, {}, {}}});
+  seed(sys, messages, 0, "rows",
+       caf::make_message(rows_atom::value, run_id{7}, int32_t{0}, row_keys{{4, 8}, {}}));
+  seed(sys, messages, 0, "push_rows",
+       caf::make_message(push_rows_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
+                         int32_t{0}, row_keys{{4}, {2}}, tensor({1, 9}, 0.25f)));
   std::vector<caf::strong_actor_ptr> no_stages;
   auto push = caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
                                 std::vector<std::string>{"w"}, std::vector<tensor>{small});
-  seed(sys, messages, 20, "gate_direct_push", no_stages, push);
-  seed(sys, messages, 21, "gate_routed_push", sys.node(), sys.node(), no_stages, push);
+  seed(sys, messages, 26, "gate_direct_push", no_stages, push);
+  seed(sys, messages, 27, "gate_routed_push", sys.node(), sys.node(), no_stages, push);
 }
 
 // The tensor_wire target: tensors as CAF serialises them.
