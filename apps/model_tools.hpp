@@ -108,11 +108,15 @@ inline std::shared_ptr<data_split> input_split(const model_card& card, const com
   if (auto f = cl.options.find("format"); f != cl.options.end()) {
     auto named = enum_from_name<data_format>(f->second);
     if (!named)
-      throw data_error("--format=" + f->second + ": use idx, csv or npy");
+      throw data_error("--format=" + f->second + ": use idx, csv, npy, criteo or libsvm");
     format = *named;
   }
   csv_layout csv;
   csv.header = cl.options.count("no-header") == 0;
+  csv.categorical_columns = card.categorical_columns;
+  csv.ignore_columns = card.ignore_columns;
+  if (card.keys.sparse() && card.keys.fields == 1)
+    csv.max_keys = card.keys.keys_per_field; // libsvm: the slots the model was trained with
   if (auto d = cl.options.find("csv-delimiter"); d != cl.options.end())
     csv.delimiter = d->second == "tab" ? '\t' : d->second.empty() ? ',' : d->second[0];
   auto given = cl.options.find("label-column");
@@ -123,7 +127,7 @@ inline std::shared_ptr<data_split> input_split(const model_card& card, const com
   if (auto l = cl.options.find("labels"); l != cl.options.end())
     labels.push_back(l->second);
   if (labelled) {
-    if (format != data_format::csv && labels.empty())
+    if (!labels_in_text(format) && labels.empty())
       throw data_error(input
                        + ": IDX and .npy keep labels in a file of their own; pass it "
                          "with --labels=FILE");

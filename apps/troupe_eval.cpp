@@ -11,6 +11,27 @@
 
 using namespace troupe;
 
+namespace {
+
+// Example e of a model with an embedding table: its loss (log loss of the
+// logit, or squared error), whether it is right, and its score for the AUC.
+void score_example(const model_card& card, const batch& b, int64_t e, const tensor& outputs,
+                   double& loss_sum, uint64_t& correct, binary_scores& scores) {
+  auto i = static_cast<size_t>(e);
+  if (card.task == objective::regression) {
+    double d = double{outputs.data()[i]} - b.targets[i];
+    loss_sum += d * d;
+    return;
+  }
+  double y = outputs.data()[2 * i + 1]; // the logits are (0, y)
+  bool positive = b.labels[i] == 1;
+  loss_sum += std::max(y, 0.0) - (positive ? y : 0.0) + std::log1p(std::exp(-std::fabs(y)));
+  correct += (y > 0) == positive;
+  scores.add(static_cast<float>(1.0 / (1.0 + std::exp(-y))), positive);
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
   const std::string usage =
     "usage: troupe-eval MODEL DATA [--labels=FILE] [--label-column=NAME] [--card=MODEL_JSON]\n"
@@ -25,13 +46,23 @@ int main(int argc, char** argv) {
       auto split = tools::input_split(model.card, cl, cl.positional[1], true);
       double loss_sum = 0;
       uint64_t correct = 0, examples = 0;
+      bool binary = model.table && model.card.task == objective::classification;
+      binary_scores scores;
+      tensor outputs;
       example_source source(split, 0);
       tools::for_each_batch(source, num_elements(model.card.input),
                             model.card.task == objective::regression,
                             [&](const batch& b, int64_t n) {
-                              auto stats = model.net->evaluate(model.params, b);
-                              loss_sum += stats.loss * static_cast<double>(n);
-                              correct += stats.correct;
+                              if (!model.table) {
+                                auto stats = model.net->evaluate(model.params, b);
+                                loss_sum += stats.loss * static_cast<double>(n);
+                                correct += stats.correct;
+                              } else {
+                                predict_batch(model, b, outputs);
+                                for (int64_t e = 0; e < n; ++e)
+                                  score_example(model.card, b, e, outputs, loss_sum, correct,
+                                                scores);
+                              }
                               examples += static_cast<uint64_t>(n);
                             });
       if (examples == 0)
@@ -44,6 +75,10 @@ int main(int argc, char** argv) {
       json_writer line;
       line.begin_object().key("event").string("eval").key("examples").integer(examples);
       line.key("loss").number(loss, "%.4f").key(metric.name).number(metric.value, "%.4f");
+      if (binary) {
+        line.key("auc").number(scores.auc(), "%.6f").key("logloss").number(scores.logloss(), "%.6f");
+        std::fprintf(stderr, "troupe-eval: auc %.6f, logloss %.6f\n", scores.auc(), scores.logloss());
+      }
       line.key("step").integer(model.card.step).end_object();
       std::printf("%s\n", line.text().c_str());
       return tools::exit_ok;

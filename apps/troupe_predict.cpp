@@ -93,7 +93,8 @@ private:
 int main(int argc, char** argv) {
   const std::string usage =
     "usage: troupe-predict MODEL INPUT [--output=FILE] [--jsonl] [--labels=FILE]\n"
-    "                      [--format=idx|csv|npy] [--csv-delimiter=C] [--no-header]\n"
+    "                      [--format=idx|csv|npy|criteo|libsvm] [--csv-delimiter=C]\n"
+    "                      [--no-header]\n"
     "                      [--label-column=NAME]\n"
     "  MODEL   an export directory (model.json + model.safetensors) or a checkpoint\n"
     "  INPUT   examples in CSV, IDX or .npy; a CSV may hold the training label column,\n"
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
       example_source source(split, 0);
       tools::for_each_batch(source, num_elements(card.input), false,
                             [&](const batch& b, int64_t n) {
-                              model.net->predict(model.params, b.images, outputs);
+                              predict_batch(model, b, outputs);
                               for (int64_t r = 0; r < n; ++r, ++row)
                                 writer.write(row, outputs.data() + r * card.classes);
                             });

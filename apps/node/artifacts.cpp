@@ -9,12 +9,21 @@
 
 #include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/checkpoint/json.hpp"
+#include "tensor/export/table_export.hpp"
 
 namespace troupe::node {
 
 model_card card_of(const node_setup& setup, int64_t step) {
   auto net = make_model(setup.train.model, model_options_of(setup.train));
-  return describe_model(setup.train.model, *net, setup.data->train.get(), step);
+  auto card = describe_model(setup.train.model, *net, setup.data->train.get(), step);
+  if (!net->tables().empty()) {
+    auto& t = setup.train;
+    card.deep_layers = t.network.deep_layers;
+    card.table_init = table_setup_of(t.embedding, net->tables()[0], t.seed).table.init;
+    card.categorical_columns = t.data.csv.categorical_columns;
+    card.ignore_columns = t.data.csv.ignore_columns;
+  }
+  return card;
 }
 
 // Saved with the run so that evaluation and prediction later transform
@@ -43,15 +52,12 @@ void export_model(const node_setup& setup, const training_result& result) {
     return;
   try {
     auto net = make_model(setup.train.model, model_options_of(setup.train));
-    if (!net->tables().empty()) {
-      spdlog::info("model {} keeps its embedding table on the shards: no export directory yet; "
-                   "its rows are in the final checkpoint ({}/ckpt-{}/ps-*.safetensors, "
-                   "\"emb/embedding/...\")",
-                   name_of(setup.train.model), dir, result.global_step);
-      return;
-    }
-    write_model_export(dir + "/export", card_of(setup, result.global_step), net->variables(),
-                       result.values);
+    auto card = card_of(setup, result.global_step);
+    std::shared_ptr<embedding_table> table;
+    if (card.has_table()) // its rows: the final checkpoint's, saved at this step
+      table = table_from_checkpoint(
+        checkpoint_reader(dir + "/ckpt-" + std::to_string(result.global_step)), card);
+    write_model_export(dir + "/export", card, net->variables(), result.values, table.get());
     spdlog::info("model exported to {}/export (model.safetensors, model.json)", dir);
   } catch (const std::exception& e) {
     spdlog::error("could not export the model to {}/export: {}", dir, e.what());

@@ -8,6 +8,7 @@
 #include "tensor/checkpoint/json_fields.hpp"
 #include "tensor/checkpoint/safetensors.hpp"
 #include "tensor/export/onnx.hpp"
+#include "tensor/export/table_export.hpp"
 
 namespace troupe {
 
@@ -76,8 +77,11 @@ model_card describe_model(model_kind kind, const model& net, const data_split* t
   // of two classes or the regression target.
   card.classes = layers.empty() ? 2 : num_elements(layers.back().output);
   card.step = step;
+  if (!net.tables().empty())
+    card.embedding_dim = static_cast<int64_t>(net.tables()[0].dim) - 1;
   if (train) {
     card.task = train->task;
+    card.keys = train->keys;
     if (layers.empty())
       card.classes = train->classes;
     card.label_names = train->label_names;
@@ -94,6 +98,9 @@ model_options model_card::options() const {
   o.input = input;
   o.classes = classes;
   o.task = task;
+  o.keys = keys;
+  o.embedding_dim = embedding_dim;
+  o.deep_layers = deep_layers;
   return o;
 }
 
@@ -117,17 +124,37 @@ json::value model_card::to_json() const {
     normalize["mean"] = std::move(mean);
     normalize["stddev"] = std::move(stddev);
   }
-  return json::object{{"format", "troupe-model"},
-                      {"version", format_version},
-                      {"model", model},
-                      {"layers", std::move(layer_list)},
-                      {"input", shape_json(input)},
-                      {"classes", classes},
-                      {"task", name_of(task)},
-                      {"label_names", std::move(names)},
-                      {"label_column", label_column},
-                      {"normalize", std::move(normalize)},
-                      {"step", step}};
+  json::object out{{"format", "troupe-model"},
+                   {"version", format_version},
+                   {"model", model},
+                   {"layers", std::move(layer_list)},
+                   {"input", shape_json(input)},
+                   {"classes", classes},
+                   {"task", name_of(task)},
+                   {"label_names", std::move(names)},
+                   {"label_column", label_column},
+                   {"normalize", std::move(normalize)},
+                   {"step", step}};
+  if (has_table()) {
+    json::array deep, categorical, ignored;
+    for (auto w : deep_layers)
+      deep.emplace_back(w);
+    for (auto& c : categorical_columns)
+      categorical.emplace_back(c);
+    for (auto& c : ignore_columns)
+      ignored.emplace_back(c);
+    out["embedding"] = json::object{{"dense", keys.dense},
+                                    {"fields", keys.fields},
+                                    {"keys_per_field", keys.keys_per_field},
+                                    {"dim", embedding_dim},
+                                    {"deep_layers", std::move(deep)},
+                                    {"initializer", name_of(table_init.kind)},
+                                    {"init_scale", table_init.scale},
+                                    {"seed", std::to_string(table_init.seed)}, // 64 bits: text
+                                    {"categorical_columns", std::move(categorical)},
+                                    {"ignore_columns", std::move(ignored)}};
+  }
+  return out;
 }
 
 model_card model_card::from_json(const json::value& v, const std::string& path) {
@@ -158,6 +185,40 @@ model_card model_card::from_json(const json::value& v, const std::string& path) 
     fail(path, "\"label_names\" names " + std::to_string(card.label_names.size())
                  + " classes, but \"classes\" is " + std::to_string(card.classes));
   card.step = top.integer("step", 0, int64_t{1} << 53);
+  if (auto* table = v.as_object(); table && table->count("embedding")) {
+    fields e{path, top.get("embedding"), "embedding."};
+    card.keys.dense = e.integer("dense", 0, 1 << 20);
+    card.keys.fields = e.integer("fields", 1, max_shared_fields);
+    card.keys.keys_per_field = e.integer("keys_per_field", 1, data_limits::max_keys);
+    card.embedding_dim = e.integer("dim", 0, 1024);
+    for (auto& w : e.list("deep_layers")) {
+      auto i = w.as_int();
+      if (!i || *i < 1 || *i > 65536)
+        fail(path, "\"embedding\".\"deep_layers\" must hold widths in 1..65536");
+      card.deep_layers.push_back(*i);
+    }
+    auto init = enum_from_name<row_initializer>(e.text("initializer"));
+    if (!init)
+      fail(path, "\"embedding\".\"initializer\" must be zeros, uniform, normal or truncated_normal");
+    card.table_init.kind = *init;
+    auto* scale = e.get("init_scale").as_number();
+    if (!scale || !(*scale >= 0) || !std::isfinite(*scale))
+      fail(path, "\"embedding\".\"init_scale\" must be a number >= 0");
+    card.table_init.scale = *scale;
+    auto seed = e.text("seed");
+    if (seed.empty() || seed.size() > 20 || seed.find_first_not_of("0123456789") != std::string::npos)
+      fail(path, "\"embedding\".\"seed\" must be a decimal integer (as text)");
+    try {
+      card.table_init.seed = std::stoull(seed);
+    } catch (const std::exception&) {
+      fail(path, "\"embedding\".\"seed\" is above 2^64");
+    }
+    card.categorical_columns = e.strings("categorical_columns");
+    card.ignore_columns = e.strings("ignore_columns");
+    if (num_elements(card.input) != card.keys.width())
+      fail(path, "\"input\" holds " + std::to_string(num_elements(card.input))
+                   + " values, but the embedding layout " + std::to_string(card.keys.width()));
+  }
   card.label_column = top.text("label_column");
   fields norm{path, top.get("normalize"), ""};
   auto kind = enum_from_name<normalization>(norm.text("kind"));
@@ -188,7 +249,10 @@ model_card model_card::from_json(const json::value& v, const std::string& path) 
 
 void write_model_export(const std::string& dir, const model_card& card,
                         const std::vector<variable_spec>& variables,
-                        const std::vector<tensor>& values) {
+                        const std::vector<tensor>& values, const embedding_table* table) {
+  if (card.has_table() != (table != nullptr))
+    throw checkpoint_error(dir + ": model " + card.model
+                           + (table ? " has no embedding table" : " needs its embedding table"));
   if (values.size() != variables.size())
     throw checkpoint_error(dir + ": " + std::to_string(values.size()) + " values for "
                            + std::to_string(variables.size()) + " variables");
@@ -204,19 +268,31 @@ void write_model_export(const std::string& dir, const model_card& card,
                              + to_string(variables[i].shape));
     entries.push_back({variables[i].name, variables[i].shape});
   }
+  table_rows rows;
+  if (table) {
+    rows = rows_of(*table);
+    auto n = static_cast<int64_t>(rows.keys.size());
+    entries.push_back({table_keys_name, {n}, element_type::i64});
+    entries.push_back({table_values_name, {n, int64_t{table->dim()}}});
+  }
   auto weights = dir + "/model.safetensors";
   {
     safetensors_writer writer(weights + ".tmp", entries,
                               {{"format", "troupe-model"}, {"step", std::to_string(card.step)}});
     for (auto& v : values)
       writer.append(v);
+    if (table) {
+      writer.append(rows.keys.data(), rows.keys.size() * sizeof(int64_t));
+      writer.append(rows.values.data(), rows.values.size() * sizeof(float));
+    }
     writer.finish();
   }
   std::filesystem::rename(weights + ".tmp", weights, ec);
   if (ec)
     throw checkpoint_error(weights + ": cannot move into place (" + ec.message() + ")");
-  write_file_atomically(dir + "/model.onnx",
-                        onnx_model(*make_model(model_kind::custom, card.options()), card, values));
+  if (!table)
+    write_file_atomically(dir + "/model.onnx",
+                          onnx_model(*make_model(model_kind::custom, card.options()), card, values));
   write_file_atomically(dir + "/model.json", json::write(card.to_json()) + "\n");
 }
 
@@ -233,13 +309,14 @@ exported_model read_card(const std::string& card_path) {
   exported_model out;
   out.card = model_card::from_json(v, card_path);
   auto kind = enum_from_name<model_kind>(out.card.model);
-  if (kind && uses_embeddings(*kind))
+  bool embedding = kind && uses_embeddings(*kind);
+  if (embedding != out.card.has_table())
     fail(card_path, "model " + out.card.model
-                      + " keeps an embedding table, which troupe-export, troupe-predict and "
-                        "troupe-eval do not read yet (its rows are in the checkpoint's "
-                        "ps-*.safetensors, \"emb/embedding/...\", numpy-readable)");
+                      + (embedding ? " needs the card's \"embedding\" object (a card of an older "
+                                     "Troupe?)"
+                                   : " has no embedding table, but the card describes one"));
   try {
-    out.net = make_model(model_kind::custom, out.card.options());
+    out.net = make_model(embedding ? *kind : model_kind::custom, out.card.options());
   } catch (const std::exception& e) {
     fail(card_path, std::string("its layers do not build a network: ") + e.what());
   }
@@ -275,6 +352,8 @@ exported_model read_model_export(const std::string& dir) {
                                          + ", but the network needs " + to_string(var.shape));
     out.params.push_back(weights.read(var.name));
   }
+  if (out.card.has_table())
+    out.table = table_from_export(weights, out.card);
   return out;
 }
 
@@ -293,6 +372,8 @@ exported_model load_model(const std::string& path, const std::string& card) {
   checkpoint_reader reader(path); // checks every file once
   out.params = variables_of(reader, out.net->variables());
   out.card.step = reader.manifest().step;
+  if (out.card.has_table())
+    out.table = table_from_checkpoint(reader, out.card);
   return out;
 }
 
@@ -309,6 +390,7 @@ std::shared_ptr<data_split> split_for_model(const model_card& card, data_format 
   split->label_names = card.label_names;
   split->norm = card.norm;
   split->task = card.task;
+  split->keys = card.keys;
   split->labelled = labelled;
   for (size_t i = 0; i < files.size(); ++i) {
     auto labels = i < label_files.size() ? label_files[i] : std::string{};

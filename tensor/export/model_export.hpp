@@ -17,6 +17,7 @@
 #include "tensor/checkpoint/json.hpp"
 #include "tensor/data/catalog.hpp"
 #include "tensor/nn/model.hpp"
+#include "tensor/sparse/embedding_table.hpp"
 
 namespace troupe {
 
@@ -32,12 +33,22 @@ struct model_card {
   std::string label_column;             ///< CSV: the column that held the labels
   normalizer norm;                      ///< applied to every example before the network
   int64_t step = 0;                     ///< global steps trained
+  // Models with an embedding table (lr, fm, mf, deepfm; keys.fields > 0):
+  key_layout keys;                              ///< where an example's keys lie
+  int64_t embedding_dim = 0;                    ///< factors per key
+  std::vector<int64_t> deep_layers;             ///< deepfm's hidden widths
+  row_init table_init;                          ///< the rows of keys the table lacks
+  std::vector<std::string> categorical_columns; ///< CSV: the columns that hold keys
+  std::vector<std::string> ignore_columns;      ///< CSV: the columns training left out
 
   json::value to_json() const;
   /// Throws checkpoint_error naming `path` and the field that is wrong.
   static model_card from_json(const json::value& v, const std::string& path);
-  /// The options that rebuild the network (as model "custom").
+  /// The options that rebuild the network (as model "custom", or the
+  /// embedding model it was trained as).
   model_options options() const;
+  /// Whether the model looks up an embedding table.
+  bool has_table() const { return keys.sparse(); }
 };
 
 /// The card of `net` trained on `train` (its shape, classes, names and
@@ -47,11 +58,15 @@ model_card describe_model(model_kind kind, const model& net, const data_split* t
 /// The layers of `net` in layer_spec syntax ("dense name=fc1 units=10", ...).
 std::vector<std::string> layer_specs(const model& net);
 
-/// Writes model.safetensors and model.json into `dir` (created), each
-/// atomically. `values` follow net's variables; their shapes are checked.
+/// Writes model.safetensors, model.onnx and model.json into `dir` (created),
+/// each atomically. `values` follow net's variables; their shapes are
+/// checked. A model with an embedding table also writes `table`'s rows
+/// ("embedding/keys" I64 [n], "embedding/values" F32 [n, dim]) and no ONNX
+/// file (a hash table has no ONNX operator).
 void write_model_export(const std::string& dir, const model_card& card,
                         const std::vector<variable_spec>& variables,
-                        const std::vector<tensor>& values);
+                        const std::vector<tensor>& values,
+                        const embedding_table* table = nullptr);
 
 /// A model read back: the card, the network rebuilt from it, and its values
 /// in the network's variable order.
@@ -59,7 +74,16 @@ struct exported_model {
   model_card card;
   std::unique_ptr<model> net;
   std::vector<tensor> params;
+  /// The embedding table's rows (models with one; an unseen key reads
+  /// card.table_init's value, as in training).
+  std::shared_ptr<embedding_table> table;
 };
+
+/// The outputs of `model` for batch `b` into `outputs` [n, card.classes]:
+/// logits, or the predicted value (regression). A model with a table looks
+/// its rows up in model.table; its one logit y becomes the two logits
+/// (0, y), whose softmax is (1 - sigmoid(y), sigmoid(y)).
+void predict_batch(exported_model& model, const batch& b, tensor& outputs);
 
 /// Reads an export directory; throws checkpoint_error naming the file and
 /// what does not fit (a variable missing, a shape the network does not have).

@@ -89,6 +89,23 @@ print("rows", rows)
 PY
 expect "numpy reads the table: I64 keys, F32 values and Adagrad slots, each key once ($(cat numpy.out | tail -1))" grep -q '^rows [1-9]' numpy.out
 
+# The export: the table by key beside the dense variables; troupe-eval on it
+# and on the checkpoint gives the run's own test scores, troupe-predict a
+# probability per line.
+tools=$(dirname "$bin")
+expect "the run exported its model with the table" \
+  eval 'grep -q "model exported to logs/ctr/export" saved.out && test -f logs/ctr/export/model.safetensors && test ! -f logs/ctr/export/model.onnx'
+"$tools/troupe-eval" logs/ctr/export data/ctr/test.tsv >eval.out 2>eval.err
+"$tools/troupe-eval" logs/ctr/ckpt-* data/ctr/test.tsv >eval-ckpt.out 2>&1
+run_auc=$(num saved.out test_auc); run_loss=$(num saved.out test_logloss)
+expect "troupe-eval on the export: the run's AUC and log loss ($(num eval.out auc), $(num eval.out logloss) vs $run_auc, $run_loss)" \
+  test "$(num eval.out auc) $(num eval.out logloss)" = "$run_auc $run_loss"
+expect "troupe-eval on the checkpoint: the same ($(num eval-ckpt.out auc))" \
+  test "$(num eval-ckpt.out auc) $(num eval-ckpt.out logloss)" = "$run_auc $run_loss"
+"$tools/troupe-predict" logs/ctr/export data/ctr/test.tsv >predict.out 2>predict.err
+expect "troupe-predict: one row per test line, two probabilities each" \
+  eval 'test "$(($(wc -l <predict.out) - 1))" = "$(wc -l <data/ctr/test.tsv)" && sed -n 2p predict.out | grep -Eq "^0,[01],0\.[0-9]+,0\.[0-9]+$"'
+
 # -- D: what the tables cannot take, refused before anything starts --
 example_config ctr-fm dim.conf dim=0 log-dir='""'
 "$bin" --config-file=dim.conf >dim.out 2>&1; rc=$?
