@@ -50,21 +50,20 @@ int main(int argc, char** argv) {
       binary_scores scores;
       tensor outputs;
       example_source source(split, 0);
-      tools::for_each_batch(source, num_elements(model.card.input),
-                            model.card.task == objective::regression,
-                            [&](const batch& b, int64_t n) {
-                              if (!model.table) {
-                                auto stats = model.net->evaluate(model.params, b);
-                                loss_sum += stats.loss * static_cast<double>(n);
-                                correct += stats.correct;
-                              } else {
-                                predict_batch(model, b, outputs);
-                                for (int64_t e = 0; e < n; ++e)
-                                  score_example(model.card, b, e, outputs, loss_sum, correct,
-                                                scores);
-                              }
-                              examples += static_cast<uint64_t>(n);
-                            });
+      tools::for_each_batch(
+        source, num_elements(model.card.input), model.card.task == objective::regression,
+        [&](const batch& b, int64_t n) {
+          if (!model.table) {
+            auto stats = model.net->evaluate(model.params, b);
+            loss_sum += stats.loss * static_cast<double>(n);
+            correct += stats.correct;
+          } else {
+            predict_batch(model, b, outputs);
+            for (int64_t e = 0; e < n; ++e)
+              score_example(model.card, b, e, outputs, loss_sum, correct, scores);
+          }
+          examples += static_cast<uint64_t>(n);
+        });
       if (examples == 0)
         throw data_error(cl.positional[1] + ": holds no examples");
       double loss = loss_sum / static_cast<double>(examples);
@@ -76,8 +75,12 @@ int main(int argc, char** argv) {
       line.begin_object().key("event").string("eval").key("examples").integer(examples);
       line.key("loss").number(loss, "%.4f").key(metric.name).number(metric.value, "%.4f");
       if (binary) {
-        line.key("auc").number(scores.auc(), "%.6f").key("logloss").number(scores.logloss(), "%.6f");
-        std::fprintf(stderr, "troupe-eval: auc %.6f, logloss %.6f\n", scores.auc(), scores.logloss());
+        line.key("auc")
+          .number(scores.auc(), "%.6f")
+          .key("logloss")
+          .number(scores.logloss(), "%.6f");
+        std::fprintf(stderr, "troupe-eval: auc %.6f, logloss %.6f\n", scores.auc(),
+                     scores.logloss());
       }
       line.key("step").integer(model.card.step).end_object();
       std::printf("%s\n", line.text().c_str());

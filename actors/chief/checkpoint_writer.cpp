@@ -49,8 +49,7 @@ element_type type_of(const snapshot_index& copy, size_t i) {
     return element_type::f32;
   auto type = static_cast<element_type>(copy.types[i]);
   if (std::string(name_of(type)) == "?")
-    throw checkpoint_error("a shard's copy names an unknown element type for "
-                           + copy.names[i]);
+    throw checkpoint_error("a shard's copy names an unknown element type for " + copy.names[i]);
   return type;
 }
 
@@ -117,8 +116,8 @@ void step(caf::event_based_actor* self, std::shared_ptr<writing> w) {
         auto bytes = static_cast<size_t>(num_elements(copy.shapes[index]))
                      * (type == element_type::i64 ? sizeof(int64_t) : sizeof(uint32_t));
         if (value.size() * sizeof(float) < bytes)
-          throw checkpoint_error("ps:" + std::to_string(w->shard) + " sent "
-                                 + copy.names[index] + " shorter than its shape");
+          throw checkpoint_error("ps:" + std::to_string(w->shard) + " sent " + copy.names[index]
+                                 + " shorter than its shape");
         w->file->append(value.data(), bytes);
       }
       ++w->next;

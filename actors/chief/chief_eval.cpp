@@ -22,8 +22,8 @@ void score_on_test_set(self_ptr self, std::shared_ptr<model> net, std::vector<te
                        std::function<void(const test_score&)> scored,
                        std::function<void(const caf::error&)> failed) {
   auto& st = self->state;
-  evaluation_links links{std::move(net),     st.links.test, st.links.shards,
-                         st.run,             st.tables,     st.config.runtime.request_timeout};
+  evaluation_links links{std::move(net), st.links.test, st.links.shards,
+                         st.run,         st.tables,     st.config.runtime.request_timeout};
   auto judge = st.config.detached_evaluation ? self->spawn<caf::detached>(evaluator, links)
                                              : self->spawn(evaluator, links);
   // Evaluating 10,000 examples takes longer than any single request.

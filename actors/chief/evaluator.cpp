@@ -4,7 +4,6 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-
 namespace troupe {
 
 namespace {
@@ -74,8 +73,8 @@ void next_batch(evaluator_self self) {
 evaluator_actor::behavior_type evaluator(evaluator_self self, evaluation_links links) {
   self->state.links = std::move(links);
   return {
-    [self](evaluate_atom, std::vector<tensor>& values)
-      -> caf::result<double, uint64_t, uint64_t, double, double> {
+    [self](evaluate_atom,
+           std::vector<tensor>& values) -> caf::result<double, uint64_t, uint64_t, double, double> {
       auto& st = self->state;
       auto& net = *st.links.net;
       if (net.tables().empty()) {

@@ -17,8 +17,8 @@
 #include "actors/exchange/basp_path.hpp"
 #include "actors/exchange/row_exchange.hpp"
 #include "actors/protocol/protocol.hpp"
-#include "tensor/nn/metric.hpp"
 #include "tensor/data/dataset.hpp"
+#include "tensor/nn/metric.hpp"
 #include "tensor/nn/model.hpp"
 
 namespace troupe {

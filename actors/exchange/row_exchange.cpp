@@ -27,8 +27,8 @@ struct parts_join {
 
 } // namespace
 
-row_exchange::row_exchange(message_path& path, bucket_layout buckets, int32_t shards,
-                           int32_t table, uint32_t dim)
+row_exchange::row_exchange(message_path& path, bucket_layout buckets, int32_t shards, int32_t table,
+                           uint32_t dim)
   : path_(path), buckets_(buckets), shards_(shards), table_(table), dim_(dim),
     parts_(static_cast<size_t>(shards)), sent_(static_cast<size_t>(shards), 0) {
 }
@@ -68,31 +68,31 @@ void row_exchange::pull(uint64_t run, batch_rows& rows, finished done) {
     for (size_t i = 0; i < part.size(); ++i)
       asked[i] = keys[part[i]];
     sent_[static_cast<size_t>(s)] += part.size();
-    path_.pull_rows(
-      s, run, table_, std::move(asked),
-      [this, join, s, &rows, epoch = epoch_](std::vector<tensor>& values,
-                                             const maybe_failure& refused,
-                                             const std::optional<std::string>& lost) {
-        if (epoch != epoch_)
-          return;
-        auto& part = parts_[static_cast<size_t>(s)];
-        if (!refused && !lost) {
-          if (values.size() != 1 || values[0].rank() != 2
-              || values[0].dim(0) != static_cast<int64_t>(part.size())
-              || values[0].dim(1) != static_cast<int64_t>(dim_)) {
-            join->arrive(failure{errc::shape_mismatch,
-                                 "ps:" + std::to_string(s) + " answered a pull of "
-                                   + std::to_string(part.size()) + " rows with another shape"},
-                         std::nullopt);
-            return;
-          }
-          const float* in = values[0].data();
-          for (size_t i = 0; i < part.size(); ++i)
-            std::memcpy(rows.values.data() + size_t{part[i]} * dim_, in + i * dim_,
-                        dim_ * sizeof(float));
-        }
-        join->arrive(refused, lost);
-      });
+    path_.pull_rows(s, run, table_, std::move(asked),
+                    [this, join, s, &rows, epoch = epoch_](std::vector<tensor>& values,
+                                                           const maybe_failure& refused,
+                                                           const std::optional<std::string>& lost) {
+                      if (epoch != epoch_)
+                        return;
+                      auto& part = parts_[static_cast<size_t>(s)];
+                      if (!refused && !lost) {
+                        if (values.size() != 1 || values[0].rank() != 2
+                            || values[0].dim(0) != static_cast<int64_t>(part.size())
+                            || values[0].dim(1) != static_cast<int64_t>(dim_)) {
+                          join->arrive(failure{errc::shape_mismatch,
+                                               "ps:" + std::to_string(s) + " answered a pull of "
+                                                 + std::to_string(part.size())
+                                                 + " rows with another shape"},
+                                       std::nullopt);
+                          return;
+                        }
+                        const float* in = values[0].data();
+                        for (size_t i = 0; i < part.size(); ++i)
+                          std::memcpy(rows.values.data() + size_t{part[i]} * dim_, in + i * dim_,
+                                      dim_ * sizeof(float));
+                      }
+                      join->arrive(refused, lost);
+                    });
   }
 }
 

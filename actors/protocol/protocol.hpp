@@ -326,8 +326,8 @@ struct snapshot_index {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, snapshot_index& x) {
-  return f(caf::meta::type_name("snapshot_index"), x.version, x.ticket, x.names, x.shapes,
-           x.types, x.metadata);
+  return f(caf::meta::type_name("snapshot_index"), x.version, x.ticket, x.names, x.shapes, x.types,
+           x.metadata);
 }
 
 /// A checkpoint as the chief's checkpoint source offers it to an evaluator:

@@ -118,15 +118,15 @@ caf::error load_block(caf::deserializer& f, std::vector<T>& v) {
   if (auto err = f.begin_sequence(n))
     return err;
   if (n > max_wire_keys)
-    return caf::make_error(caf::sec::invalid_argument,
-                           "a request of " + std::to_string(n) + " keys exceeds the limit of "
-                             + std::to_string(max_wire_keys));
+    return caf::make_error(caf::sec::invalid_argument, "a request of " + std::to_string(n)
+                                                         + " keys exceeds the limit of "
+                                                         + std::to_string(max_wire_keys));
   if (auto* bytes = dynamic_cast<caf::binary_deserializer*>(&f))
     if (bytes->remaining() / sizeof(T) < n)
-      return caf::make_error(caf::sec::invalid_argument,
-                             "a key block claims " + std::to_string(n)
-                               + " entries but its message holds "
-                               + std::to_string(bytes->remaining()) + " more bytes");
+      return caf::make_error(caf::sec::invalid_argument, "a key block claims " + std::to_string(n)
+                                                           + " entries but its message holds "
+                                                           + std::to_string(bytes->remaining())
+                                                           + " more bytes");
   v.resize(n);
   if (n > 0)
     if (auto err = f.apply_raw(n * sizeof(T), v.data()))

@@ -310,8 +310,8 @@ caf::result<int64_t> on_push_rows(self_ptr self, run_id run, int32_t worker, int
                                                  + " are stale: " + st.label + " is at step "
                                                  + std::to_string(st.tables.step())});
     case table_store::verdict::ahead:
-      return make_error({errc::invalid_request, "rows of step " + std::to_string(step)
-                                                  + " are ahead of " + st.label});
+      return make_error({errc::invalid_request,
+                         "rows of step " + std::to_string(step) + " are ahead of " + st.label});
     case table_store::verdict::duplicate:
       return st.store->version();
     case table_store::verdict::accepted:
@@ -420,8 +420,14 @@ caf::result<shard_traffic> on_stats(self_ptr self) {
   out.updates = st.store->version();
   for (size_t t = 0; t < st.tables.size(); ++t) {
     auto figures = st.tables.figures(t, 10);
-    table_report r{st.tables.name(t), figures.rows, figures.bytes, figures.admitted,
-                   figures.evicted, figures.not_admitted, {}, {}};
+    table_report r{st.tables.name(t),
+                   figures.rows,
+                   figures.bytes,
+                   figures.admitted,
+                   figures.evicted,
+                   figures.not_admitted,
+                   {},
+                   {}};
     for (auto& [key, count] : figures.hottest) {
       r.hottest_keys.push_back(key);
       r.hottest_counts.push_back(count);
@@ -550,8 +556,8 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     [self](rows_atom, run_id run, int32_t table, const row_keys& keys) {
       return on_rows(self, run, table, keys);
     },
-    [self](push_rows_atom, run_id run, int32_t worker, int64_t step, uint64_t proof,
-           int32_t table, const row_keys& keys, const tensor& grads) {
+    [self](push_rows_atom, run_id run, int32_t worker, int64_t step, uint64_t proof, int32_t table,
+           const row_keys& keys, const tensor& grads) {
       return on_push_rows(self, run, worker, step, proof, table, keys, grads);
     },
     [self](bulk_atom, run_id run, int32_t worker) { return on_bulk_request(self, run, worker); },

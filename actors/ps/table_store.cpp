@@ -94,9 +94,9 @@ maybe_failure table_store::check_push(int32_t table, const std::vector<int64_t>&
                    + std::to_string(keys.size()) + ", " + std::to_string(dim) + "]");
   for (size_t i = 0; i < grads.size(); ++i)
     if (!std::isfinite(grads.data()[i]))
-      return failure{errc::non_finite_gradient, "a row gradient of table "
-                                               + tables_[static_cast<size_t>(table)].setup.table.name
-                                               + " is not finite"};
+      return failure{errc::non_finite_gradient,
+                     "a row gradient of table "
+                       + tables_[static_cast<size_t>(table)].setup.table.name + " is not finite"};
   return std::nullopt;
 }
 
@@ -151,7 +151,8 @@ maybe_failure table_store::apply_rows(held& t, const int64_t* keys, const uint32
   t.counts.admitted += created;
   auto& rules = t.setup.eviction;
   bool over_cap = rules.max_bytes > 0 && t.rows->bytes() > rules.max_bytes;
-  bool due = (rules.after_steps > 0 || rules.l2_below > 0) && t.version % t.setup.evict_interval == 0;
+  bool due = (rules.after_steps > 0 || rules.l2_below > 0)
+             && t.version % t.setup.evict_interval == 0;
   if (over_cap || due)
     t.counts.evicted += t.rows->evict(rules, t.version);
   return std::nullopt;
@@ -219,7 +220,8 @@ maybe_failure table_store::restore(int32_t table, const std::vector<int64_t>& ke
       || payloads.dim(1) != static_cast<int64_t>(width))
     return refused("restored rows of table " + t.setup.table.name + " disagree in length or width");
   if (payloads.first_non_finite() != payloads.size())
-    return refused("restored rows of table " + t.setup.table.name + " hold a value that is not finite");
+    return refused("restored rows of table " + t.setup.table.name
+                   + " hold a value that is not finite");
   for (size_t i = 0; i < keys.size(); ++i)
     t.rows->restore(keys[i], payloads.data() + i * width, {frequencies[i], last_updates[i]});
   return std::nullopt;

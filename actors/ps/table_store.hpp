@@ -22,8 +22,8 @@ namespace troupe {
 struct table_figures {
   uint64_t rows = 0;
   uint64_t bytes = 0;
-  uint64_t admitted = 0;    ///< rows created
-  uint64_t evicted = 0;     ///< rows removed (eviction rules, memory cap)
+  uint64_t admitted = 0;     ///< rows created
+  uint64_t evicted = 0;      ///< rows removed (eviction rules, memory cap)
   uint64_t not_admitted = 0; ///< pushed occurrences dropped before admission
   uint64_t pulled_keys = 0;
   uint64_t pushed_keys = 0;
@@ -83,7 +83,7 @@ private:
   struct held {
     table_setup setup;
     std::unique_ptr<embedding_table> rows;
-    int64_t version = 0; // pushes applied (async) or steps (sync)
+    int64_t version = 0;                           // pushes applied (async) or steps (sync)
     std::unordered_map<int64_t, uint32_t> pending; // occurrences of keys not admitted yet
     std::optional<row_accumulator> sums;           // sync: this step's rows
     std::set<int32_t> contributors;                // sync: workers who pushed this step
@@ -92,8 +92,8 @@ private:
   maybe_failure check_request(int32_t table, const std::vector<int64_t>& keys) const;
   maybe_failure check_push(int32_t table, const std::vector<int64_t>& keys,
                            const std::vector<uint32_t>& counts, const tensor& grads) const;
-  maybe_failure apply_rows(held& t, const int64_t* keys, const uint32_t* counts,
-                           const float* grads, size_t n);
+  maybe_failure apply_rows(held& t, const int64_t* keys, const uint32_t* counts, const float* grads,
+                           size_t n);
   bool admitted(held& t, int64_t key, uint32_t count);
 
   std::vector<held> tables_;

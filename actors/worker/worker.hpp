@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "actors/common/progress_meter.hpp"
+#include "actors/exchange/row_exchange.hpp"
 #include "actors/net/bulk_client.hpp"
 #include "actors/protocol/peer_reconnect.hpp"
 #include "actors/protocol/protocol.hpp"
-#include "actors/exchange/row_exchange.hpp"
 #include "actors/worker/gradient_guard.hpp"
 #include "actors/worker/param_buffers.hpp"
 #include "actors/worker/recovery_wait.hpp"

@@ -56,27 +56,26 @@ void look_up_rows(self_ptr self) {
   auto& rows = st.looked_up;
   st.links.net->batch_keys(st.current, st.batch_ids);
   rows.keys.assign(st.batch_ids.data(), st.batch_ids.size());
-  st.rows->pull(st.report.run, rows,
-                [self, gen = st.recovery.generation()](const row_exchange::outcome& out) {
-                  auto& st = self->state;
-                  if (!st.recovery.current(gen))
-                    return;
-                  if (out.lost) {
-                    wait_for_recovery(self, "a pull of embedding rows failed",
-                                      caf::make_error(caf::sec::runtime_error, *out.lost));
-                    return;
-                  }
-                  if (out.refused) {
-                    fail(self, "a shard refused its pull of embedding rows",
-                         make_error(*out.refused));
-                    return;
-                  }
-                  if (st.config.max_norm > 0)
-                    clip_rows(st.looked_up.values.data(), st.looked_up.keys.size(),
-                              st.links.net->tables()[0].dim,
-                              static_cast<float>(st.config.max_norm), st.clip_scales);
-                  train(self);
-                });
+  st.rows->pull(
+    st.report.run, rows, [self, gen = st.recovery.generation()](const row_exchange::outcome& out) {
+      auto& st = self->state;
+      if (!st.recovery.current(gen))
+        return;
+      if (out.lost) {
+        wait_for_recovery(self, "a pull of embedding rows failed",
+                          caf::make_error(caf::sec::runtime_error, *out.lost));
+        return;
+      }
+      if (out.refused) {
+        fail(self, "a shard refused its pull of embedding rows", make_error(*out.refused));
+        return;
+      }
+      if (st.config.max_norm > 0)
+        clip_rows(st.looked_up.values.data(), st.looked_up.keys.size(),
+                  st.links.net->tables()[0].dim, static_cast<float>(st.config.max_norm),
+                  st.clip_scales);
+      train(self);
+    });
 }
 
 void compute(self_ptr self) {
@@ -137,9 +136,9 @@ void train(self_ptr self) {
       stats = st.links.net->train_step_rows(st.buffers.params(), st.current, st.looked_up,
                                             st.buffers.grads());
     else
-      stats = staging ? st.links.net->train_step_staged(st.current)
-                      : st.links.net->train_step(st.buffers.params(), st.current,
-                                                 st.buffers.grads());
+      stats = staging
+                ? st.links.net->train_step_staged(st.current)
+                : st.links.net->train_step(st.buffers.params(), st.current, st.buffers.grads());
   } catch (const std::exception& e) {
     fail(self, "compute failed at step " + std::to_string(st.report.step),
          caf::make_error(caf::sec::runtime_error, e.what()));

@@ -22,10 +22,10 @@ struct embedding_settings {
   /// Virtual buckets per table (a power of two): the unit of placement and
   /// of a restore onto another shard count.
   int64_t buckets = 1024;
-  int64_t admit_after = 0;        ///< occurrences before a key gets a row (0, 1: at once)
-  double admit_probability = 1.0; ///< the chance a push creates a row
-  int64_t evict_after_steps = 0;  ///< rows not updated this many table versions go (0: off)
-  double evict_l2_below = 0;      ///< rows whose L2 norm is below this go (0: off)
+  int64_t admit_after = 0;         ///< occurrences before a key gets a row (0, 1: at once)
+  double admit_probability = 1.0;  ///< the chance a push creates a row
+  int64_t evict_after_steps = 0;   ///< rows not updated this many table versions go (0: off)
+  double evict_l2_below = 0;       ///< rows whose L2 norm is below this go (0: off)
   int64_t max_bytes_per_shard = 0; ///< above it, least recently updated rows go (0: no cap)
   int64_t evict_interval = 100;    ///< table versions between eviction passes
   sync_reduction reduction = sync_reduction::per_row;

@@ -181,8 +181,9 @@ void check_embeddings(const training_settings& t, const cluster_shape& shape,
          + " (a step's rows are pulled once its batch is read); set it to false");
   for (int32_t w = 0; w < shape.workers; ++w)
     if (device_of(t, w).type != gpu::device_spec::kind::cpu) {
-      fail("model " + model + " trains on CPU workers (its lookups have no GPU kernel yet); set "
-           "train.device / train.worker-devices to cpu");
+      fail("model " + model
+           + " trains on CPU workers (its lookups have no GPU kernel yet); set "
+             "train.device / train.worker-devices to cpu");
       break;
     }
 }

@@ -81,7 +81,7 @@ bool example_source::next(float* features, int32_t& label, float& target) {
                         + "' is not a finite number"
                     : reader_->where() + ": label '"
                         + (labels_in_text(split_->format) ? std::string(record_.label_text)
-                                                              : std::to_string(record_.label))
+                                                          : std::to_string(record_.label))
                         + "' is not one of the " + std::to_string(split_->classes) + " classes ("
                         + (split_->label_names.empty()
                              ? "0.." + std::to_string(split_->classes - 1)

@@ -46,8 +46,7 @@ inline void pack_key(int64_t key, float weight, float* slot) noexcept {
 inline int64_t unpack_key(const float* slot) noexcept {
   if (slot[0] < 0)
     return key_layout::no_key;
-  return static_cast<int64_t>(static_cast<uint64_t>(slot[0])
-                              | static_cast<uint64_t>(slot[1]) << 22
+  return static_cast<int64_t>(static_cast<uint64_t>(slot[0]) | static_cast<uint64_t>(slot[1]) << 22
                               | static_cast<uint64_t>(slot[2]) << 44);
 }
 

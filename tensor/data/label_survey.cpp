@@ -97,8 +97,9 @@ file_scan scan_file(const data_split& split, const data_file& file) {
                            "records)");
       continue;
     }
-    auto text = labels_in_text(split.format) ? std::string(class_text(split.format, record.label_text))
-                                                 : std::to_string(record.label);
+    auto text = labels_in_text(split.format)
+                  ? std::string(class_text(split.format, record.label_text))
+                  : std::to_string(record.label);
     auto it = out.label_counts.find(text);
     if (it != out.label_counts.end()) {
       ++it->second;

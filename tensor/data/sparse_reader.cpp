@@ -73,11 +73,11 @@ private:
                          + std::to_string(keys_.keys_per_field) + "; raise it");
       for (int64_t s = 0; s < keys_.keys_per_field; ++s) {
         auto at = first + static_cast<uint32_t>(s);
-        float* slot = slots + (static_cast<int64_t>(f) * keys_.keys_per_field + s)
-                                * key_layout::floats_per_key;
+        float* slot = slots
+                      + (static_cast<int64_t>(f) * keys_.keys_per_field + s)
+                          * key_layout::floats_per_key;
         if (at < end)
-          pack_key(example_.keys[at], example_.weights.empty() ? 1.0f : example_.weights[at],
-                   slot);
+          pack_key(example_.keys[at], example_.weights.empty() ? 1.0f : example_.weights[at], slot);
         else
           pack_key(key_layout::no_key, 0.0f, slot);
       }
@@ -100,8 +100,7 @@ private:
 
 std::unique_ptr<record_reader> open_criteo(const std::string& path) {
   return std::make_unique<sparse_line_reader>(
-    path, data_format::criteo,
-    key_layout{criteo::integer_fields, criteo::categorical_fields, 1});
+    path, data_format::criteo, key_layout{criteo::integer_fields, criteo::categorical_fields, 1});
 }
 
 std::unique_ptr<record_reader> open_libsvm(const std::string& path, const csv_layout& layout) {

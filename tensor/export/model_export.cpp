@@ -199,14 +199,16 @@ model_card model_card::from_json(const json::value& v, const std::string& path) 
     }
     auto init = enum_from_name<row_initializer>(e.text("initializer"));
     if (!init)
-      fail(path, "\"embedding\".\"initializer\" must be zeros, uniform, normal or truncated_normal");
+      fail(path,
+           "\"embedding\".\"initializer\" must be zeros, uniform, normal or truncated_normal");
     card.table_init.kind = *init;
     auto* scale = e.get("init_scale").as_number();
     if (!scale || !(*scale >= 0) || !std::isfinite(*scale))
       fail(path, "\"embedding\".\"init_scale\" must be a number >= 0");
     card.table_init.scale = *scale;
     auto seed = e.text("seed");
-    if (seed.empty() || seed.size() > 20 || seed.find_first_not_of("0123456789") != std::string::npos)
+    if (seed.empty() || seed.size() > 20
+        || seed.find_first_not_of("0123456789") != std::string::npos)
       fail(path, "\"embedding\".\"seed\" must be a decimal integer (as text)");
     try {
       card.table_init.seed = std::stoull(seed);
@@ -291,8 +293,9 @@ void write_model_export(const std::string& dir, const model_card& card,
   if (ec)
     throw checkpoint_error(weights + ": cannot move into place (" + ec.message() + ")");
   if (!table)
-    write_file_atomically(dir + "/model.onnx",
-                          onnx_model(*make_model(model_kind::custom, card.options()), card, values));
+    write_file_atomically(
+      dir + "/model.onnx",
+      onnx_model(*make_model(model_kind::custom, card.options()), card, values));
   write_file_atomically(dir + "/model.json", json::write(card.to_json()) + "\n");
 }
 

@@ -65,8 +65,7 @@ std::vector<std::string> layer_specs(const model& net);
 /// file (a hash table has no ONNX operator).
 void write_model_export(const std::string& dir, const model_card& card,
                         const std::vector<variable_spec>& variables,
-                        const std::vector<tensor>& values,
-                        const embedding_table* table = nullptr);
+                        const std::vector<tensor>& values, const embedding_table* table = nullptr);
 
 /// A model read back: the card, the network rebuilt from it, and its values
 /// in the network's variable order.

@@ -34,8 +34,9 @@ public:
       int64_t in = keys_.fields * factors_ + keys_.dense;
       for (size_t l = 0; l <= options.deep_layers.size(); ++l) {
         int64_t out = l < options.deep_layers.size() ? options.deep_layers[l] : 1;
-        auto prefix = "deep/" + (l < options.deep_layers.size() ? "layer" + std::to_string(l)
-                                                                 : std::string("output"));
+        auto prefix = "deep/"
+                      + (l < options.deep_layers.size() ? "layer" + std::to_string(l)
+                                                        : std::string("output"));
         first_deep_ = first_deep_ ? first_deep_ : variables_.size();
         variables_.push_back({prefix + "/weights", {in, out}, {initializer::kind::glorot_uniform}});
         variables_.push_back({prefix + "/bias", {out}, {}});
@@ -55,9 +56,9 @@ public:
 
   std::string describe() const override {
     std::ostringstream out;
-    out << name_ << ": " << keys_.fields << " field(s) of " << keys_.keys_per_field
-        << " key(s), " << keys_.dense << " dense value(s); table " << tables_[0].name << " ["
-        << tables_[0].dim << " floats per key]\n";
+    out << name_ << ": " << keys_.fields << " field(s) of " << keys_.keys_per_field << " key(s), "
+        << keys_.dense << " dense value(s); table " << tables_[0].name << " [" << tables_[0].dim
+        << " floats per key]\n";
     for (auto& v : variables_)
       out << "  " << v.name << " " << to_string(v.shape) << "\n";
     return out.str();
@@ -132,8 +133,8 @@ private:
       throw shape_error(name_ + ": examples of " + to_string(b.images.shape())
                         + ", expected [batch, " + std::to_string(keys_.width()) + "]");
     if (rows.values.size() != rows.keys.size() * tables_[0].dim)
-      throw troupe_error(name_ + ": " + std::to_string(rows.values.size())
-                         + " row values for " + std::to_string(rows.keys.size()) + " keys of "
+      throw troupe_error(name_ + ": " + std::to_string(rows.values.size()) + " row values for "
+                         + std::to_string(rows.keys.size()) + " keys of "
                          + std::to_string(tables_[0].dim));
   }
 
@@ -285,8 +286,7 @@ private:
     (void)values;
     for (Eigen::Index e = 0; e < n; ++e) {
       const float* dh = delta.row(e).data();
-      for (size_t k = first_[static_cast<size_t>(e)]; k < first_[static_cast<size_t>(e) + 1];
-           ++k) {
+      for (size_t k = first_[static_cast<size_t>(e)]; k < first_[static_cast<size_t>(e) + 1]; ++k) {
         float* dr = row_grads + size_t{occ_[k].row} * dim;
         const float* df = dh + occ_[k].field * d;
         for (size_t f = 0; f < d; ++f)

@@ -60,7 +60,8 @@ BOOST_AUTO_TEST_CASE(rows_read_initial_values_and_pushes_apply_at_once) {
   BOOST_REQUIRE(!big);
   BOOST_TEST(is(big.error(), errc::invalid_request));
   BOOST_TEST(describe(big.error()).find("max-keys-per-request") != std::string::npos);
-  BOOST_TEST(static_cast<bool>(ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{{3}, {}})));
+  BOOST_TEST(
+    static_cast<bool>(ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{{3}, {}})));
   auto stats = ask<shard_traffic>(s, stats_atom::value);
   BOOST_REQUIRE(stats);
   BOOST_REQUIRE(stats->tables.size() == 1u);
@@ -79,8 +80,8 @@ BOOST_AUTO_TEST_CASE(a_sync_shard_without_variables_completes_steps_on_rows) {
   options.last_step = 10;
   options.token_queue = queue;
   options.tables = {small_table()};
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{},
-                                  std::vector<tensor>{}, options));
+  BOOST_REQUIRE(
+    ask<caf::ok_atom>(s, init_atom::value, test_run, names{}, std::vector<tensor>{}, options));
   auto push = [&](int32_t worker, row_keys keys, float g) {
     auto n = static_cast<int64_t>(keys.keys.size());
     return ask<int64_t>(s, push_rows_atom::value, test_run, worker, int64_t{0}, uint64_t{0},

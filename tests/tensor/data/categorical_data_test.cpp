@@ -33,8 +33,8 @@ BOOST_AUTO_TEST_SUITE(categorical_data)
 
 BOOST_AUTO_TEST_CASE(packed_keys_read_back_exactly) {
   float slot[4];
-  for (int64_t key : {int64_t{0}, int64_t{1}, int64_t{(1ll << 48) - 1},
-                      field_key(8190, "68fd1e64"), (int64_t{1} << 62) + 12345}) {
+  for (int64_t key : {int64_t{0}, int64_t{1}, int64_t{(1ll << 48) - 1}, field_key(8190, "68fd1e64"),
+                      (int64_t{1} << 62) + 12345}) {
     pack_key(key, 0.5f, slot);
     BOOST_TEST(unpack_key(slot) == key);
     BOOST_TEST(slot[3] == 0.5f);
@@ -72,7 +72,8 @@ BOOST_AUTO_TEST_CASE(csv_categorical_columns_become_field_keys_after_the_dense_v
   BOOST_TEST(unpack_key(row + 1) == field_key(0, "7"));
   BOOST_TEST(unpack_key(row + 5) == field_key(1, "abc"));
   BOOST_TEST(all.targets[1] == 4.0f);
-  BOOST_TEST(describe_json(catalog).find("\"keys\":{\"dense\":1,\"fields\":2") != std::string::npos);
+  BOOST_TEST(describe_json(catalog).find("\"keys\":{\"dense\":1,\"fields\":2")
+             != std::string::npos);
 
   // A categorical column that is also the label is refused by name.
   o.csv.categorical_columns = {"rating"};
@@ -111,8 +112,8 @@ BOOST_AUTO_TEST_CASE(criteo_files_stream_log_dense_values_keys_and_binary_labels
     BOOST_TEST(row[0] == static_cast<float>(std::copysign(std::log1p(std::fabs(x)), x)));
     BOOST_TEST(row[1] == 0.0f); // an empty integer field
     int64_t first = unpack_key(row + 13);
-    BOOST_TEST(first == (e == 4 ? key_layout::no_key
-                                : field_key(0, "68fd1e6" + std::to_string(e))));
+    BOOST_TEST(first
+               == (e == 4 ? key_layout::no_key : field_key(0, "68fd1e6" + std::to_string(e))));
     BOOST_TEST(unpack_key(row + 13 + 2 * 4) == key_layout::no_key); // C3 is empty
     BOOST_TEST(unpack_key(row + 13 + 25 * 4) == field_key(25, "abc26"));
   }

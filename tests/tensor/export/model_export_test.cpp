@@ -223,10 +223,9 @@ BOOST_AUTO_TEST_CASE(an_embedding_model_exports_its_table_by_key) {
   BOOST_TEST(outputs.shape() == (shape_t{1, 2}));
   BOOST_TEST(outputs[0] == 0.0f);
   // A card that claims the model but lost its table is refused by name.
-  BOOST_TEST(contains(error_of([&] {
-                        write_model_export(d.file("bad"), card, net->variables(), values);
-                      }),
-                      "needs its embedding table"));
+  BOOST_TEST(
+    contains(error_of([&] { write_model_export(d.file("bad"), card, net->variables(), values); }),
+             "needs its embedding table"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

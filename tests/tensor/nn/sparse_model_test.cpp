@@ -90,9 +90,9 @@ void check_gradients(model_kind kind, objective task) {
     double down = loss_of(f);
     f.rows.values[i] = keep;
     double numeric = (up - down) / (2 * eps);
-    BOOST_TEST(close(numeric, row_grads[i]), name_of(kind) << " row value " << i << ": numeric "
-                                                           << numeric << ", analytic "
-                                                           << row_grads[i]);
+    BOOST_TEST(close(numeric, row_grads[i]), name_of(kind)
+                                               << " row value " << i << ": numeric " << numeric
+                                               << ", analytic " << row_grads[i]);
   }
   for (size_t v = 0; v < f.params.size(); ++v)
     for (size_t i = 0; i < f.params[v].size(); ++i) {
