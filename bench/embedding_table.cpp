@@ -7,6 +7,11 @@
 // its own, so that one run's freed memory does not hide the next one's.
 //
 //   troupe-bench-embedding [--quick]     (--quick: 10^6 rows only)
+//   troupe-bench-embedding --checkpoint [ROWS]   benchmark 6: a shard's
+//     checkpoint of a table of ROWS rows (default 10^7, dim 16, Adagrad):
+//     the copy taken between two updates (the shard's pause), the file
+//     written (MB/s), the peak memory against the table's, and the restore
+//     of the file onto 3 shards.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +34,11 @@
 #define TROUPE_HAVE_ROBIN 1
 #endif
 
+#include <sys/resource.h>
+
+#include <filesystem>
+
+#include "tensor/checkpoint/table_file.hpp"
 #include "tensor/sparse/embedding_table.hpp"
 
 using namespace troupe;
@@ -201,9 +211,75 @@ void table_run(uint32_t dim, size_t rows, const char* law) {
   }
 }
 
+double peak_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) / 1024.0;
+}
+
+// Benchmark 6: what a shard's checkpoint of one table costs.
+void checkpoint_run(size_t rows) {
+  embedding_table_config config;
+  config.name = "bench";
+  config.dim = 16;
+  config.optimizer.kind = sparse_optimizer_kind::adagrad;
+  embedding_table table(config);
+  constexpr size_t batch = 4096;
+  std::vector<int64_t> keys(batch);
+  std::vector<uint32_t> counts(batch, 1);
+  std::vector<float> grads(batch * config.dim, 0.01f);
+  for (size_t first = 0; first < rows; first += batch) {
+    size_t n = std::min(batch, rows - first);
+    for (size_t i = 0; i < n; ++i)
+      keys[i] = static_cast<int64_t>(first + i);
+    table.apply(keys.data(), counts.data(), grads.data(), n, 0);
+  }
+  double table_mib = double(table.bytes()) / (1 << 20);
+  double before = peak_mib();
+  auto start = std::chrono::steady_clock::now();
+  table_snapshot copy(table);
+  double pause_s = seconds_since(start);
+  double after_copy = peak_mib();
+  auto path = std::filesystem::temp_directory_path() / ("troupe-bench-ckpt-" + std::to_string(getpid()));
+  start = std::chrono::steady_clock::now();
+  uint64_t bytes = 0;
+  {
+    auto meta = copy.metadata();
+    safetensors_writer writer(path.string(), copy.entries(), {{meta.first, meta.second}});
+    copy.append_to(writer);
+    bytes = writer.finish().second;
+  }
+  double write_s = seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  size_t restored = 0;
+  {
+    safetensors_file file(path.string());
+    for (uint32_t shard = 0; shard < 3; ++shard) {
+      embedding_table part(config);
+      restored += restore_table_rows(file, part, shard, 3);
+    }
+  }
+  double restore_s = seconds_since(start);
+  std::filesystem::remove(path);
+  std::printf("checkpoint of %zu rows (dim 16, Adagrad; the table holds %.0f MiB):\n", rows,
+              table_mib);
+  std::printf("  copy between two updates (the shard's pause): %.3f s\n", pause_s);
+  std::printf("  file: %.0f MiB written in %.3f s, %.0f MB/s\n", double(bytes) / (1 << 20), write_s,
+              double(bytes) / write_s / 1e6);
+  std::printf("  peak resident: %.0f MiB before the copy, %.0f MiB after (+%.0f MiB: the copy is "
+              "whole, not copy-on-write)\n",
+              before, after_copy, after_copy - before);
+  std::printf("  restore onto 3 shards: %zu rows in %.3f s (%.2f M rows/s)\n", restored, restore_s,
+              double(restored) / restore_s / 1e6);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--checkpoint") == 0) {
+    checkpoint_run(argc > 2 ? std::stoul(argv[2]) : 10000000);
+    return 0;
+  }
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   std::vector<size_t> sizes = {1000000};
   if (!quick)

@@ -105,7 +105,7 @@ void seed_messages(caf::actor_system& sys, const fs::path& messages) {
   seed(sys, messages, 12, "shard_traffic", traffic);
   seed(sys, messages, 13, "shard_options", shard_options{true, 2, 100, {}, 40, 0, 0, {}, 1});
   seed(sys, messages, 14, "snapshot_index",
-       snapshot_index{40, 0x1234567890abcdefULL, {"w", "w/Adam"}, {{2, 3}, {2, 3}}});
+       snapshot_index{40, 0x1234567890abcdefULL, {"w", "w/Adam"}, {{2, 3}, {2, 3}}, {}, {}});
   seed(sys, messages, 15, "step_coordinator_actor", step_coordinator_actor{});
   seed(sys, messages, 16, "token_queue_actor", token_queue_actor{});
   seed(sys, messages, 17, "ps_shard_actor", ps_shard_actor{});
