@@ -240,7 +240,8 @@ void checkpoint_run(size_t rows) {
   table_snapshot copy(table);
   double pause_s = seconds_since(start);
   double after_copy = peak_mib();
-  auto path = std::filesystem::temp_directory_path() / ("troupe-bench-ckpt-" + std::to_string(getpid()));
+  auto path = std::filesystem::temp_directory_path()
+              / ("troupe-bench-ckpt-" + std::to_string(getpid()));
   start = std::chrono::steady_clock::now();
   uint64_t bytes = 0;
   {
