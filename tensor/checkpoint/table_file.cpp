@@ -20,6 +20,16 @@ table_snapshot::table_snapshot(const embedding_table& table)
   // Field-major as the file wants it: a row's value goes to fields_[0],
   // its slots to fields_[1..], so the rows are copied once.
   fields_.resize(1 + slot_names_.size());
+  // Reserved once: growing vectors of gigabytes by doubling copies them
+  // again and again while the shard is paused. Rows added meanwhile (none
+  // between two updates) would only cost a regrowth.
+  auto rows = table.rows();
+  keys_.reserve(rows);
+  for (auto& field : fields_)
+    field.reserve(rows * dim_);
+  frequencies_.reserve(rows);
+  last_updates_.reserve(rows);
+  bucket_rows_.reserve(table.config().buckets.count);
   for (uint32_t b = 0; b < table.config().buckets.count; ++b) {
     size_t before = keys_.size();
     table.visit(b, [&](int64_t key, const float* row, row_counters c) {
