@@ -65,9 +65,17 @@ void advance(caf::event_based_actor* self, std::shared_ptr<writing> w) {
   }
   auto& copy = job.copies[w->shard];
   if (!w->file) {
+    // Consecutive pieces of one name are one tensor of the file (an
+    // embedding table's field, fetched in pieces): their rows add up.
     std::vector<safetensors_writer::entry> entries;
-    for (size_t i = 0; i < copy.names.size(); ++i)
+    for (size_t i = 0; i < copy.names.size(); ++i) {
+      if (i > 0 && copy.names[i] == copy.names[i - 1] && !copy.shapes[i].empty()
+          && !entries.back().shape.empty()) {
+        entries.back().shape[0] += copy.shapes[i][0];
+        continue;
+      }
       entries.push_back({copy.names[i], copy.shapes[i], type_of(copy, i)});
+    }
     std::map<std::string, std::string> metadata{{"step", std::to_string(job.manifest.step)}};
     for (size_t i = 0; i + 1 < copy.metadata.size(); i += 2)
       metadata.emplace(copy.metadata[i], copy.metadata[i + 1]);
@@ -110,16 +118,12 @@ void step(caf::event_based_actor* self, std::shared_ptr<writing> w) {
       auto index = static_cast<size_t>(w->next);
       auto type = type_of(copy, index);
       auto& value = out.values[0];
-      if (type == element_type::f32) {
-        w->file->append(value);
-      } else {
-        auto bytes = static_cast<size_t>(num_elements(copy.shapes[index]))
-                     * (type == element_type::i64 ? sizeof(int64_t) : sizeof(uint32_t));
-        if (value.size() * sizeof(float) < bytes)
-          throw checkpoint_error("ps:" + std::to_string(w->shard) + " sent " + copy.names[index]
-                                 + " shorter than its shape");
-        w->file->append(value.data(), bytes);
-      }
+      auto bytes = static_cast<size_t>(num_elements(copy.shapes[index])) * element_bytes(type);
+      if (type == element_type::f32 ? value.shape() != copy.shapes[index]
+                                    : value.size() * sizeof(float) < bytes)
+        throw checkpoint_error("ps:" + std::to_string(w->shard) + " sent " + copy.names[index]
+                               + " in another shape than its copy announced");
+      w->file->append_part(value.data(), bytes);
       ++w->next;
       advance(self, w);
     } catch (const std::exception& e) {

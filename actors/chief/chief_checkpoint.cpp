@@ -219,15 +219,16 @@ void restore_slots(self_ptr self, std::function<void()> done) {
 
 // The checkpoint's embedding rows, each sent to the shard that owns its
 // bucket now (any shard count: whole buckets move), in messages of at most
-// restore_batch rows. The chief holds one shard's rows at a time.
+// 65,536 rows (and at most embedding.max-keys-per-request). The chief holds one shard's rows at a time.
 void restore_tables(self_ptr self, std::function<void()> done) {
   auto& st = self->state;
   auto& ckpt = *st.links.restore_from;
-  constexpr size_t restore_batch = 65536;
   auto shards = static_cast<uint32_t>(st.links.shards.size());
   std::vector<std::pair<size_t, restored_rows>> sends;
   for (size_t t = 0; t < st.tables.size(); ++t) {
     auto& config = st.tables[t].table;
+    // No more rows a message than a request may name (the shard's limit).
+    auto restore_batch = std::min<size_t>(65536, static_cast<size_t>(st.tables[t].max_keys));
     for (uint32_t shard = 0; shard < shards; ++shard) {
       embedding_table rows(config);
       size_t found = 0;

@@ -1,5 +1,6 @@
 #include "actors/ps/ps_shard.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include <caf/event_based_actor.hpp>
@@ -29,9 +30,12 @@ uint64_t draw_ticket() {
 snapshot_index take_copy(self_ptr self) {
   auto& st = self->state;
   std::vector<table_snapshot> tables;
-  for (size_t t = 0; t < st.tables.size(); ++t)
+  size_t piece_rows = size_t{1} << 20;
+  for (size_t t = 0; t < st.tables.size(); ++t) {
     tables.emplace_back(st.tables.table(t));
-  return st.snapshot.take(st.store->take_snapshot(), draw_ticket(), tables);
+    piece_rows = std::min(piece_rows, static_cast<size_t>(st.tables.max_keys(t)));
+  }
+  return st.snapshot.take(st.store->take_snapshot(), draw_ticket(), tables, piece_rows);
 }
 
 // A snapshot waiting for this version gets it now, between two updates; one

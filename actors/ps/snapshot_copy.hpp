@@ -4,6 +4,7 @@
 // holds more than one tensor of it and the shard frees each as it goes.
 // Thread-safe: the shard takes copies on its own thread, and its bulk
 // connections' threads hand tensors out beside BASP fetches.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -22,9 +23,13 @@ public:
   /// Replaces any earlier copy (its unfetched tensors are dropped); `ticket`
   /// is what fetches of this copy must show.
   /// `tables`: the shard's embedding tables, copied at the same point,
-  /// whose fields follow the variables (each as floats holding its bytes).
+  /// whose fields follow the variables (each as floats holding its bytes),
+  /// in pieces of at most `piece_rows` rows: consecutive entries of one name
+  /// are one field, so that no piece is larger than a request of rows (the
+  /// limit every peer's wire was sized by).
   snapshot_index take(variable_store::snapshot copy, uint64_t ticket,
-                      const std::vector<table_snapshot>& tables = {}) {
+                      const std::vector<table_snapshot>& tables = {},
+                      size_t piece_rows = size_t{1} << 20) {
     snapshot_index index{copy.version, ticket, copy.names, {}, {}, {}};
     for (auto& v : copy.values)
       index.shapes.push_back(v.shape());
@@ -35,18 +40,30 @@ public:
       auto blocks = table.blocks();
       for (size_t i = 0; i < entries.size(); ++i) {
         auto [data, bytes] = blocks[i];
-        // F32 fields keep their shape; I64 and U32 ones travel as the floats
-        // that hold their bytes.
-        tensor raw(entries[i].type == element_type::f32
-                     ? entries[i].shape
-                     : shape_t{static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float))});
-        if (bytes > 0)
-          std::memcpy(raw.data(), data, bytes);
-        copy.names.push_back(entries[i].name);
-        copy.values.push_back(std::move(raw));
-        index.names.push_back(entries[i].name);
-        index.shapes.push_back(entries[i].shape);
-        index.types.push_back(static_cast<int32_t>(entries[i].type));
+        auto& entry = entries[i];
+        auto rows = static_cast<size_t>(entry.shape.at(0));
+        size_t row_bytes = rows ? bytes / rows : 0;
+        size_t first = 0;
+        do {
+          auto n = std::min(piece_rows, rows - first);
+          auto shape = entry.shape;
+          shape[0] = static_cast<int64_t>(n);
+          // F32 pieces keep their shape; I64 and U32 ones travel as the
+          // floats that hold their bytes.
+          auto piece_bytes = n * row_bytes;
+          tensor raw(entry.type == element_type::f32
+                       ? shape
+                       : shape_t{static_cast<int64_t>((piece_bytes + 3) / sizeof(float))});
+          if (piece_bytes > 0)
+            std::memcpy(raw.data(), static_cast<const char*>(data) + first * row_bytes,
+                        piece_bytes);
+          copy.names.push_back(entry.name);
+          copy.values.push_back(std::move(raw));
+          index.names.push_back(entry.name);
+          index.shapes.push_back(shape);
+          index.types.push_back(static_cast<int32_t>(entry.type));
+          first += n;
+        } while (first < rows);
       }
       auto [key, value] = table.metadata();
       index.metadata.push_back(key);

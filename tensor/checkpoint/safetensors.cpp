@@ -127,9 +127,27 @@ void safetensors_writer::append(const tensor& value) {
   append(value.data(), value.bytes());
 }
 
+void safetensors_writer::append_part(const void* data, size_t bytes) {
+  if (next_ >= entries_.size())
+    fail(path_, "more tensors appended than the header lists");
+  auto& e = entries_[next_];
+  auto total = static_cast<uint64_t>(num_elements(e.shape)) * element_bytes(e.type);
+  if (partial_ + bytes > total)
+    fail(path_, "tensor '" + e.name + "' appended in parts beyond the " + std::to_string(total)
+                  + " bytes its header entry takes");
+  put(data, bytes);
+  partial_ += bytes;
+  if (partial_ == total) {
+    partial_ = 0;
+    ++next_;
+  }
+}
+
 void safetensors_writer::append(const void* data, size_t bytes) {
   if (next_ >= entries_.size())
     fail(path_, "more tensors appended than the header lists");
+  if (partial_ != 0)
+    fail(path_, "tensor '" + entries_[next_].name + "' is only partly appended");
   auto& e = entries_[next_++];
   if (bytes != static_cast<uint64_t>(num_elements(e.shape)) * element_bytes(e.type))
     fail(path_, "tensor '" + e.name + "' appended with " + std::to_string(bytes)

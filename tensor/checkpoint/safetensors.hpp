@@ -64,6 +64,10 @@ public:
   /// Appends the next tensor's raw elements (any element type); `bytes`
   /// must be what the entry's shape and type take.
   void append(const void* data, size_t bytes);
+  /// Appends part of the next tensor's raw elements: the tensor is done
+  /// once its parts add up to its entry (a large table's field, fetched in
+  /// pieces).
+  void append_part(const void* data, size_t bytes);
   /// Flushes and syncs; returns the CRC-32 and size of the whole file.
   std::pair<uint32_t, uint64_t> finish();
 
@@ -73,6 +77,7 @@ private:
   std::string path_;
   std::vector<entry> entries_;
   size_t next_ = 0;
+  uint64_t partial_ = 0; ///< bytes of entries_[next_] appended so far in parts
   std::FILE* file_ = nullptr;
   uint32_t crc_ = 0;
   uint64_t size_ = 0;

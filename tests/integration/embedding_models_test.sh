@@ -53,6 +53,8 @@ expect "deepfm: its MLP is placed on the shards" grep -q 'deep/layer0/weights' d
 # -- C: a checkpoint holds the table by key, numpy-readable; restored onto 1, 2 and 3
 # shards it predicts exactly what was saved --
 example_config ctr-fm saved.conf epochs=1 log-interval=0 eval-interval=0 log-dir='"logs/ctr"'
+# Pieces of at most 16384 rows: each shard's ~20,000 rows travel to the writer in two.
+sed -i 's/^\[embedding\]$/[embedding]\nmax-keys-per-request = 16384/' saved.conf
 "$bin" --config-file=saved.conf >saved.out 2>&1
 expect "ctr-fm with checkpoint.log-dir: the run ends ok and saves its final checkpoint" \
   eval 'grep -q "\"event\":\"final\",\"ok\":true" saved.out && test -f logs/ctr/ckpt-*/manifest.json'

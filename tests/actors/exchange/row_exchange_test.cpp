@@ -1,0 +1,153 @@
+// A step's embedding rows with the shards (actors/exchange/row_exchange.hpp),
+// over a fake message path: each shard asked only for the keys whose bucket
+// it owns, sorted by bucket; replies scattered back to their keys in any
+// order; sync pushes to every shard; a refusal, a loss and a wrong shape
+// surfacing once; a cancelled exchange ignoring late replies.
+#include <map>
+
+#include <boost/test/unit_test.hpp>
+
+#include "actors/exchange/row_exchange.hpp"
+
+using namespace troupe;
+
+namespace {
+
+struct fake_rows : message_path {
+  struct pull_request {
+    int32_t shard;
+    std::vector<int64_t> keys;
+    pull_done done;
+  };
+  struct push_request {
+    int32_t shard;
+    std::vector<int64_t> keys;
+    std::vector<uint32_t> counts;
+    tensor grads;
+    push_done done;
+  };
+  std::vector<pull_request> pulls;
+  std::vector<push_request> pushes;
+
+  void pull(int32_t, uint64_t, const std::vector<std::string>&, pull_done) override {}
+  void push(int32_t, const push_header&, const std::vector<std::string>&, std::vector<tensor>,
+            push_done) override {}
+  void fetch(int32_t, uint64_t, const copy_tensor&, pull_done) override {}
+  void pull_rows(int32_t shard, uint64_t, int32_t, std::vector<int64_t> keys,
+                 pull_done done) override {
+    pulls.push_back({shard, std::move(keys), std::move(done)});
+  }
+  void push_rows(int32_t shard, const push_header&, int32_t, std::vector<int64_t> keys,
+                 std::vector<uint32_t> counts, tensor grads, push_done done) override {
+    pushes.push_back(
+      {shard, std::move(keys), std::move(counts), std::move(grads), std::move(done)});
+  }
+
+  // Answers pull i with each key's row [key, key] (dim 2).
+  void answer(size_t i) {
+    auto& p = pulls.at(i);
+    std::vector<tensor> values{tensor({static_cast<int64_t>(p.keys.size()), 2})};
+    for (size_t k = 0; k < p.keys.size(); ++k)
+      values[0].data()[2 * k] = values[0].data()[2 * k + 1] = static_cast<float>(p.keys[k]);
+    p.done(values, std::nullopt, std::nullopt);
+  }
+};
+
+constexpr bucket_layout buckets{64, 9};
+
+batch_rows rows_of(std::vector<int64_t> ids) {
+  batch_rows rows;
+  rows.keys.assign(ids.data(), ids.size());
+  return rows;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(row_exchanges)
+
+BOOST_AUTO_TEST_CASE(each_shard_gets_its_keys_by_bucket_and_replies_land_on_their_keys) {
+  fake_rows path;
+  row_exchange exchange(path, buckets, 3, 0, 2);
+  std::vector<int64_t> ids;
+  for (int64_t k = 0; k < 40; ++k)
+    ids.push_back(k % 25); // duplicates: 25 distinct keys
+  auto rows = rows_of(ids);
+  int finished = 0;
+  exchange.pull(7, rows, [&](const row_exchange::outcome& out) {
+    BOOST_TEST(!out.refused);
+    BOOST_TEST(!out.lost);
+    ++finished;
+  });
+  BOOST_REQUIRE(path.pulls.size() == 3u);
+  size_t asked = 0;
+  for (auto& p : path.pulls) {
+    asked += p.keys.size();
+    for (size_t i = 0; i < p.keys.size(); ++i) {
+      BOOST_TEST(buckets.shard_of(p.keys[i], 3) == static_cast<uint32_t>(p.shard));
+      if (i > 0)
+        BOOST_TEST(buckets.bucket_of(p.keys[i - 1]) <= buckets.bucket_of(p.keys[i]));
+    }
+  }
+  BOOST_TEST(asked == 25u); // each distinct key once
+  path.answer(2);
+  path.answer(0);
+  BOOST_TEST(finished == 0);
+  path.answer(1);
+  BOOST_TEST(finished == 1);
+  for (size_t k = 0; k < rows.keys.size(); ++k)
+    BOOST_TEST(rows.values[2 * k] == static_cast<float>(rows.keys.keys()[k]));
+
+  // The push sends each key's summed gradient and occurrences to its shard;
+  // sync pushes reach every shard, even one with no key.
+  rows.grads.assign(rows.values.size(), 1.0f);
+  auto few = rows_of({3, 3, 3});
+  exchange.pull(7, few, [](const row_exchange::outcome&) {});
+  path.answer(3);
+  few.grads = {0.5f, 0.5f};
+  int pushed = 0;
+  exchange.push({7, 0, 4, 0}, few, true, [&](const row_exchange::outcome&) { ++pushed; });
+  BOOST_REQUIRE(path.pushes.size() == 3u);
+  for (auto& p : path.pushes) {
+    bool owner = buckets.shard_of(3, 3) == static_cast<uint32_t>(p.shard);
+    BOOST_TEST(p.keys.size() == (owner ? 1u : 0u));
+    if (owner)
+      BOOST_TEST(p.counts[0] == 3u);
+    BOOST_TEST(p.grads.shape() == (shape_t{owner ? 1 : 0, 2}));
+    p.done(std::nullopt, std::nullopt);
+  }
+  BOOST_TEST(pushed == 1);
+}
+
+BOOST_AUTO_TEST_CASE(refusals_losses_and_shapes_surface_and_cancelled_replies_are_ignored) {
+  fake_rows path;
+  row_exchange exchange(path, buckets, 2, 0, 2);
+  std::vector<int64_t> ids;
+  for (int64_t k = 0; k < 20; ++k)
+    ids.push_back(k);
+  auto rows = rows_of(ids);
+  row_exchange::outcome seen;
+  int finished = 0;
+  exchange.pull(7, rows, [&](const row_exchange::outcome& out) {
+    seen = out;
+    ++finished;
+  });
+  BOOST_REQUIRE(path.pulls.size() == 2u);
+  std::vector<tensor> wrong{tensor({1, 2})}; // one row for many keys
+  path.pulls[0].done(wrong, std::nullopt, std::nullopt);
+  path.pulls[1].done(wrong, std::nullopt, std::string("ps:1 is gone"));
+  BOOST_TEST(finished == 1);
+  BOOST_REQUIRE(seen.refused);
+  BOOST_TEST(seen.refused->message.find("another shape") != std::string::npos);
+  BOOST_REQUIRE(seen.lost);
+  BOOST_TEST(*seen.lost == "ps:1 is gone");
+
+  // A new plan voids the exchange under way: its replies change nothing.
+  path.pulls.clear();
+  exchange.pull(7, rows, [&](const row_exchange::outcome&) { ++finished; });
+  exchange.cancel();
+  path.answer(0);
+  path.answer(1);
+  BOOST_TEST(finished == 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
