@@ -20,7 +20,7 @@ oracle=$(grep -o '"auc": [0-9.]*' data/ctr/oracle.json | cut -d' ' -f2)
 
 # -- A: ctr-fm as the example is, on fewer rows: async, then sync --
 for mode in async sync; do
-  example_config ctr-fm $mode.conf mode="\"$mode\"" epochs=2 log-interval=20 eval-interval=40 \
+  example_config ctr-fm $mode.conf mode="\"$mode\"" epochs=2 learning-rate=0.2 log-interval=20 eval-interval=40 \
     log-dir="\"logs/$mode\""
   start_cluster $mode.conf $mode-
   wait_tasks 240 $mode-chief $mode-ps0 $mode-ps1 $mode-w0 $mode-w1
