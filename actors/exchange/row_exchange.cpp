@@ -37,7 +37,8 @@ void row_exchange::split(const unique_keys& keys) {
   for (auto& part : parts_)
     part.clear();
   auto& k = keys.keys();
-  std::vector<uint32_t> bucket(k.size());
+  auto& bucket = buckets_of_keys_;
+  bucket.resize(k.size());
   for (size_t i = 0; i < k.size(); ++i) {
     bucket[i] = buckets_.bucket_of(k[i]);
     parts_[buckets_.shard_of_bucket(bucket[i], static_cast<uint32_t>(shards_))].push_back(

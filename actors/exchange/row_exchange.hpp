@@ -54,6 +54,7 @@ private:
   int32_t table_;
   uint32_t dim_;
   std::vector<std::vector<uint32_t>> parts_; // per shard: indices into the distinct keys
+  std::vector<uint32_t> buckets_of_keys_;    // split's scratch, reused from step to step
   std::vector<uint64_t> sent_;
   uint64_t epoch_ = 0;
 };

@@ -12,12 +12,11 @@
 
 #include "actors/protocol/grant_proof.hpp"
 #include "actors/ps/shard_endpoint.hpp"
+#include "actors/ps/shard_run.hpp"
 
 namespace troupe {
 
-namespace {
-
-using self_ptr = ps_shard_impl::stateful_pointer<ps_shard_state>;
+namespace shard_run {
 
 // What a fetch of a snapshot must show: only the chief learns it.
 uint64_t draw_ticket() {
@@ -270,61 +269,6 @@ caf::result<int64_t> on_push(self_ptr self, run_id run, int32_t worker, int64_t 
   return st.store->version();
 }
 
-// Rows of an embedding table: values as they are now (an unseen key's
-// initial value), never inserting.
-caf::result<tensor> on_rows(self_ptr self, run_id run, int32_t table, const row_keys& keys) {
-  auto& st = self->state;
-  if (auto err = unless_this_run(self, run, "a pull of rows"))
-    return err;
-  tensor out;
-  if (auto err = st.tables.lookup(table, keys.keys, out)) {
-    spdlog::warn("{}: refused a pull of rows: {}", st.label, err->message);
-    return make_error(*err);
-  }
-  st.traffic.pulled_rows(keys.keys.size(), out.bytes());
-  return out;
-}
-
-caf::result<int64_t> on_push_rows(self_ptr self, run_id run, int32_t worker, int64_t step,
-                                  uint64_t proof, int32_t table, const row_keys& keys,
-                                  const tensor& grads) {
-  auto& st = self->state;
-  if (auto err = unless_this_run(self, run, "a push of rows"))
-    return err;
-  if (auto err = unless_granted(self, worker, step, proof))
-    return err;
-  st.traffic.pushed_rows(keys.keys.size(), grads.bytes());
-  if (!st.pending) {
-    if (auto err = st.tables.apply(table, keys.keys, keys.counts, grads)) {
-      spdlog::warn("{}: refused rows of step {}: {}", st.label, step, err->message);
-      return make_error(*err);
-    }
-    return st.store->version();
-  }
-  if (step >= st.options.last_step)
-    return make_error({errc::training_stopped,
-                       "step " + std::to_string(step) + " is past last_step on " + st.label});
-  table_store::verdict verdict;
-  if (auto err = st.tables.add(worker, step, table, keys.keys, keys.counts, grads, verdict))
-    return make_error(*err);
-  switch (verdict) {
-    case table_store::verdict::stale:
-      return make_error({errc::stale_gradient, "rows of worker:" + std::to_string(worker)
-                                                 + " for step " + std::to_string(step)
-                                                 + " are stale: " + st.label + " is at step "
-                                                 + std::to_string(st.tables.step())});
-    case table_store::verdict::ahead:
-      return make_error({errc::invalid_request,
-                         "rows of step " + std::to_string(step) + " are ahead of " + st.label});
-    case table_store::verdict::duplicate:
-      return st.store->version();
-    case table_store::verdict::accepted:
-      apply_if_ready(self);
-      return st.store->version();
-  }
-  return st.store->version();
-}
-
 caf::result<snapshot_index> on_snapshot(self_ptr self, run_id run, int64_t version) {
   auto& st = self->state;
   if (auto err = unless_from_chief(self, "a snapshot request"))
@@ -422,22 +366,7 @@ caf::result<shard_traffic> on_stats(self_ptr self) {
     return err;
   auto out = st.traffic.report(st.index, st.store->bytes());
   out.updates = st.store->version();
-  for (size_t t = 0; t < st.tables.size(); ++t) {
-    auto figures = st.tables.figures(t, 10);
-    table_report r{st.tables.name(t),
-                   figures.rows,
-                   figures.bytes,
-                   figures.admitted,
-                   figures.evicted,
-                   figures.not_admitted,
-                   {},
-                   {}};
-    for (auto& [key, count] : figures.hottest) {
-      r.hottest_keys.push_back(key);
-      r.hottest_counts.push_back(count);
-    }
-    out.tables.push_back(std::move(r));
-  }
+  out.tables = table_reports(self);
   return out;
 }
 
@@ -450,19 +379,6 @@ caf::result<caf::ok_atom> on_restore_slot(self_ptr self, run_id run, const std::
   if (auto err = unless_this_run(self, run, "a restored slot"))
     return err;
   if (auto err = st.store->restore_slot(key, std::move(value)))
-    return make_error(*err);
-  return caf::ok_atom::value;
-}
-
-// Rows of a checkpoint's embedding table, from the chief.
-caf::result<caf::ok_atom> on_restore_rows(self_ptr self, run_id run, const restored_rows& rows) {
-  auto& st = self->state;
-  if (auto err = unless_from_chief(self, "restored rows"))
-    return err;
-  if (auto err = unless_this_run(self, run, "restored rows"))
-    return err;
-  if (auto err = st.tables.restore(rows.table, rows.keys, rows.frequencies, rows.last_updates,
-                                   rows.payloads))
     return make_error(*err);
   return caf::ok_atom::value;
 }
@@ -529,10 +445,11 @@ void on_tick(self_ptr self) {
   self->quit(make_error({errc::not_initialized, "no chief came"}));
 }
 
-} // namespace
+} // namespace shard_run
 
 ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_state> self,
                                       ps_shard_config config) {
+  using namespace shard_run;
   auto& st = self->state;
   st.config = config;
   st.index = config.index;
