@@ -30,7 +30,7 @@ struct parts_join {
 row_exchange::row_exchange(message_path& path, bucket_layout buckets, int32_t shards, int32_t table,
                            uint32_t dim)
   : path_(path), buckets_(buckets), shards_(shards), table_(table), dim_(dim),
-    parts_(static_cast<size_t>(shards)), sent_(static_cast<size_t>(shards), 0) {
+    parts_(static_cast<size_t>(shards)) {
 }
 
 void row_exchange::split(const unique_keys& keys) {
@@ -68,7 +68,6 @@ void row_exchange::pull(uint64_t run, batch_rows& rows, finished done) {
     std::vector<int64_t> asked(part.size());
     for (size_t i = 0; i < part.size(); ++i)
       asked[i] = keys[part[i]];
-    sent_[static_cast<size_t>(s)] += part.size();
     path_.pull_rows(s, run, table_, std::move(asked),
                     [this, join, s, &rows, epoch = epoch_](std::vector<tensor>& values,
                                                            const maybe_failure& refused,

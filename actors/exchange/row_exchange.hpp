@@ -42,9 +42,6 @@ public:
   /// Replies still due are ignored from now on (a lost peer, a new plan).
   void cancel() noexcept { ++epoch_; }
 
-  /// Keys sent to each shard so far (pulls), for the worker's log.
-  const std::vector<uint64_t>& keys_per_shard() const noexcept { return sent_; }
-
 private:
   void split(const unique_keys& keys);
 
@@ -55,7 +52,6 @@ private:
   uint32_t dim_;
   std::vector<std::vector<uint32_t>> parts_; // per shard: indices into the distinct keys
   std::vector<uint32_t> buckets_of_keys_;    // split's scratch, reused from step to step
-  std::vector<uint64_t> sent_;
   uint64_t epoch_ = 0;
 };
 

@@ -45,7 +45,6 @@ public:
 
   size_t size() const noexcept { return tables_.size(); }
   bool empty() const noexcept { return tables_.empty(); }
-  uint32_t dim(size_t table) const { return tables_.at(table).rows->dim(); }
   const std::string& name(size_t table) const { return tables_.at(table).setup.table.name; }
   /// Keys one request may name: what every peer's wire limits allow for.
   int64_t max_keys(size_t table) const { return tables_.at(table).setup.max_keys; }
