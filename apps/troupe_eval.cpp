@@ -23,11 +23,11 @@ void score_example(const model_card& card, const batch& b, int64_t e, const tens
     loss_sum += d * d;
     return;
   }
-  double y = outputs.data()[2 * i + 1]; // the logits are (0, y)
+  float y = outputs.data()[2 * i + 1]; // the logits are (0, y)
   bool positive = b.labels[i] == 1;
-  loss_sum += std::max(y, 0.0) - (positive ? y : 0.0) + std::log1p(std::exp(-std::fabs(y)));
+  loss_sum += binary_scores::example_loss(y, positive);
   correct += (y > 0) == positive;
-  scores.add(static_cast<float>(1.0 / (1.0 + std::exp(-y))), positive);
+  scores.add_logit(y, positive);
 }
 
 } // namespace

@@ -28,9 +28,9 @@ void score_batch(evaluator_state& st) {
       continue;
     }
     bool positive = b.labels[e] == 1;
-    st.loss_sum += std::max(y, 0.0f) - (positive ? y : 0.0f) + std::log1p(std::exp(-std::fabs(y)));
+    st.loss_sum += binary_scores::example_loss(y, positive);
     st.correct += (y > 0) == positive;
-    st.scores.add(1.0f / (1.0f + std::exp(-y)), positive);
+    st.scores.add_logit(y, positive);
   }
 }
 

@@ -5,17 +5,16 @@
 namespace troupe {
 
 double binary_scores::auc() const {
-  std::vector<uint32_t> order(probabilities_.size());
+  std::vector<uint32_t> order(logits_.size());
   std::iota(order.begin(), order.end(), 0u);
   std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return probabilities_[a] < probabilities_[b]; });
+            [&](uint32_t a, uint32_t b) { return logits_[a] < logits_[b]; });
   // Sum of the positives' ranks (1-based, ties at their mean rank).
   double positive_rank_sum = 0;
   uint64_t positives = 0;
   for (size_t first = 0; first < order.size();) {
     size_t last = first;
-    while (last + 1 < order.size()
-           && probabilities_[order[last + 1]] == probabilities_[order[first]])
+    while (last + 1 < order.size() && logits_[order[last + 1]] == logits_[order[first]])
       ++last;
     double mean_rank = (first + last) / 2.0 + 1;
     for (size_t i = first; i <= last; ++i)
@@ -33,14 +32,14 @@ double binary_scores::auc() const {
 }
 
 double binary_scores::logloss() const {
-  if (probabilities_.empty())
+  if (logits_.empty())
     return 0;
   double total = 0;
-  for (size_t i = 0; i < probabilities_.size(); ++i) {
-    double p = std::clamp(static_cast<double>(probabilities_[i]), 1e-7, 1 - 1e-7);
+  for (size_t i = 0; i < logits_.size(); ++i) {
+    double p = std::clamp(1.0 / (1.0 + std::exp(-double{logits_[i]})), 1e-7, 1 - 1e-7);
     total -= positives_[i] ? std::log(p) : std::log(1 - p);
   }
-  return total / static_cast<double>(probabilities_.size());
+  return total / static_cast<double>(logits_.size());
 }
 
 } // namespace troupe

@@ -37,24 +37,34 @@ namespace troupe {
 
 /// Binary classification's figures (issue 28's CTR models): the area under
 /// the ROC curve, exact (ties count one half, as the Mann-Whitney U
-/// statistic), and the mean log loss. Examples are added batch by batch; the
-/// scores are kept, 5 bytes an example.
+/// statistic), and the mean log loss. Examples are added batch by batch as
+/// logits, 5 bytes an example. The chief's evaluator and troupe-eval both
+/// score through this class, so the same logits give the same figures to the
+/// last digit: a probability rounded to float on one side and not on the
+/// other moved the log loss of saturated logits in the sixth digit.
 class binary_scores {
 public:
-  /// One example: the predicted probability of class 1 and the label.
-  void add(float probability, bool positive) {
-    probabilities_.push_back(probability);
+  /// One example: the logit of class 1 and the label.
+  void add_logit(float logit, bool positive) {
+    logits_.push_back(logit);
     positives_.push_back(positive);
   }
-  size_t size() const { return probabilities_.size(); }
-  /// The area under the ROC curve; 0.5 when one class is missing.
+  size_t size() const { return logits_.size(); }
+  /// The area under the ROC curve; 0.5 when one class is missing. Ranked by
+  /// logit, which the sigmoid keeps in order without rounding ties together.
   double auc() const;
-  /// -mean(y log p + (1 - y) log(1 - p)), p clipped to [1e-7, 1 - 1e-7] as
-  /// Keras does; 0 without examples.
+  /// -mean(y log p + (1 - y) log(1 - p)), p = sigmoid(logit) in double,
+  /// clipped to [1e-7, 1 - 1e-7] as Keras does; 0 without examples.
   double logloss() const;
+  /// The unclipped loss of one logit, softplus(-logit) or softplus(logit), in
+  /// double: what training minimises and the runs report as test_loss.
+  static double example_loss(float logit, bool positive) {
+    double y = logit;
+    return std::max(y, 0.0) - (positive ? y : 0.0) + std::log1p(std::exp(-std::fabs(y)));
+  }
 
 private:
-  std::vector<float> probabilities_;
+  std::vector<float> logits_;
   std::vector<bool> positives_;
 };
 
