@@ -15,16 +15,18 @@ int main(int argc, char** argv) {
     "usage: troupe-export CHECKPOINT OUTDIR [--card=MODEL_JSON]\n"
     "  CHECKPOINT  a checkpoint directory, e.g. logs/run/ckpt-3000\n"
     "  OUTDIR      receives model.safetensors (whole variables, no optimizer slots; an\n"
-    "              embedding model's table as embedding/keys and embedding/values) and\n"
-    "              model.json (the network, input shape, classes, labels, normalisation)\n"
+    "              embedding model's table as embedding/keys and embedding/values),\n"
+    "              model.onnx (not for a hash table) and model.json (the network, input\n"
+    "              shape, classes, labels, normalisation)\n"
     "  --card      the run's model.json, when it is not in CHECKPOINT/..\n";
   return tools::run_model_tool(
     "troupe-export", argc, argv, {"card"}, usage, 2,
     [](exported_model& model, const tools::command_line& cl) {
-      write_model_export(cl.positional[1], model.card, model.net->variables(), model.params,
-                         model.table.get());
+      auto written = write_model_export(cl.positional[1], model.card, model.net->variables(),
+                                        model.params, model.table.get());
       json_writer line;
       line.begin_object().key("event").string("export").key("dir").string(cl.positional[1]);
+      line.key("files").string(written);
       line.key("step").integer(model.card.step).key("variables").integer(model.params.size());
       if (model.table)
         line.key("embedding_rows").integer(model.table->rows());

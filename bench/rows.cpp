@@ -157,9 +157,9 @@ phase_result run_phase(caf::scoped_actor& self, const ps_shard_actor& shard,
   auto timeout = std::chrono::seconds(120);
   using pull_handle = decltype(self->request(shard, timeout, rows_atom::value, bench_run,
                                              int32_t{0}, requests[0].keys));
-  using push_handle =
-    decltype(self->request(shard, timeout, push_rows_atom::value, bench_run, int32_t{0}, step,
-                           uint64_t{0}, int32_t{0}, requests[0].keys, requests[0].grads));
+  using push_handle = decltype(self->request(shard, timeout, push_rows_atom::value, bench_run,
+                                             int32_t{0}, step, uint64_t{0}, int32_t{0},
+                                             requests[0].keys, requests[0].grads));
   std::deque<std::pair<size_t, pull_handle>> pulls;
   std::deque<push_handle> pushes;
   auto fail = [&](caf::error& e) {
@@ -172,12 +172,11 @@ phase_result run_phase(caf::scoped_actor& self, const ps_shard_actor& shard,
     if (next < requests.size() && room) {
       auto& r = requests[next];
       if (push)
-        pushes.push_back(self->request(shard, timeout, push_rows_atom::value, bench_run,
-                                       int32_t{0}, step++, uint64_t{0}, int32_t{0}, r.keys,
-                                       r.grads));
+        pushes.push_back(self->request(shard, timeout, push_rows_atom::value, bench_run, int32_t{0},
+                                       step++, uint64_t{0}, int32_t{0}, r.keys, r.grads));
       else
-        pulls.emplace_back(next, self->request(shard, timeout, rows_atom::value, bench_run,
-                                               int32_t{0}, r.keys));
+        pulls.emplace_back(
+          next, self->request(shard, timeout, rows_atom::value, bench_run, int32_t{0}, r.keys));
       ++next;
       continue;
     }

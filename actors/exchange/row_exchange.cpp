@@ -27,9 +27,9 @@ struct parts_join {
 
 } // namespace
 
-row_exchange::row_exchange(message_path& path, bucket_layout buckets, int32_t shards, int32_t table,
-                           uint32_t dim)
-  : path_(path), buckets_(buckets), shards_(shards), table_(table), dim_(dim),
+row_exchange::row_exchange(message_path& path, embedding_table_config placement, int32_t shards,
+                           int32_t table, uint32_t dim)
+  : path_(path), placement_(std::move(placement)), shards_(shards), table_(table), dim_(dim),
     parts_(static_cast<size_t>(shards)) {
 }
 
@@ -40,8 +40,8 @@ void row_exchange::split(const unique_keys& keys) {
   auto& bucket = buckets_of_keys_;
   bucket.resize(k.size());
   for (size_t i = 0; i < k.size(); ++i) {
-    bucket[i] = buckets_.bucket_of(k[i]);
-    parts_[buckets_.shard_of_bucket(bucket[i], static_cast<uint32_t>(shards_))].push_back(
+    bucket[i] = placement_.buckets.bucket_of(k[i]);
+    parts_[placement_.shard_of(k[i], static_cast<uint32_t>(shards_))].push_back(
       static_cast<uint32_t>(i));
   }
   for (auto& part : parts_)

@@ -1,6 +1,7 @@
 #pragma once
 // A step's embedding rows with the shards: the batch's distinct keys split
-// by the shard that owns their bucket (sorted by bucket within a shard, so
+// by the shard that owns them (a hash table's by bucket, a fixed-size
+// table's by TF's partition; sorted by bucket within a shard, so
 // that the shard takes each bucket's lock once), pulled from all shards at
 // once and scattered back into the batch's rows; the rows' summed gradients
 // pushed the same way, each with its key's occurrences. Over the message
@@ -14,7 +15,7 @@
 
 #include "actors/exchange/shard_exchange.hpp"
 #include "tensor/nn/model.hpp"
-#include "tensor/sparse/keys.hpp"
+#include "tensor/sparse/embedding_table.hpp"
 
 namespace troupe {
 
@@ -27,9 +28,9 @@ public:
   };
   using finished = std::function<void(const outcome&)>;
 
-  /// Table `table` of `dim` floats per row, its keys in `buckets`, spread
-  /// over `shards`. `path` must outlive the exchange.
-  row_exchange(message_path& path, bucket_layout buckets, int32_t shards, int32_t table,
+  /// Table `table` of `dim` floats per row, its keys placed as `placement`
+  /// says over `shards`. `path` must outlive the exchange.
+  row_exchange(message_path& path, embedding_table_config placement, int32_t shards, int32_t table,
                uint32_t dim);
 
   /// Pulls the rows of rows.keys into rows.values. `rows` must live until
@@ -46,7 +47,7 @@ private:
   void split(const unique_keys& keys);
 
   message_path& path_;
-  bucket_layout buckets_;
+  embedding_table_config placement_;
   int32_t shards_;
   int32_t table_;
   uint32_t dim_;

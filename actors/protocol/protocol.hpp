@@ -30,7 +30,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 11;
+constexpr uint32_t protocol_version = 12;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -234,7 +234,8 @@ typename Inspector::result_type inspect(Inspector& f, table_setup& x) {
            t.init.seed, o.kind, o.learning_rate, o.initial_accumulator, o.l1, o.l2, o.lr_power,
            o.beta1, o.beta2, o.epsilon, t.buckets.count, t.buckets.seed, x.admission.after_count,
            x.admission.probability, x.eviction.after_steps, x.eviction.l2_below,
-           x.eviction.max_bytes, x.evict_interval, x.reduction, x.max_keys);
+           x.eviction.max_bytes, x.evict_interval, x.reduction, x.max_keys, t.kind, t.rows,
+           t.partition);
 }
 
 /// What the chief tells a ready worker: every slice of the model's variables

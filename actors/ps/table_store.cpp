@@ -55,15 +55,17 @@ maybe_failure table_store::check_request(int32_t table, const std::vector<int64_
     return refused("a request for " + std::to_string(keys.size()) + " keys of table "
                    + t.setup.table.name + ", above embedding.max-keys-per-request = "
                    + std::to_string(t.setup.max_keys));
-  auto& buckets = t.setup.table.buckets;
+  auto& config = t.setup.table;
+  auto shards = static_cast<uint32_t>(shards_);
   for (auto key : keys) {
-    if (key < 0)
-      return refused("key " + std::to_string(key) + " of table " + t.setup.table.name
-                     + " is negative");
-    if (buckets.shard_of(key, static_cast<uint32_t>(shards_)) != static_cast<uint32_t>(shard_))
-      return refused("key " + std::to_string(key) + " of table " + t.setup.table.name
-                     + " belongs to ps:"
-                     + std::to_string(buckets.shard_of(key, static_cast<uint32_t>(shards_)))
+    if (!config.holds(key))
+      return refused(
+        "key " + std::to_string(key) + " of table " + config.name
+        + (key < 0 ? " is negative"
+                   : " is past the fixed-size table's " + std::to_string(config.rows) + " rows"));
+    if (config.shard_of(key, shards) != static_cast<uint32_t>(shard_))
+      return refused("key " + std::to_string(key) + " of table " + config.name
+                     + " belongs to ps:" + std::to_string(config.shard_of(key, shards))
                      + ", not ps:" + std::to_string(shard_));
   }
   return std::nullopt;

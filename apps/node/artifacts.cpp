@@ -22,6 +22,10 @@ model_card card_of(const node_setup& setup, int64_t step) {
     card.table_init = table_setup_of(t.embedding, net->tables()[0], t.seed).table.init;
     card.categorical_columns = t.data.csv.categorical_columns;
     card.ignore_columns = t.data.csv.ignore_columns;
+    if (t.embedding.kind == table_kind::fixed) {
+      card.vocabulary = t.embedding.vocabulary;
+      card.ids = t.embedding.ids;
+    }
   }
   return card;
 }
@@ -57,8 +61,9 @@ void export_model(const node_setup& setup, const training_result& result) {
     if (card.has_table()) // its rows: the final checkpoint's, saved at this step
       table = table_from_checkpoint(
         checkpoint_reader(dir + "/ckpt-" + std::to_string(result.global_step)), card);
-    write_model_export(dir + "/export", card, net->variables(), result.values, table.get());
-    spdlog::info("model exported to {}/export (model.safetensors, model.json)", dir);
+    auto written = write_model_export(dir + "/export", card, net->variables(), result.values,
+                                      table.get());
+    spdlog::info("model exported to {}/export ({})", dir, written);
   } catch (const std::exception& e) {
     spdlog::error("could not export the model to {}/export: {}", dir, e.what());
   }

@@ -99,6 +99,11 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
                                             t.embedding.optimizer.kind, errors);
   t.embedding.reduction = parse_choice("embedding.sync-reduction", cfg.sync_reduction,
                                        t.embedding.reduction, errors);
+  t.embedding.kind = parse_choice("embedding.kind", cfg.embedding_kind, t.embedding.kind, errors);
+  t.embedding.partition = parse_choice("embedding.partition", cfg.embedding_partition,
+                                       t.embedding.partition, errors);
+  t.embedding.ids = parse_choice("embedding.id-mapping", cfg.embedding_ids, t.embedding.ids,
+                                 errors);
   if (cfg.csv_delimiter == "tab" || cfg.csv_delimiter == "\\t" || cfg.csv_delimiter == "\t")
     t.data.csv.delimiter = '\t';
   else if (cfg.csv_delimiter.size() == 1 && cfg.csv_delimiter != "\"")
@@ -180,6 +185,10 @@ void catalog_for_node(const node_config& cfg, node_setup& setup, std::vector<std
   }
   if (!data_option_problems(t.data).empty())
     return;
+  // A fixed-size table's ids are checked as the files are read (bad records).
+  if (uses_embeddings(t.model) && t.embedding.kind == table_kind::fixed
+      && t.embedding.ids == id_mapping::identity && embedding_problems(t.embedding).empty())
+    t.data.csv.vocabulary = t.embedding.vocabulary;
   try {
     auto catalog = std::make_shared<data_catalog>(catalog_data(t.data, t.data_dir));
     setup.data = catalog;

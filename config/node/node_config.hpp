@@ -67,6 +67,9 @@ public:
   std::string embedding_initializer = "truncated_normal";
   std::string embedding_optimizer = "adagrad";
   std::string sync_reduction = "per_row";
+  std::string embedding_kind = "hash";
+  std::string embedding_partition = "mod";
+  std::string embedding_ids = "identity";
 
   const caf::config_option_set& options() const noexcept { return custom_options_; }
 };

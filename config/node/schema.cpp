@@ -189,6 +189,18 @@ node_config::node_config()
   auto& e = train.embedding;
   opt_group{custom_options_, "embedding"}
     .add(e.dim, "dim", "fm, mf, deepfm: factors per key (a row: its weight and dim factors)")
+    .add(embedding_kind, "kind",
+         "hash (int64 keys, rows created on first push) or fixed (TF's partitioned variable: "
+         "each field's ids in [0, its vocabulary size))")
+    .add(e.vocabulary, "vocabulary",
+         "kind = fixed: rows per categorical field, in the data's field order, e.g. [672, 193610]")
+    .add(embedding_ids, "id-mapping",
+         "kind = fixed: identity (an integer id is its row, strings hashed; an id past its "
+         "field's size is a bad record) or hash (every value hashed into its field's rows, "
+         "e.g. Criteo's hex tokens)")
+    .add(embedding_partition, "partition",
+         "kind = fixed: TF's partition strategy over the shards, mod (id % shards) or div "
+         "(contiguous ranges)")
     .add(embedding_initializer, "initializer",
          "a row before its first push: zeros, uniform, normal or truncated_normal")
     .add(e.init_scale, "init-scale", "normal kinds: the deviation; uniform: the bound")

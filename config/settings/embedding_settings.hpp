@@ -19,6 +19,13 @@ struct embedding_settings {
   row_initializer initializer = row_initializer::truncated_normal;
   double init_scale = 0.01; ///< normal kinds: the deviation; uniform: [-scale, scale)
   sparse_optimizer_config optimizer;
+  /// hash: rows keyed by int64, created on first push; fixed: TF1's
+  /// embedding_lookup over one partitioned variable, each field's ids in
+  /// [0, vocabulary[field]) (strings hashed into it), placed by `partition`.
+  table_kind kind = table_kind::hash;
+  std::vector<int64_t> vocabulary;
+  id_mapping ids = id_mapping::identity;
+  partition_strategy partition = partition_strategy::mod;
   /// Virtual buckets per table (a power of two): the unit of placement and
   /// of a restore onto another shard count.
   int64_t buckets = 1024;

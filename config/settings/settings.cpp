@@ -256,6 +256,10 @@ model_options model_options_of(const training_settings& s) {
   options.task = s.data.task;
   options.embedding_dim = s.embedding.dim;
   options.deep_layers = s.embedding.deep_layers;
+  if (s.embedding.kind == table_kind::fixed) {
+    options.vocabulary = s.embedding.vocabulary;
+    options.ids = s.embedding.ids;
+  }
   return options;
 }
 

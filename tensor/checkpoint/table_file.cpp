@@ -9,7 +9,10 @@ namespace {
 std::string layout_of(const embedding_table_config& c) {
   return "dim=" + std::to_string(c.dim) + " buckets=" + std::to_string(c.buckets.count)
          + " bucket_seed=" + std::to_string(c.buckets.seed)
-         + " optimizer=" + name_of(c.optimizer.kind);
+         + " optimizer=" + name_of(c.optimizer.kind)
+         + (c.kind == table_kind::fixed
+              ? " kind=fixed rows=" + std::to_string(c.rows) + " partition=" + name_of(c.partition)
+              : "");
 }
 
 } // namespace
@@ -112,10 +115,12 @@ size_t restore_table_rows(const safetensors_file& file, embedding_table& table, 
   std::vector<float> payload(table.payload_floats());
   size_t restored = 0;
   for (size_t r = 0; r < n; ++r) {
-    if (config.buckets.shard_of(keys[r], shards) != shard)
+    if (!config.holds(keys[r]))
+      fail("key " + std::to_string(keys[r])
+           + (keys[r] < 0 ? " is negative"
+                          : " is past the table's " + std::to_string(config.rows) + " rows"));
+    if (config.shard_of(keys[r], shards) != shard)
       continue;
-    if (keys[r] < 0)
-      fail("key " + std::to_string(keys[r]) + " is negative");
     for (size_t field = 0; field < fields.size(); ++field)
       std::memcpy(&payload[field * config.dim], fields[field].data() + r * config.dim,
                   config.dim * sizeof(float));

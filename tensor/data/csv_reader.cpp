@@ -129,7 +129,15 @@ private:
   // Every value is a key (ids stay ids, strings are hashed); field f's keys
   // are field_key(f, value), so that fields sharing a table never collide.
   void key_of(std::string_view text, size_t field, float* features) const {
-    pack_key(field_key(static_cast<uint32_t>(field), text), 1.0f,
+    auto key = field_key(static_cast<uint32_t>(field), text);
+    if (!vocabulary_.empty()) {
+      try {
+        vocabulary_.row_of(key, static_cast<uint32_t>(field));
+      } catch (const data_error& e) {
+        throw bad_record(where() + ": " + e.what());
+      }
+    }
+    pack_key(key, 1.0f,
              features + keys_.dense + static_cast<int64_t>(field) * key_layout::floats_per_key);
   }
 
@@ -270,6 +278,7 @@ private:
 
   line_file file_;
   csv_layout layout_;
+  fixed_vocabulary vocabulary_{layout_.vocabulary};
   std::vector<std::string> names_;
   size_t columns_ = 0;
   static constexpr size_t no_label = static_cast<size_t>(-1);

@@ -36,7 +36,7 @@ std::unique_ptr<record_reader> open_records(data_format format, const std::strin
     case data_format::csv:
       return open_csv(features, layout);
     case data_format::criteo:
-      return open_criteo(features);
+      return open_criteo(features, layout);
     case data_format::libsvm:
       return open_libsvm(features, layout);
   }

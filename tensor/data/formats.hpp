@@ -59,6 +59,10 @@ struct csv_layout {
   std::vector<std::string> categorical_columns;
   /// libsvm: key slots per example; a longer line is a bad record.
   int64_t max_keys = 64;
+  /// A fixed-size embedding table's rows per field (embedding.vocabulary):
+  /// an integer id at or past its field's size is a bad record. Empty: any
+  /// key (a hash table).
+  std::vector<int64_t> vocabulary;
 };
 
 /// One example as the file holds it, before labels are mapped to classes
@@ -111,7 +115,7 @@ std::unique_ptr<record_reader> open_csv(const std::string& path, const csv_layou
 
 /// Criteo's TSV (sparse_lines.hpp): 13 dense values, each x written as
 /// sign(x) log(1 + |x|), then 26 fields of one key. The label is 0 or 1.
-std::unique_ptr<record_reader> open_criteo(const std::string& path);
+std::unique_ptr<record_reader> open_criteo(const std::string& path, const csv_layout& layout);
 
 /// libsvm: one field of up to layout.max_keys weighted keys (the indices,
 /// ids as they are). A classification label -1 is class 0 (example_source),

@@ -8,6 +8,7 @@
 #include "tensor/data/formats.hpp"
 #include "tensor/data/line_file.hpp"
 #include "tensor/data/sparse_lines.hpp"
+#include "tensor/sparse/keys.hpp"
 
 namespace troupe {
 
@@ -17,9 +18,10 @@ using formats::line_file;
 
 class sparse_line_reader : public record_reader {
 public:
-  sparse_line_reader(const std::string& path, data_format format, key_layout keys)
+  sparse_line_reader(const std::string& path, data_format format, key_layout keys,
+                     const csv_layout& layout)
     : file_(path, std::string("is this a ") + name_of(format) + " file?"), format_(format),
-      keys_(keys), shape_{keys.width()} {}
+      keys_(keys), shape_{keys.width()}, vocabulary_(layout.vocabulary) {}
 
   bool next(raw_record& out) override {
     do {
@@ -76,9 +78,11 @@ private:
         float* slot = slots
                       + (static_cast<int64_t>(f) * keys_.keys_per_field + s)
                           * key_layout::floats_per_key;
-        if (at < end)
+        if (at < end) {
+          if (!vocabulary_.empty())
+            check_id(example_.keys[at], static_cast<uint32_t>(f));
           pack_key(example_.keys[at], example_.weights.empty() ? 1.0f : example_.weights[at], slot);
-        else
+        } else
           pack_key(key_layout::no_key, 0.0f, slot);
       }
     }
@@ -89,23 +93,34 @@ private:
     out.label_text = std::string_view(line).substr(first, end - first);
   }
 
+  // A fixed-size table's id out of its field's range: this line is bad.
+  void check_id(int64_t key, uint32_t field) const {
+    try {
+      vocabulary_.row_of(key, field);
+    } catch (const data_error& e) {
+      throw bad_record(where() + ": " + e.what());
+    }
+  }
+
   line_file file_;
   data_format format_;
   key_layout keys_;
   shape_t shape_;
+  fixed_vocabulary vocabulary_;
   sparse_example example_;
 };
 
 } // namespace
 
-std::unique_ptr<record_reader> open_criteo(const std::string& path) {
+std::unique_ptr<record_reader> open_criteo(const std::string& path, const csv_layout& layout) {
   return std::make_unique<sparse_line_reader>(
-    path, data_format::criteo, key_layout{criteo::integer_fields, criteo::categorical_fields, 1});
+    path, data_format::criteo, key_layout{criteo::integer_fields, criteo::categorical_fields, 1},
+    layout);
 }
 
 std::unique_ptr<record_reader> open_libsvm(const std::string& path, const csv_layout& layout) {
   return std::make_unique<sparse_line_reader>(path, data_format::libsvm,
-                                              key_layout{0, 1, layout.max_keys});
+                                              key_layout{0, 1, layout.max_keys}, layout);
 }
 
 } // namespace troupe

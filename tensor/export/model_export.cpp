@@ -101,6 +101,8 @@ model_options model_card::options() const {
   o.keys = keys;
   o.embedding_dim = embedding_dim;
   o.deep_layers = deep_layers;
+  o.vocabulary = vocabulary;
+  o.ids = ids;
   return o;
 }
 
@@ -136,23 +138,30 @@ json::value model_card::to_json() const {
                    {"normalize", std::move(normalize)},
                    {"step", step}};
   if (has_table()) {
-    json::array deep, categorical, ignored;
+    json::array deep, categorical, ignored, sizes;
     for (auto w : deep_layers)
       deep.emplace_back(w);
+    for (auto n : vocabulary)
+      sizes.emplace_back(n);
     for (auto& c : categorical_columns)
       categorical.emplace_back(c);
     for (auto& c : ignore_columns)
       ignored.emplace_back(c);
-    out["embedding"] = json::object{{"dense", keys.dense},
-                                    {"fields", keys.fields},
-                                    {"keys_per_field", keys.keys_per_field},
-                                    {"dim", embedding_dim},
-                                    {"deep_layers", std::move(deep)},
-                                    {"initializer", name_of(table_init.kind)},
-                                    {"init_scale", table_init.scale},
-                                    {"seed", std::to_string(table_init.seed)}, // 64 bits: text
-                                    {"categorical_columns", std::move(categorical)},
-                                    {"ignore_columns", std::move(ignored)}};
+    json::object table{{"dense", keys.dense},
+                       {"fields", keys.fields},
+                       {"keys_per_field", keys.keys_per_field},
+                       {"dim", embedding_dim},
+                       {"deep_layers", std::move(deep)},
+                       {"initializer", name_of(table_init.kind)},
+                       {"init_scale", table_init.scale},
+                       {"seed", std::to_string(table_init.seed)}, // 64 bits: text
+                       {"categorical_columns", std::move(categorical)},
+                       {"ignore_columns", std::move(ignored)}};
+    if (!vocabulary.empty()) {
+      table.emplace("vocabulary", std::move(sizes));
+      table.emplace("id_mapping", name_of(ids));
+    }
+    out["embedding"] = std::move(table);
   }
   return out;
 }
@@ -217,6 +226,21 @@ model_card model_card::from_json(const json::value& v, const std::string& path) 
     }
     card.categorical_columns = e.strings("categorical_columns");
     card.ignore_columns = e.strings("ignore_columns");
+    if (e.v.find("vocabulary")) {
+      for (auto& n : e.list("vocabulary")) {
+        auto i = n.as_int();
+        if (!i || *i < 1 || *i > max_plain_id + 1)
+          fail(path, "\"embedding\".\"vocabulary\" must hold field sizes in 1..2^48");
+        card.vocabulary.push_back(*i);
+      }
+      auto mapping = enum_from_name<id_mapping>(e.text("id_mapping"));
+      if (!mapping)
+        fail(path, "\"embedding\".\"id_mapping\" must be identity or hash");
+      card.ids = *mapping;
+      if (static_cast<int64_t>(card.vocabulary.size()) != card.keys.fields)
+        fail(path, "\"embedding\".\"vocabulary\" lists " + std::to_string(card.vocabulary.size())
+                     + " field sizes for " + std::to_string(card.keys.fields) + " fields");
+    }
     if (num_elements(card.input) != card.keys.width())
       fail(path, "\"input\" holds " + std::to_string(num_elements(card.input))
                    + " values, but the embedding layout " + std::to_string(card.keys.width()));
@@ -249,9 +273,9 @@ model_card model_card::from_json(const json::value& v, const std::string& path) 
   return card;
 }
 
-void write_model_export(const std::string& dir, const model_card& card,
-                        const std::vector<variable_spec>& variables,
-                        const std::vector<tensor>& values, const embedding_table* table) {
+std::string write_model_export(const std::string& dir, const model_card& card,
+                               const std::vector<variable_spec>& variables,
+                               const std::vector<tensor>& values, const embedding_table* table) {
   if (card.has_table() != (table != nullptr))
     throw checkpoint_error(dir + ": model " + card.model
                            + (table ? " has no embedding table" : " needs its embedding table"));
@@ -292,11 +316,21 @@ void write_model_export(const std::string& dir, const model_card& card,
   std::filesystem::rename(weights + ".tmp", weights, ec);
   if (ec)
     throw checkpoint_error(weights + ": cannot move into place (" + ec.message() + ")");
-  if (!table)
+  std::string written = "model.safetensors, model.onnx, model.json";
+  if (!table) {
     write_file_atomically(
       dir + "/model.onnx",
       onnx_model(*make_model(model_kind::custom, card.options()), card, values));
+  } else {
+    std::filesystem::remove(dir + "/model.onnx", ec); // an older export's
+    try {
+      write_file_atomically(dir + "/model.onnx", onnx_table_model(card, values, *table));
+    } catch (const troupe_error& e) {
+      written = std::string("model.safetensors, model.json; ") + e.what();
+    }
+  }
   write_file_atomically(dir + "/model.json", json::write(card.to_json()) + "\n");
+  return written;
 }
 
 namespace {

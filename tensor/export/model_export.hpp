@@ -37,6 +37,8 @@ struct model_card {
   key_layout keys;                              ///< where an example's keys lie
   int64_t embedding_dim = 0;                    ///< factors per key
   std::vector<int64_t> deep_layers;             ///< deepfm's hidden widths
+  std::vector<int64_t> vocabulary;              ///< a fixed-size table's rows per field
+  id_mapping ids = id_mapping::identity;        ///< and how values become its rows
   row_init table_init;                          ///< the rows of keys the table lacks
   std::vector<std::string> categorical_columns; ///< CSV: the columns that hold keys
   std::vector<std::string> ignore_columns;      ///< CSV: the columns training left out
@@ -61,11 +63,14 @@ std::vector<std::string> layer_specs(const model& net);
 /// Writes model.safetensors, model.onnx and model.json into `dir` (created),
 /// each atomically. `values` follow net's variables; their shapes are
 /// checked. A model with an embedding table also writes `table`'s rows
-/// ("embedding/keys" I64 [n], "embedding/values" F32 [n, dim]) and no ONNX
-/// file (a hash table has no ONNX operator).
-void write_model_export(const std::string& dir, const model_card& card,
-                        const std::vector<variable_spec>& variables,
-                        const std::vector<tensor>& values, const embedding_table* table = nullptr);
+/// ("embedding/keys" I64 [n], "embedding/values" F32 [n, dim]), and
+/// model.onnx only where onnx_table_model can express it (a fixed-size
+/// table). Returns what it wrote, e.g. "model.safetensors, model.json; no
+/// model.onnx: <why>".
+std::string write_model_export(const std::string& dir, const model_card& card,
+                               const std::vector<variable_spec>& variables,
+                               const std::vector<tensor>& values,
+                               const embedding_table* table = nullptr);
 
 /// A model read back: the card, the network rebuilt from it, and its values
 /// in the network's variable order.

@@ -15,6 +15,7 @@ using protobuf::int_field;
 constexpr int64_t ir_version = 7;
 constexpr int64_t opset = 13;
 constexpr int32_t float_type = 1; // TensorProto.FLOAT
+constexpr int32_t int64_type = 7; // TensorProto.INT64
 
 // AttributeProto: name 1, f 2, i 3, ints 8, type 20 (FLOAT 1, INT 2, INTS 7).
 std::string int_attribute(const std::string& name, int64_t v) {
@@ -46,9 +47,22 @@ std::string float_tensor(const std::string& name, const shape_t& dims, const flo
   return t;
 }
 
+std::string int64_tensor(const std::string& name, const shape_t& dims,
+                         const std::vector<int64_t>& data) {
+  std::string t;
+  for (auto d : dims)
+    int_field(t, 1, d);
+  int_field(t, 2, int64_type);
+  bytes_field(t, 8, name);
+  bytes_field(
+    t, 9, std::string(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(int64_t)));
+  return t;
+}
+
 // ValueInfoProto: name 1, type 2 -> TypeProto.tensor_type 1 -> elem_type 1,
 // shape 2 -> dim 1 -> dim_value 1 | dim_param 2.
-std::string value_info(const std::string& name, const shape_t& dims) {
+std::string value_info(const std::string& name, const shape_t& dims,
+                       int32_t elem_type = float_type) {
   std::string shape;
   for (size_t i = 0; i < dims.size(); ++i) {
     std::string dim;
@@ -59,7 +73,7 @@ std::string value_info(const std::string& name, const shape_t& dims) {
     bytes_field(shape, 1, dim);
   }
   std::string tensor_type;
-  int_field(tensor_type, 1, float_type);
+  int_field(tensor_type, 1, elem_type);
   bytes_field(tensor_type, 2, shape);
   std::string type;
   bytes_field(type, 1, tensor_type);
@@ -94,13 +108,29 @@ public:
     return name;
   }
 
+  std::string int64_initializer(const std::string& name, const shape_t& dims,
+                                const std::vector<int64_t>& data) {
+    initializers_ += bytes_field_text(5, int64_tensor(name, dims, data));
+    return name;
+  }
+
   // GraphProto: node 1, name 2, initializer 5, input 11, output 12.
   std::string finish(const std::string& input, const shape_t& input_dims, const std::string& output,
+                     const shape_t& output_dims) {
+    return finish({{input, input_dims, float_type}}, output, output_dims);
+  }
+  struct graph_input {
+    std::string name;
+    shape_t dims;
+    int32_t elem_type;
+  };
+  std::string finish(const std::vector<graph_input>& inputs, const std::string& output,
                      const shape_t& output_dims) {
     std::string g = nodes_;
     bytes_field(g, 2, "troupe");
     g += initializers_;
-    bytes_field(g, 11, value_info(input, input_dims));
+    for (auto& i : inputs)
+      bytes_field(g, 11, value_info(i.name, i.dims, i.elem_type));
     bytes_field(g, 12, value_info(output, output_dims));
     return g;
   }
@@ -267,6 +297,113 @@ std::string onnx_model(const model& net, const model_card& card,
   shape_t input_dims{-1};
   input_dims.insert(input_dims.end(), card.input.begin(), card.input.end());
   return model_proto(s.g.finish("input", input_dims, output, {-1, card.classes}));
+}
+
+} // namespace troupe
+
+namespace troupe {
+
+namespace {
+
+// The largest table written into model.onnx whole (1 GiB of floats).
+constexpr int64_t max_onnx_table_floats = int64_t{1} << 28;
+
+// What onnx_table_model cannot express, named.
+void check_table_export(const model_card& card, const embedding_table& table) {
+  auto why = [&](const std::string& what) {
+    throw troupe_error("no model.onnx for " + card.model + ": " + what);
+  };
+  if (card.vocabulary.empty())
+    why("its table is a hash table (int64 keys, no fixed rows to Gather from); docs/export.md "
+        "says what it exports to");
+  if (card.keys.keys_per_field != 1)
+    why("its fields hold several weighted keys (libsvm)");
+  if (card.norm.kind != normalization::none)
+    why("its dense values are normalised");
+  if (table.config().rows * table.dim() > max_onnx_table_floats)
+    why("its table of " + std::to_string(table.config().rows) + " rows is above 2^28 floats");
+}
+
+} // namespace
+
+std::string onnx_table_model(const model_card& card, const std::vector<tensor>& params,
+                             const embedding_table& table) {
+  check_table_export(card, table);
+  graph_builder g;
+  auto fields = card.keys.fields, dense = card.keys.dense, factors = card.embedding_dim;
+  auto rows = table.config().rows, dim = static_cast<int64_t>(table.dim());
+  // The whole table, rows nobody pushed at their initial value.
+  std::vector<int64_t> ids(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i)
+    ids[static_cast<size_t>(i)] = i;
+  std::vector<float> whole(static_cast<size_t>(rows * dim));
+  table.lookup(ids.data(), ids.size(), whole.data());
+  auto weights = g.initializer("embedding/weights", {rows, dim}, whole.data(), whole.size());
+  std::vector<int64_t> offsets;
+  for (int64_t f = 0, at = 0; f < fields; ++f) {
+    offsets.push_back(at);
+    at += card.vocabulary[static_cast<size_t>(f)];
+  }
+  // ids [N, F]: -1 (no value) reads row 0, masked to zero after the Gather.
+  auto zero_i = g.int64_initializer("zero_i64", {}, {0});
+  auto present = g.node("Cast", {g.node("GreaterOrEqual", {"ids", zero_i})},
+                        {int_attribute("to", float_type)});
+  auto row_ids = g.node("Add", {g.node("Max", {"ids", zero_i}),
+                                g.int64_initializer("field_offsets", {fields}, offsets)});
+  auto looked_up = g.node("Gather", {weights, row_ids}, {int_attribute("axis", 0)});
+  auto mask = g.node("Reshape", {present, g.int64_initializer("mask_shape", {3}, {-1, fields, 1})});
+  auto e = g.node("Mul", {looked_up, mask}); // [N, F, dim]
+  auto axis1 = g.int64_initializer("axis_1", {1}, {1});
+  auto reduce = [&](const std::string& x, bool keep) {
+    return g.node("ReduceSum", {x, axis1}, {int_attribute("keepdims", keep ? 1 : 0)});
+  };
+  // bias + Σ w (+ dense · u)
+  auto w = g.node("Gather", {e, zero_i}, {int_attribute("axis", 2)}); // [N, F]
+  auto y = g.node("Add", {reduce(w, true), g.initializer("bias", {1}, params[0].data(), 1)});
+  if (dense > 0) {
+    auto u = g.initializer("dense/weights", {dense, 1}, params[1].data(), params[1].size());
+    y = g.node("Add", {y, g.node("MatMul", {"dense", u})});
+  }
+  if (factors > 0) {
+    // ½ (‖Σ v‖² − Σ ‖v‖²)
+    auto v = g.node("Slice", {e, g.int64_initializer("factor_start", {1}, {1}),
+                              g.int64_initializer("factor_end", {1}, {dim}),
+                              g.int64_initializer("axis_2", {1}, {2})}); // [N, F, d]
+    auto s = reduce(v, false);
+    auto squares = reduce(g.node("Mul", {v, v}), false);
+    auto pairs = reduce(g.node("Sub", {g.node("Mul", {s, s}), squares}), true);
+    float half = 0.5f;
+    y = g.node("Add", {y, g.node("Mul", {pairs, g.initializer("half", {1}, &half, 1)})});
+    if (card.model == "deepfm") {
+      // The MLP over [each field's factors | dense], ReLU between layers.
+      auto h = g.node("Reshape",
+                      {v, g.int64_initializer("deep_shape", {2}, {-1, fields * factors})});
+      if (dense > 0)
+        h = g.node("Concat", {h, "dense"}, {int_attribute("axis", 1)});
+      size_t first = dense > 0 ? 2 : 1;
+      for (size_t l = 0; first + 2 * l < params.size(); ++l) {
+        auto& W = params[first + 2 * l];
+        auto& b = params[first + 2 * l + 1];
+        auto name = "deep/" + std::to_string(l);
+        h = g.node("Gemm", {h, g.initializer(name + "/weights", W.shape(), W.data(), W.size()),
+                            g.initializer(name + "/bias", b.shape(), b.data(), b.size())});
+        if (first + 2 * (l + 1) < params.size())
+          h = g.node("Relu", {h});
+      }
+      y = g.node("Add", {y, h});
+    }
+  }
+  std::vector<graph_builder::graph_input> inputs{{"ids", {-1, fields}, int64_type}};
+  if (dense > 0)
+    inputs.push_back({"dense", {-1, dense}, float_type});
+  if (card.task == objective::regression) {
+    g.node("Identity", {y}, {}, "value");
+    return model_proto(g.finish(inputs, "value", {-1, 1}));
+  }
+  // Troupe's two logits (0, y), as troupe-predict gives them.
+  auto logits = g.node("Concat", {g.node("Sub", {y, y}), y}, {int_attribute("axis", 1)});
+  g.node("Softmax", {logits}, {int_attribute("axis", 1)}, "probabilities");
+  return model_proto(g.finish(inputs, "probabilities", {-1, 2}));
 }
 
 } // namespace troupe

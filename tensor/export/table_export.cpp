@@ -13,6 +13,10 @@ std::shared_ptr<embedding_table> empty_table(const model_card& card) {
   config.dim = static_cast<uint32_t>(1 + card.embedding_dim);
   config.init = card.table_init;
   config.optimizer.kind = sparse_optimizer_kind::sgd;
+  if (!card.vocabulary.empty()) {
+    config.kind = table_kind::fixed;
+    config.rows = fixed_vocabulary(card.vocabulary, card.ids).rows();
+  }
   return std::make_shared<embedding_table>(config);
 }
 
@@ -27,8 +31,9 @@ void fill(embedding_table& table, const std::vector<int64_t>& keys, const tensor
   if (values.first_non_finite() != values.size())
     throw checkpoint_error(where + ": the table holds a value that is not finite");
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (keys[i] < 0)
-      throw checkpoint_error(where + ": the table holds a negative key");
+    if (!table.config().holds(keys[i]))
+      throw checkpoint_error(where + ": the table holds key " + std::to_string(keys[i])
+                             + (keys[i] < 0 ? ", negative" : ", past its fixed size"));
     table.restore(keys[i], values.data() + i * static_cast<size_t>(dim), {});
   }
 }

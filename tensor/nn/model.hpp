@@ -13,6 +13,7 @@
 #include "tensor/data/dataset.hpp"
 #include "tensor/data/key_layout.hpp"
 #include "tensor/nn/loss.hpp"
+#include "tensor/sparse/keys.hpp"
 #include "tensor/sparse/lookup_batch.hpp"
 
 namespace troupe {
@@ -176,6 +177,8 @@ struct model_options {
   key_layout keys;                            // lr, fm, mf, deepfm: where the keys lie
   int64_t embedding_dim = 8;                  // fm, mf, deepfm: factors per key
   std::vector<int64_t> deep_layers{64, 32};   // deepfm: the hidden layers' widths
+  std::vector<int64_t> vocabulary;            // a fixed-size table's rows per field (else empty)
+  id_mapping ids = id_mapping::identity;      // and how a field's values become rows
 };
 
 /// Softmax regression: logits = x W + b, W [features, classes] (with

@@ -6,6 +6,8 @@
 
 #include <Eigen/Core>
 
+#include "tensor/sparse/keys.hpp"
+
 namespace troupe {
 
 namespace {
@@ -24,7 +26,8 @@ struct occurrence {
 class sparse_model final : public model {
 public:
   sparse_model(model_kind kind, const model_options& options)
-    : kind_(kind), name_(name_of(kind)), keys_(options.keys), task_(options.task),
+    : kind_(kind), name_(name_of(kind)), keys_(options.keys),
+      vocabulary_(options.vocabulary, options.ids), task_(options.task),
       factors_(kind == model_kind::lr ? 0 : options.embedding_dim) {
     tables_.push_back({"embedding", static_cast<uint32_t>(1 + factors_)});
     variables_.push_back({"bias", {1}, {}});
@@ -66,7 +69,12 @@ public:
 
   void batch_keys(const batch& b, std::vector<int64_t>& ids) const override {
     ids.clear();
-    for_each_slot(b, [&](size_t, int64_t key, float, uint32_t) { ids.push_back(key); });
+    if (vocabulary_.empty())
+      for_each_slot(b, [&](size_t, int64_t key, float, uint32_t) { ids.push_back(key); });
+    else
+      for_each_slot(b, [&](size_t, int64_t key, float, uint32_t field) {
+        ids.push_back(vocabulary_.row_of(key, field));
+      });
   }
 
   batch_stats train_step(const std::vector<tensor>&, const batch&, std::vector<tensor>&) override {
@@ -298,6 +306,7 @@ private:
   model_kind kind_;
   std::string name_;
   key_layout keys_;
+  fixed_vocabulary vocabulary_; // a fixed-size table's ids; empty: keys are the table's keys
   objective task_;
   int64_t factors_;
   std::vector<table_spec> tables_;
@@ -332,6 +341,11 @@ std::unique_ptr<model> make_sparse_model(model_kind kind, const model_options& o
     throw troupe_error("model mf factors two fields (user and item), not "
                        + std::to_string(keys.fields)
                        + "; list two data.categorical-columns, or use fm");
+  if (!options.vocabulary.empty() && static_cast<int64_t>(options.vocabulary.size()) != keys.fields)
+    throw troupe_error("model " + name + ": embedding.vocabulary lists "
+                       + std::to_string(options.vocabulary.size())
+                       + " field size(s), but the data has " + std::to_string(keys.fields)
+                       + " categorical field(s)");
   if (kind == model_kind::deepfm)
     for (auto w : options.deep_layers)
       if (w < 1 || w > 65536)

@@ -19,6 +19,10 @@ maybe_failure embedding_table_config::check() const {
     return failure{errc::invalid_setting, "embedding table " + name + ": init scale must be >= 0"};
   if (auto bad = buckets.check())
     return bad;
+  if (kind == table_kind::fixed && (rows < 1 || rows > max_plain_id + 1))
+    return failure{errc::invalid_setting, "embedding table " + name + ": a fixed-size table of "
+                                            + std::to_string(rows)
+                                            + " rows; it needs 1 to 2^48 (embedding.vocabulary)"};
   return optimizer.check();
 }
 

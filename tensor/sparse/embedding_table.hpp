@@ -26,7 +26,22 @@ struct embedding_table_config {
   uint32_t dim = 16;
   row_init init;
   sparse_optimizer_config optimizer;
+  /// Where a key's row is stored, and (hash tables) which shard holds it.
   bucket_layout buckets;
+  /// fixed: ids in [0, rows), placed as TF's partitioned variable [rows,
+  /// dim] in as many parts as shards (part p on shard p).
+  table_kind kind = table_kind::hash;
+  int64_t rows = 0;
+  partition_strategy partition = partition_strategy::mod;
+
+  /// The shard of `key` among `shards` (a fixed table's key: holds(key)).
+  uint32_t shard_of(int64_t key, uint32_t shards) const {
+    if (kind == table_kind::hash)
+      return buckets.shard_of(key, shards);
+    return static_cast<uint32_t>(locate(partition, key, rows, shards).part);
+  }
+  /// Whether `key` may name a row: >= 0, and below rows in a fixed table.
+  bool holds(int64_t key) const { return key >= 0 && (kind == table_kind::hash || key < rows); }
 
   /// What is wrong, if anything (errc::invalid_setting).
   maybe_failure check() const;

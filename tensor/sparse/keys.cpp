@@ -72,6 +72,40 @@ part_row locate(partition_strategy strategy, int64_t id, int64_t rows, int64_t p
   return {part, row};
 }
 
+fixed_vocabulary::fixed_vocabulary(std::vector<int64_t> sizes, id_mapping mapping)
+  : sizes_(std::move(sizes)), mapping_(mapping) {
+  for (size_t f = 0; f < sizes_.size(); ++f) {
+    if (sizes_[f] < 1 || sizes_[f] > max_plain_id + 1 - rows_)
+      throw troupe_error("embedding.vocabulary[" + std::to_string(f)
+                         + "] = " + std::to_string(sizes_[f])
+                         + ": each field needs at least one row, and all together at most 2^48");
+    offsets_.push_back(rows_);
+    rows_ += sizes_[f];
+  }
+}
+
+int64_t fixed_vocabulary::row_of(int64_t key, uint32_t field) const {
+  if (field >= sizes_.size())
+    throw data_error("a key of field " + std::to_string(field) + ", but embedding.vocabulary names "
+                     + std::to_string(sizes_.size()) + " field(s)");
+  // field_key's prefix off: the value's own key (category_key).
+  auto value = static_cast<int64_t>(static_cast<uint64_t>(key) & ((uint64_t{1} << 49) - 1));
+  auto size = sizes_[field];
+  if (mapping_ == id_mapping::hash)
+    return offsets_[field]
+           + static_cast<int64_t>(mix64(static_cast<uint64_t>(value))
+                                  % static_cast<uint64_t>(size));
+  if (value > max_plain_id) // a hashed string: 2^48 | hash
+    return offsets_[field] + (value & max_plain_id) % size;
+  if (value >= size)
+    throw data_error("field " + std::to_string(field) + " holds id " + std::to_string(value)
+                     + ", outside its " + std::to_string(size)
+                     + " rows: raise embedding.vocabulary[" + std::to_string(field)
+                     + "] above the largest id, set embedding.id-mapping = \"hash\", or use "
+                       "embedding.kind = \"hash\"");
+  return offsets_[field] + value;
+}
+
 namespace {
 
 // A uniform double in (0, 1) from counter `n` of stream `base`.

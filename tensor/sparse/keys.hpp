@@ -6,6 +6,7 @@
 // every shard count) agrees on it without talking.
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "tensor/core/enum_names.hpp"
 #include "tensor/core/error.hpp"
@@ -84,6 +85,47 @@ struct part_row {
 /// rows / P + 1 rows, the others rows / P. Throws troupe_error on an id out
 /// of range or parts < 1.
 part_row locate(partition_strategy strategy, int64_t id, int64_t rows, int64_t parts);
+
+/// A table's kind: hash (int64 keys, rows created on first push, placed by
+/// bucket) or fixed (TF1's embedding_lookup over one partitioned variable
+/// [rows, dim]: ids in [0, rows), placed by the partition strategy).
+enum class table_kind { hash, fixed };
+
+TROUPE_ENUM_NAMES(table_kind, {table_kind::hash, "hash"}, {table_kind::fixed, "fixed"});
+
+/// How a fixed-size table turns a field's values into rows: identity (TF's
+/// categorical_column_with_identity: an integer id is its row, strings are
+/// hashed) or hash (TF's categorical_column_with_hash_bucket: every value is
+/// hashed, as Criteo's hex tokens want).
+enum class id_mapping { identity, hash };
+
+TROUPE_ENUM_NAMES(id_mapping, {id_mapping::identity, "identity"}, {id_mapping::hash, "hash"});
+
+/// A fixed-size table's ids: each categorical field its own range of rows
+/// (its vocabulary), the ranges laid end to end in one table, as TF's
+/// identity and hash-bucket columns sharing one partitioned variable.
+class fixed_vocabulary {
+public:
+  fixed_vocabulary() = default;
+  /// One size per field, each >= 1, the total at most max_plain_id + 1;
+  /// throws troupe_error otherwise.
+  explicit fixed_vocabulary(std::vector<int64_t> sizes, id_mapping mapping = id_mapping::identity);
+  bool empty() const noexcept { return sizes_.empty(); }
+  const std::vector<int64_t>& sizes() const noexcept { return sizes_; }
+  int64_t rows() const noexcept { return rows_; }
+  /// The row of data key `key` found in field `field`. identity: an integer
+  /// id i (below 2^48) is row offset + i and must be below the field's size
+  /// (TF refuses it otherwise; so does this, a data_error naming the field,
+  /// the id and embedding.vocabulary), a string offset + its hash mod size.
+  /// hash: every value offset + mix64(its key) mod size.
+  int64_t row_of(int64_t key, uint32_t field) const;
+
+private:
+  std::vector<int64_t> sizes_;
+  id_mapping mapping_ = id_mapping::identity;
+  std::vector<int64_t> offsets_;
+  int64_t rows_ = 0;
+};
 
 /// How a row that nobody pushed yet starts.
 enum class row_initializer { zeros, uniform, normal, truncated_normal };

@@ -3,6 +3,8 @@
 # ctr-fm (2 ps, 2 workers) on make-ctr-data's Criteo-layout data, async and
 # sync, reporting test AUC and log loss with the table's rows per shard; a
 # checkpoint of the table restored onto 1, 2 and 3 shards with the same scores;
+# a fixed-size table (mod partition, hashed ids) restored onto 3 shards and
+# exported to ONNX, checked by onnx_table_check.py;
 # deepfm and lr in one process; movielens-mf on MovieLens (exit 77, skipped,
 # after the CTR checks pass where python3-rdata or r-cran-dslabs is missing);
 # settings the tables cannot take refused by name.
@@ -20,7 +22,7 @@ oracle=$(grep -o '"auc": [0-9.]*' data/ctr/oracle.json | cut -d' ' -f2)
 
 # -- A: ctr-fm as the example is, on fewer rows: async, then sync --
 for mode in async sync; do
-  example_config ctr-fm $mode.conf mode="\"$mode\"" epochs=2 learning-rate=0.2 log-interval=20 eval-interval=40 \
+  example_config ctr-fm $mode.conf mode="\"$mode\"" epochs=2 log-interval=20 eval-interval=40 \
     log-dir="\"logs/$mode\""
   start_cluster $mode.conf $mode-
   wait_tasks 240 $mode-chief $mode-ps0 $mode-ps1 $mode-w0 $mode-w1
@@ -107,6 +109,44 @@ expect "troupe-eval on the checkpoint: the same ($(num eval-ckpt.out auc))" \
 "$tools/troupe-predict" logs/ctr/export data/ctr/test.tsv >predict.out 2>predict.err
 expect "troupe-predict: one row per test line, two probabilities each" \
   eval 'test "$(($(wc -l <predict.out) - 1))" = "$(wc -l <data/ctr/test.tsv)" && sed -n 2p predict.out | grep -Eq "^0,[01],0\.[0-9]+,0\.[0-9]+$"'
+
+# -- C2: a fixed-size table (TF's partitioned variable, each field's tokens
+# hashed into 3000 rows): trained over 2 shards by TF's mod partition,
+# restored onto 3 with the same scores, exported to ONNX with Gather, which
+# numpy (onnx_table_check.py) evaluates to troupe-predict's probabilities --
+fixed_keys() { # FILE: the [embedding] section of FILE gets a fixed-size table
+  local sizes; sizes=$(printf '3000, %.0s' $(seq 26)); sizes=${sizes%, }
+  sed -i "s/^\[embedding\]$/[embedding]\nkind = \"fixed\"\nid-mapping = \"hash\"\nvocabulary = [$sizes]/" "$1"; }
+example_config ctr-fm fixed.conf epochs=1 log-interval=0 eval-interval=0 log-dir='"logs/fixed"'
+fixed_keys fixed.conf
+"$bin" --config-file=fixed.conf >fixed.out 2>&1
+expect "fixed-size table: the run ends ok, both shards hold rows, and it exports model.onnx" \
+  eval 'grep -q "\"event\":\"final\",\"ok\":true" fixed.out && test "$(grep -o "\"table\":\"embedding\",\"rows\":[1-9]" fixed.out | wc -l)" = 2 && test -f logs/fixed/export/model.onnx'
+fixed_scores=$(scores fixed.out)
+cluster_config fixed3.conf 3 2 <<CONF
+$(sed -n '/^\[train\]/,$p' fixed.conf)
+CONF
+"$bin" --config-file=fixed3.conf >fixed3.out 2>&1
+expect "fixed-size table restored onto 3 shards: the same test scores ($(scores fixed3.out) vs $fixed_scores)" \
+  test "$(scores fixed3.out)" = "$fixed_scores"
+if /usr/bin/python3 -c "import onnx, numpy" 2>/dev/null; then
+  "$tools/troupe-predict" logs/fixed/export data/ctr/test.tsv >fixed-predict.csv 2>/dev/null
+  /usr/bin/python3 "$root/tests/integration/onnx_table_check.py" logs/fixed/export \
+    data/ctr/test.tsv fixed-predict.csv >onnx.out 2>&1; rc=$?
+  expect "model.onnx of the fixed-size table: troupe-predict's probabilities, rows by Gather ($(tail -1 onnx.out))" \
+    eval 'test $rc = 0 && grep -q "operators .*Gather" onnx.out' 
+else
+  echo "skipped: the ONNX check (needs python3-onnx and python3-numpy)"
+fi
+expect "a hash table exports no model.onnx, and says why" \
+  eval 'grep -q "no model.onnx for fm: its table is a hash table" saved.out'
+# Criteo's tokens as ids: most are hex, the digits-only ones past 3000 rows.
+example_config ctr-fm ids.conf log-dir='""'
+fixed_keys ids.conf
+sed -i 's/^id-mapping = "hash"$/id-mapping = "identity"/' ids.conf
+"$bin" --config-file=ids.conf >ids.out 2>&1; rc=$?
+expect "an id past its field's rows is a bad record naming the file, field and embedding.vocabulary (exit $rc)" \
+  eval 'test $rc = 2 && grep -q "train.tsv line [0-9]*: field [0-9]* holds id [0-9]*, outside its 3000 rows: raise embedding.vocabulary" ids.out'
 
 # -- D: what the tables cannot take, refused before anything starts --
 example_config ctr-fm dim.conf dim=0 log-dir='""'

@@ -3,6 +3,7 @@
 // it owns, sorted by bucket; replies scattered back to their keys in any
 // order; sync pushes to every shard; a refusal, a loss and a wrong shape
 // surfacing once; a cancelled exchange ignoring late replies.
+#include <algorithm>
 #include <map>
 
 #include <boost/test/unit_test.hpp>
@@ -55,6 +56,12 @@ struct fake_rows : message_path {
 
 constexpr bucket_layout buckets{64, 9};
 
+embedding_table_config hash_table() {
+  embedding_table_config c;
+  c.buckets = buckets;
+  return c;
+}
+
 batch_rows rows_of(std::vector<int64_t> ids) {
   batch_rows rows;
   rows.keys.assign(ids.data(), ids.size());
@@ -67,7 +74,7 @@ BOOST_AUTO_TEST_SUITE(row_exchanges)
 
 BOOST_AUTO_TEST_CASE(each_shard_gets_its_keys_by_bucket_and_replies_land_on_their_keys) {
   fake_rows path;
-  row_exchange exchange(path, buckets, 3, 0, 2);
+  row_exchange exchange(path, hash_table(), 3, 0, 2);
   std::vector<int64_t> ids;
   for (int64_t k = 0; k < 40; ++k)
     ids.push_back(k % 25); // duplicates: 25 distinct keys
@@ -118,9 +125,38 @@ BOOST_AUTO_TEST_CASE(each_shard_gets_its_keys_by_bucket_and_replies_land_on_thei
   BOOST_TEST(pushed == 1);
 }
 
+BOOST_AUTO_TEST_CASE(a_fixed_size_table_sends_each_id_to_its_tf_partition) {
+  for (auto strategy : {partition_strategy::mod, partition_strategy::div}) {
+    auto config = hash_table();
+    config.kind = table_kind::fixed;
+    config.rows = 10;
+    config.partition = strategy;
+    fake_rows path;
+    row_exchange exchange(path, config, 3, 0, 2);
+    auto rows = rows_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+    exchange.pull(7, rows, [](const row_exchange::outcome&) {});
+    BOOST_REQUIRE(path.pulls.size() == 3u);
+    for (auto& p : path.pulls) {
+      auto keys = p.keys;
+      std::sort(keys.begin(), keys.end());
+      // TF's embedding_lookup over 10 rows in 3 parts: mod gives part p the
+      // ids p, p+3, ...; div the ranges [0, 4), [4, 7), [7, 10).
+      std::vector<int64_t> want;
+      for (int64_t id = 0; id < 10; ++id)
+        if ((strategy == partition_strategy::mod ? id % 3
+                                                 : (id < 4   ? 0
+                                                    : id < 7 ? 1
+                                                             : 2))
+            == p.shard)
+          want.push_back(id);
+      BOOST_TEST(keys == want, boost::test_tools::per_element());
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(refusals_losses_and_shapes_surface_and_cancelled_replies_are_ignored) {
   fake_rows path;
-  row_exchange exchange(path, buckets, 2, 0, 2);
+  row_exchange exchange(path, hash_table(), 2, 0, 2);
   std::vector<int64_t> ids;
   for (int64_t k = 0; k < 20; ++k)
     ids.push_back(k);

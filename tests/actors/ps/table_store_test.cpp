@@ -175,6 +175,34 @@ BOOST_AUTO_TEST_CASE(enum_values_a_peer_made_up_are_refused) {
   BOOST_REQUIRE(err);
   BOOST_TEST(err->message.find("unknown") != std::string::npos);
   BOOST_TEST(store.configure({sgd_table()}, 3, 2, false, 1, 0).has_value());
+  auto fixed = sgd_table();
+  fixed.table.kind = static_cast<table_kind>(5);
+  BOOST_TEST(store.configure({fixed}, 0, 1, false, 1, 0).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_fixed_size_table_holds_its_tf_partition_and_nothing_past_its_rows) {
+  auto setup = sgd_table();
+  setup.table.kind = table_kind::fixed;
+  setup.table.rows = 10;
+  setup.table.partition = partition_strategy::div; // parts [0, 4), [4, 7), [7, 10)
+  table_store store;
+  BOOST_REQUIRE(!store.configure({setup}, 1, 3, false, 1, 0));
+  tensor out;
+  BOOST_TEST(!store.lookup(0, {4, 5, 6}, out));
+  auto foreign = store.lookup(0, {3}, out);
+  BOOST_REQUIRE(foreign);
+  BOOST_TEST(foreign->message.find("belongs to ps:0") != std::string::npos, foreign->message);
+  auto past = store.lookup(0, {10}, out);
+  BOOST_REQUIRE(past);
+  BOOST_TEST(past->message.find("past the fixed-size table's 10 rows") != std::string::npos,
+             past->message);
+  BOOST_TEST(!store.apply(0, {5}, {1}, grads_of(1, 2, 1.0f)));
+  BOOST_TEST(store.rows() == 1u);
+  // Admission and eviction are a hash table's: refused on a fixed one.
+  setup.eviction.after_steps = 10;
+  auto refused = table_store{}.configure({setup}, 0, 1, false, 1, 0);
+  BOOST_REQUIRE(refused);
+  BOOST_TEST(refused->message.find("apply to hash tables") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

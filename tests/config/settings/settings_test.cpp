@@ -67,6 +67,27 @@ BOOST_AUTO_TEST_CASE(the_cluster_shape_is_checked_with_the_settings) {
   BOOST_TEST(names(problems(t, {1, 2}), "train.total-num-replicas = 3"));
 }
 
+BOOST_AUTO_TEST_CASE(a_fixed_size_table_needs_its_vocabulary_and_no_admission_or_eviction) {
+  training_settings t;
+  t.model = model_kind::fm;
+  t.embedding.kind = table_kind::fixed;
+  BOOST_TEST(names(problems(t), "needs embedding.vocabulary"));
+  t.embedding.vocabulary = {100, 0};
+  BOOST_TEST(names(problems(t), "embedding.vocabulary[1] = 0"));
+  t.embedding.vocabulary = {100, 50};
+  BOOST_TEST(!names(problems(t), "embedding")); // (fm without data: its own problem)
+  t.embedding.evict_after_steps = 5;
+  BOOST_TEST(names(problems(t), "apply to hash tables"));
+  t.embedding.evict_after_steps = 0;
+  auto setup = table_setup_of(t.embedding, {"embedding", 9}, 1);
+  BOOST_TEST((setup.table.kind == table_kind::fixed));
+  BOOST_TEST(setup.table.rows == 150);
+  BOOST_TEST(model_options_of(t).vocabulary == (std::vector<int64_t>{100, 50}),
+             boost::test_tools::per_element());
+  t.embedding.kind = table_kind::hash;
+  BOOST_TEST(names(problems(t), "embedding.vocabulary applies to embedding.kind = \"fixed\""));
+}
+
 BOOST_AUTO_TEST_CASE(models_and_partitioner_rules_must_fit) {
   training_settings t;
   t.partitioners = parse_partition_rules({"softmax/* fixed_size shards=2 axis=1"});

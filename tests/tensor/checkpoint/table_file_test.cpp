@@ -2,6 +2,8 @@
 // saved by 2 shards, restored onto 3 and onto 1 with bit-equal values and
 // slots; a layout that differs refused; a save during pushes never pairs a
 // value with slots from another update.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -46,7 +48,7 @@ void push(shards_t& shards, const std::vector<int64_t>& keys, float g, int64_t s
   for (uint32_t s = 0; s < n; ++s) {
     std::vector<int64_t> part;
     for (int64_t k : keys)
-      if (shards[s]->config().buckets.shard_of(k, n) == s)
+      if (shards[s]->config().shard_of(k, n) == s)
         part.push_back(k);
     std::vector<uint32_t> counts(part.size(), 1);
     // A key's gradient depends on the key, not on where it sits in the push.
@@ -60,7 +62,7 @@ void push(shards_t& shards, const std::vector<int64_t>& keys, float g, int64_t s
 std::vector<float> pull(shards_t& shards, int64_t key) {
   auto n = static_cast<uint32_t>(shards.size());
   std::vector<float> out(4);
-  shards[shards[0]->config().buckets.shard_of(key, n)]->lookup(&key, 1, out.data());
+  shards[shards[0]->config().shard_of(key, n)]->lookup(&key, 1, out.data());
   return out;
 }
 
@@ -83,9 +85,16 @@ struct scratch {
 
 BOOST_AUTO_TEST_SUITE(table_files)
 
-BOOST_AUTO_TEST_CASE(saved_by_two_shards_restored_onto_three_and_one_bit_equal) {
+// A hash table (by bucket) and a fixed-size one (by TF's mod and div parts).
+BOOST_DATA_TEST_CASE(saved_by_two_shards_restored_onto_three_and_one_bit_equal,
+                     boost::unit_test::data::make({0, 1, 2}), placement) {
   scratch dir;
   auto config = table_config(sparse_optimizer_kind::ftrl);
+  if (placement > 0) {
+    config.kind = table_kind::fixed;
+    config.rows = 500 * 7919;
+    config.partition = placement == 1 ? partition_strategy::mod : partition_strategy::div;
+  }
   auto two = make_shards(2, config);
   std::mt19937_64 random(5);
   for (int64_t step = 0; step < 30; ++step) {
@@ -138,6 +147,30 @@ BOOST_AUTO_TEST_CASE(the_file_holds_typed_tensors_under_tfs_slot_names) {
   std::sort(keys.begin(), keys.end());
   BOOST_TEST(keys == (std::vector<int64_t>{1, 2, 3}));
   BOOST_CHECK_THROW(file.read("emb/items/keys"), checkpoint_error);
+}
+
+BOOST_AUTO_TEST_CASE(a_fixed_size_tables_size_is_part_of_its_layout) {
+  scratch dir;
+  auto config = table_config();
+  embedding_table big(config);
+  std::vector<int64_t> keys = {3, 12};
+  std::vector<uint32_t> counts = {1, 1};
+  std::vector<float> grads(8, 0.5f);
+  BOOST_REQUIRE(!big.apply(keys.data(), counts.data(), grads.data(), 2, 0));
+  auto path = save(big, dir.file("big.safetensors"));
+  config.kind = table_kind::fixed;
+  config.rows = 10; // key 12 does not fit
+  embedding_table small(config);
+  auto layout_error = [&] {
+    try {
+      restore_table_rows(safetensors_file(path), small, 0, 1);
+    } catch (const checkpoint_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("restored");
+  }();
+  // The layouts differ first (a fixed table's size is part of its layout).
+  BOOST_TEST(layout_error.find("kind=fixed rows=10") != std::string::npos, layout_error);
 }
 
 BOOST_AUTO_TEST_CASE(a_table_of_another_layout_is_refused_by_name) {

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "tensor/nn/model.hpp"
+#include "tensor/sparse/keys.hpp"
 
 using namespace troupe;
 
@@ -171,6 +172,32 @@ BOOST_AUTO_TEST_CASE(make_model_names_what_does_not_fit) {
   BOOST_TEST(refused(model_kind::lr, o).find("two classes") != std::string::npos);
   o.classes = 2;
   BOOST_TEST(refused(model_kind::deepfm, o) == "built");
+  o.vocabulary = {10, 10}; // the layout has 3 fields
+  BOOST_TEST(refused(model_kind::fm, o).find("embedding.vocabulary lists 2") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_fixed_size_table_looks_up_each_fields_ids_at_its_offset) {
+  constexpr key_layout pair{0, 2, 1};
+  model_options o;
+  o.keys = pair;
+  o.task = objective::regression;
+  o.classes = 1;
+  o.embedding_dim = 2;
+  o.vocabulary = {5, 7};
+  auto net = make_model(model_kind::mf, o);
+  batch b;
+  b.images = tensor({2, pair.width()});
+  b.labels = {0, 0};
+  b.targets = {1.0f, 2.0f};
+  pack_key(field_key(0, "4"), 1.0f, b.images.data());
+  pack_key(field_key(1, "6"), 1.0f, b.images.data() + 4);
+  pack_key(field_key(0, "0"), 1.0f, b.images.data() + 8);
+  pack_key(key_layout::no_key, 1.0f, b.images.data() + 12);
+  std::vector<int64_t> ids;
+  net->batch_keys(b, ids);
+  BOOST_TEST(ids == (std::vector<int64_t>{4, 5 + 6, 0}), boost::test_tools::per_element());
+  pack_key(field_key(1, "7"), 1.0f, b.images.data() + 12); // past the item field's 7 rows
+  BOOST_CHECK_THROW(net->batch_keys(b, ids), data_error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

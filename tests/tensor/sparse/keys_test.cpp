@@ -76,6 +76,36 @@ BOOST_AUTO_TEST_CASE(fewer_ids_than_parts) {
   BOOST_CHECK_THROW(locate(partition_strategy::mod, 0, 3, 0), troupe_error);
 }
 
+BOOST_AUTO_TEST_CASE(a_fixed_vocabulary_lays_fields_end_to_end) {
+  fixed_vocabulary v({3, 5});
+  BOOST_TEST(v.rows() == 8);
+  BOOST_TEST(v.row_of(field_key(0, "2"), 0) == 2);
+  BOOST_TEST(v.row_of(field_key(1, "0"), 1) == 3);
+  BOOST_TEST(v.row_of(field_key(1, "4"), 1) == 7);
+  // libsvm's keys carry no field prefix: the index is the id.
+  BOOST_TEST(v.row_of(2, 0) == 2);
+  // A string is hashed into its field's range, as TF's hash-bucket column.
+  auto hashed = v.row_of(field_key(1, "a3f0"), 1);
+  BOOST_TEST(hashed == 3 + (category_key("a3f0") & max_plain_id) % 5);
+  // An id past its field's size is the data's error, named.
+  try {
+    v.row_of(field_key(0, "3"), 0);
+    BOOST_FAIL("id 3 of a field of 3 rows was accepted");
+  } catch (const data_error& e) {
+    BOOST_TEST(std::string(e.what()).find("field 0 holds id 3, outside its 3 rows")
+                 != std::string::npos,
+               e.what());
+    BOOST_TEST(std::string(e.what()).find("embedding.vocabulary[0]") != std::string::npos);
+  }
+  BOOST_CHECK_THROW(v.row_of(field_key(2, "0"), 2), data_error);
+  // id-mapping hash: every value hashed into its field's rows, ids too.
+  fixed_vocabulary hashed_ids({3, 5}, id_mapping::hash);
+  BOOST_TEST(hashed_ids.row_of(field_key(0, "3"), 0) == int64_t(mix64(3) % 3));
+  BOOST_TEST(hashed_ids.row_of(field_key(1, "81789382"), 1) == 3 + int64_t(mix64(81789382) % 5));
+  BOOST_CHECK_THROW(fixed_vocabulary({4, 0}), troupe_error);
+  BOOST_CHECK_THROW(fixed_vocabulary({max_plain_id, 2}), troupe_error);
+}
+
 BOOST_AUTO_TEST_CASE(buckets_spread_dense_ids_and_shards_get_contiguous_ranges) {
   bucket_layout layout;
   std::vector<int> per_bucket(layout.count);
