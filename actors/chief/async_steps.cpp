@@ -1,6 +1,7 @@
 // Async mode's coordination: the chief grants each global step itself
 // (grant_desk: leases, revocations, waiting workers, the fence of a
-// checkpoint) and counts every worker's report.
+// checkpoint) and counts every worker's report. SSP is async whose grants
+// wait for the slowest worker (staleness_bound).
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -60,7 +61,7 @@ public:
            "async mode has no token queue; the chief grants every step");
   }
 
-  void admitted(self_ptr, int32_t, const worker_actor&) override {}
+  void admitted(self_ptr, int32_t index, const worker_actor&) override { desk_.enroll(index); }
   void worker_down(self_ptr self, int32_t index, bool) override {
     desk_.lose(index); // its steps go to the others
     on_grant_settled(self);
@@ -102,8 +103,11 @@ public:
 private:
   static desk make_desk(self_ptr self, int64_t first_step) {
     auto& st = self->state;
-    return desk(st.config.train.last_step, st.config.runtime.max_refused_steps, first_step,
-                async_step_lease(st.config.train.pull_ahead), grant_signer{st.signing_key, st.run});
+    auto& t = st.config.train;
+    return desk(t.last_step, st.config.runtime.max_refused_steps, first_step,
+                async_step_lease(t.pull_ahead), grant_signer{st.signing_key, st.run},
+                t.mode == update_mode::ssp ? staleness_bound(t.staleness)
+                                           : staleness_bound::unbounded());
   }
 
   // What the desk decided, as the worker's answer.

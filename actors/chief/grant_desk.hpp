@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "actors/chief/staleness_bound.hpp"
 #include "actors/chief/step_budget.hpp"
 #include "actors/protocol/grant_proof.hpp"
 #include "actors/protocol/protocol.hpp"
@@ -41,10 +42,15 @@ public:
   };
 
   /// lease: the steps a worker may hold at once (step_budget); signer: the
-  /// run's key, for the proof each grant carries.
+  /// run's key, for the proof each grant carries; bound: how far a worker
+  /// may run ahead of the slowest (train.mode = "ssp"; unbounded: async).
   grant_desk(int64_t last_step, int64_t max_refused, int64_t first_step = 0, int32_t lease = 1,
-             grant_signer signer = {})
-    : budget_(last_step, first_step, lease), max_refused_(max_refused), signer_(signer) {}
+             grant_signer signer = {}, staleness_bound bound = staleness_bound::unbounded())
+    : budget_(last_step, first_step, lease), max_refused_(max_refused), signer_(signer),
+      bound_(bound) {}
+
+  /// A worker joins the run: its clock starts at the slowest one.
+  void enroll(int32_t worker) { bound_.enroll(worker); }
 
   /// The grant of `step` to `worker`, with its proof.
   step_grant grant_of(int32_t worker, int64_t step) const { return signer_.grant(worker, step); }
@@ -56,9 +62,11 @@ public:
     if (r.step >= 0 && budget_.has_grant(r.worker, r.step)) {
       if (r.applied) {
         budget_.complete(r.worker, r.step);
+        bound_.completed(r.worker);
         out.completed = true;
       } else {
         budget_.revoke(r.worker, r.step);
+        bound_.revoked(r.worker);
         hand_out_returned();
         if (++refused_ > max_refused_)
           return {outcome::diverged, 0, false};
@@ -72,7 +80,10 @@ public:
       out.what = outcome::waiting;
       return out;
     }
-    if (auto step = budget_.grant(r.worker)) {
+    auto step = next_grant(r.worker);
+    if (out.completed && bound_.bounded())
+      hand_out_returned(); // the slowest clock may have moved: waiting workers go on
+    if (step) {
       out.step = *step;
       return out;
     }
@@ -88,6 +99,7 @@ public:
   void lose(int32_t worker) {
     waiting_.erase(worker);
     budget_.revoke_all(worker);
+    bound_.leave(worker);
     hand_out_returned();
   }
 
@@ -107,17 +119,22 @@ public:
   void hold() noexcept { held_ = true; }
   /// Held and no step outstanding: every shard has applied the same updates.
   bool quiescent() const noexcept { return held_ && budget_.outstanding() == 0; }
-  /// Ends the fence: the waiting workers get their steps.
+  /// Ends the fence: the waiting workers get their steps (those the
+  /// staleness bound lets go on).
   void resume() {
     held_ = false;
-    while (!waiting_.empty()) {
-      auto next = waiting_.begin();
+    for (auto next = waiting_.begin(); next != waiting_.end();) {
       const int32_t worker = next->first;
-      auto step = budget_.grant(worker);
+      if (!bound_.may_start(worker)
+          && budget_.held(worker) < static_cast<size_t>(budget_.lease())) {
+        ++next; // ahead of the slowest: waits for it
+        continue;
+      }
+      auto step = next_grant(worker);
       if (!step)
         return; // every step granted: the rest wait for revocations or the end
       auto reply = std::move(next->second);
-      waiting_.erase(next);
+      next = waiting_.erase(next);
       reply.deliver(grant_of(worker, *step));
     }
   }
@@ -129,6 +146,19 @@ public:
   bool finished() const noexcept { return budget_.finished(); }
 
 private:
+  // The worker's next step, or nullopt: every step granted, or (ssp) it is
+  // as far ahead of the slowest as the bound allows. A worker holding its
+  // whole lease is given its lowest step again (step_budget::grant).
+  std::optional<int64_t> next_grant(int32_t worker) {
+    bool repeat = budget_.held(worker) >= static_cast<size_t>(budget_.lease());
+    if (!repeat && !bound_.may_start(worker))
+      return std::nullopt;
+    auto step = budget_.grant(worker);
+    if (step && !repeat)
+      bound_.started(worker);
+    return step;
+  }
+
   // Revoked steps go to the waiting workers at once, else stay in the pool.
   void hand_out_returned() {
     if (!held_)
@@ -138,6 +168,7 @@ private:
   step_budget budget_;
   int64_t max_refused_;
   grant_signer signer_;
+  staleness_bound bound_;
   int64_t refused_ = 0;
   bool held_ = false;
   std::multimap<int32_t, Reply> waiting_; // worker -> its replies, lowest index served first

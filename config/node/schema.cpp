@@ -53,7 +53,11 @@ node_config::node_config()
     .add(model, "model",
          "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom; for categorical "
          "data lr, fm, mf (biased matrix factorisation) or deepfm, with an [embedding] table")
-    .add(mode, "mode", "update mode: async, or sync (SyncReplicasOptimizer's semantics)")
+    .add(mode, "mode",
+         "update mode: async, sync (SyncReplicasOptimizer's semantics) or ssp (async, no worker "
+         "more than train.staleness steps ahead of the slowest)")
+    .add(train.staleness, "staleness",
+         "ssp: steps a worker may run ahead of the slowest (0: lockstep; large: async)")
     .add(train.batch_size, "batch-size", "examples per worker step")
     .add(train.optimizer.learning_rate.base, "learning-rate",
          "the (initial) learning rate of the optimizer")

@@ -93,6 +93,11 @@ void check_update_rule(const training_settings& t, std::vector<failure>& out) {
     fail("train.placement-epsilon must be in (0, 1]");
   if (!(t.clip_norm >= 0) || !std::isfinite(t.clip_norm))
     fail("train.clip-norm must be 0 (off) or a positive number");
+  if (t.mode == update_mode::ssp && (t.staleness < 0 || t.staleness > limits::max_staleness))
+    fail("train.staleness = " + std::to_string(t.staleness) + " is outside 0.."
+         + std::to_string(limits::max_staleness)
+         + " (steps a worker may run ahead of the "
+           "slowest in ssp mode)");
   if (t.pull_ahead && t.mode == update_mode::sync)
     fail("train.pull-ahead works in async mode only (a sync step must start from the update "
          "before it); set train.pull-ahead = false, or train.mode = \"async\"");

@@ -25,9 +25,11 @@ namespace troupe {
 enum class update_mode {
   async, ///< every worker's gradient is applied the moment it arrives
   sync,  ///< SyncReplicasOptimizer: each update is the mean of R workers' gradients
+  ssp,   ///< async, no worker more than train.staleness steps ahead of the slowest
 };
 
-TROUPE_ENUM_NAMES(update_mode, {update_mode::async, "async"}, {update_mode::sync, "sync"});
+TROUPE_ENUM_NAMES(update_mode, {update_mode::async, "async"}, {update_mode::sync, "sync"},
+                  {update_mode::ssp, "ssp"});
 
 /// What the chief does in sync mode when fewer than R workers are alive
 /// (train.on-worker-loss).
@@ -65,6 +67,8 @@ struct checkpoint_settings {
 struct training_settings {
   model_kind model = model_kind::softmax;
   update_mode mode = update_mode::async;
+  /// ssp: how many steps a worker may run ahead of the slowest (0: lockstep).
+  int64_t staleness = 3;
   int64_t batch_size = 100;
   /// The update rule the shards apply, with its learning-rate schedule.
   optimizer_config optimizer = plain_sgd(0.05);
@@ -149,6 +153,7 @@ constexpr std::chrono::milliseconds min_recovery_timeout{1000};
 constexpr std::chrono::milliseconds max_timeout{24LL * 3600 * 1000}; ///< a day
 constexpr int64_t max_connections = 65536;                           ///< cluster.max-connections
 constexpr int32_t max_checkpoints_kept = 1000;
+constexpr int64_t max_staleness = 1'000'000; ///< train.staleness
 constexpr std::chrono::milliseconds min_save_interval{1000};
 } // namespace limits
 

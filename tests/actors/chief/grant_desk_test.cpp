@@ -117,4 +117,89 @@ BOOST_AUTO_TEST_CASE(leased_steps_count_exactly_last_step_and_a_loss_returns_bot
   BOOST_TEST(!d.report(report(0, 3)).completed);
 }
 
+// SSP (train.mode = "ssp"): the bound as a plain class.
+BOOST_AUTO_TEST_CASE(a_staleness_bound_holds_back_whoever_runs_ahead_of_the_slowest) {
+  staleness_bound b(1);
+  b.enroll(0);
+  b.enroll(1);
+  BOOST_TEST(b.may_start(0));
+  b.started(0);
+  b.completed(0);             // worker 0: 1 done, worker 1: 0
+  BOOST_TEST(b.may_start(0)); // started 1 <= slowest 0 + 1
+  b.started(0);
+  BOOST_TEST(!b.may_start(0)); // started 2 > 0 + 1
+  BOOST_TEST(b.may_start(1));
+  b.started(1);
+  b.completed(1);
+  BOOST_TEST(b.may_start(0)); // slowest is 1 now
+  b.revoked(0);               // the step it started went back
+  BOOST_TEST(b.slowest() == 1);
+  // A newcomer starts at the slowest clock; a worker that leaves no longer
+  // holds anyone back.
+  b.enroll(2);
+  BOOST_TEST(b.slowest() == 1);
+  b.leave(1);
+  b.leave(2);
+  b.started(0);
+  b.started(0);
+  BOOST_TEST(!b.may_start(0)); // started 3 > its own 1 done + 1
+  BOOST_TEST(staleness_bound::unbounded().may_start(0));
+}
+
+BOOST_AUTO_TEST_CASE(ssp_with_staleness_0_keeps_the_workers_in_lockstep) {
+  // Two workers, a lease of two (async's), staleness 0: a worker gets step
+  // k+1 only once every worker finished k; a parked ask is answered when the
+  // slowest catches up.
+  desk d(10, 10, 0, 2, {}, staleness_bound(0));
+  d.enroll(0);
+  d.enroll(1);
+  auto a0 = d.report(report(0, -1, false));
+  BOOST_REQUIRE((a0.what == desk::outcome::granted));
+  auto second = d.report(report(0, -1, false)); // its lease's second ask
+  BOOST_REQUIRE((second.what == desk::outcome::waiting));
+  recorded_reply parked;
+  d.park(0, parked);
+  auto a1 = d.report(report(1, -1, false));
+  BOOST_REQUIRE((a1.what == desk::outcome::granted));
+  // Worker 0 finishes its first step: worker 1 has not, so 0 waits.
+  auto done0 = d.report(report(0, a0.step));
+  BOOST_TEST(done0.completed);
+  BOOST_TEST((done0.what == desk::outcome::waiting));
+  BOOST_TEST(parked.log->empty());
+  recorded_reply parked2;
+  d.park(0, parked2);
+  // Worker 1 finishes: both clocks are 1, worker 0's parked ask goes on
+  // (one: with staleness 0 it may hold one step), and worker 1 gets its next.
+  auto done1 = d.report(report(1, a1.step));
+  BOOST_TEST(done1.completed);
+  BOOST_TEST((done1.what == desk::outcome::granted));
+  BOOST_TEST(parked.log->size() + parked2.log->size() == 1u);
+  BOOST_TEST(d.waiting() == 1u);
+  BOOST_TEST(d.global_step() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(ssp_lets_a_worker_run_at_most_s_steps_ahead_and_a_lost_one_frees_it) {
+  desk d(100, 10, 0, 1, {}, staleness_bound(2));
+  d.enroll(0);
+  d.enroll(1);
+  auto slow = d.report(report(1, -1, false)); // worker 1 holds its first step, never reports
+  BOOST_REQUIRE((slow.what == desk::outcome::granted));
+  auto a = d.report(report(0, -1, false));
+  int finished = 0;
+  while (a.what == desk::outcome::granted) {
+    a = d.report(report(0, a.step));
+    finished += a.completed ? 1 : 0;
+  }
+  // Worker 1 sits at 0 done: worker 0 may start a step while it is at most
+  // 2 ahead (Bosen's rule, checked when a step starts), so it completes 3
+  // and waits for a fourth.
+  BOOST_TEST(finished == 3);
+  BOOST_TEST((a.what == desk::outcome::waiting));
+  recorded_reply parked;
+  d.park(0, parked);
+  d.lose(1); // the slow worker is gone: worker 0 goes on at once
+  BOOST_REQUIRE(parked.log->size() == 1u);
+  BOOST_TEST(!parked.log->at(0).stop);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -111,6 +111,26 @@ BOOST_AUTO_TEST_CASE(a_good_file_loads) {
   BOOST_TEST((out.setup.job == job_kind::worker));
 }
 
+BOOST_AUTO_TEST_CASE(ssp_and_a_fixed_size_table_load_from_the_file) {
+  auto out = load(base() + "mode = \"ssp\"\nstaleness = 0\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST((out.setup.train.mode == update_mode::ssp));
+  BOOST_TEST(out.setup.train.staleness == 0);
+  out = load(base() + "mode = \"ssp\"\nstaleness = -2\n", worker0);
+  BOOST_TEST(!out.errors.empty());
+  out = load(base()
+               + "[embedding]\nkind = \"fixed\"\nvocabulary = [5, 7]\n"
+                 "id-mapping = \"hash\"\npartition = \"div\"\n",
+             worker0);
+  BOOST_TEST((out.setup.train.embedding.kind == table_kind::fixed));
+  BOOST_TEST(out.setup.train.embedding.vocabulary == (std::vector<int64_t>{5, 7}),
+             boost::test_tools::per_element());
+  BOOST_TEST((out.setup.train.embedding.ids == id_mapping::hash));
+  BOOST_TEST((out.setup.train.embedding.partition == partition_strategy::div));
+  out = load(base() + "[embedding]\npartition = \"diagonal\"\n", worker0);
+  BOOST_TEST(!out.errors.empty());
+}
+
 BOOST_AUTO_TEST_CASE(sync_settings_load_with_defaults) {
   auto out = load(base() + "mode = \"sync\"\non-worker-loss = \"wait\"\nshuffle = false\n",
                   worker0);

@@ -67,6 +67,18 @@ BOOST_AUTO_TEST_CASE(the_cluster_shape_is_checked_with_the_settings) {
   BOOST_TEST(names(problems(t, {1, 2}), "train.total-num-replicas = 3"));
 }
 
+BOOST_AUTO_TEST_CASE(ssp_needs_a_staleness_in_range) {
+  training_settings t;
+  t.mode = update_mode::ssp;
+  t.staleness = -1;
+  BOOST_TEST(names(problems(t), "train.staleness = -1 is outside 0..1000000"));
+  t.staleness = 0;
+  BOOST_TEST(problems(t).empty());
+  t.mode = update_mode::async;
+  t.staleness = -1; // ignored outside ssp
+  BOOST_TEST(problems(t).empty());
+}
+
 BOOST_AUTO_TEST_CASE(a_fixed_size_table_needs_its_vocabulary_and_no_admission_or_eviction) {
   training_settings t;
   t.model = model_kind::fm;
@@ -133,7 +145,7 @@ BOOST_AUTO_TEST_CASE(derived_values) {
 }
 
 BOOST_AUTO_TEST_CASE(enum_names_round_trip) {
-  BOOST_TEST(name_list<update_mode>() == "async, sync");
+  BOOST_TEST(name_list<update_mode>() == "async, sync, ssp");
   BOOST_TEST(name_list<worker_loss_policy>() == "shrink, wait");
   BOOST_TEST(name_list<placement_strategy>() == "round_robin, greedy_bytes, balanced");
   BOOST_TEST((enum_from_name<update_mode>("sync") == update_mode::sync));
