@@ -4,7 +4,9 @@
 #  2. 3 workers with R = 2: kill -9 one mid-training; training completes and
 #     every remaining process exits 0;
 #  3. R = N = 2 with on-worker-loss = wait: kill one worker, restart it;
-#     training completes and every process still running exits 0.
+#     training completes and every process still running exits 0;
+#  4. ssp (staleness 1), one of two workers killed mid-run: the other is not
+#     held back by it, all 3000 steps, every process still running exits 0.
 set -u
 . "$(dirname "$0")/lib.sh" # expect, start_cluster, expect_exit, finish, ... (listed there)
 bin=$1; root=$2
@@ -43,4 +45,16 @@ wait_exit "${pid[w_chief]}" 180
 expect "wait: training completes (chief exit $rc)" test "$rc" = 0
 expect "wait: it reached last_step" grep -q '"global_step":3000' w_chief.log
 expect_exit 0 60 w_ps0 w_w0 w_w1b
+
+# 4. ssp: a lost worker no longer holds the others back
+example_config local-sync-1ps-2workers ssp.conf mode='"ssp"' 'log-dir=""'
+sed -i 's/^mode = "ssp"$/mode = "ssp"\nstaleness = 1/' ssp.conf
+start_cluster ssp.conf s_
+expect "ssp: training runs" wait_for_line s_chief.log "global_step=500/" 60
+kill -9 "${pid[s_w1]}"
+wait_exit "${pid[s_chief]}" 180
+expect "ssp: the chief finishes without the lost worker (exit $rc)" test "$rc" = 0
+expect "ssp: all 3000 steps, the final line says mode ssp" \
+  grep -q '"ok":true,"mode":"ssp","global_step":3000' s_chief.log
+expect_exit 0 60 s_ps0 s_w0
 finish 6
