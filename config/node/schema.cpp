@@ -52,7 +52,8 @@ node_config::node_config()
   opt_group{custom_options_, "train"}
     .add(model, "model",
          "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom; for categorical "
-         "data lr, fm, mf (biased matrix factorisation) or deepfm, with an [embedding] table")
+         "data lr, fm, mf (biased matrix factorisation) or deepfm, with an [embedding] table; "
+         "synthetic (a step of model.step-ms moving model.floats, for benchmarks)")
     .add(mode, "mode",
          "update mode: async, sync (SyncReplicasOptimizer's semantics) or ssp (async, no worker "
          "more than train.staleness steps ahead of the slowest)")
@@ -143,7 +144,13 @@ node_config::node_config()
          "values reshapes it)")
     .add(model_classes, "classes", "classes to tell apart (default: the data's)")
     .add(train.network.vgg_width, "vgg-width",
-         "vgg11/16/19: multiplies the channel and fc widths (1 = the paper's)");
+         "vgg11/16/19: multiplies the channel and fc widths (1 = the paper's)")
+    .add(train.network.synthetic.step_ms, "step-ms",
+         "synthetic: the milliseconds a step stands for (0 to 60000)")
+    .add(train.network.synthetic.busy, "step-busy",
+         "synthetic: spend the step on the CPU (true) or asleep (false)")
+    .add(train.network.synthetic.floats, "floats",
+         "synthetic: the floats of its one variable, what every pull and push moves");
   auto& d = train.data;
   opt_group{custom_options_, "data"}
     .add(d.train, "train",

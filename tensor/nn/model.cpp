@@ -1,5 +1,6 @@
 #include "tensor/nn/model.hpp"
 #include "tensor/nn/sparse_model.hpp"
+#include "tensor/nn/synthetic_model.hpp"
 
 #include <cmath>
 #include <random>
@@ -367,6 +368,7 @@ std::unique_ptr<model> make_built_in(model_kind kind, const model_options& optio
     case model_kind::fm:
     case model_kind::mf:
     case model_kind::deepfm:
+    case model_kind::synthetic:
       break; // make_model builds these
   }
   return nullptr;
@@ -382,6 +384,8 @@ bool convolutional(model_kind kind) {
 std::unique_ptr<model> make_model(model_kind kind, const model_options& options) {
   if (uses_embeddings(kind))
     return make_sparse_model(kind, options);
+  if (kind == model_kind::synthetic)
+    return make_synthetic_model(options);
   std::string name = name_of(kind);
   auto& input = options.input;
   auto classes = options.classes;

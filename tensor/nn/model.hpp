@@ -166,6 +166,13 @@ std::unique_ptr<model> make_sequential(std::string name, shape_t input, int64_t 
                                        std::vector<std::unique_ptr<layer>> layers,
                                        objective task = objective::classification);
 
+/// Model "synthetic" (synthetic_model.hpp): what a step costs and moves.
+struct synthetic_step {
+  double step_ms = 50; ///< the compute a step stands for
+  bool busy = false;   ///< spend it on the CPU (true) or asleep
+  int64_t floats = 100'000;
+};
+
 /// Knobs of the built-in models, and the layer list of model "custom".
 struct model_options {
   uint64_t seed = 42;                         // dropout masks
@@ -179,6 +186,7 @@ struct model_options {
   std::vector<int64_t> deep_layers{64, 32};   // deepfm: the hidden layers' widths
   std::vector<int64_t> vocabulary;            // a fixed-size table's rows per field (else empty)
   id_mapping ids = id_mapping::identity;      // and how a field's values become rows
+  synthetic_step synthetic;                   // synthetic: a step's cost and size
 };
 
 /// Softmax regression: logits = x W + b, W [features, classes] (with
@@ -190,13 +198,28 @@ std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classe
 /// "custom", built from model_options::layers.
 /// lr, fm, mf, deepfm: models of categorical data with an embedding table
 /// (sparse_model.hpp).
-enum class model_kind { softmax, mlp, cnn, vgg11, vgg16, vgg19, custom, lr, fm, mf, deepfm };
+/// synthetic: a step of a set cost moving a set size (synthetic_model.hpp).
+enum class model_kind {
+  softmax,
+  mlp,
+  cnn,
+  vgg11,
+  vgg16,
+  vgg19,
+  custom,
+  lr,
+  fm,
+  mf,
+  deepfm,
+  synthetic
+};
 
 TROUPE_ENUM_NAMES(model_kind, {model_kind::softmax, "softmax"}, {model_kind::mlp, "mlp"},
                   {model_kind::cnn, "cnn"}, {model_kind::vgg11, "vgg11"},
                   {model_kind::vgg16, "vgg16"}, {model_kind::vgg19, "vgg19"},
                   {model_kind::custom, "custom"}, {model_kind::lr, "lr"}, {model_kind::fm, "fm"},
-                  {model_kind::mf, "mf"}, {model_kind::deepfm, "deepfm"});
+                  {model_kind::mf, "mf"}, {model_kind::deepfm, "deepfm"},
+                  {model_kind::synthetic, "synthetic"});
 
 /// Whether `kind` looks up an embedding table.
 inline bool uses_embeddings(model_kind kind) {

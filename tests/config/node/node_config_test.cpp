@@ -410,9 +410,10 @@ BOOST_AUTO_TEST_CASE(job_and_task_errors) {
 
 BOOST_AUTO_TEST_CASE(training_value_errors) {
   expect_rejected("model = \"softmx\"\n", {"did you mean \"softmax\""});
-  expect_rejected("model = \"cnm\"\n",
-                  {"train.model = \"cnm\" is not a known model; did you mean \"cnn\"? (known: "
-                   "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom, lr, fm, mf, deepfm)"});
+  expect_rejected(
+    "model = \"cnm\"\n",
+    {"train.model = \"cnm\" is not a known model; did you mean \"cnn\"? (known: "
+     "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom, lr, fm, mf, deepfm, synthetic)"});
   expect_rejected("learning-rate = -0.1\n", {"train.learning-rate"});
   expect_rejected("last-step = 0\n", {"train.last-step"});
   expect_rejected("batch-size = 0\n", {"train.batch-size"});

@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(model_kinds_are_named_as_in_the_config_file) {
   }
   BOOST_TEST(!enum_from_name<model_kind>("resnet"));
   BOOST_TEST(name_list<model_kind>()
-             == "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom, lr, fm, mf, deepfm");
+             == "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom, lr, fm, mf, deepfm, synthetic");
   BOOST_CHECK_THROW(make_model(static_cast<model_kind>(99)), troupe_error);
 }
 
