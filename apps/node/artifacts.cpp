@@ -54,6 +54,10 @@ void export_model(const node_setup& setup, const training_result& result) {
   auto& dir = setup.train.checkpoint.log_dir;
   if (dir.empty() || !result.ok || result.values.empty())
     return;
+  if (setup.train.model == model_kind::synthetic) {
+    spdlog::info("model synthetic (a benchmark's) is not exported; its checkpoints are in {}", dir);
+    return;
+  }
   try {
     auto net = make_model(setup.train.model, model_options_of(setup.train));
     auto card = card_of(setup, result.global_step);
