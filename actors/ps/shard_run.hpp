@@ -1,8 +1,9 @@
 #pragma once
 // Internal to the shard: what its files share. ps_shard.cpp is the actor
 // (its state, the dense variables' handlers, checkpoints, the chief's
-// control); shard_rows.cpp answers the embedding tables' messages (rows,
-// push_rows, restored rows) and reports the tables.
+// control); shard_sync.cpp applies sync mode's steps; shard_rows.cpp
+// answers the embedding tables' messages (rows, push_rows, restored rows)
+// and reports the tables.
 #include <vector>
 
 #include <caf/error.hpp>
@@ -21,8 +22,17 @@ caf::error unless_from_chief(self_ptr self, const char* what);
 caf::error unless_this_run(self_ptr self, run_id run, const char* what);
 /// A push must show the proof of its step's grant to its worker.
 caf::error unless_granted(self_ptr self, int32_t worker, int64_t step, uint64_t proof);
-/// Sync mode: applies the step once its gradients and rows are all in.
+/// A snapshot waiting for this version gets it now, between two updates.
+void answer_wanted_snapshot(self_ptr self);
+
+// -- sync mode (shard_sync.cpp) --
+
+/// Applies the step once its gradients and rows are all in.
 void apply_if_ready(self_ptr self);
+/// A sync push of dense gradients: summed into the step, or refused.
+caf::result<int64_t> sync_push(self_ptr self, int32_t worker, int64_t step,
+                               const std::vector<std::string>& names,
+                               const std::vector<tensor>& gradients);
 
 // -- embedding tables (shard_rows.cpp) --
 
