@@ -218,11 +218,11 @@ double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::
   auto timeout = std::chrono::seconds(60);
   return mb_per_s(floats * sizeof(float), rounds, [&] {
     bool ok = true;
-    self->request(shard, timeout, pull_atom::value, bench_run, names)
+    self->request(shard, timeout, pull_atom::value, bench_run, names, int32_t{0})
       .receive([](const pull_reply&) {}, [&](caf::error&) { ok = false; });
     self
       ->request(shard, timeout, push_atom::value, bench_run, int32_t{0}, next_step++, uint64_t{0},
-                names, std::vector<tensor>{gradient})
+                int32_t{0}, names, std::vector<tensor>{gradient})
       .receive([](int64_t) {}, [&](caf::error&) { ok = false; });
     return ok;
   });
@@ -499,7 +499,9 @@ bool measure_round_trips(caf::scoped_actor& chief, client& c, int rounds_40mb) {
   std::vector<std::string> small_name{"v64b"};
   auto basp_trips = round_trips(trips, [&] {
     bool ok = false;
-    chief->request(c.shard, std::chrono::seconds(10), pull_atom::value, bench_run, small_name)
+    chief
+      ->request(c.shard, std::chrono::seconds(10), pull_atom::value, bench_run, small_name,
+                int32_t{0})
       .receive([&](const pull_reply&) { ok = true; }, [&](caf::error&) {});
     return ok;
   });

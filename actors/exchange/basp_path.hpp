@@ -22,8 +22,10 @@ public:
     : self_(self), shards_(shards), timeout_(timeout) {}
 
   void pull(int32_t shard, uint64_t run, const std::vector<std::string>& names,
-            pull_done done) override {
-    self_->request(shards_.at(static_cast<size_t>(shard)), timeout_, pull_atom::value, run, names)
+            wire_precision precision, pull_done done) override {
+    self_
+      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, pull_atom::value, run, names,
+                static_cast<int32_t>(precision))
       .then([done](pull_reply& reply) { done(reply.values, std::nullopt, std::nullopt); },
             [done](caf::error& err) { failed(done, err); });
   }
@@ -32,7 +34,7 @@ public:
             std::vector<tensor> gradients, push_done done) override {
     self_
       ->request(shards_.at(static_cast<size_t>(shard)), timeout_, push_atom::value, h.run, h.worker,
-                h.step, h.proof, names, std::move(gradients))
+                h.step, h.proof, static_cast<int32_t>(h.precision), names, std::move(gradients))
       .then([done](int64_t) { done(std::nullopt, std::nullopt); },
             [done](caf::error& err) {
               auto refused = refusal_of(err);

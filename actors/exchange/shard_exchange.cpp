@@ -105,7 +105,7 @@ void shard_exchange::start_basp(exchange_kind kind, const push_header& header) {
     if (kind == exchange_kind::fetch)
       basp_.fetch(part.shard, header.run, part.copy, std::move(done));
     else
-      basp_.pull(part.shard, header.run, *part.names, std::move(done));
+      basp_.pull(part.shard, header.run, *part.names, header.precision, std::move(done));
   }
 }
 
@@ -117,11 +117,11 @@ void shard_exchange::start_bulk(exchange_kind kind, const push_header& header, b
     auto& part = parts_[b.index];
     if (pushes(kind))
       b.link->start_push(header.run, header.worker, header.step, header.proof, *part.names,
-                         part.gradients);
+                         part.gradients, header.precision);
     else if (kind == exchange_kind::fetch)
       b.link->start_fetch(header.run, part.copy.ticket, part.copy.index, std::move(part.storage));
     else
-      b.link->start_pull(header.run, *part.names, pull_storage(part));
+      b.link->start_pull(header.run, *part.names, pull_storage(part), header.precision);
     links.push_back(b.link);
   }
   // A push then a pull: each link's pull starts as soon as its push is
@@ -131,14 +131,15 @@ void shard_exchange::start_bulk(exchange_kind kind, const push_header& header, b
   auto within = timeout_;
   if (kind == exchange_kind::push_then_pull) {
     within = 2 * timeout_;
-    then = [this, run = header.run, pulling = std::vector<bool>(bulk_.size())](size_t i) mutable {
+    then = [this, run = header.run, precision = header.precision,
+            pulling = std::vector<bool>(bulk_.size())](size_t i) mutable {
       if (pulling[i])
         return false;
       auto& b = bulk_[i];
       outcomes_[b.index].refused = b.link->error();
       if (b.link->broken())
         return false;
-      b.link->start_pull(run, *parts_[b.index].names, pull_storage(parts_[b.index]));
+      b.link->start_pull(run, *parts_[b.index].names, pull_storage(parts_[b.index]), precision);
       pulling[i] = true;
       return true;
     };

@@ -23,6 +23,7 @@
 
 #include "actors/net/background_exchange.hpp"
 #include "actors/net/bulk_client.hpp"
+#include "tensor/core/wire_precision.hpp"
 
 namespace troupe {
 
@@ -40,12 +41,14 @@ struct copy_tensor {
 };
 
 /// What a push shows besides its gradients: the run, the worker, the
-/// granted step and the grant's proof.
+/// granted step and the grant's proof; and how its tensors (a pull's
+/// values, a push's gradients) cross the wire.
 struct push_header {
   uint64_t run = 0;
   int32_t worker = 0;
   int64_t step = 0;
   uint64_t proof = 0;
+  wire_precision precision = wire_precision::fp32;
 };
 
 /// One shard's part of an exchange.
@@ -81,7 +84,7 @@ public:
   using push_done =
     std::function<void(const maybe_failure& refused, const std::optional<std::string>& lost)>;
   virtual void pull(int32_t shard, uint64_t run, const std::vector<std::string>& names,
-                    pull_done done) = 0;
+                    wire_precision precision, pull_done done) = 0;
   virtual void push(int32_t shard, const push_header& header, const std::vector<std::string>& names,
                     std::vector<tensor> gradients, push_done done) = 0;
   /// The one tensor in `values`.

@@ -43,9 +43,9 @@ void bulk_link::begin(frame_kind expected, frame_writer frame) {
 }
 
 void bulk_link::start_pull(uint64_t run, const std::vector<std::string>& names,
-                           std::vector<tensor> storage) {
+                           std::vector<tensor> storage, wire_precision precision) {
   meta_writer meta;
-  meta.u64(run).names(names);
+  meta.u64(run).names(names).i32(static_cast<int32_t>(precision));
   in_.lend(std::move(storage));
   begin(frame_kind::pull_reply, frame_writer{frame_kind::pull, ++request_, meta});
 }
@@ -60,9 +60,9 @@ void bulk_link::start_fetch(uint64_t run, uint64_t ticket, int32_t index,
 
 void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
                            const std::vector<std::string>& names,
-                           const std::vector<tensor>& gradients) {
+                           const std::vector<tensor>& gradients, wire_precision precision) {
   meta_writer meta{&gradients};
-  meta.u64(run).i32(worker).i64(step).u64(proof).names(names);
+  meta.u64(run).i32(worker).i64(step).u64(proof).i32(static_cast<int32_t>(precision)).names(names);
   begin(frame_kind::push_reply, frame_writer{frame_kind::push, ++request_, meta, &gradients});
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "actors/net/socket.hpp"
+#include "tensor/core/wire_precision.hpp"
 
 namespace troupe {
 
@@ -28,14 +29,17 @@ public:
                                          bulk::deadline until, maybe_failure& error,
                                          const bulk::tls_context* tls = nullptr);
 
-  /// A pull of `names`, read into `storage` (its tensors' memory is reused).
-  void start_pull(uint64_t run, const std::vector<std::string>& names, std::vector<tensor> storage);
+  /// A pull of `names` at `precision`, read into `storage` (its tensors'
+  /// memory is reused).
+  void start_pull(uint64_t run, const std::vector<std::string>& names, std::vector<tensor> storage,
+                  wire_precision precision = wire_precision::fp32);
   /// Tensor `index` of the checkpoint copy `ticket` names, read into `storage`.
   void start_fetch(uint64_t run, uint64_t ticket, int32_t index, std::vector<tensor> storage);
-  /// A push of a granted step with its grant's proof; `gradients` must live
-  /// until the exchange completes.
+  /// A push of a granted step with its grant's proof, its gradients packed
+  /// at `precision`; `gradients` must live until the exchange completes.
   void start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
-                  const std::vector<std::string>& names, const std::vector<tensor>& gradients);
+                  const std::vector<std::string>& names, const std::vector<tensor>& gradients,
+                  wire_precision precision = wire_precision::fp32);
 
   /// After complete_all: the shard's refusal (its code and message), or a
   /// transport failure, which also marks the link broken.

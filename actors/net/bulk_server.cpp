@@ -270,12 +270,13 @@ bool bulk_server::answer_pull(connection& conn, frame_reader& in) {
   auto fields = in.fields();
   auto run = fields.u64();
   auto names = fields.names();
+  auto precision = fields.i32();
   if (!complete_request(conn, in, fields, "pull"))
     return false;
   auto turn = take_turn(conn, outbound_);
   std::vector<std::shared_ptr<const tensor>> pinned; // held until the reply is sent
   int64_t version = 0;
-  auto refused = endpoint_.pull(run, names, pinned, version);
+  auto refused = endpoint_.pull(run, names, precision, pinned, version);
   tensor_refs values;
   for (auto& v : pinned)
     values.push_back(v.get());
@@ -310,6 +311,7 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in,
   auto worker = fields.i32();
   auto step = fields.i64();
   auto proof = fields.u64();
+  auto precision = fields.i32();
   auto names = fields.names();
   if (!fields.at_end()) {
     reply(conn, refusal(request, {errc::invalid_request, "bulk frame: a malformed push"}));
@@ -336,7 +338,8 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in,
                  err->message);
     return false;
   }
-  bulk_push request_data{run, worker, step, proof, std::move(names), std::move(in.tensors())};
+  bulk_push request_data{
+    run, worker, step, proof, precision, std::move(names), std::move(in.tensors())};
   auto answer = push(request_data, options_.request_timeout);
   push_storage_ = std::move(request_data.gradients);
   turn.unlock(); // the reply is small: no turn needed

@@ -53,6 +53,7 @@ struct bulk_push {
   int32_t worker = -1;
   int64_t step = 0;
   uint64_t proof = 0;
+  int32_t precision = 0; ///< a wire_precision, as the frame named it (the shard checks it)
   std::vector<std::string> names;
   std::vector<tensor> gradients;
 };
@@ -68,9 +69,11 @@ struct bulk_push_answer {
 /// connections' threads and must be thread-safe.
 struct bulk_endpoint {
   /// Pins the values of `names` for a pull of run `run` (their version in
-  /// `version`); a refusal otherwise. The shard's own pull check.
+  /// `version`), packed at `precision` (a wire_precision as the frame named
+  /// it); a refusal otherwise. The shard's own pull check.
   std::function<maybe_failure(uint64_t run, const std::vector<std::string>& names,
-                              std::vector<std::shared_ptr<const tensor>>& pinned, int64_t& version)>
+                              int32_t precision, std::vector<std::shared_ptr<const tensor>>& pinned,
+                              int64_t& version)>
     pull;
   /// Applies a push and waits for the answer, at most `within`. Gives the
   /// gradients' storage back in `push.gradients` once the shard let go of it.

@@ -23,7 +23,7 @@ namespace troupe::bulk {
 /// "TRPB" on a little-endian host.
 constexpr uint32_t frame_magic = 0x42505254;
 /// Bumped with the bulk framing; independent of protocol_version.
-constexpr uint16_t frame_version = 2;
+constexpr uint16_t frame_version = 3;
 /// The most bytes a meta section may have (names and shapes, never values).
 constexpr uint32_t max_meta_bytes = 1u << 20;
 /// The most tensors one frame may carry.
@@ -32,9 +32,9 @@ constexpr uint32_t max_frame_tensors = 1u << 16;
 enum class frame_kind : uint16_t {
   hello = 1,      ///< client -> server: (run, ticket, label); must come first
   welcome = 2,    ///< server -> client: (shard index)
-  pull = 3,       ///< client -> server: (run, names)
+  pull = 3,       ///< client -> server: (run, names, wire precision)
   pull_reply = 4, ///< server -> client: (version) + values
-  push = 5,       ///< client -> server: (run, worker, step, proof, names) + gradients
+  push = 5, ///< client -> server: (run, worker, step, proof, wire precision, names) + gradients
   push_reply = 6, ///< server -> client: (version)
   refusal = 7,    ///< server -> client: (errc, message)
   fetch = 8,      ///< client -> server: (run, copy ticket, index); answered by a pull_reply

@@ -30,7 +30,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 12;
+constexpr uint32_t protocol_version = 13;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -367,53 +367,55 @@ using checkpoint_source_actor = caf::typed_actor<
 /// shard's chief and fixes the run; from then on it accepts pulls and pushes
 /// of that run only, and replicas, stats and stop messages from that chief
 /// only (exit messages only from its own process: no peer may send one).
-using ps_shard_actor =
-  caf::typed_actor<hello_handler,
-                   // a chief, exactly once: (run, names, values, options) -> ok
-                   caf::replies_to<init_atom, run_id, std::vector<std::string>, std::vector<tensor>,
-                                   shard_options>::with<caf::ok_atom>,
-                   // a worker or the chief of this run: (run, names) -> values + version
-                   caf::replies_to<pull_atom, run_id, std::vector<std::string>>::with<pull_reply>,
-                   // a worker of this run: (run, worker, global step, the step's grant proof,
-                   // names, gradients) -> version after it; sync mode answers stale_gradient
-                   // for a step already applied; a wrong proof is refused (unauthorized)
-                   caf::replies_to<push_atom, run_id, int32_t, int64_t, uint64_t,
-                                   std::vector<std::string>, std::vector<tensor>>::with<int64_t>,
-                   // a worker or the chief of this run: (run, table, keys) -> the rows
-                   // [keys, dim] (an unseen key's initial value; nothing is inserted); keys
-                   // another shard owns, or more than embedding.max-keys-per-request, are
-                   // refused (invalid_request)
-                   caf::replies_to<rows_atom, run_id, int32_t, row_keys>::with<tensor>,
-                   // a worker of this run: (run, worker, global step, the grant's proof, table,
-                   // distinct keys with their occurrences, summed row gradients [keys, dim])
-                   // -> the table's version after it. Sync mode: every worker pushes every
-                   // table once a step (no keys where it touched none); stale as for push
-                   caf::replies_to<push_rows_atom, run_id, int32_t, int64_t, uint64_t, int32_t,
-                                   row_keys, tensor>::with<int64_t>,
-                   // the chief, sync: gradients needed per update from now on (shrink/grow)
-                   caf::reacts_to<replicas_atom, int32_t>,
-                   // a worker or the chief of this run: (run, worker index, -1 for the chief)
-                   // -> the port of its bulk path and a ticket that opens one connection there,
-                   // whose pushes must be that worker's (port 0: none; use pull and push here)
-                   caf::replies_to<bulk_atom, run_id, int32_t>::with<uint16_t, uint64_t>,
-                   // the chief: bytes, requests and updates so far, in total and per variable
-                   caf::replies_to<stats_atom>::with<shard_traffic>,
-                   // the chief, after init and before training: one optimizer slot of a
-                   // restored checkpoint, (run, "<variable>/<slot>", value) -> ok
-                   caf::replies_to<restore_atom, run_id, std::string, tensor>::with<caf::ok_atom>,
-                   // the chief, after init and before training: rows of an embedding table
-                   // from a checkpoint, those whose buckets this shard owns -> ok
-                   caf::replies_to<restore_atom, run_id, restored_rows>::with<caf::ok_atom>,
-                   // the chief: copy the state once the shard has applied `version` updates
-                   // (at once if it has; snapshot_passed if it is beyond) -> what was copied
-                   caf::replies_to<snapshot_atom, run_id, int64_t>::with<snapshot_index>,
-                   // whoever holds the copy's ticket (the chief's writer): tensor `index`
-                   // of the copy, each once
-                   caf::replies_to<fetch_atom, run_id, uint64_t, int32_t>::with<tensor>,
-                   // the chief: training is over, quit
-                   caf::reacts_to<stop_atom>,
-                   // the chief: the run failed (why), quit with an error
-                   caf::reacts_to<stop_atom, std::string>>;
+using ps_shard_actor = caf::typed_actor<
+  hello_handler,
+  // a chief, exactly once: (run, names, values, options) -> ok
+  caf::replies_to<init_atom, run_id, std::vector<std::string>, std::vector<tensor>,
+                  shard_options>::with<caf::ok_atom>,
+  // a worker or the chief of this run: (run, names, wire precision) -> values
+  // (packed at that precision, tensor/core/wire_precision.hpp) + version
+  caf::replies_to<pull_atom, run_id, std::vector<std::string>, int32_t>::with<pull_reply>,
+  // a worker of this run: (run, worker, global step, the step's grant proof,
+  // wire precision, names, gradients packed at it) -> version after it; sync
+  // mode answers stale_gradient for a step already applied; a wrong proof is
+  // refused (unauthorized)
+  caf::replies_to<push_atom, run_id, int32_t, int64_t, uint64_t, int32_t, std::vector<std::string>,
+                  std::vector<tensor>>::with<int64_t>,
+  // a worker or the chief of this run: (run, table, keys) -> the rows
+  // [keys, dim] (an unseen key's initial value; nothing is inserted); keys
+  // another shard owns, or more than embedding.max-keys-per-request, are
+  // refused (invalid_request)
+  caf::replies_to<rows_atom, run_id, int32_t, row_keys>::with<tensor>,
+  // a worker of this run: (run, worker, global step, the grant's proof, table,
+  // distinct keys with their occurrences, summed row gradients [keys, dim])
+  // -> the table's version after it. Sync mode: every worker pushes every
+  // table once a step (no keys where it touched none); stale as for push
+  caf::replies_to<push_rows_atom, run_id, int32_t, int64_t, uint64_t, int32_t, row_keys,
+                  tensor>::with<int64_t>,
+  // the chief, sync: gradients needed per update from now on (shrink/grow)
+  caf::reacts_to<replicas_atom, int32_t>,
+  // a worker or the chief of this run: (run, worker index, -1 for the chief)
+  // -> the port of its bulk path and a ticket that opens one connection there,
+  // whose pushes must be that worker's (port 0: none; use pull and push here)
+  caf::replies_to<bulk_atom, run_id, int32_t>::with<uint16_t, uint64_t>,
+  // the chief: bytes, requests and updates so far, in total and per variable
+  caf::replies_to<stats_atom>::with<shard_traffic>,
+  // the chief, after init and before training: one optimizer slot of a
+  // restored checkpoint, (run, "<variable>/<slot>", value) -> ok
+  caf::replies_to<restore_atom, run_id, std::string, tensor>::with<caf::ok_atom>,
+  // the chief, after init and before training: rows of an embedding table
+  // from a checkpoint, those whose buckets this shard owns -> ok
+  caf::replies_to<restore_atom, run_id, restored_rows>::with<caf::ok_atom>,
+  // the chief: copy the state once the shard has applied `version` updates
+  // (at once if it has; snapshot_passed if it is beyond) -> what was copied
+  caf::replies_to<snapshot_atom, run_id, int64_t>::with<snapshot_index>,
+  // whoever holds the copy's ticket (the chief's writer): tensor `index`
+  // of the copy, each once
+  caf::replies_to<fetch_atom, run_id, uint64_t, int32_t>::with<tensor>,
+  // the chief: training is over, quit
+  caf::reacts_to<stop_atom>,
+  // the chief: the run failed (why), quit with an error
+  caf::reacts_to<stop_atom, std::string>>;
 
 /// The shard as implemented: plus the deadline for the chief's init.
 using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>>;

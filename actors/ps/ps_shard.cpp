@@ -145,13 +145,14 @@ caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<s
 // A pull of the run over BASP: the values as they are now, counted, copied
 // into the reply (the message owns them). The bulk path's pulls take the
 // same way into the store (pin), without the copy.
-caf::result<pull_reply> on_pull(self_ptr self, run_id run, const std::vector<std::string>& names) {
+caf::result<pull_reply> on_pull(self_ptr self, run_id run, const std::vector<std::string>& names,
+                                int32_t precision) {
   auto& st = self->state;
   if (auto err = unless_this_run(self, run, "a pull"))
     return err;
   std::vector<std::shared_ptr<const tensor>> values;
   int64_t version = 0;
-  if (auto err = st.store->pin(run, names, values, version))
+  if (auto err = st.store->pin(run, names, values, version, precision))
     return make_error(*err);
   st.traffic.pulled(names, values);
   pull_reply reply{version, {}};
@@ -177,14 +178,26 @@ caf::error unless_granted(self_ptr self, int32_t worker, int64_t step, uint64_t 
 }
 
 caf::result<int64_t> on_push(self_ptr self, run_id run, int32_t worker, int64_t step,
-                             uint64_t proof, const std::vector<std::string>& names,
-                             const std::vector<tensor>& gradients) {
+                             uint64_t proof, int32_t precision,
+                             const std::vector<std::string>& names,
+                             const std::vector<tensor>& packed) {
   auto& st = self->state;
   if (auto err = unless_this_run(self, run, "a push"))
     return err;
   if (auto err = unless_granted(self, worker, step, proof))
     return err;
-  st.traffic.pushed(names, gradients);
+  st.traffic.pushed(names, packed); // the bytes that crossed the wire
+  // Packed gradients are widened into the shard's own storage first; the
+  // optimizer and the sync accumulator see fp32 only.
+  const std::vector<tensor>* widened = &packed;
+  if (precision != static_cast<int32_t>(wire_precision::fp32)) {
+    if (auto err = st.store->widen_gradients(names, precision, packed, st.widened)) {
+      spdlog::warn("{}: refused push for step {}: {}", st.label, step, err->message);
+      return make_error(*err);
+    }
+    widened = &st.widened;
+  }
+  auto& gradients = *widened;
   if (st.pending)
     return sync_push(self, worker, step, names, gradients);
   if (st.applied.contains(step)) {
@@ -401,12 +414,12 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     [self](init_atom, run_id run, const std::vector<std::string>& names,
            std::vector<tensor>& values,
            const shard_options& options) { return on_init(self, run, names, values, options); },
-    [self](pull_atom, run_id run, const std::vector<std::string>& names) {
-      return on_pull(self, run, names);
+    [self](pull_atom, run_id run, const std::vector<std::string>& names, int32_t precision) {
+      return on_pull(self, run, names, precision);
     },
-    [self](push_atom, run_id run, int32_t worker, int64_t step, uint64_t proof,
+    [self](push_atom, run_id run, int32_t worker, int64_t step, uint64_t proof, int32_t precision,
            const std::vector<std::string>& names, const std::vector<tensor>& gradients) {
-      return on_push(self, run, worker, step, proof, names, gradients);
+      return on_push(self, run, worker, step, proof, precision, names, gradients);
     },
     [self](rows_atom, run_id run, int32_t table, const row_keys& keys) {
       return on_rows(self, run, table, keys);

@@ -56,7 +56,8 @@ struct ps_shard_state {
   table_store tables;                      // its buckets of the run's embedding tables
   applied_steps applied;                   // async mode: each granted step applies once
   traffic_counter traffic;
-  snapshot_copy snapshot; // the last copy for a checkpoint, until fetched
+  std::vector<tensor> widened; // a packed push's gradients at fp32, storage kept for the next
+  snapshot_copy snapshot;      // the last copy for a checkpoint, until fetched
   /// A snapshot asked for a version the shard has not reached yet (sync).
   std::optional<std::pair<int64_t, caf::typed_response_promise<snapshot_index>>> snapshot_wanted;
   /// The bulk path's listener and connections (null without one).

@@ -25,7 +25,7 @@ bulk_push_answer push_through(caf::scoped_actor& self, const caf::actor_addr& sh
   // The message keeps the gradients: once the shard let go of it, their
   // storage serves the connection's next push unzeroed.
   auto msg = caf::make_message(push_atom::value, push.run, push.worker, push.step, push.proof,
-                               std::move(push.names), std::move(push.gradients));
+                               push.precision, std::move(push.names), std::move(push.gradients));
   // Sent, not requested: the shard's answer comes back as an ordinary
   // message, and the wait is the mailbox's own. A request with a timeout
   // would leave a timer per push that CAF never cancels for a blocking
@@ -38,7 +38,7 @@ bulk_push_answer push_through(caf::scoped_actor& self, const caf::actor_addr& sh
                 [&](caf::error& err) { answer.refused = refusal_of(err); },
                 caf::after(within) >> [] {});
   if (!msg.shared())
-    push.gradients = std::move(msg.get_mutable_as<std::vector<tensor>>(6));
+    push.gradients = std::move(msg.get_mutable_as<std::vector<tensor>>(7));
   return answer;
 }
 
@@ -57,9 +57,10 @@ bulk_endpoint shard_endpoint(caf::actor_system& sys, caf::actor_addr shard,
     return std::nullopt;
   };
   out.pull = [&store, &traffic](uint64_t run, const std::vector<std::string>& names,
+                                int32_t precision,
                                 std::vector<std::shared_ptr<const tensor>>& pinned,
                                 int64_t& version) -> maybe_failure {
-    if (auto err = store.pin(run, names, pinned, version))
+    if (auto err = store.pin(run, names, pinned, version, precision))
       return err;
     traffic.pulled(names, pinned);
     return std::nullopt;

@@ -119,13 +119,54 @@ std::optional<std::string> variable_store::other_run_locked(uint64_t run) const 
 }
 
 maybe_failure variable_store::pin(uint64_t run, const std::vector<std::string>& names,
-                                  std::vector<std::shared_ptr<const tensor>>& out,
-                                  int64_t& version) const {
+                                  std::vector<std::shared_ptr<const tensor>>& out, int64_t& version,
+                                  int32_t precision) const {
+  auto wire = wire_precision_of(precision);
+  if (!wire)
+    return failure{errc::invalid_request, owner_ + " refused a pull at wire precision "
+                                            + std::to_string(precision) + " (it knows "
+                                            + name_list<wire_precision>() + ")"};
+  {
+    std::shared_lock<std::shared_mutex> guard{lock_};
+    if (auto why = other_run_locked(run))
+      return failure{errc::unauthorized, owner_ + " refused a pull: " + *why};
+    version = version_;
+    if (auto err = share_locked(names, out))
+      return err;
+  }
+  // Packed outside the lock: the pinned values stay as they are meanwhile.
+  if (*wire != wire_precision::fp32)
+    for (auto& value : out) {
+      auto packed = std::make_shared<tensor>();
+      pack(value->data(), value->size(), *wire, *packed);
+      value = std::move(packed);
+    }
+  return std::nullopt;
+}
+
+maybe_failure variable_store::widen_gradients(const std::vector<std::string>& names,
+                                              int32_t precision, const std::vector<tensor>& packed,
+                                              std::vector<tensor>& out) const {
+  auto wire = wire_precision_of(precision);
+  if (!wire)
+    return failure{errc::invalid_request, owner_ + " refused a push at wire precision "
+                                            + std::to_string(precision) + " (it knows "
+                                            + name_list<wire_precision>() + ")"};
+  if (names.size() != packed.size())
+    return failure{errc::invalid_request, std::to_string(names.size()) + " names but "
+                                            + std::to_string(packed.size()) + " gradients"};
   std::shared_lock<std::shared_mutex> guard{lock_};
-  if (auto why = other_run_locked(run))
-    return failure{errc::unauthorized, owner_ + " refused a pull: " + *why};
-  version = version_;
-  return share_locked(names, out);
+  std::vector<const std::shared_ptr<tensor>*> found;
+  if (auto err = lookup(names, found))
+    return err;
+  out.resize(packed.size());
+  for (size_t i = 0; i < packed.size(); ++i) {
+    out[i].resize((*found[i])->shape());
+    if (auto err = unpack(packed[i], *wire, out[i].data(), out[i].size()))
+      return failure{err->code,
+                     "gradient of '" + names[i] + "' on " + owner_ + ": " + err->message};
+  }
+  return std::nullopt;
 }
 
 maybe_failure variable_store::share(const std::vector<std::string>& names,

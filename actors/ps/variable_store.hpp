@@ -17,6 +17,7 @@
 
 #include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
+#include "tensor/core/wire_precision.hpp"
 #include "tensor/optim/optimizer.hpp"
 
 namespace troupe {
@@ -62,8 +63,17 @@ public:
 
   /// share() for a peer of `run`, from any thread, with the version the
   /// values are at; refused before initialisation and for another run.
+  /// At a reduced `precision` (a wire_precision as a message named it) the
+  /// values come packed, in tensors of their own.
   maybe_failure pin(uint64_t run, const std::vector<std::string>& names,
-                    std::vector<std::shared_ptr<const tensor>>& out, int64_t& version) const;
+                    std::vector<std::shared_ptr<const tensor>>& out, int64_t& version,
+                    int32_t precision = 0) const;
+  /// Gradients a push packed at `precision` (as its message named it),
+  /// widened into `out` (its tensors' storage reused) with their variables'
+  /// shapes; refused for an unknown precision or variable, or a packed size
+  /// that does not fit. fp32 gradients are the caller's to use as they are.
+  maybe_failure widen_gradients(const std::vector<std::string>& names, int32_t precision,
+                                const std::vector<tensor>& packed, std::vector<tensor>& out) const;
 
   /// Whether apply_gradients would accept these gradients.
   maybe_failure check_gradients(const std::vector<std::string>& names,

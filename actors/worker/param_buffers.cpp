@@ -2,11 +2,14 @@
 
 namespace troupe {
 
-void param_buffers::reset(const slice_router& router, host_staging* staging, size_t variables) {
+void param_buffers::reset(const slice_router& router, host_staging* staging, size_t variables,
+                          wire_precision precision) {
   router_ = &router;
   staging_ = staging;
+  precision_ = precision;
   params_.resize(variables);
   grads_.resize(variables);
+  packed_spare_.clear();
 }
 
 bool param_buffers::whole(size_t slice) const {
@@ -15,7 +18,7 @@ bool param_buffers::whole(size_t slice) const {
 
 std::vector<tensor> param_buffers::lend(const slice_router::shard_part& part) {
   std::vector<tensor> out(part.slices.size());
-  if (!staging_)
+  if (!staging_ && !packed()) // packed values land in the exchange's own storage
     for (size_t k = 0; k < part.slices.size(); ++k)
       if (whole(part.slices[k]))
         out[k] = std::move(params_[router_->variable_of(part.slices[k])]);
@@ -24,6 +27,8 @@ std::vector<tensor> param_buffers::lend(const slice_router::shard_part& part) {
 
 maybe_failure param_buffers::take(const slice_router::shard_part& part,
                                   std::vector<tensor>& values) {
+  if (packed()) // widened in place: `values` stays, packed, for the next pull
+    return widen(part, values);
   try {
     if (staging_)
       router_->gather(part, values, staging_->params);
@@ -37,7 +42,7 @@ maybe_failure param_buffers::take(const slice_router::shard_part& part,
 
 maybe_failure param_buffers::take_ahead(const slice_router::shard_part& part,
                                         std::vector<tensor>& values) {
-  if (staging_) // copied into the model's buffers: `values` stays as it is
+  if (staging_ || packed()) // copied or widened: `values` stays as it is
     return take(part, values);
   std::vector<tensor> previous(values.size());
   for (size_t k = 0; k < values.size() && k < part.slices.size(); ++k)
@@ -52,11 +57,19 @@ maybe_failure param_buffers::take_ahead(const slice_router::shard_part& part,
 }
 
 std::vector<tensor> param_buffers::cut(const slice_router::shard_part& part) {
+  if (packed())
+    return pack_push(part);
   return staging_ ? router_->cut(part, staging_->grads) : router_->cut(part, grads_);
 }
 
 void param_buffers::give_back(const slice_router::shard_part& part, std::vector<tensor>& sent,
                               bool aside) {
+  if (packed()) { // packed storage: the gradients never left
+    if (packed_spare_.size() <= static_cast<size_t>(part.shard))
+      packed_spare_.resize(static_cast<size_t>(part.shard) + 1);
+    packed_spare_[static_cast<size_t>(part.shard)] = std::move(sent);
+    return;
+  }
   if (staging_)
     return;
   auto& into = aside ? spare_grads_ : grads_;
@@ -72,6 +85,64 @@ void param_buffers::reuse_spare() {
   for (size_t v = 0; v < grads_.size() && v < spare_grads_.size(); ++v)
     if (grads_[v].size() == 0)
       grads_[v] = std::move(spare_grads_[v]);
+}
+
+// A packed pull's values widened into the parameters.
+maybe_failure param_buffers::widen(const slice_router::shard_part& part,
+                                   const std::vector<tensor>& values) {
+  if (values.size() != part.slices.size())
+    return failure{errc::invalid_request, "a pull answered " + std::to_string(values.size())
+                                            + " values for " + std::to_string(part.slices.size())
+                                            + " slices"};
+  // Whole variables of a host model go straight into the parameters
+  // (their storage reused); slices and a staged model's buffers through
+  // the router, as a part of their own.
+  slice_router::shard_part routed{part.shard, {}, {}};
+  widened_.resize(values.size());
+  size_t n = 0;
+  for (size_t k = 0; k < values.size(); ++k) {
+    auto i = part.slices[k];
+    bool direct = !staging_ && whole(i);
+    auto& into = direct ? params_[router_->variable_of(i)] : widened_[n];
+    into.resize(router_->slice(i).shape);
+    if (auto err = unpack(values[k], precision_, into.data(), into.size()))
+      return failure{err->code, part.names.at(k) + ": " + err->message};
+    if (!direct) {
+      routed.names.push_back(part.names.at(k));
+      routed.slices.push_back(i);
+      ++n;
+    }
+  }
+  if (n == 0)
+    return std::nullopt;
+  widened_.resize(n);
+  try {
+    if (staging_)
+      router_->gather(routed, widened_, staging_->params);
+    else
+      router_->gather(routed, std::move(widened_), params_);
+  } catch (const std::exception& e) {
+    return failure{errc::invalid_request, e.what()};
+  }
+  return std::nullopt;
+}
+
+// A push packed from the gradients: each slice cut (a whole variable
+// lent and returned at once), packed into the shard's returned storage.
+std::vector<tensor> param_buffers::pack_push(const slice_router::shard_part& part) {
+  auto floats = staging_ ? router_->cut(part, staging_->grads) : router_->cut(part, grads_);
+  auto shard = static_cast<size_t>(part.shard);
+  if (packed_spare_.size() <= shard)
+    packed_spare_.resize(shard + 1);
+  std::vector<tensor> out = std::move(packed_spare_[shard]);
+  out.resize(floats.size());
+  for (size_t k = 0; k < floats.size(); ++k) {
+    troupe::pack(floats[k].data(), floats[k].size(), precision_, out[k]);
+    auto i = part.slices[k];
+    if (!staging_ && whole(i))
+      grads_[router_->variable_of(i)] = std::move(floats[k]);
+  }
+  return out;
 }
 
 } // namespace troupe

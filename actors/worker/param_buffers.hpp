@@ -4,10 +4,16 @@
 // buffers), a push is cut from the gradients, and what a push or a pull
 // leaves behind serves the next one, so a step allocates nothing once the
 // first has run. Every mismatch with the plan is returned, not thrown.
+//
+// At a reduced wire precision (train.wire-precision) a push is packed from
+// the gradients (which stay where they are) into storage that returns after
+// the push, and a pull is widened from its packed values into the
+// parameters; the packed storage travels the same way.
 #include <cstddef>
 #include <vector>
 
 #include "tensor/core/error.hpp"
+#include "tensor/core/wire_precision.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/plan/training_plan.hpp"
 
@@ -17,7 +23,9 @@ class param_buffers {
 public:
   /// A new plan: `router` (which must outlive its use here) and the model's
   /// staging (null: the buffers are these host tensors).
-  void reset(const slice_router& router, host_staging* staging, size_t variables);
+  void reset(const slice_router& router, host_staging* staging, size_t variables,
+             wire_precision precision = wire_precision::fp32);
+  wire_precision precision() const noexcept { return precision_; }
 
   host_staging* staging() const noexcept { return staging_; }
   std::vector<tensor>& params() noexcept { return params_; }
@@ -44,12 +52,18 @@ public:
 
 private:
   bool whole(size_t slice) const;
+  bool packed() const noexcept { return precision_ != wire_precision::fp32; }
+  maybe_failure widen(const slice_router::shard_part& part, const std::vector<tensor>& values);
+  std::vector<tensor> pack_push(const slice_router::shard_part& part);
 
   const slice_router* router_ = nullptr;
   host_staging* staging_ = nullptr;
   std::vector<tensor> params_;
   std::vector<tensor> grads_;
   std::vector<tensor> spare_grads_;
+  wire_precision precision_ = wire_precision::fp32;
+  std::vector<std::vector<tensor>> packed_spare_; // per shard: a packed push's storage, back
+  std::vector<tensor> widened_;                   // a packed pull's slices, for staging or gather
 };
 
 } // namespace troupe

@@ -40,6 +40,11 @@ std::vector<exchange_part> step_pipeline::parts(bool with_gradients) {
   return out;
 }
 
+push_header step_pipeline::stamped(push_header header) const {
+  header.precision = buffers_.precision();
+  return header;
+}
+
 void step_pipeline::begin(uint64_t run) {
   if (values_ready_) {
     values_ready_ = false;
@@ -53,7 +58,7 @@ void step_pipeline::pull_now(uint64_t run) {
   auto out = parts(false);
   for (size_t k = 0; k < out.size(); ++k)
     out[k].storage = buffers_.lend(router_->parts()[k]);
-  exchange_.start(exchange_kind::pull, {run, 0, 0, 0}, std::move(out), false);
+  exchange_.start(exchange_kind::pull, stamped({run, 0, 0, 0}), std::move(out), false);
   exchange_.finish([this](std::vector<part_outcome>& outcomes) {
     for (size_t k = 0; k < outcomes.size(); ++k)
       if (!settle_pull(router_->parts()[k], outcomes[k], false))
@@ -64,7 +69,7 @@ void step_pipeline::pull_now(uint64_t run) {
 
 void step_pipeline::before_compute(uint64_t run) {
   if (pull_ahead_ && !job_.active)
-    start_job({run, 0, 0, 0}, {}, false);
+    start_job(stamped({run, 0, 0, 0}), {}, false);
 }
 
 void step_pipeline::computed(const push_header& step, const step_report& report, bool pushable) {
@@ -86,7 +91,7 @@ void step_pipeline::computed(const push_header& step, const step_report& report,
 }
 
 void step_pipeline::push_now(const push_header& step, const step_report& report) {
-  exchange_.start(exchange_kind::push, step, parts(true), false);
+  exchange_.start(exchange_kind::push, stamped(step), parts(true), false);
   exchange_.finish([this, pushed = report](std::vector<part_outcome>& outcomes) mutable {
     pushed.applied = true;
     for (size_t k = 0; k < outcomes.size(); ++k) {
@@ -106,7 +111,7 @@ void step_pipeline::start_job(const push_header& step, const step_report& report
   job_.pushes = with_pushes;
   job_.report = report;
   job_.report.applied = with_pushes;
-  exchange_.start(with_pushes ? exchange_kind::push_then_pull : exchange_kind::pull, step,
+  exchange_.start(with_pushes ? exchange_kind::push_then_pull : exchange_kind::pull, stamped(step),
                   parts(with_pushes), true);
   // The gradients the job before sent serve this step's successor.
   buffers_.reuse_spare();

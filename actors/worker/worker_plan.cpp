@@ -80,7 +80,7 @@ void on_plan(self_ptr self, training_plan& plan) {
   st.recovery.over();
   if (!seek_data(self, plan))
     return;
-  st.buffers.reset(*st.router, st.links.net->staging(), vars.size());
+  st.buffers.reset(*st.router, st.links.net->staging(), vars.size(), st.config.wire_precision);
   st.pipeline->reset(*st.router);
   if (!plan_rows(self, plan))
     return;

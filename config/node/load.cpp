@@ -83,6 +83,8 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
   t.model = parse_choice("train.model", cfg.model, t.model, errors,
                          {"is not a known model", "known"});
   t.mode = parse_choice("train.mode", cfg.mode, t.mode, errors);
+  t.wire_precision = parse_choice("train.wire-precision", cfg.wire_precision, t.wire_precision,
+                                  errors);
   t.on_worker_loss = parse_choice("train.on-worker-loss", cfg.on_worker_loss, t.on_worker_loss,
                                   errors);
   t.placement = parse_choice("train.placement", cfg.placement, t.placement, errors);

@@ -42,6 +42,7 @@ public:
   training_settings train;
   std::string model = "softmax";
   std::string mode = "async";
+  std::string wire_precision = "fp32";
   std::string optimizer = "sgd";
   std::string lr_schedule = "constant";
   std::string placement = "balanced";

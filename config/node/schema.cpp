@@ -85,6 +85,9 @@ node_config::node_config()
     .add(train.optimizer.learning_rate.values, "lr-values",
          "piecewise: the rates, one more than boundaries, e.g. [0.1, 0.01, 0.001]")
     .add(train.clip_norm, "clip-norm", "if > 0: workers clip their gradients to this global norm")
+    .add(wire_precision, "wire-precision",
+         "fp32, bf16 or fp16: how workers' pushed gradients and pulled values cross the wire "
+         "(the shards keep fp32; bf16 and fp16 halve the bytes)")
     .add(train.pull_ahead, "pull-ahead",
          "async: each worker pulls the next step's values while it computes and pushes this "
          "one (one step staler, links kept busy)")

@@ -98,6 +98,8 @@ void check_update_rule(const training_settings& t, std::vector<failure>& out) {
          + std::to_string(limits::max_staleness)
          + " (steps a worker may run ahead of the "
            "slowest in ssp mode)");
+  if (!wire_precision_of(static_cast<int32_t>(t.wire_precision)))
+    fail("train.wire-precision must be one of " + name_list<wire_precision>());
   if (t.pull_ahead && t.mode == update_mode::sync)
     fail("train.pull-ahead works in async mode only (a sync step must start from the update "
          "before it); set train.pull-ahead = false, or train.mode = \"async\"");
@@ -181,6 +183,10 @@ void check_embeddings(const training_settings& t, const cluster_shape& shape,
   for (auto& p : embedding_problems(t.embedding))
     out.push_back(p);
   auto model = std::string(name_of(t.model));
+  if (t.wire_precision != wire_precision::fp32)
+    fail("train.wire-precision = \"" + std::string(name_of(t.wire_precision))
+         + "\" applies to dense models; model " + model
+         + " moves its rows at fp32 (set train.wire-precision = \"fp32\")");
   if (t.pull_ahead)
     fail("train.pull-ahead does not apply to model " + model
          + " (a step's rows are pulled once its batch is read); set it to false");

@@ -14,6 +14,7 @@
 #include "gpu/device_spec.hpp"
 #include "tensor/core/enum_names.hpp"
 #include "tensor/core/error.hpp"
+#include "tensor/core/wire_precision.hpp"
 #include "tensor/data/catalog.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/optim/optimizer.hpp"
@@ -78,6 +79,9 @@ struct training_settings {
   /// and pushes this one, so its links never idle; every step's values then
   /// miss the worker's own last update (one step staler).
   bool pull_ahead = false;
+  /// How workers' pushes and pulls of dense variables cross the wire (the
+  /// shards keep fp32; the chief's reads are always fp32).
+  troupe::wire_precision wire_precision = troupe::wire_precision::fp32;
   /// Knobs of the built-in models and the layers of model "custom".
   model_options network;
   int64_t last_step = 6000;

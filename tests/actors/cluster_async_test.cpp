@@ -1,5 +1,6 @@
 // Whole clusters in async mode through the library API, message by message
 // on CAF's test_coordinator.
+#include <cmath>
 #include <map>
 
 #include <boost/test/unit_test.hpp>
@@ -110,6 +111,54 @@ BOOST_AUTO_TEST_CASE(stop_at_last_step_reaches_every_actor) {
   BOOST_TEST(result.ps_imbalance > 1.99);
   BOOST_TEST(result.traffic_json().find("\"softmax/biases\":{\"in\":400,") != std::string::npos,
              result.traffic_json());
+}
+
+// train.wire-precision = bf16: every push and pull of a worker crosses at
+// half the bytes (the shard's counters see the packed tensors), whole
+// variables and slices of a split one alike, and training ends where fp32
+// ends up to the rounding; the chief's final read stays fp32.
+BOOST_AUTO_TEST_CASE(bf16_on_the_wire_halves_the_bytes_and_trains_as_fp32) {
+  auto train = [&](wire_precision precision, bool split) {
+    auto settings = small_settings(10);
+    settings.placement = placement_strategy::round_robin;
+    if (split) // the weights in two slices, one per shard
+      settings.partitioners = parse_partition_rules({"softmax/weights fixed_size shards=2"});
+    settings.wire_precision = precision;
+    training_result result;
+    auto run = cooperative_cluster(sys, settings, 2, 1, result);
+    sched.run();
+    BOOST_REQUIRE(result.ok);
+    BOOST_TEST(result.global_step == 10);
+    return result;
+  };
+  for (bool split : {false, true}) {
+    BOOST_TEST_CONTEXT("split " << split) {
+      auto fp32 = train(wire_precision::fp32, split);
+      auto bf16 = train(wire_precision::bf16, split);
+      uint64_t in32 = 0, in16 = 0;
+      for (size_t k = 0; k < 2; ++k) {
+        in32 += fp32.traffic[k].bytes_in;
+        in16 += bf16.traffic[k].bytes_in;
+      }
+      BOOST_TEST(in32 == 10u * (784u * 10u + 10u) * 4u);
+      BOOST_TEST(in16 == in32 / 2);
+      // Out: the worker's pulls halve; the chief's final fp32 read does not.
+      uint64_t out32 = fp32.traffic[0].bytes_out + fp32.traffic[1].bytes_out;
+      uint64_t out16 = bf16.traffic[0].bytes_out + bf16.traffic[1].bytes_out;
+      uint64_t model = (784u * 10u + 10u) * 4u;
+      BOOST_TEST(out32 - model == 2 * (out16 - model));
+      BOOST_REQUIRE(bf16.values.size() == fp32.values.size());
+      float largest = 0;
+      bool same = true;
+      for (size_t v = 0; v < fp32.values.size(); ++v)
+        for (size_t i = 0; i < fp32.values[v].size(); ++i) {
+          largest = std::max(largest, std::fabs(fp32.values[v][i] - bf16.values[v][i]));
+          same = same && fp32.values[v][i] == bf16.values[v][i];
+        }
+      BOOST_TEST(largest < 1e-2f, largest);
+      BOOST_TEST(!same); // rounded on the way: the packing happened
+    }
+  }
 }
 
 // Worker 1 is killed the moment the chief grants it a step, so it dies

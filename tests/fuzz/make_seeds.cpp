@@ -74,9 +74,10 @@ void seed_messages(caf::actor_system& sys, const fs::path& messages) {
   auto small = small_tensor();
   seed(sys, messages, 0, "push",
        caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
-                         std::vector<std::string>{"w"}, std::vector<tensor>{small}));
-  seed(sys, messages, 0, "pull",
-       caf::make_message(pull_atom::value, run_id{7}, std::vector<std::string>{"w", "b"}));
+                         int32_t{0}, std::vector<std::string>{"w"}, std::vector<tensor>{small}));
+  seed(
+    sys, messages, 0, "pull",
+    caf::make_message(pull_atom::value, run_id{7}, std::vector<std::string>{"w", "b"}, int32_t{0}));
   seed(sys, messages, 0, "hello",
        caf::make_message(hello_atom::value, protocol_version, std::string("worker"), int32_t{0}));
   seed(sys, messages, 1, "tensor", small);
@@ -130,7 +131,8 @@ void seed_messages(caf::actor_system& sys, const fs::path& messages) {
                          int32_t{0}, row_keys{{4}, {2}}, tensor({1, 9}, 0.25f)));
   std::vector<caf::strong_actor_ptr> no_stages;
   auto push = caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
-                                std::vector<std::string>{"w"}, std::vector<tensor>{small});
+                                int32_t{0}, std::vector<std::string>{"w"},
+                                std::vector<tensor>{small});
   seed(sys, messages, 26, "gate_direct_push", no_stages, push);
   seed(sys, messages, 27, "gate_routed_push", sys.node(), sys.node(), no_stages, push);
 }

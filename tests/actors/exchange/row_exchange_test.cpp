@@ -30,7 +30,8 @@ struct fake_rows : message_path {
   std::vector<pull_request> pulls;
   std::vector<push_request> pushes;
 
-  void pull(int32_t, uint64_t, const std::vector<std::string>&, pull_done) override {}
+  void pull(int32_t, uint64_t, const std::vector<std::string>&, wire_precision,
+            pull_done) override {}
   void push(int32_t, const push_header&, const std::vector<std::string>&, std::vector<tensor>,
             push_done) override {}
   void fetch(int32_t, uint64_t, const copy_tensor&, pull_done) override {}

@@ -42,7 +42,7 @@ struct bulk_shard {
       v = 17;
       return std::nullopt;
     };
-    endpoint.pull = [this](uint64_t r, const std::vector<std::string>& names,
+    endpoint.pull = [this](uint64_t r, const std::vector<std::string>& names, int32_t,
                            std::vector<std::shared_ptr<const tensor>>& pinned,
                            int64_t& v) -> maybe_failure {
       std::lock_guard<std::mutex> guard{mutex};
@@ -95,7 +95,8 @@ struct fake_messages : message_path {
   };
   std::vector<request> requests;
 
-  void pull(int32_t, uint64_t, const std::vector<std::string>&, pull_done done) override {
+  void pull(int32_t, uint64_t, const std::vector<std::string>&, wire_precision,
+            pull_done done) override {
     requests.push_back({false, {}, std::move(done), {}});
   }
   void push(int32_t, const push_header&, const std::vector<std::string>&,

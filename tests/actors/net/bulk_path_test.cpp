@@ -84,7 +84,7 @@ struct bulk_shard {
 
   pull_reply basp_pull() {
     pull_reply out;
-    chief->request(shard, 10s, pull_atom::value, the_run, names)
+    chief->request(shard, 10s, pull_atom::value, the_run, names, int32_t{0})
       .receive([&](pull_reply& r) { out = std::move(r); },
                [](caf::error& e) { BOOST_FAIL(describe(e)); });
     return out;

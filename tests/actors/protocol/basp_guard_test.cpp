@@ -92,7 +92,8 @@ BOOST_AUTO_TEST_CASE(the_allow_list_is_troupes_types_and_plain_builtins) {
 
 BOOST_AUTO_TEST_CASE(a_troupe_message_passes_the_gate_and_decodes) {
   auto push = caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
-                                std::vector<std::string>{"w"}, std::vector<tensor>{tensor({2})});
+                                int32_t{0}, std::vector<std::string>{"w"},
+                                std::vector<tensor>{tensor({2})});
   auto bytes = payload(push);
   BOOST_TEST(judge(bytes) == "");
   std::vector<char> routed;

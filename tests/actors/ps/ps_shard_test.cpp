@@ -54,27 +54,85 @@ BOOST_FIXTURE_TEST_SUITE(ps_shard_async, deterministic_fixture)
 BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
   auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
   sched.run();
-  auto early = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  auto early = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(!early);
   BOOST_TEST(is(early.error(), errc::not_initialized));
 
   std::vector<tensor> init{tensor({2, 2}, 1.0f), tensor({2}, 0.5f)};
   BOOST_REQUIRE(
     ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w", "b"}, init, shard_options{}));
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"b", "w"});
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"b", "w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->version == 0);
   BOOST_TEST(pulled->values[0].bit_equal(init[1])); // in the order asked
   BOOST_TEST(pulled->values[1].bit_equal(init[0]));
 
   auto version = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                              names{"w"}, std::vector<tensor>{tensor({2, 2}, 1.0f)});
+                              int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2, 2}, 1.0f)});
   BOOST_REQUIRE(version);
   BOOST_TEST(*version == 1);
-  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->values[0][3] == 0.5f); // 1 - 0.5 * 1
   BOOST_TEST(pulled->version == 1);
+}
+
+// train.wire-precision: a bf16 pull answers the values packed two to a
+// float, a bf16 push is widened to the variable's shape before the update,
+// and the shard's traffic counts the bytes that crossed the wire. A packed
+// size that does not fit the variable and an unknown precision are refused,
+// the values untouched.
+BOOST_AUTO_TEST_CASE(pulls_and_pushes_at_a_reduced_wire_precision) {
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(1.0)});
+  sched.run();
+  tensor w({3}, std::vector<float>{1.0f, 1.0f / 3, -2.0f});
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"}, std::vector<tensor>{w},
+                                  shard_options{}));
+  auto bf16 = static_cast<int32_t>(wire_precision::bf16);
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, bf16);
+  BOOST_REQUIRE(pulled);
+  BOOST_REQUIRE(pulled->values[0].size() == 2u); // three bf16 values in two floats
+  std::vector<float> values(3);
+  BOOST_REQUIRE(!unpack(pulled->values[0], wire_precision::bf16, values.data(), 3));
+  BOOST_TEST(values[0] == 1.0f);
+  BOOST_TEST(values[1] == 0.333984375f); // 1/3 rounded to bf16's 8 bits of mantissa
+  BOOST_TEST(values[2] == -2.0f);
+
+  std::vector<float> g{0.5f, 1.0f + 0x1p-8f + 0x1p-12f, 0.25f};
+  tensor packed;
+  pack(g.data(), g.size(), wire_precision::bf16, packed);
+  auto version = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
+                              bf16, names{"w"}, std::vector<tensor>{packed});
+  BOOST_REQUIRE(version);
+  BOOST_TEST(*version == 1);
+  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  BOOST_REQUIRE(pulled);
+  BOOST_TEST(pulled->values[0][0] == 0.5f); // 1 - 0.5
+  // The gradient as bf16 held it (1 + 2^-7), not as it was sent (1.0039...).
+  BOOST_TEST(std::fabs(pulled->values[0][1] - (1.0f / 3 - (1.0f + 0x1p-7f))) < 1e-6);
+  BOOST_TEST(pulled->values[0][2] == -2.25f);
+
+  auto misfit = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, uint64_t{0},
+                             bf16, names{"w"}, std::vector<tensor>{tensor({3}, 1.0f)});
+  BOOST_REQUIRE(!misfit);
+  BOOST_TEST(is(misfit.error(), errc::shape_mismatch));
+  auto unknown = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, uint64_t{0},
+                              int32_t{9}, names{"w"}, std::vector<tensor>{packed});
+  BOOST_REQUIRE(!unknown);
+  BOOST_TEST(is(unknown.error(), errc::invalid_request));
+  auto unknown_pull = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{-1});
+  BOOST_REQUIRE(!unknown_pull);
+  BOOST_TEST(is(unknown_pull.error(), errc::invalid_request));
+  auto after = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  BOOST_TEST(after->version == 1);
+  BOOST_TEST(after->values[0].bit_equal(pulled->values[0]));
+
+  auto stats = ask<shard_traffic>(s, stats_atom::value);
+  BOOST_REQUIRE(stats);
+  // In: the applied bf16 push (8 bytes) and the two refused ones (12 + 8).
+  BOOST_TEST(stats->bytes_in == 8u + 12u + 8u, stats->bytes_in);
+  // Out: a bf16 pull (8 bytes) and two fp32 ones (12 each); refused pulls send nothing.
+  BOOST_TEST(stats->bytes_out == 8u + 2u * 12u, stats->bytes_out);
 }
 
 // A step revoked after its worker was lost, and granted again, whose first
@@ -86,14 +144,14 @@ BOOST_AUTO_TEST_CASE(an_async_step_pushed_twice_is_applied_once) {
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({2}, 0.0f)}, shard_options{}));
   auto push = [&](int32_t worker, int64_t step) {
-    return ask<int64_t>(s, push_atom::value, test_run, worker, step, uint64_t{0}, names{"w"},
-                        std::vector<tensor>{tensor({2}, 1.0f)});
+    return ask<int64_t>(s, push_atom::value, test_run, worker, step, uint64_t{0}, int32_t{0},
+                        names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)});
   };
   BOOST_TEST(*push(0, 0) == 1);
   BOOST_TEST(*push(1, 1) == 2);
   BOOST_TEST(*push(2, 0) == 2); // step 0 again, from the worker it was granted to next
   BOOST_TEST(*push(2, 2) == 3);
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->values[0][0] == -1.5f); // three updates of -0.5, not four
 }
@@ -103,21 +161,22 @@ BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
   sched.run();
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({3}, 2.0f)}, shard_options{}));
-  auto unknown = ask<pull_reply>(s, pull_atom::value, test_run, names{"v"});
+  auto unknown = ask<pull_reply>(s, pull_atom::value, test_run, names{"v"}, int32_t{0});
   BOOST_REQUIRE(!unknown);
   BOOST_TEST(is(unknown.error(), errc::unknown_variable));
   BOOST_TEST(describe(unknown.error()).find("'v'") != std::string::npos);
   BOOST_TEST(describe(unknown.error()).find("ps:3") != std::string::npos);
 
   auto wrong_shape = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0},
-                                  uint64_t{0}, names{"w"}, std::vector<tensor>{tensor({4}, 1.0f)});
+                                  uint64_t{0}, int32_t{0}, names{"w"},
+                                  std::vector<tensor>{tensor({4}, 1.0f)});
   BOOST_REQUIRE(!wrong_shape);
   BOOST_TEST(is(wrong_shape.error(), errc::shape_mismatch));
 
   tensor nan_grad({3}, 1.0f);
   nan_grad[2] = std::nanf("");
   auto nan_push = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                               names{"w"}, std::vector<tensor>{nan_grad});
+                               int32_t{0}, names{"w"}, std::vector<tensor>{nan_grad});
   BOOST_REQUIRE(!nan_push);
   BOOST_TEST(is(nan_push.error(), errc::non_finite_gradient));
 
@@ -126,7 +185,7 @@ BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
   BOOST_REQUIRE(!again);
   BOOST_TEST(is(again.error(), errc::already_initialized));
 
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->version == 0);
   BOOST_TEST(pulled->values[0].bit_equal(tensor({3}, 2.0f)));
@@ -148,20 +207,20 @@ BOOST_AUTO_TEST_CASE(only_its_chief_steers_it_and_only_its_run_reads_it) {
        errc::already_initialized));
   BOOST_TEST(
     is(error_of<shard_traffic>(sched, stranger, s, stats_atom::value), errc::unauthorized));
-  BOOST_TEST(
-    is(error_of<pull_reply>(sched, stranger, s, pull_atom::value, test_run + 1, names{"w"}),
-       errc::unauthorized));
-  BOOST_TEST(
-    is(error_of<int64_t>(sched, stranger, s, push_atom::value, test_run + 1, int32_t{0}, int64_t{0},
-                         uint64_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)}),
-       errc::unauthorized));
+  BOOST_TEST(is(error_of<pull_reply>(sched, stranger, s, pull_atom::value, test_run + 1, names{"w"},
+                                     int32_t{0}),
+                errc::unauthorized));
+  BOOST_TEST(is(error_of<int64_t>(sched, stranger, s, push_atom::value, test_run + 1, int32_t{0},
+                                  int64_t{0}, uint64_t{0}, int32_t{0}, names{"w"},
+                                  std::vector<tensor>{tensor({2}, 1.0f)}),
+                errc::unauthorized));
   stranger->send(s, stop_atom::value);
   stranger->send(s, replicas_atom::value, int32_t{5});
   sched.run();
   auto stats = ask<shard_traffic>(s, stats_atom::value); // still alive, for its chief
   BOOST_REQUIRE(stats);
   BOOST_TEST(stats->updates == 0);
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->values[0].bit_equal(tensor({2}, 1.0f))); // the first init's values
 }
@@ -182,12 +241,12 @@ BOOST_AUTO_TEST_CASE(a_snapshot_copies_variables_and_slots_at_one_version) {
                                   std::vector<tensor>{tensor({2, 3}, 1.0f), tensor({3}, 0.0f)},
                                   shard_options{}));
   auto push = [&](int64_t step) {
-    return ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, step, uint64_t{0},
+    return ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, step, uint64_t{0}, int32_t{0},
                         names{"w", "b"},
                         std::vector<tensor>{tensor({2, 3}, 0.5f), tensor({3}, -1.0f)});
   };
   BOOST_REQUIRE(push(0));
-  auto before = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  auto before = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   auto index = ask<snapshot_index>(s, snapshot_atom::value, test_run, int64_t{1});
   BOOST_REQUIRE(index);
   BOOST_TEST(index->version == 1);
@@ -233,7 +292,8 @@ BOOST_AUTO_TEST_CASE(a_restored_shard_continues_as_the_original_would) {
                                   shard_options{}));
   for (int64_t step = 0; step < 3; ++step)
     BOOST_REQUIRE(ask<int64_t>(original, push_atom::value, test_run, int32_t{0}, step, uint64_t{0},
-                               names{"w", "b"}, grads(0.25f * static_cast<float>(step + 1))));
+                               int32_t{0}, names{"w", "b"},
+                               grads(0.25f * static_cast<float>(step + 1))));
   auto index = ask<snapshot_index>(original, snapshot_atom::value, test_run, int64_t{3});
   BOOST_REQUIRE(index);
   std::vector<tensor> copy;
@@ -258,14 +318,14 @@ BOOST_AUTO_TEST_CASE(a_restored_shard_continues_as_the_original_would) {
   BOOST_TEST(is(bad_shape.error(), errc::shape_mismatch));
   // A step below the restored one counts as applied: a late push of it is not applied.
   BOOST_TEST(*ask<int64_t>(restored, push_atom::value, test_run, int32_t{0}, int64_t{2},
-                           uint64_t{0}, names{"w", "b"}, grads(9.0f))
+                           uint64_t{0}, int32_t{0}, names{"w", "b"}, grads(9.0f))
              == 3);
   for (auto shard : {original, restored})
     BOOST_TEST(*ask<int64_t>(shard, push_atom::value, test_run, int32_t{0}, int64_t{3}, uint64_t{0},
-                             names{"w", "b"}, grads(1.0f))
+                             int32_t{0}, names{"w", "b"}, grads(1.0f))
                == 4);
-  auto a = ask<pull_reply>(original, pull_atom::value, test_run, names{"w", "b"});
-  auto b = ask<pull_reply>(restored, pull_atom::value, test_run, names{"w", "b"});
+  auto a = ask<pull_reply>(original, pull_atom::value, test_run, names{"w", "b"}, int32_t{0});
+  auto b = ask<pull_reply>(restored, pull_atom::value, test_run, names{"w", "b"}, int32_t{0});
   BOOST_TEST(a->values[0].bit_equal(b->values[0]));
   BOOST_TEST(a->values[1].bit_equal(b->values[1]));
 }
@@ -278,17 +338,17 @@ BOOST_AUTO_TEST_CASE(its_chief_reinitialises_it_for_a_new_run) {
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({2}, 1.0f)}, shard_options{}));
   BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                             names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)}));
+                             int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)}));
   shard_options restored;
   restored.first_step = 40;
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run + 1, names{"w"},
                                   std::vector<tensor>{tensor({2}, 7.0f)}, restored));
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run + 1, names{"w"});
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run + 1, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->version == 40);
   BOOST_TEST(pulled->values[0][0] == 7.0f);
   auto old = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, uint64_t{0},
-                          names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)});
+                          int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)});
   BOOST_REQUIRE(!old);
   BOOST_TEST(is(old.error(), errc::unauthorized));
   // The same run again is not a recovery: init stays once per run.
@@ -312,7 +372,7 @@ BOOST_AUTO_TEST_CASE(a_shard_waits_for_a_new_chief_when_its_chief_is_lost) {
   });
   sched.run();
   BOOST_TEST(!sched.has_job());
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled); // alive, and still serving its state
   BOOST_TEST(pulled->values[0][0] == 1.0f);
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run + 5, names{"w"},
@@ -349,7 +409,7 @@ BOOST_AUTO_TEST_CASE(a_push_without_its_grants_proof_is_refused_and_counted) {
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({2}, 1.0f)}, options));
   auto push = [&](int32_t worker, int64_t step, uint64_t proof, float g) {
-    return ask<int64_t>(s, push_atom::value, test_run, worker, step, proof, names{"w"},
+    return ask<int64_t>(s, push_atom::value, test_run, worker, step, proof, int32_t{0}, names{"w"},
                         std::vector<tensor>{tensor({2}, g)});
   };
   auto granted = grant_proof(key, test_run, 0, 0);
@@ -363,7 +423,7 @@ BOOST_AUTO_TEST_CASE(a_push_without_its_grants_proof_is_refused_and_counted) {
   auto real = push(0, 0, granted, 1.0f);
   BOOST_REQUIRE(real);
   BOOST_TEST(*real == 1);
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->values[0][0] == 0.5f); // 1 - 0.5 * 1: none of the forged ones
   auto stats = ask<shard_traffic>(s, stats_atom::value);
@@ -382,31 +442,31 @@ BOOST_FIXTURE_TEST_SUITE(ps_shard_sync, sync_shard_fixture)
 BOOST_AUTO_TEST_CASE(shard_applies_at_the_rth_gradient_and_drops_stale_ones) {
   auto s = start(0.5, tensor({2}, 1.0f));
   auto first = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                            names{"w"}, std::vector<tensor>{tensor({2}, 2.0f)});
+                            int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 2.0f)});
   BOOST_REQUIRE(first);
   BOOST_TEST(*first == 0);
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   BOOST_TEST(pulled->values[0][0] == 1.0f); // not applied yet
   BOOST_TEST(log->empty());
   auto second = ask<int64_t>(s, push_atom::value, test_run, int32_t{1}, int64_t{0}, uint64_t{0},
-                             names{"w"}, std::vector<tensor>{tensor({2}, 4.0f)});
+                             int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 4.0f)});
   BOOST_REQUIRE(second);
   BOOST_TEST(*second == 1);
-  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   BOOST_TEST(pulled->values[0][0] == 1.0f - 0.5f * 3.0f); // the mean, applied once
   BOOST_REQUIRE(log->size() == 1u);
   BOOST_TEST(log->at(0).step == 1);
   auto late = ask<int64_t>(s, push_atom::value, test_run, int32_t{2}, int64_t{0}, uint64_t{0},
-                           names{"w"}, std::vector<tensor>{tensor({2}, 100.0f)});
+                           int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 100.0f)});
   BOOST_REQUIRE(!late);
   BOOST_TEST(is(late.error(), errc::stale_gradient));
   BOOST_TEST(describe(late.error()).find("worker:2") != std::string::npos);
-  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"});
+  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
   BOOST_TEST(pulled->values[0][0] == -0.5f); // unchanged by the stale gradient
   BOOST_TEST(log->size() == 1u);
   // A push at or past last_step is refused: nothing runs after the end.
   auto past = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{10}, uint64_t{0},
-                           names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)});
+                           int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)});
   BOOST_REQUIRE(!past);
   BOOST_TEST(is(past.error(), errc::training_stopped));
 }
@@ -418,8 +478,8 @@ BOOST_AUTO_TEST_CASE(a_sync_snapshot_waits_for_its_update) {
   auto waiting = self->request(s, caf::infinite, snapshot_atom::value, test_run, int64_t{5});
   sched.run();
   auto push = [&](int32_t worker, int64_t step) {
-    return ask<int64_t>(s, push_atom::value, test_run, worker, step, uint64_t{0}, names{"w"},
-                        std::vector<tensor>{tensor({2}, 2.0f)});
+    return ask<int64_t>(s, push_atom::value, test_run, worker, step, uint64_t{0}, int32_t{0},
+                        names{"w"}, std::vector<tensor>{tensor({2}, 2.0f)});
   };
   BOOST_TEST(is(push(0, 3).error(), errc::stale_gradient)); // before the restored step
   BOOST_TEST(*push(0, 4) == 4);
@@ -441,7 +501,7 @@ BOOST_AUTO_TEST_CASE(a_sync_snapshot_waits_for_its_update) {
 BOOST_AUTO_TEST_CASE(shrinking_r_applies_a_step_a_lost_worker_blocked) {
   auto s = start(1.0, tensor({1}, 0.0f));
   BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                             names{"w"}, std::vector<tensor>{tensor({1}, 1.0f)}));
+                             int32_t{0}, names{"w"}, std::vector<tensor>{tensor({1}, 1.0f)}));
   BOOST_TEST(log->empty());                        // waiting for a second worker that is gone
   self->send(s, replicas_atom::value, int32_t{1}); // from its chief: the fixture
   sched.run();

@@ -38,7 +38,8 @@ struct fake_messages : message_path {
   std::vector<request> requests;
   float value = 1.0f; // what every pulled float is
 
-  void pull(int32_t shard, uint64_t, const std::vector<std::string>&, pull_done done) override {
+  void pull(int32_t shard, uint64_t, const std::vector<std::string>&, wire_precision,
+            pull_done done) override {
     requests.push_back({shard, false, -1, std::move(done), {}});
   }
   void push(int32_t shard, const push_header& h, const std::vector<std::string>&,

@@ -111,13 +111,19 @@ BOOST_AUTO_TEST_CASE(a_good_file_loads) {
   BOOST_TEST((out.setup.job == job_kind::worker));
 }
 
-BOOST_AUTO_TEST_CASE(ssp_and_a_fixed_size_table_load_from_the_file) {
+BOOST_AUTO_TEST_CASE(ssp_wire_precision_and_a_fixed_size_table_load_from_the_file) {
   auto out = load(base() + "mode = \"ssp\"\nstaleness = 0\n", worker0);
   BOOST_REQUIRE(out.errors.empty());
   BOOST_TEST((out.setup.train.mode == update_mode::ssp));
   BOOST_TEST(out.setup.train.staleness == 0);
   out = load(base() + "mode = \"ssp\"\nstaleness = -2\n", worker0);
   BOOST_TEST(!out.errors.empty());
+  out = load(base() + "wire-precision = \"bf16\"\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST((out.setup.train.wire_precision == wire_precision::bf16));
+  out = load(base() + "wire-precision = \"fp8\"\n", worker0);
+  BOOST_REQUIRE(!out.errors.empty());
+  BOOST_TEST(out.errors[0].find("train.wire-precision") != std::string::npos, out.errors[0]);
   out = load(base()
                + "[embedding]\nkind = \"fixed\"\nvocabulary = [5, 7]\n"
                  "id-mapping = \"hash\"\npartition = \"div\"\n",

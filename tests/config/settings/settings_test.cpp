@@ -79,6 +79,18 @@ BOOST_AUTO_TEST_CASE(ssp_needs_a_staleness_in_range) {
   BOOST_TEST(problems(t).empty());
 }
 
+BOOST_AUTO_TEST_CASE(wire_precision_is_one_of_three_and_dense_only) {
+  training_settings t;
+  t.wire_precision = wire_precision::bf16;
+  BOOST_TEST(problems(t).empty());
+  t.wire_precision = static_cast<wire_precision>(5); // the library API's cast
+  BOOST_TEST(names(problems(t), "train.wire-precision must be one of fp32, bf16, fp16"));
+  t.wire_precision = wire_precision::fp16;
+  t.model = model_kind::fm;
+  BOOST_TEST(names(problems(t), "train.wire-precision = \"fp16\" applies to dense models; "
+                                "model fm moves its rows at fp32"));
+}
+
 BOOST_AUTO_TEST_CASE(a_fixed_size_table_needs_its_vocabulary_and_no_admission_or_eviction) {
   training_settings t;
   t.model = model_kind::fm;
