@@ -95,6 +95,7 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   config.clip_norm = settings.clip_norm;
   config.pull_ahead = settings.pull_ahead;
   config.wire_precision = settings.wire_precision;
+  config.push_topk = settings.push_topk;
   config.max_norm = settings.embedding.max_norm;
   config.recovery_timeout = runtime.recovery_timeout;
   // Each worker draws its own dropout masks.

@@ -34,7 +34,7 @@ public:
             std::vector<tensor> gradients, push_done done) override {
     self_
       ->request(shards_.at(static_cast<size_t>(shard)), timeout_, push_atom::value, h.run, h.worker,
-                h.step, h.proof, static_cast<int32_t>(h.precision), names, std::move(gradients))
+                h.step, h.proof, push_wire_code(h), names, std::move(gradients))
       .then([done](int64_t) { done(std::nullopt, std::nullopt); },
             [done](caf::error& err) {
               auto refused = refusal_of(err);

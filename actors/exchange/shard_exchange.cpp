@@ -117,7 +117,7 @@ void shard_exchange::start_bulk(exchange_kind kind, const push_header& header, b
     auto& part = parts_[b.index];
     if (pushes(kind))
       b.link->start_push(header.run, header.worker, header.step, header.proof, *part.names,
-                         part.gradients, header.precision);
+                         part.gradients, push_wire_code(header));
     else if (kind == exchange_kind::fetch)
       b.link->start_fetch(header.run, part.copy.ticket, part.copy.index, std::move(part.storage));
     else

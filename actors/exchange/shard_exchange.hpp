@@ -49,7 +49,13 @@ struct push_header {
   int64_t step = 0;
   uint64_t proof = 0;
   wire_precision precision = wire_precision::fp32;
+  bool topk = false; ///< a push's gradients are top-k pairs (train.push-topk)
 };
+
+/// The wire code a push names for its gradients' form.
+inline int32_t push_wire_code(const push_header& h) {
+  return h.topk ? topk_wire_code : static_cast<int32_t>(h.precision);
+}
 
 /// One shard's part of an exchange.
 struct exchange_part {

@@ -60,9 +60,9 @@ void bulk_link::start_fetch(uint64_t run, uint64_t ticket, int32_t index,
 
 void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
                            const std::vector<std::string>& names,
-                           const std::vector<tensor>& gradients, wire_precision precision) {
+                           const std::vector<tensor>& gradients, int32_t wire_code) {
   meta_writer meta{&gradients};
-  meta.u64(run).i32(worker).i64(step).u64(proof).i32(static_cast<int32_t>(precision)).names(names);
+  meta.u64(run).i32(worker).i64(step).u64(proof).i32(wire_code).names(names);
   begin(frame_kind::push_reply, frame_writer{frame_kind::push, ++request_, meta, &gradients});
 }
 

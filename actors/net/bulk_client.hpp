@@ -35,11 +35,12 @@ public:
                   wire_precision precision = wire_precision::fp32);
   /// Tensor `index` of the checkpoint copy `ticket` names, read into `storage`.
   void start_fetch(uint64_t run, uint64_t ticket, int32_t index, std::vector<tensor> storage);
-  /// A push of a granted step with its grant's proof, its gradients packed
-  /// at `precision`; `gradients` must live until the exchange completes.
+  /// A push of a granted step with its grant's proof, its gradients in the
+  /// form `wire_code` names (a wire_precision's, or topk_wire_code);
+  /// `gradients` must live until the exchange completes.
   void start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
                   const std::vector<std::string>& names, const std::vector<tensor>& gradients,
-                  wire_precision precision = wire_precision::fp32);
+                  int32_t wire_code = 0);
 
   /// After complete_all: the shard's refusal (its code and message), or a
   /// transport failure, which also marks the link broken.

@@ -147,11 +147,10 @@ maybe_failure variable_store::pin(uint64_t run, const std::vector<std::string>& 
 maybe_failure variable_store::widen_gradients(const std::vector<std::string>& names,
                                               int32_t precision, const std::vector<tensor>& packed,
                                               std::vector<tensor>& out) const {
-  auto wire = wire_precision_of(precision);
-  if (!wire)
+  if (precision != topk_wire_code && !wire_precision_of(precision))
     return failure{errc::invalid_request, owner_ + " refused a push at wire precision "
                                             + std::to_string(precision) + " (it knows "
-                                            + name_list<wire_precision>() + ")"};
+                                            + name_list<wire_precision>() + " and top-k pairs)"};
   if (names.size() != packed.size())
     return failure{errc::invalid_request, std::to_string(names.size()) + " names but "
                                             + std::to_string(packed.size()) + " gradients"};
@@ -162,7 +161,7 @@ maybe_failure variable_store::widen_gradients(const std::vector<std::string>& na
   out.resize(packed.size());
   for (size_t i = 0; i < packed.size(); ++i) {
     out[i].resize((*found[i])->shape());
-    if (auto err = unpack(packed[i], *wire, out[i].data(), out[i].size()))
+    if (auto err = unpack_wire(packed[i], precision, out[i].data(), out[i].size()))
       return failure{err->code,
                      "gradient of '" + names[i] + "' on " + owner_ + ": " + err->message};
   }

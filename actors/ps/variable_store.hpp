@@ -68,7 +68,8 @@ public:
   maybe_failure pin(uint64_t run, const std::vector<std::string>& names,
                     std::vector<std::shared_ptr<const tensor>>& out, int64_t& version,
                     int32_t precision = 0) const;
-  /// Gradients a push packed at `precision` (as its message named it),
+  /// Gradients a push packed at `precision` (as its message named it: a
+  /// wire_precision, or topk_wire_code for top-k pairs),
   /// widened into `out` (its tensors' storage reused) with their variables'
   /// shapes; refused for an unknown precision or variable, or a packed size
   /// that does not fit. fp32 gradients are the caller's to use as they are.

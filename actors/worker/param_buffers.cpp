@@ -3,10 +3,12 @@
 namespace troupe {
 
 void param_buffers::reset(const slice_router& router, host_staging* staging, size_t variables,
-                          wire_precision precision) {
+                          wire_precision precision, double push_topk) {
   router_ = &router;
   staging_ = staging;
   precision_ = precision;
+  topk_ = push_topk;
+  residual_.clear();
   params_.resize(variables);
   grads_.resize(variables);
   packed_spare_.clear();
@@ -18,7 +20,7 @@ bool param_buffers::whole(size_t slice) const {
 
 std::vector<tensor> param_buffers::lend(const slice_router::shard_part& part) {
   std::vector<tensor> out(part.slices.size());
-  if (!staging_ && !packed()) // packed values land in the exchange's own storage
+  if (!staging_ && !packs_pulls()) // packed values land in the exchange's own storage
     for (size_t k = 0; k < part.slices.size(); ++k)
       if (whole(part.slices[k]))
         out[k] = std::move(params_[router_->variable_of(part.slices[k])]);
@@ -27,7 +29,7 @@ std::vector<tensor> param_buffers::lend(const slice_router::shard_part& part) {
 
 maybe_failure param_buffers::take(const slice_router::shard_part& part,
                                   std::vector<tensor>& values) {
-  if (packed()) // widened in place: `values` stays, packed, for the next pull
+  if (packs_pulls()) // widened in place: `values` stays, packed, for the next pull
     return widen(part, values);
   try {
     if (staging_)
@@ -42,7 +44,7 @@ maybe_failure param_buffers::take(const slice_router::shard_part& part,
 
 maybe_failure param_buffers::take_ahead(const slice_router::shard_part& part,
                                         std::vector<tensor>& values) {
-  if (staging_ || packed()) // copied or widened: `values` stays as it is
+  if (staging_ || packs_pulls()) // copied or widened: `values` stays as it is
     return take(part, values);
   std::vector<tensor> previous(values.size());
   for (size_t k = 0; k < values.size() && k < part.slices.size(); ++k)
@@ -57,14 +59,14 @@ maybe_failure param_buffers::take_ahead(const slice_router::shard_part& part,
 }
 
 std::vector<tensor> param_buffers::cut(const slice_router::shard_part& part) {
-  if (packed())
+  if (packs_pushes())
     return pack_push(part);
   return staging_ ? router_->cut(part, staging_->grads) : router_->cut(part, grads_);
 }
 
 void param_buffers::give_back(const slice_router::shard_part& part, std::vector<tensor>& sent,
                               bool aside) {
-  if (packed()) { // packed storage: the gradients never left
+  if (packs_pushes()) { // packed storage: the gradients never left
     if (packed_spare_.size() <= static_cast<size_t>(part.shard))
       packed_spare_.resize(static_cast<size_t>(part.shard) + 1);
     packed_spare_[static_cast<size_t>(part.shard)] = std::move(sent);
@@ -137,8 +139,14 @@ std::vector<tensor> param_buffers::pack_push(const slice_router::shard_part& par
   std::vector<tensor> out = std::move(packed_spare_[shard]);
   out.resize(floats.size());
   for (size_t k = 0; k < floats.size(); ++k) {
-    troupe::pack(floats[k].data(), floats[k].size(), precision_, out[k]);
     auto i = part.slices[k];
+    if (sparsifies()) {
+      if (residual_.size() <= i)
+        residual_.resize(router_->plan().size());
+      pack_topk(floats[k].data(), floats[k].size(), topk_, residual_[i], out[k]);
+    } else {
+      troupe::pack(floats[k].data(), floats[k].size(), precision_, out[k]);
+    }
     if (!staging_ && whole(i))
       grads_[router_->variable_of(i)] = std::move(floats[k]);
   }

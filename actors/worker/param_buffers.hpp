@@ -8,7 +8,10 @@
 // At a reduced wire precision (train.wire-precision) a push is packed from
 // the gradients (which stay where they are) into storage that returns after
 // the push, and a pull is widened from its packed values into the
-// parameters; the packed storage travels the same way.
+// parameters; the packed storage travels the same way. With
+// train.push-topk a push carries each slice's largest magnitudes, and what
+// it leaves out waits in that slice's residual for the next push (dropped
+// with a new plan).
 #include <cstddef>
 #include <vector>
 
@@ -24,8 +27,10 @@ public:
   /// A new plan: `router` (which must outlive its use here) and the model's
   /// staging (null: the buffers are these host tensors).
   void reset(const slice_router& router, host_staging* staging, size_t variables,
-             wire_precision precision = wire_precision::fp32);
+             wire_precision precision = wire_precision::fp32, double push_topk = 0);
   wire_precision precision() const noexcept { return precision_; }
+  /// Pushes carry top-k pairs (train.push-topk).
+  bool sparsifies() const noexcept { return topk_ > 0; }
 
   host_staging* staging() const noexcept { return staging_; }
   std::vector<tensor>& params() noexcept { return params_; }
@@ -52,7 +57,8 @@ public:
 
 private:
   bool whole(size_t slice) const;
-  bool packed() const noexcept { return precision_ != wire_precision::fp32; }
+  bool packs_pulls() const noexcept { return precision_ != wire_precision::fp32; }
+  bool packs_pushes() const noexcept { return packs_pulls() || sparsifies(); }
   maybe_failure widen(const slice_router::shard_part& part, const std::vector<tensor>& values);
   std::vector<tensor> pack_push(const slice_router::shard_part& part);
 
@@ -62,6 +68,8 @@ private:
   std::vector<tensor> grads_;
   std::vector<tensor> spare_grads_;
   wire_precision precision_ = wire_precision::fp32;
+  double topk_ = 0;
+  std::vector<std::vector<float>> residual_;      // per plan slice: what top-k pushes left out
   std::vector<std::vector<tensor>> packed_spare_; // per shard: a packed push's storage, back
   std::vector<tensor> widened_;                   // a packed pull's slices, for staging or gather
 };

@@ -42,6 +42,7 @@ std::vector<exchange_part> step_pipeline::parts(bool with_gradients) {
 
 push_header step_pipeline::stamped(push_header header) const {
   header.precision = buffers_.precision();
+  header.topk = buffers_.sparsifies();
   return header;
 }
 

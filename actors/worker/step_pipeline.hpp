@@ -62,7 +62,7 @@ private:
   void start_job(const push_header& step, const step_report& report, bool with_pushes);
   void collect(std::function<void()> then);
   std::vector<exchange_part> parts(bool with_gradients);
-  /// `header` with the worker's wire precision.
+  /// `header` with the worker's wire precision and push form.
   push_header stamped(push_header header) const;
   /// A push's outcome into `report`; false once recovery started.
   bool settle_push(int32_t shard, const part_outcome& outcome, step_report& report);

@@ -49,7 +49,8 @@ struct worker_config {
   bool pull_ahead = false;   ///< train.pull-ahead: push s, then pull s+2, while s+1 computes
   /// train.wire-precision: how its pushes and pulls of dense variables travel
   troupe::wire_precision wire_precision = troupe::wire_precision::fp32;
-  double max_norm = 0; ///< embedding.max-norm: looked-up rows clipped to it (0: off)
+  double push_topk = 0; ///< train.push-topk: > 0, the fraction of each gradient a push sends
+  double max_norm = 0;  ///< embedding.max-norm: looked-up rows clipped to it (0: off)
   /// How long to wait for a lost shard or chief to come back (used only when
   /// the links can reconnect).
   std::chrono::milliseconds recovery_timeout{120000};

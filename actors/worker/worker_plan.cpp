@@ -80,7 +80,8 @@ void on_plan(self_ptr self, training_plan& plan) {
   st.recovery.over();
   if (!seek_data(self, plan))
     return;
-  st.buffers.reset(*st.router, st.links.net->staging(), vars.size(), st.config.wire_precision);
+  st.buffers.reset(*st.router, st.links.net->staging(), vars.size(), st.config.wire_precision,
+                   st.config.push_topk);
   st.pipeline->reset(*st.router);
   if (!plan_rows(self, plan))
     return;

@@ -88,6 +88,9 @@ node_config::node_config()
     .add(wire_precision, "wire-precision",
          "fp32, bf16 or fp16: how workers' pushed gradients and pulled values cross the wire "
          "(the shards keep fp32; bf16 and fp16 halve the bytes)")
+    .add(train.push_topk, "push-topk",
+         "if > 0: workers push only this fraction of each gradient, its largest magnitudes, "
+         "and add the rest to their next push (error feedback); 0: off")
     .add(train.pull_ahead, "pull-ahead",
          "async: each worker pulls the next step's values while it computes and pushes this "
          "one (one step staler, links kept busy)")

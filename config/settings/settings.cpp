@@ -100,6 +100,9 @@ void check_update_rule(const training_settings& t, std::vector<failure>& out) {
            "slowest in ssp mode)");
   if (!wire_precision_of(static_cast<int32_t>(t.wire_precision)))
     fail("train.wire-precision must be one of " + name_list<wire_precision>());
+  if (!(t.push_topk >= 0 && t.push_topk <= 1))
+    fail("train.push-topk must be 0 (off) or the fraction of each gradient a push sends, in "
+         "(0, 1]");
   if (t.pull_ahead && t.mode == update_mode::sync)
     fail("train.pull-ahead works in async mode only (a sync step must start from the update "
          "before it); set train.pull-ahead = false, or train.mode = \"async\"");
@@ -183,6 +186,9 @@ void check_embeddings(const training_settings& t, const cluster_shape& shape,
   for (auto& p : embedding_problems(t.embedding))
     out.push_back(p);
   auto model = std::string(name_of(t.model));
+  if (t.push_topk > 0)
+    fail("train.push-topk applies to dense models; model " + model
+         + " pushes its rows whole (set train.push-topk = 0)");
   if (t.wire_precision != wire_precision::fp32)
     fail("train.wire-precision = \"" + std::string(name_of(t.wire_precision))
          + "\" applies to dense models; model " + model

@@ -82,6 +82,9 @@ struct training_settings {
   /// How workers' pushes and pulls of dense variables cross the wire (the
   /// shards keep fp32; the chief's reads are always fp32).
   troupe::wire_precision wire_precision = troupe::wire_precision::fp32;
+  /// If > 0, workers push only this fraction of each gradient (its largest
+  /// magnitudes), keeping the rest for their next push (error feedback).
+  double push_topk = 0;
   /// Knobs of the built-in models and the layers of model "custom".
   model_options network;
   int64_t last_step = 6000;

@@ -161,6 +161,38 @@ BOOST_AUTO_TEST_CASE(bf16_on_the_wire_halves_the_bytes_and_trains_as_fp32) {
   }
 }
 
+// train.push-topk: each push carries that fraction of each variable's
+// values as (index, value) pairs, 8 bytes each, the rest kept for the next
+// push. At 1.0 every value travels exactly: the run ends bit-equal to
+// fp32's, which checks the pairs' whole path. At 0.1 a push is 0.2 x the
+// fp32 bytes. Pulls stay fp32.
+BOOST_AUTO_TEST_CASE(topk_pushes_send_a_fraction_and_keep_the_rest) {
+  auto train = [&](double topk) {
+    auto settings = small_settings(10);
+    settings.placement = placement_strategy::round_robin;
+    settings.push_topk = topk;
+    training_result result;
+    auto run = cooperative_cluster(sys, settings, 2, 1, result);
+    sched.run();
+    BOOST_REQUIRE(result.ok);
+    BOOST_TEST(result.global_step == 10);
+    BOOST_REQUIRE(result.traffic.size() == 2u);
+    return result;
+  };
+  auto dense = train(0);
+  auto all = train(1.0);
+  BOOST_TEST(all.traffic[0].bytes_in == 2 * dense.traffic[0].bytes_in); // index + value
+  BOOST_TEST(all.traffic[0].bytes_out == dense.traffic[0].bytes_out);
+  for (size_t v = 0; v < dense.values.size(); ++v)
+    BOOST_TEST(all.values[v].bit_equal(dense.values[v]));
+  auto tenth = train(0.1);
+  BOOST_TEST(tenth.traffic[0].bytes_in == 10u * 784u * 8u); // k = 784 of 7840 weights
+  BOOST_TEST(tenth.traffic[1].bytes_in == 10u * 1u * 8u);   // k = 1 of 10 biases
+  BOOST_TEST(tenth.traffic[0].bytes_out == dense.traffic[0].bytes_out);
+  BOOST_TEST(tenth.values[0].all_finite());
+  BOOST_TEST(!tenth.values[0].bit_equal(dense.values[0]));
+}
+
 // Worker 1 is killed the moment the chief grants it a step, so it dies
 // holding that grant: the step goes back and is granted to worker 0, and the
 // run still counts exactly last_step updates.

@@ -127,12 +127,27 @@ BOOST_AUTO_TEST_CASE(pulls_and_pushes_at_a_reduced_wire_precision) {
   BOOST_TEST(after->version == 1);
   BOOST_TEST(after->values[0].bit_equal(pulled->values[0]));
 
+  // Top-k pairs (train.push-topk): index 2 only, 0.5; the other values stay.
+  std::vector<float> sparse{0.0f, 0.0f, 0.5f};
+  std::vector<float> residual;
+  tensor pairs;
+  pack_topk(sparse.data(), 3, 0.2, residual, pairs);
+  BOOST_REQUIRE(pairs.size() == 2u);
+  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, uint64_t{0},
+                             topk_wire_code, names{"w"}, std::vector<tensor>{pairs}));
+  auto topk = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  BOOST_TEST(topk->values[0][0] == after->values[0][0]);
+  BOOST_TEST(topk->values[0][1] == after->values[0][1]);
+  BOOST_TEST(topk->values[0][2] == -2.75f); // -2.25 - 0.5
+  auto topk_pull = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, topk_wire_code);
+  BOOST_TEST(is(topk_pull.error(), errc::invalid_request)); // pulls have no top-k form
+
   auto stats = ask<shard_traffic>(s, stats_atom::value);
   BOOST_REQUIRE(stats);
-  // In: the applied bf16 push (8 bytes) and the two refused ones (12 + 8).
-  BOOST_TEST(stats->bytes_in == 8u + 12u + 8u, stats->bytes_in);
-  // Out: a bf16 pull (8 bytes) and two fp32 ones (12 each); refused pulls send nothing.
-  BOOST_TEST(stats->bytes_out == 8u + 2u * 12u, stats->bytes_out);
+  // In: the applied bf16 push (8 bytes), the two refused ones (12 + 8) and the top-k one (8).
+  BOOST_TEST(stats->bytes_in == 8u + 12u + 8u + 8u, stats->bytes_in);
+  // Out: a bf16 pull (8 bytes) and three fp32 ones (12 each); refused pulls send nothing.
+  BOOST_TEST(stats->bytes_out == 8u + 3u * 12u, stats->bytes_out);
 }
 
 // A step revoked after its worker was lost, and granted again, whose first

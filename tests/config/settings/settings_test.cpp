@@ -1,6 +1,7 @@
 // The one validation of the settings, as the library API meets it: every
 // problem named by its key, all of them at once; what the settings derive.
 #include <algorithm>
+#include <cmath>
 
 #include <boost/test/unit_test.hpp>
 
@@ -79,14 +80,23 @@ BOOST_AUTO_TEST_CASE(ssp_needs_a_staleness_in_range) {
   BOOST_TEST(problems(t).empty());
 }
 
-BOOST_AUTO_TEST_CASE(wire_precision_is_one_of_three_and_dense_only) {
+BOOST_AUTO_TEST_CASE(wire_precision_and_push_topk_are_checked_and_dense_only) {
   training_settings t;
   t.wire_precision = wire_precision::bf16;
   BOOST_TEST(problems(t).empty());
   t.wire_precision = static_cast<wire_precision>(5); // the library API's cast
   BOOST_TEST(names(problems(t), "train.wire-precision must be one of fp32, bf16, fp16"));
-  t.wire_precision = wire_precision::fp16;
+  t.wire_precision = wire_precision::fp32;
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    t.push_topk = bad;
+    BOOST_TEST(names(problems(t), "train.push-topk must be 0 (off) or the fraction"));
+  }
+  t.push_topk = 0.01;
+  BOOST_TEST(problems(t).empty());
   t.model = model_kind::fm;
+  BOOST_TEST(names(problems(t), "train.push-topk applies to dense models"));
+  t.push_topk = 0;
+  t.wire_precision = wire_precision::fp16;
   BOOST_TEST(names(problems(t), "train.wire-precision = \"fp16\" applies to dense models; "
                                 "model fm moves its rows at fp32"));
 }

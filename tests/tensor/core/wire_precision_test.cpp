@@ -125,4 +125,55 @@ BOOST_AUTO_TEST_CASE(a_packed_size_that_does_not_fit_is_refused) {
   BOOST_TEST(!unpack(packed, wire_precision::bf16, out.data(), 9)); // 9 values take 5 floats too
 }
 
+// Top-k with error feedback, by hand: k = ceil(0.4 * 5) = 2 of
+// [0.1, -3, 0.2, 2, -0.5] are indices 1 and 3; the rest waits in the
+// residual. The next push of [0.1, 0, 0.2, 0, -0.1] adds it: 0.2, 0.4 and
+// -0.6 at 0, 2 and 4 (the two largest: 4 and 2, sent in index order).
+BOOST_AUTO_TEST_CASE(topk_sends_the_largest_and_carries_the_rest) {
+  BOOST_TEST(topk_count(5, 0.4) == 2u);
+  BOOST_TEST(topk_count(5, 0.01) == 1u);
+  BOOST_TEST(topk_count(5, 1.0) == 5u);
+  BOOST_TEST(topk_count(0, 0.5) == 0u);
+  std::vector<float> residual;
+  tensor packed;
+  std::vector<float> first{0.1f, -3.0f, 0.2f, 2.0f, -0.5f};
+  pack_topk(first.data(), 5, 0.4, residual, packed);
+  BOOST_REQUIRE(packed.size() == 4u);
+  std::vector<float> out(5, 9.0f);
+  BOOST_REQUIRE(!unpack_topk(packed, out.data(), 5));
+  BOOST_TEST(out == (std::vector<float>{0, -3.0f, 0, 2.0f, 0}), boost::test_tools::per_element());
+  BOOST_TEST(residual == (std::vector<float>{0.1f, 0, 0.2f, 0, -0.5f}),
+             boost::test_tools::per_element());
+  std::vector<float> second{0.1f, 0.0f, 0.2f, 0.0f, -0.1f};
+  pack_topk(second.data(), 5, 0.4, residual, packed);
+  BOOST_REQUIRE(!unpack_wire(packed, topk_wire_code, out.data(), 5));
+  BOOST_TEST(out == (std::vector<float>{0, 0, 0.4f, 0, -0.6f}), boost::test_tools::per_element());
+  BOOST_TEST(residual == (std::vector<float>{0.2f, 0, 0, 0, 0}), boost::test_tools::per_element());
+}
+
+// A peer's top-k tensor is checked before anything is written.
+BOOST_AUTO_TEST_CASE(hostile_topk_pairs_are_refused) {
+  auto pairs = [](std::vector<uint32_t> indices) {
+    tensor t({static_cast<int64_t>(2 * indices.size())});
+    for (size_t j = 0; j < indices.size(); ++j) {
+      std::memcpy(t.data() + 2 * j, &indices[j], sizeof(uint32_t));
+      t[2 * j + 1] = 1.0f;
+    }
+    return t;
+  };
+  std::vector<float> out(4, 7.0f);
+  BOOST_TEST(!unpack_topk(pairs({0, 3}), out.data(), 4));
+  out.assign(4, 7.0f);
+  for (auto& bad :
+       {pairs({1, 1}), pairs({2, 1}), pairs({4}), pairs({0, 1, 2, 3, 3}), tensor({3})}) {
+    auto err = unpack_topk(bad, out.data(), 4);
+    BOOST_REQUIRE(err);
+    BOOST_TEST((err->code == errc::shape_mismatch));
+    BOOST_TEST(out[0] == 7.0f); // nothing written
+  }
+  auto unknown = unpack_wire(pairs({0}), 4, out.data(), 4);
+  BOOST_REQUIRE(unknown);
+  BOOST_TEST((unknown->code == errc::invalid_request));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
