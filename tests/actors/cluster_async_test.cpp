@@ -116,14 +116,16 @@ BOOST_AUTO_TEST_CASE(stop_at_last_step_reaches_every_actor) {
 // train.wire-precision = bf16: every push and pull of a worker crosses at
 // half the bytes (the shard's counters see the packed tensors), whole
 // variables and slices of a split one alike, and training ends where fp32
-// ends up to the rounding; the chief's final read stays fp32.
+// ends up to the rounding, with pull-ahead too; the chief's final read
+// stays fp32.
 BOOST_AUTO_TEST_CASE(bf16_on_the_wire_halves_the_bytes_and_trains_as_fp32) {
-  auto train = [&](wire_precision precision, bool split) {
+  auto train = [&](wire_precision precision, bool split, bool ahead) {
     auto settings = small_settings(10);
     settings.placement = placement_strategy::round_robin;
     if (split) // the weights in two slices, one per shard
       settings.partitioners = parse_partition_rules({"softmax/weights fixed_size shards=2"});
     settings.wire_precision = precision;
+    settings.pull_ahead = ahead;
     training_result result;
     auto run = cooperative_cluster(sys, settings, 2, 1, result);
     sched.run();
@@ -131,10 +133,12 @@ BOOST_AUTO_TEST_CASE(bf16_on_the_wire_halves_the_bytes_and_trains_as_fp32) {
     BOOST_TEST(result.global_step == 10);
     return result;
   };
-  for (bool split : {false, true}) {
-    BOOST_TEST_CONTEXT("split " << split) {
-      auto fp32 = train(wire_precision::fp32, split);
-      auto bf16 = train(wire_precision::bf16, split);
+  // (split, pull-ahead); not a structured binding: clang refuses capturing one.
+  for (auto variant : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
+    const bool split = variant.first, ahead = variant.second;
+    BOOST_TEST_CONTEXT("split " << split << ", pull-ahead " << ahead) {
+      auto fp32 = train(wire_precision::fp32, split, ahead);
+      auto bf16 = train(wire_precision::bf16, split, ahead);
       uint64_t in32 = 0, in16 = 0;
       for (size_t k = 0; k < 2; ++k) {
         in32 += fp32.traffic[k].bytes_in;
