@@ -13,6 +13,30 @@
 using namespace troupe;
 using namespace troupe::testing;
 
+namespace {
+
+// Ten steps, round robin: the weights whole on ps:0, the biases on ps:1.
+training_settings ten_steps_round_robin() {
+  auto settings = small_settings(10);
+  settings.placement = placement_strategy::round_robin;
+  return settings;
+}
+
+// One worker and two shards run to the end; the run must succeed.
+training_result one_worker_two_shards(caf::actor_system& sys,
+                                      caf::scheduler::test_coordinator& sched,
+                                      const training_settings& settings) {
+  training_result result;
+  auto run = cooperative_cluster(sys, settings, 2, 1, result);
+  sched.run();
+  BOOST_REQUIRE(result.ok);
+  BOOST_TEST(result.global_step == settings.last_step);
+  BOOST_REQUIRE(result.traffic.size() == 2u);
+  return result;
+}
+
+} // namespace
+
 BOOST_FIXTURE_TEST_SUITE(cluster_async, deterministic_fixture)
 
 // Two workers ask "ready?" before the shards have even seen the chief's init:
@@ -120,18 +144,12 @@ BOOST_AUTO_TEST_CASE(stop_at_last_step_reaches_every_actor) {
 // stays fp32.
 BOOST_AUTO_TEST_CASE(bf16_on_the_wire_halves_the_bytes_and_trains_as_fp32) {
   auto train = [&](wire_precision precision, bool split, bool ahead) {
-    auto settings = small_settings(10);
-    settings.placement = placement_strategy::round_robin;
+    auto settings = ten_steps_round_robin();
     if (split) // the weights in two slices, one per shard
       settings.partitioners = parse_partition_rules({"softmax/weights fixed_size shards=2"});
     settings.wire_precision = precision;
     settings.pull_ahead = ahead;
-    training_result result;
-    auto run = cooperative_cluster(sys, settings, 2, 1, result);
-    sched.run();
-    BOOST_REQUIRE(result.ok);
-    BOOST_TEST(result.global_step == 10);
-    return result;
+    return one_worker_two_shards(sys, sched, settings);
   };
   // (split, pull-ahead); not a structured binding: clang refuses capturing one.
   for (auto variant : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
@@ -172,16 +190,9 @@ BOOST_AUTO_TEST_CASE(bf16_on_the_wire_halves_the_bytes_and_trains_as_fp32) {
 // fp32 bytes. Pulls stay fp32.
 BOOST_AUTO_TEST_CASE(topk_pushes_send_a_fraction_and_keep_the_rest) {
   auto train = [&](double topk) {
-    auto settings = small_settings(10);
-    settings.placement = placement_strategy::round_robin;
+    auto settings = ten_steps_round_robin();
     settings.push_topk = topk;
-    training_result result;
-    auto run = cooperative_cluster(sys, settings, 2, 1, result);
-    sched.run();
-    BOOST_REQUIRE(result.ok);
-    BOOST_TEST(result.global_step == 10);
-    BOOST_REQUIRE(result.traffic.size() == 2u);
-    return result;
+    return one_worker_two_shards(sys, sched, settings);
   };
   auto dense = train(0);
   auto all = train(1.0);
