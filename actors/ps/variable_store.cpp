@@ -147,10 +147,6 @@ maybe_failure variable_store::pin(uint64_t run, const std::vector<std::string>& 
 maybe_failure variable_store::widen_gradients(const std::vector<std::string>& names,
                                               int32_t precision, const std::vector<tensor>& packed,
                                               std::vector<tensor>& out) const {
-  if (precision != topk_wire_code && !wire_precision_of(precision))
-    return failure{errc::invalid_request, owner_ + " refused a push at wire precision "
-                                            + std::to_string(precision) + " (it knows "
-                                            + name_list<wire_precision>() + " and top-k pairs)"};
   if (names.size() != packed.size())
     return failure{errc::invalid_request, std::to_string(names.size()) + " names but "
                                             + std::to_string(packed.size()) + " gradients"};

@@ -71,8 +71,8 @@ public:
   /// Gradients a push packed at `precision` (as its message named it: a
   /// wire_precision, or topk_wire_code for top-k pairs),
   /// widened into `out` (its tensors' storage reused) with their variables'
-  /// shapes; refused for an unknown precision or variable, or a packed size
-  /// that does not fit. fp32 gradients are the caller's to use as they are.
+  /// shapes (unpack_wire); refused for an unknown form or variable, or a
+  /// packed size that does not fit. fp32 gradients are the caller's to use as they are.
   maybe_failure widen_gradients(const std::vector<std::string>& names, int32_t precision,
                                 const std::vector<tensor>& packed, std::vector<tensor>& out) const;
 

@@ -31,6 +31,13 @@ maybe_failure param_buffers::take(const slice_router::shard_part& part,
                                   std::vector<tensor>& values) {
   if (packs_pulls()) // widened in place: `values` stays, packed, for the next pull
     return widen(part, values);
+  return gather(part, values);
+}
+
+// Values into the parameters (or a staged model's buffers) by the router;
+// its refusal of a count or shape returned, not thrown.
+maybe_failure param_buffers::gather(const slice_router::shard_part& part,
+                                    std::vector<tensor>& values) {
   try {
     if (staging_)
       router_->gather(part, values, staging_->params);
@@ -118,37 +125,45 @@ maybe_failure param_buffers::widen(const slice_router::shard_part& part,
   if (n == 0)
     return std::nullopt;
   widened_.resize(n);
-  try {
-    if (staging_)
-      router_->gather(routed, widened_, staging_->params);
-    else
-      router_->gather(routed, std::move(widened_), params_);
-  } catch (const std::exception& e) {
-    return failure{errc::invalid_request, e.what()};
-  }
-  return std::nullopt;
+  return gather(routed, widened_);
 }
 
-// A push packed from the gradients: each slice cut (a whole variable
-// lent and returned at once), packed into the shard's returned storage.
+// A push packed from the gradients into the shard's returned storage:
+// whole variables straight from where they are (the host gradients or a
+// staged model's buffers), slices of one cut first.
 std::vector<tensor> param_buffers::pack_push(const slice_router::shard_part& part) {
-  auto floats = staging_ ? router_->cut(part, staging_->grads) : router_->cut(part, grads_);
+  slice_router::shard_part sliced{part.shard, {}, {}};
+  for (size_t k = 0; k < part.slices.size(); ++k)
+    if (!whole(part.slices[k])) {
+      sliced.names.push_back(part.names.at(k));
+      sliced.slices.push_back(part.slices[k]);
+    }
+  auto cuts = staging_ ? router_->cut(sliced, staging_->grads) : router_->cut(sliced, grads_);
   auto shard = static_cast<size_t>(part.shard);
   if (packed_spare_.size() <= shard)
     packed_spare_.resize(shard + 1);
   std::vector<tensor> out = std::move(packed_spare_[shard]);
-  out.resize(floats.size());
-  for (size_t k = 0; k < floats.size(); ++k) {
+  out.resize(part.slices.size());
+  size_t c = 0;
+  for (size_t k = 0; k < part.slices.size(); ++k) {
     auto i = part.slices[k];
+    const float* from = nullptr;
+    size_t count = 0;
+    if (whole(i)) {
+      auto v = router_->variable_of(i);
+      from = staging_ ? staging_->grads.at(v) : grads_.at(v).data();
+      count = staging_ ? staging_->sizes.at(v) : grads_.at(v).size();
+    } else {
+      from = cuts[c].data();
+      count = cuts[c++].size();
+    }
     if (sparsifies()) {
       if (residual_.size() <= i)
         residual_.resize(router_->plan().size());
-      pack_topk(floats[k].data(), floats[k].size(), topk_, residual_[i], out[k]);
+      pack_topk(from, count, topk_, residual_[i], out[k]);
     } else {
-      troupe::pack(floats[k].data(), floats[k].size(), precision_, out[k]);
+      troupe::pack(from, count, precision_, out[k]);
     }
-    if (!staging_ && whole(i))
-      grads_[router_->variable_of(i)] = std::move(floats[k]);
   }
   return out;
 }

@@ -59,6 +59,7 @@ private:
   bool whole(size_t slice) const;
   bool packs_pulls() const noexcept { return precision_ != wire_precision::fp32; }
   bool packs_pushes() const noexcept { return packs_pulls() || sparsifies(); }
+  maybe_failure gather(const slice_router::shard_part& part, std::vector<tensor>& values);
   maybe_failure widen(const slice_router::shard_part& part, const std::vector<tensor>& values);
   std::vector<tensor> pack_push(const slice_router::shard_part& part);
 
