@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/worker/worker_run.hpp"
+#include "tensor/core/flush_denormals.hpp"
 
 namespace troupe::worker_run {
 
@@ -132,6 +133,7 @@ void train(self_ptr self) {
   auto* staging = st.buffers.staging();
   batch_stats stats;
   try {
+    flush_denormals arithmetic; // the CPU model's; a GPU model's kernels are unaffected
     if (st.rows)
       stats = st.links.net->train_step_rows(st.buffers.params(), st.current, st.looked_up,
                                             st.buffers.grads());

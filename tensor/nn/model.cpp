@@ -6,6 +6,7 @@
 #include <random>
 
 #include "tensor/core/error.hpp"
+#include "tensor/core/flush_denormals.hpp"
 #include "tensor/nn/layer_spec.hpp"
 #include "tensor/nn/layers.hpp"
 #include "tensor/nn/loss.hpp"
@@ -431,6 +432,7 @@ batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params, const 
   batch_stats total;
   batch b;
   double loss_sum = 0;
+  flush_denormals arithmetic;
   for (size_t first = 0; first < data.size(); first += batch_size) {
     copy_batch(data, first, batch_size, b);
     auto s = m.evaluate(params, b);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "tensor/core/error.hpp"
+#include "tensor/core/flush_denormals.hpp"
 
 namespace troupe {
 
@@ -84,6 +85,7 @@ void optimizer::apply(const std::string& name, tensor& var, const tensor& grad, 
   if (var.shape() != grad.shape())
     throw shape_error("optimizer: gradient for " + name + " has shape " + to_string(grad.shape())
                       + ", variable " + to_string(var.shape()));
+  flush_denormals arithmetic;
   update(name, var, grad, learning_rate_at(step), step);
 }
 

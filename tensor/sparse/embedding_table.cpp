@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "tensor/core/flush_denormals.hpp"
 #include "tensor/sparse/lookup_batch.hpp"
 
 namespace troupe {
@@ -202,6 +203,7 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
                                      const float* grads, size_t n, int64_t step) {
   if (auto bad = check_push(keys, grads, n))
     return bad;
+  flush_denormals arithmetic;
   bucket* held = nullptr;
   std::unique_lock<std::shared_mutex> guard;
   for (size_t i = 0; i < n; ++i) {

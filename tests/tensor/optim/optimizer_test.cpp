@@ -1,6 +1,7 @@
 // Every optimizer and schedule against references worked out by hand with
 // TF 1.x's formulas, over several steps.
 #include <cmath>
+#include <limits>
 
 #include <boost/test/unit_test.hpp>
 
@@ -107,6 +108,26 @@ BOOST_AUTO_TEST_CASE(adam_with_bias_correction) {
   // Adam's first step moves by almost exactly lr, whatever the gradient's size.
   BOOST_TEST(want[0] == 0.999, boost::test_tools::tolerance(1e-6));
   expect(run(c), want);
+}
+
+// A moment that decays below the smallest normal float becomes zero, as in
+// TF (flush-to-zero), instead of a denormal that costs x86 cores tens of
+// cycles per operation on every later step.
+BOOST_AUTO_TEST_CASE(moments_flush_to_zero_instead_of_going_denormal) {
+  auto c = plain_sgd(0.001);
+  c.kind = optimizer_kind::momentum;
+  c.momentum = 0.5;
+  auto opt = make_optimizer(c);
+  tensor var({2}, 1.0f);
+  const float smallest_normal = std::numeric_limits<float>::min();
+  opt->apply("v", var, tensor({2}, 2 * smallest_normal), 0); // accum = 2 * min: normal
+  opt->apply("v", var, tensor({2}, 0.0f), 1);                // accum = min: normal
+  BOOST_TEST((*opt->slots().at("v/momentum"))[0] == smallest_normal);
+  opt->apply("v", var, tensor({2}, 0.0f), 2); // min / 2 would be denormal
+  BOOST_TEST((*opt->slots().at("v/momentum"))[0] == 0.0f);
+  // The mode is restored after the update: this thread still has denormals.
+  volatile float half = 0.5f;
+  BOOST_TEST(smallest_normal * half > 0.0f);
 }
 
 BOOST_AUTO_TEST_CASE(slots_live_with_their_variable) {
