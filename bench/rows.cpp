@@ -1,12 +1,15 @@
 // bench/rows: issue 28's benchmark 2, Troupe's side. Sparse pull and push of
 // embedding rows between two processes over loopback, through a real PS
-// shard and the messages workers send (rows, push_rows): N distinct keys in
-// requests of K keys, W requests in flight. Phases: push every key once
+// shard: on the bulk path as workers send them (rows and push_rows frames,
+// W connections, one request in flight on each), or with --path basp as
+// the BASP messages (rows, push_rows; W requests in flight on one
+// connection). N distinct keys in requests of K keys. Phases: push every key once
 // (creates the rows), pull every key, push again, pull again; rows/s and
 // MB/s of row payload for each. The peer, ps-lite's KVWorker/KVServer doing
 // the same, is bench/ps-lite; bench/sparse-transfer runs both and prints the
 // ratio.
 //   build/bin/troupe-bench-rows [--keys N] [--dim D] [--request-keys K] [--in-flight W]
+//                               [--path bulk|basp]
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +26,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include "actors/net/bulk_client.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/ps/ps_shard.hpp"
 #include "tensor/core/memory_policy.hpp"
@@ -45,6 +49,7 @@ struct bench_options {
   uint32_t dim = 16;
   int64_t request_keys = 100'000;
   int in_flight = 4;
+  bool bulk = true; ///< the bulk path (as workers); false: BASP messages
 };
 
 constexpr run_id bench_run = 1;
@@ -69,8 +74,13 @@ std::optional<bench_options> parse_arguments(int argc, char** argv) {
     std::string flag = argv[i];
     if (i + 1 >= argc) {
       std::fprintf(stderr, "usage: troupe-bench-rows [--keys N] [--dim D] [--request-keys K] "
-                           "[--in-flight W]\n");
+                           "[--in-flight W] [--path bulk|basp]\n");
       return std::nullopt;
+    }
+    if (flag == "--path"
+        && (std::strcmp(argv[i + 1], "bulk") == 0 || std::strcmp(argv[i + 1], "basp") == 0)) {
+      out.bulk = std::strcmp(argv[++i], "bulk") == 0;
+      continue;
     }
     long long value = std::atoll(argv[++i]);
     if (flag == "--keys" && value > 0)
@@ -93,7 +103,9 @@ std::optional<bench_options> parse_arguments(int argc, char** argv) {
   {
     node_cfg cfg;
     caf::actor_system sys{cfg};
-    ps_shard_actor shard = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(learning_rate)});
+    ps_shard_config config{0, plain_sgd(learning_rate)};
+    config.bulk_host = "127.0.0.1";
+    ps_shard_actor shard = sys.spawn(ps_shard, config);
     auto port = sys.middleman().publish(shard, 0, "127.0.0.1", true);
     uint16_t p = port ? *port : uint16_t(0);
     if (::write(pipe_fd, &p, sizeof(p)) != sizeof(p))
@@ -116,10 +128,12 @@ table_setup bench_table(const bench_options& o) {
   return setup;
 }
 
-// One request's keys and, for a push, its gradients.
+// One request's keys and, for a push, its gradients; the keys' and
+// counts' bits as the bulk path's frames carry them.
 struct request_data {
   row_keys keys;
   tensor grads;
+  tensor key_bits, count_bits;
 };
 
 std::vector<request_data> make_requests(const bench_options& o) {
@@ -138,6 +152,8 @@ std::vector<request_data> make_requests(const bench_options& o) {
     for (size_t k = 0; k < n; ++k)
       for (uint32_t j = 0; j < o.dim; ++j)
         r.grads.data()[k * o.dim + j] = gradient_of(r.keys.keys[k], j);
+    r.key_bits = bulk::key_bits(r.keys.keys.data(), n);
+    r.count_bits = bulk::count_bits(r.keys.counts.data(), n);
     out.push_back(std::move(r));
   }
   return out;
@@ -195,6 +211,76 @@ phase_result run_phase(caf::scoped_actor& self, const ps_shard_actor& shard,
   return out;
 }
 
+// The same on the bulk path: one request in flight on each link, the next
+// started on a link as soon as its reply is in (complete_all, as a worker's
+// step fans out to its shards).
+template <class Check>
+phase_result run_bulk_phase(std::vector<std::unique_ptr<bulk_link>>& links,
+                            const std::vector<request_data>& requests, bool push, int64_t& step,
+                            Check&& check) {
+  phase_result out;
+  std::vector<bulk_link*> active;
+  std::vector<size_t> serving(links.size());
+  size_t next = 0;
+  auto start_next = [&](size_t i) {
+    if (next >= requests.size())
+      return false;
+    auto& r = requests[next];
+    serving[i] = next++;
+    if (push)
+      links[i]->start_push_rows(bench_run, 0, step++, 0, 0, {&r.key_bits, &r.count_bits, &r.grads});
+    else
+      links[i]->start_pull_rows(bench_run, 0, r.key_bits, std::move(links[i]->values()));
+    return true;
+  };
+  auto start = clock_type::now();
+  for (size_t i = 0; i < links.size(); ++i)
+    if (start_next(i))
+      active.push_back(links[i].get());
+  complete_all(active, bulk::deadline{clock_type::now() + std::chrono::seconds(600)},
+               [&](size_t i) {
+                 auto& link = *active[i];
+                 if (link.error()) {
+                   std::fprintf(stderr, "rows: %s\n", link.error()->message.c_str());
+                   out.ok = false;
+                   return false;
+                 }
+                 if (!push)
+                   check(serving[i], link.values().at(0));
+                 return out.ok && start_next(i);
+               });
+  out.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  return out;
+}
+
+// W links to the shard's bulk port, each with a ticket of its own.
+std::vector<std::unique_ptr<bulk_link>> open_links(caf::scoped_actor& self,
+                                                   const ps_shard_actor& shard, int count) {
+  std::vector<std::unique_ptr<bulk_link>> out;
+  for (int i = 0; i < count; ++i) {
+    uint16_t port = 0;
+    uint64_t ticket = 0;
+    self->request(shard, std::chrono::seconds(60), bulk_atom::value, bench_run, int32_t{0})
+      .receive(
+        [&](uint16_t p, uint64_t t) {
+          port = p;
+          ticket = t;
+        },
+        [](caf::error& e) { std::fprintf(stderr, "bulk: %s\n", to_string(e).c_str()); });
+    maybe_failure error;
+    auto link = port == 0 ? nullptr
+                          : bulk_link::open("127.0.0.1", port, bench_run, ticket, "bench",
+                                            clock_type::now() + std::chrono::seconds(60), error);
+    if (!link) {
+      std::fprintf(stderr, "rows: no bulk link%s%s\n", error ? ": " : "",
+                   error ? error->message.c_str() : "");
+      return {};
+    }
+    out.push_back(std::move(link));
+  }
+  return out;
+}
+
 void print_phase(const char* name, const phase_result& r, int64_t rows, uint32_t dim) {
   double rate = static_cast<double>(rows) / r.seconds;
   std::printf("troupe %-10s rows/s %12.0f  MB/s %8.1f  (%.2f s)\n", name, rate,
@@ -223,9 +309,12 @@ int run_client(caf::actor_system& sys, uint16_t port, const bench_options& o) {
   int64_t rows = 0;
   for (auto& r : requests)
     rows += static_cast<int64_t>(r.keys.keys.size());
-  std::printf("troupe: %lld keys (%lld distinct), dim %u, %lld keys a request, %d in flight\n",
+  std::printf("troupe: %lld keys (%lld distinct), dim %u, %lld keys a request, %d in flight, %s\n",
               static_cast<long long>(o.keys), static_cast<long long>(rows), o.dim,
-              static_cast<long long>(o.request_keys), o.in_flight);
+              static_cast<long long>(o.request_keys), o.in_flight, o.bulk ? "bulk path" : "BASP");
+  std::vector<std::unique_ptr<bulk_link>> links;
+  if (o.bulk && (links = open_links(self, *shard, o.in_flight)).empty())
+    return 1;
   int64_t step = 0;
   int pushes_done = 0;
   size_t wrong = 0;
@@ -247,7 +336,8 @@ int run_client(caf::actor_system& sys, uint16_t port, const bench_options& o) {
   double seconds[4] = {};
   for (int phase = 0; phase < 4; ++phase) {
     bool push = phase % 2 == 0;
-    auto r = run_phase(self, *shard, requests, push, o.in_flight, step, check);
+    auto r = o.bulk ? run_bulk_phase(links, requests, push, step, check)
+                    : run_phase(self, *shard, requests, push, o.in_flight, step, check);
     if (!r.ok)
       return 1;
     pushes_done += push;
@@ -261,11 +351,11 @@ int run_client(caf::actor_system& sys, uint16_t port, const bench_options& o) {
     return 1;
   }
   auto rate = [&](int phase) { return static_cast<double>(rows) / seconds[phase]; };
-  std::printf("{\"peer\":\"troupe\",\"keys\":%lld,\"dim\":%u,\"request_keys\":%lld,"
+  std::printf("{\"peer\":\"troupe\",\"path\":\"%s\",\"keys\":%lld,\"dim\":%u,\"request_keys\":%lld,"
               "\"in_flight\":%d,\"first_push_rows_per_s\":%.0f,\"push_rows_per_s\":%.0f,"
               "\"pull_rows_per_s\":%.0f}\n",
-              static_cast<long long>(rows), o.dim, static_cast<long long>(o.request_keys),
-              o.in_flight, rate(0), rate(2), rate(3));
+              o.bulk ? "bulk" : "basp", static_cast<long long>(rows), o.dim,
+              static_cast<long long>(o.request_keys), o.in_flight, rate(0), rate(2), rate(3));
   return 0;
 }
 

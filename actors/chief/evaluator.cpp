@@ -94,7 +94,9 @@ evaluator_actor::behavior_type evaluator(evaluator_self self, evaluation_links l
       st.values = std::move(values);
       st.path = std::make_unique<basp_path<evaluator_actor::stateful_base<evaluator_state>>>(
         self, st.links.shards, st.links.timeout);
-      st.rows = std::make_unique<row_exchange>(*st.path, st.links.tables[0].table,
+      st.exchange = std::make_unique<shard_exchange>(*st.path, st.links.timeout);
+      st.exchange->reset_links(st.links.shards.size());
+      st.rows = std::make_unique<row_exchange>(*st.exchange, st.links.tables[0].table,
                                                static_cast<int32_t>(st.links.shards.size()), 0,
                                                net.tables()[0].dim);
       st.promise = self->make_response_promise<double, uint64_t, uint64_t, double, double>();

@@ -44,6 +44,7 @@ struct evaluator_state {
   evaluation_links links;
   std::vector<tensor> values;
   std::unique_ptr<basp_path<evaluator_actor::stateful_base<evaluator_state>>> path;
+  std::unique_ptr<shard_exchange> exchange; // every shard over BASP
   std::unique_ptr<row_exchange> rows;
   // the batches scored so far
   size_t next = 0;

@@ -36,7 +36,10 @@ void pull(caf::event_based_actor* self, std::shared_ptr<reading> r) {
   std::vector<exchange_part> parts;
   std::vector<bool> over_bulk; // per part, decided before the exchange may drop a link
   for (auto& part : r->job.parts) {
-    parts.push_back({part.shard, &part.names, {}, {}, {}});
+    exchange_part p;
+    p.shard = part.shard;
+    p.names = &part.names;
+    parts.push_back(std::move(p));
     over_bulk.push_back(r->exchange.has_link(part.shard));
   }
   r->exchange.start(exchange_kind::pull, push_header{r->job.run}, std::move(parts), false);

@@ -4,9 +4,11 @@
 // table's by TF's partition; sorted by bucket within a shard, so
 // that the shard takes each bucket's lock once), pulled from all shards at
 // once and scattered back into the batch's rows; the rows' summed gradients
-// pushed the same way, each with its key's occurrences. Over the message
-// path; replies arrive through the caller's mailbox, one at a time. Free of
-// CAF.
+// pushed the same way, each with its key's occurrences. Through the
+// caller's shard_exchange: on the bulk path to the shards with a link, over
+// BASP (replies through the caller's mailbox) to the others. The exchange
+// must be idle: a worker moves its rows between its dense pull and push.
+// Free of CAF.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -29,9 +31,9 @@ public:
   using finished = std::function<void(const outcome&)>;
 
   /// Table `table` of `dim` floats per row, its keys placed as `placement`
-  /// says over `shards`. `path` must outlive the exchange.
-  row_exchange(message_path& path, embedding_table_config placement, int32_t shards, int32_t table,
-               uint32_t dim);
+  /// says over `shards`. `exchange` must outlive this.
+  row_exchange(shard_exchange& exchange, embedding_table_config placement, int32_t shards,
+               int32_t table, uint32_t dim);
 
   /// Pulls the rows of rows.keys into rows.values. `rows` must live until
   /// `done` runs.
@@ -45,14 +47,18 @@ public:
 
 private:
   void split(const unique_keys& keys);
+  /// A part per shard (every_shard) or per shard that owns keys, with
+  /// those keys' bits.
+  std::vector<exchange_part> parts(const unique_keys& keys, bool every_shard);
 
-  message_path& path_;
+  shard_exchange& exchange_;
   embedding_table_config placement_;
   int32_t shards_;
   int32_t table_;
   uint32_t dim_;
   std::vector<std::vector<uint32_t>> parts_; // per shard: indices into the distinct keys
   std::vector<uint32_t> buckets_of_keys_;    // split's scratch, reused from step to step
+  std::vector<std::vector<tensor>> storage_; // per shard: a bulk pull's rows, reused
   uint64_t epoch_ = 0;
 };
 

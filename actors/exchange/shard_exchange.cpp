@@ -15,12 +15,25 @@ void message_path::push_rows(int32_t, const push_header&, int32_t, std::vector<i
 namespace {
 
 bool pushes(exchange_kind kind) {
-  return kind == exchange_kind::push || kind == exchange_kind::push_then_pull;
+  return kind == exchange_kind::push || kind == exchange_kind::push_then_pull
+         || kind == exchange_kind::push_rows;
 }
 
 // What brings values back: pulls and fetches.
 bool pulls(exchange_kind kind) {
-  return kind != exchange_kind::push;
+  return kind != exchange_kind::push && kind != exchange_kind::push_rows;
+}
+
+// Where a shard's refusal is an answer the caller acts on rather than a
+// loss to recover from: pushes, and pulls of rows (too many keys, say).
+bool refusal_answers(exchange_kind kind) {
+  return !pulls(kind) || kind == exchange_kind::pull_rows;
+}
+
+std::vector<int64_t> keys_in(const tensor& bits) {
+  std::vector<int64_t> keys;
+  bulk::keys_of(bits, keys);
+  return keys;
 }
 
 } // namespace
@@ -74,6 +87,10 @@ void shard_exchange::start_basp(exchange_kind kind, const push_header& header) {
     auto& part = parts_[i];
     if (has_link(part.shard))
       continue;
+    if (kind == exchange_kind::pull_rows || kind == exchange_kind::push_rows) {
+      start_basp_rows(kind, header, i);
+      continue;
+    }
     if (pushes(kind)) {
       ++pending_;
       basp_.push(
@@ -109,13 +126,50 @@ void shard_exchange::start_basp(exchange_kind kind, const push_header& header) {
   }
 }
 
+void shard_exchange::start_basp_rows(exchange_kind kind, const push_header& header, size_t i) {
+  auto& part = parts_[i];
+  ++pending_;
+  auto epoch = epoch_;
+  if (kind == exchange_kind::push_rows) {
+    std::vector<uint32_t> counts;
+    bulk::counts_of(part.counts, static_cast<size_t>(part.keys.dim(0)), counts);
+    basp_.push_rows(
+      part.shard, header, part.table, keys_in(part.keys), std::move(counts),
+      std::move(part.gradients.at(0)),
+      [this, epoch, i](const maybe_failure& refused, const std::optional<std::string>& lost) {
+        if (epoch != epoch_)
+          return;
+        outcomes_[i].refused = refused;
+        outcomes_[i].lost = lost;
+        basp_reply();
+      });
+    return;
+  }
+  basp_.pull_rows(part.shard, header.run, part.table, keys_in(part.keys),
+                  [this, epoch, i](std::vector<tensor>& values, const maybe_failure& refused,
+                                   const std::optional<std::string>& lost) {
+                    if (epoch != epoch_)
+                      return;
+                    outcomes_[i].refused = refused;
+                    outcomes_[i].lost = lost;
+                    if (!refused && !lost)
+                      outcomes_[i].values = std::move(values);
+                    basp_reply();
+                  });
+}
+
 void shard_exchange::start_bulk(exchange_kind kind, const push_header& header, bool in_background) {
   if (bulk_.empty())
     return;
   std::vector<bulk_link*> links;
   for (auto& b : bulk_) {
     auto& part = parts_[b.index];
-    if (pushes(kind))
+    if (kind == exchange_kind::push_rows)
+      b.link->start_push_rows(header.run, header.worker, header.step, header.proof, part.table,
+                              {&part.keys, &part.counts, &part.gradients.at(0)});
+    else if (kind == exchange_kind::pull_rows)
+      b.link->start_pull_rows(header.run, part.table, part.keys, std::move(part.storage));
+    else if (pushes(kind))
       b.link->start_push(header.run, header.worker, header.step, header.proof, *part.names,
                          part.gradients, push_wire_code(header));
     else if (kind == exchange_kind::fetch)
@@ -201,7 +255,7 @@ void shard_exchange::collect_bulk() {
     if (pushes(kind_))
       out.gradients = std::move(parts_[b.index].gradients);
     if (const auto& error = link.error()) {
-      if (link.broken() || pulls(kind_))
+      if (link.broken() || !refusal_answers(kind_))
         out.lost = error->message;
       else
         out.refused = error;

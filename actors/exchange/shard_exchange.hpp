@@ -32,6 +32,12 @@ enum class exchange_kind {
   push,
   push_then_pull,
   fetch, ///< a tensor of a shard's checkpoint copy (exchange_part::copy), moved out of it
+  /// rows of an embedding table (exchange_part::table and keys), into the
+  /// part's storage; a shard's refusal is an answer (refused), not a loss
+  pull_rows,
+  /// rows pushed: exchange_part::keys, counts and the summed gradients, the
+  /// one tensor in gradients
+  push_rows,
 };
 
 /// A tensor of a shard's checkpoint copy: the copy's ticket and the index.
@@ -66,6 +72,9 @@ struct exchange_part {
   std::vector<tensor> storage;
   std::vector<tensor> gradients; ///< a push's
   copy_tensor copy;              ///< a fetch's
+  int32_t table = -1;            ///< rows': the embedding table
+  tensor keys;                   ///< rows': bulk::key_bits of the keys
+  tensor counts;                 ///< a push of rows': bulk::count_bits of the occurrences
 };
 
 /// What a part came back with.
@@ -145,6 +154,7 @@ private:
   };
   void start_bulk(exchange_kind kind, const push_header& header, bool in_background);
   void start_basp(exchange_kind kind, const push_header& header);
+  void start_basp_rows(exchange_kind kind, const push_header& header, size_t part);
   void basp_reply();
   void collect_bulk();
   void complete();

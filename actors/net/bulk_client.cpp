@@ -66,6 +66,23 @@ void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step, uint64_t 
   begin(frame_kind::push_reply, frame_writer{frame_kind::push, ++request_, meta, &gradients});
 }
 
+void bulk_link::start_pull_rows(uint64_t run, int32_t table, const tensor& keys,
+                                std::vector<tensor> storage) {
+  tensor_refs data{&keys};
+  meta_writer meta{data};
+  meta.u64(run).i32(table);
+  in_.lend(std::move(storage));
+  begin(frame_kind::pull_reply, frame_writer{frame_kind::rows, ++request_, meta, data});
+}
+
+void bulk_link::start_push_rows(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
+                                int32_t table, const tensor_refs& keys_counts_grads) {
+  meta_writer meta{keys_counts_grads};
+  meta.u64(run).i32(worker).i64(step).u64(proof).i32(table);
+  begin(frame_kind::push_reply,
+        frame_writer{frame_kind::push_rows, ++request_, meta, keys_counts_grads});
+}
+
 void bulk_link::fail(failure why) {
   error_ = std::move(why);
   broken_ = true;

@@ -42,6 +42,16 @@ public:
                   const std::vector<std::string>& names, const std::vector<tensor>& gradients,
                   int32_t wire_code = 0);
 
+  /// The rows of `keys` (key_bits: [n, 2]) in embedding table `table`, read
+  /// into `storage`; `keys` must live until the exchange completes.
+  void start_pull_rows(uint64_t run, int32_t table, const tensor& keys,
+                       std::vector<tensor> storage);
+  /// A push of rows for a granted step: keys (key_bits), counts
+  /// (count_bits) and summed gradients [n, dim], each living until the
+  /// exchange completes.
+  void start_push_rows(uint64_t run, int32_t worker, int64_t step, uint64_t proof, int32_t table,
+                       const bulk::tensor_refs& keys_counts_grads);
+
   /// After complete_all: the shard's refusal (its code and message), or a
   /// transport failure, which also marks the link broken.
   const maybe_failure& error() const noexcept { return error_; }

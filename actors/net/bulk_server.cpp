@@ -198,6 +198,7 @@ void bulk_server::serve(connection& conn) {
   frame_reader in{current_limits()};
   in.pause_before_data(true);
   auto push = endpoint_.open_pusher();
+  bulk_endpoint::row_puller rows; // opened at the first pull of rows
   for (;;) {
     in.next();
     // Idle between requests: wake each second to notice a stop.
@@ -212,7 +213,7 @@ void bulk_server::serve(connection& conn) {
                      err->message);
       return;
     }
-    if (!answer(conn, in, push))
+    if (!answer(conn, in, push, rows))
       return;
   }
 }
@@ -301,66 +302,176 @@ bool bulk_server::answer_fetch(connection& conn, frame_reader& in) {
   return reply_values(conn, in.header().request, refused, "fetch", tensor_refs{&value}, version);
 }
 
-// A push, handed to the shard as the message a BASP peer sends; its data is
-// read in this connection's turn, into the storage the turns share.
+// A push, handed to the shard as the message a BASP peer sends.
 bool bulk_server::answer_push(connection& conn, frame_reader& in,
                               const bulk_endpoint::pusher& push) {
-  auto request = in.header().request;
   auto fields = in.fields();
-  auto run = fields.u64();
-  auto worker = fields.i32();
-  auto step = fields.i64();
-  auto proof = fields.u64();
-  auto precision = fields.i32();
-  auto names = fields.names();
+  bulk_push request;
+  request.run = fields.u64();
+  request.worker = fields.i32();
+  request.step = fields.i64();
+  request.proof = fields.u64();
+  request.precision = fields.i32();
+  request.names = fields.names();
   if (!fields.at_end()) {
-    reply(conn, refusal(request, {errc::invalid_request, "bulk frame: a malformed push"}));
+    reply(conn,
+          refusal(in.header().request, {errc::invalid_request, "bulk frame: a malformed push"}));
     return false; // its data was never read
   }
-  if (worker != conn.worker) {
-    endpoint_.unauthorized_push();
-    auto why = "ps:" + std::to_string(options_.shard) + " refused a bulk push as worker:"
-               + std::to_string(worker) + ": this connection's ticket was issued "
-               + (conn.worker < 0 ? std::string("for reading only")
-                                  : "to worker:" + std::to_string(conn.worker));
-    spdlog::warn("{} (from {})", why, conn.peer);
-    in.skip_data(); // read, not stored: the sender reads the refusal
-    if (receive_frame(conn.ch, in, after(options_.request_timeout)))
-      return false;
-    return reply(conn, refusal(request, {errc::unauthorized, why}));
+  if (request.worker != conn.worker)
+    return refuse_other_worker(conn, in, request.worker, "push");
+  return apply_push(conn, in, std::move(request), push);
+}
+
+// Rows pushed for a granted step: keys, counts and summed gradients.
+bool bulk_server::answer_push_rows(connection& conn, frame_reader& in,
+                                   const bulk_endpoint::pusher& push) {
+  auto fields = in.fields();
+  bulk_push request;
+  request.run = fields.u64();
+  request.worker = fields.i32();
+  request.step = fields.i64();
+  request.proof = fields.u64();
+  request.table = fields.i32();
+  auto& shapes = in.shapes();
+  bool shaped = shapes.size() == 3 && shapes[0].size() == 2 && shapes[0][1] == 2
+                && shapes[1] == shape_t{shapes[0][0]} && shapes[2].size() == 2
+                && shapes[2][0] == shapes[0][0];
+  if (!fields.at_end() || !shaped || request.table < 0) {
+    reply(conn, refusal(in.header().request,
+                        {errc::invalid_request, "bulk frame: a malformed push of rows"}));
+    return false; // its data was never read
   }
+  if (request.worker != conn.worker)
+    return refuse_other_worker(conn, in, request.worker, "push of rows");
+  if (!within_row_bound(conn, in, shapes[0][0]))
+    return false;
+  return apply_push(conn, in, std::move(request), push);
+}
+
+bool bulk_server::refuse_other_worker(connection& conn, frame_reader& in, int32_t worker,
+                                      const char* what) {
+  endpoint_.unauthorized_push();
+  auto why = "ps:" + std::to_string(options_.shard) + " refused a bulk " + what
+             + " as worker:" + std::to_string(worker) + ": this connection's ticket was issued "
+             + (conn.worker < 0 ? std::string("for reading only")
+                                : "to worker:" + std::to_string(conn.worker));
+  spdlog::warn("{} (from {})", why, conn.peer);
+  in.skip_data(); // read, not stored: the sender reads the refusal
+  if (receive_frame(conn.ch, in, after(options_.request_timeout)))
+    return false;
+  return reply(conn, refusal(in.header().request, {errc::unauthorized, why}));
+}
+
+bool bulk_server::within_row_bound(connection& conn, frame_reader& in, int64_t keys) {
+  int64_t bound = endpoint_.max_row_keys ? endpoint_.max_row_keys() : 0;
+  if (keys <= bound)
+    return true;
+  auto why = "ps:" + std::to_string(options_.shard) + " refused a request of "
+             + std::to_string(keys) + " embedding keys: at most " + std::to_string(bound)
+             + " per request" + (bound == 0 ? " (this shard holds no tables)" : "");
+  spdlog::warn("{} (from {})", why, conn.peer);
+  reply(conn, refusal(in.header().request, {errc::invalid_request, why}));
+  return false; // its data was never read
+}
+
+// Dense gradients are read into the storage the turns share, so the turn
+// is held until the shard let go of it. Rows are read into the
+// connection's own storage and the turn ends once they are in: the next
+// connection's rows arrive while the shard applies these.
+bool bulk_server::apply_push(connection& conn, frame_reader& in, bulk_push request,
+                             const bulk_endpoint::pusher& push) {
+  auto id = in.header().request;
   auto until = after(options_.request_timeout);
+  bool rows = request.table >= 0;
   auto turn = take_turn(conn, inbound_);
-  in.lend(std::move(push_storage_));
+  in.lend(rows ? std::move(conn.row_push) : std::move(push_storage_));
   in.read_data();
   if (auto err = receive_frame(conn.ch, in, until)) {
     spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
                  err->message);
     return false;
   }
-  bulk_push request_data{
-    run, worker, step, proof, precision, std::move(names), std::move(in.tensors())};
-  auto answer = push(request_data, options_.request_timeout);
-  push_storage_ = std::move(request_data.gradients);
-  turn.unlock(); // the reply is small: no turn needed
+  auto& data = in.tensors();
+  if (rows) {
+    turn.unlock();
+    // Keys and counts leave the frame's storage as the message needs them;
+    // the gradients travel in it.
+    keys_of(data[0], request.keys);
+    counts_of(data[1], request.keys.size(), request.counts);
+    request.gradients.push_back(std::move(data[2]));
+    conn.row_push = std::move(data);
+  } else {
+    request.gradients = std::move(data);
+  }
+  auto answer = push(request, options_.request_timeout);
+  if (rows) {
+    if (!request.gradients.empty() && conn.row_push.size() == 3)
+      conn.row_push[2] = std::move(request.gradients[0]);
+  } else {
+    push_storage_ = std::move(request.gradients);
+    turn.unlock(); // the reply is small: no turn needed
+  }
   std::optional<frame_writer> out;
   if (answer.version) {
     meta_writer meta;
     meta.i64(*answer.version);
-    out.emplace(frame_kind::push_reply, request, meta);
+    out.emplace(frame_kind::push_reply, id, meta);
   } else if (answer.refused) {
-    out = refusal(request, *answer.refused);
+    out = refusal(id, *answer.refused);
   }
   // No answer (the shard is gone, or timed out): the peer sees the connection close.
   return out && reply(conn, *out);
+}
+
+// A pull of rows, answered by the shard as the message a BASP peer sends
+// (its run, table and key checks), then written from the rows it returned.
+bool bulk_server::answer_rows(connection& conn, frame_reader& in, bulk_endpoint::row_puller& rows) {
+  auto fields = in.fields();
+  auto run = fields.u64();
+  auto table = fields.i32();
+  auto& shapes = in.shapes();
+  if (!fields.at_end() || shapes.size() != 1 || shapes[0].size() != 2 || shapes[0][1] != 2) {
+    reply(conn, refusal(in.header().request,
+                        {errc::invalid_request, "bulk frame: a malformed pull of rows"}));
+    return false; // its data was never read
+  }
+  if (!within_row_bound(conn, in, shapes[0][0]))
+    return false;
+  in.lend(std::move(conn.row_keys));
+  in.read_data();
+  if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
+    spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
+                 err->message);
+    return false;
+  }
+  std::vector<int64_t> keys;
+  keys_of(in.tensors()[0], keys);
+  conn.row_keys = std::move(in.tensors());
+  if (!rows && endpoint_.open_row_puller)
+    rows = endpoint_.open_row_puller();
+  if (!rows)
+    return reply(conn, refusal(in.header().request,
+                               {errc::invalid_request, "this server holds no embedding rows"}));
+  auto answer = rows(run, table, std::move(keys), options_.request_timeout);
+  if (!answer.answered)
+    return false; // the peer sees the connection close
+  auto turn = take_turn(conn, outbound_);
+  return reply_values(conn, in.header().request, answer.refused, "pull of rows",
+                      tensor_refs{&answer.rows}, 0);
 }
 
 bool bulk_server::reply(connection& conn, frame_writer out) {
   return !send_frame(conn.ch, out, after(options_.request_timeout));
 }
 
-bool bulk_server::answer(connection& conn, frame_reader& in, const bulk_endpoint::pusher& push) {
+bool bulk_server::answer(connection& conn, frame_reader& in, const bulk_endpoint::pusher& push,
+                         bulk_endpoint::row_puller& rows) {
   switch (static_cast<frame_kind>(in.header().kind)) {
+    case frame_kind::rows:
+      return answer_rows(conn, in, rows);
+    case frame_kind::push_rows:
+      return answer_push_rows(conn, in, push);
     case frame_kind::pull:
       return answer_pull(conn, in);
     case frame_kind::fetch:

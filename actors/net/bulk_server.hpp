@@ -47,7 +47,9 @@ struct bulk_server_options {
   std::shared_ptr<const bulk::tls_context> tls;
 };
 
-/// A push read off a connection, for the shard to apply.
+/// A push read off a connection, for the shard to apply: dense gradients
+/// of `names`, or (table >= 0) an embedding table's rows: `keys` with their
+/// `counts`, their summed gradients the one tensor in `gradients`.
 struct bulk_push {
   uint64_t run = 0;
   int32_t worker = -1;
@@ -56,6 +58,17 @@ struct bulk_push {
   int32_t precision = 0; ///< a wire_precision, as the frame named it (the shard checks it)
   std::vector<std::string> names;
   std::vector<tensor> gradients;
+  int32_t table = -1;
+  std::vector<int64_t> keys;
+  std::vector<uint32_t> counts;
+};
+
+/// The shard's answer to a pull of rows: the rows, or its refusal; neither
+/// (answered false) when no answer came.
+struct bulk_rows_answer {
+  bool answered = false;
+  tensor rows;
+  maybe_failure refused;
 };
 
 /// The shard's answer to a push: its version once applied, or its refusal;
@@ -87,6 +100,18 @@ struct bulk_endpoint {
     fetch;
   /// A push that named another worker than its connection's ticket.
   std::function<void()> unauthorized_push;
+  /// Pulls the rows of `keys` of embedding table `table` for run `run`,
+  /// through the shard as the message a BASP peer sends (its checks and
+  /// counts apply), waiting at most `within`.
+  using row_puller = std::function<bulk_rows_answer(
+    uint64_t run, int32_t table, std::vector<int64_t> keys, std::chrono::milliseconds within)>;
+  /// A row puller for one connection (called on its thread, once; null
+  /// where the shard serves no rows on this path).
+  std::function<row_puller()> open_row_puller;
+  /// The most keys one request of rows may name (the shard's tables'
+  /// bound; 0 before tables are configured): checked before a request's
+  /// keys are read, so nothing is allocated for a larger one.
+  std::function<int64_t()> max_row_keys;
 };
 
 class bulk_server {
@@ -111,8 +136,10 @@ private:
     std::string peer;
     std::thread thread;
     std::atomic<bool> finished{false};
-    bool shares_link = false; // it waited for a turn: its buffers are small
-    int32_t worker = -1;      // whose pushes it carries (its ticket's); -1: none
+    bool shares_link = false;     // it waited for a turn: its buffers are small
+    int32_t worker = -1;          // whose pushes it carries (its ticket's); -1: none
+    std::vector<tensor> row_keys; // a pull of rows' keys, storage kept between requests
+    std::vector<tensor> row_push; // a push of rows' keys, counts and gradients, likewise
   };
   struct ticket_entry {
     int32_t worker = -1;
@@ -125,7 +152,8 @@ private:
   void serve(connection& conn);
   bool welcome(connection& conn);
   /// One request and its reply; false when the connection must close.
-  bool answer(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
+  bool answer(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push,
+              bulk_endpoint::row_puller& rows);
   bool answer_pull(connection& conn, bulk::frame_reader& in);
   bool answer_fetch(connection& conn, bulk::frame_reader& in);
   bool complete_request(connection& conn, bulk::frame_reader& in, const bulk::meta_reader& fields,
@@ -133,6 +161,21 @@ private:
   bool reply_values(connection& conn, uint64_t request, const maybe_failure& refused,
                     const char* what, const bulk::tensor_refs& values, int64_t version);
   bool answer_push(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
+  bool answer_rows(connection& conn, bulk::frame_reader& in, bulk_endpoint::row_puller& rows);
+  bool answer_push_rows(connection& conn, bulk::frame_reader& in,
+                        const bulk_endpoint::pusher& push);
+  /// A push's data read in this connection's inbound turn into the storage
+  /// the turns share, handed to the shard, answered; the turn is held
+  /// until the shard let go of the storage.
+  bool apply_push(connection& conn, bulk::frame_reader& in, bulk_push request,
+                  const bulk_endpoint::pusher& push);
+  /// A push naming another worker than the connection's ticket: counted,
+  /// its data read and dropped, refused.
+  bool refuse_other_worker(connection& conn, bulk::frame_reader& in, int32_t worker,
+                           const char* what);
+  /// A request of rows naming more keys than max_row_keys: refused before
+  /// its keys are read (the connection closes: its data is never read).
+  bool within_row_bound(connection& conn, bulk::frame_reader& in, int64_t keys);
   bool reply(connection& conn, bulk::frame_writer out);
   std::unique_lock<std::mutex> take_turn(connection& conn, std::mutex& direction);
 

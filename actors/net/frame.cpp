@@ -21,7 +21,7 @@ maybe_failure check_header(const frame_header& head, const frame_limits& limits)
                                               + ", this node speaks "
                                               + std::to_string(frame_version)};
   if (head.kind < static_cast<uint16_t>(frame_kind::hello)
-      || head.kind > static_cast<uint16_t>(frame_kind::fetch))
+      || head.kind > static_cast<uint16_t>(last_frame_kind))
     return malformed("unknown kind " + std::to_string(head.kind));
   if (head.reserved != 0)
     return malformed("reserved header field is " + std::to_string(head.reserved) + ", not 0");
@@ -47,6 +47,42 @@ tensor_refs refs_of(const std::vector<tensor>* tensors) {
     for (auto& t : *tensors)
       out.push_back(&t);
   return out;
+}
+
+tensor key_bits(const int64_t* keys, size_t n) {
+  static_assert(sizeof(int64_t) == 2 * sizeof(float), "a key is two floats' bits");
+  tensor out({static_cast<int64_t>(n), 2});
+  if (n > 0)
+    std::memcpy(out.data(), keys, n * sizeof(int64_t));
+  return out;
+}
+
+tensor count_bits(const uint32_t* counts, size_t n) {
+  static_assert(sizeof(uint32_t) == sizeof(float), "a count is one float's bits");
+  tensor out({static_cast<int64_t>(n)});
+  if (n > 0)
+    std::memcpy(out.data(), counts, n * sizeof(uint32_t));
+  return out;
+}
+
+bool keys_of(const tensor& bits, std::vector<int64_t>& out) {
+  out.clear();
+  if (bits.rank() != 2 || bits.dim(1) != 2)
+    return false;
+  out.resize(static_cast<size_t>(bits.dim(0)));
+  if (!out.empty())
+    std::memcpy(out.data(), bits.data(), out.size() * sizeof(int64_t));
+  return true;
+}
+
+bool counts_of(const tensor& bits, size_t n, std::vector<uint32_t>& out) {
+  out.clear();
+  if (bits.rank() != 1 || bits.dim(0) != static_cast<int64_t>(n))
+    return false;
+  out.resize(n);
+  if (n > 0)
+    std::memcpy(out.data(), bits.data(), n * sizeof(uint32_t));
+  return true;
 }
 
 meta_writer::meta_writer(const tensor_refs& tensors) {

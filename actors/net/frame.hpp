@@ -23,7 +23,7 @@ namespace troupe::bulk {
 /// "TRPB" on a little-endian host.
 constexpr uint32_t frame_magic = 0x42505254;
 /// Bumped with the bulk framing; independent of protocol_version.
-constexpr uint16_t frame_version = 3;
+constexpr uint16_t frame_version = 4;
 /// The most bytes a meta section may have (names and shapes, never values).
 constexpr uint32_t max_meta_bytes = 1u << 20;
 /// The most tensors one frame may carry.
@@ -38,8 +38,16 @@ enum class frame_kind : uint16_t {
   push_reply = 6, ///< server -> client: (version)
   refusal = 7,    ///< server -> client: (errc, message)
   fetch = 8,      ///< client -> server: (run, copy ticket, index); answered by a pull_reply
+  /// client -> server: (run, table) + keys [n, 2] (each int64 key's bits in
+  /// two floats); answered by a pull_reply of rows [n, dim]
+  rows = 9,
+  /// client -> server: (run, worker, step, proof, table) + keys [n, 2] (as
+  /// rows), counts [n] (each uint32 occurrence count's bits in a float) and
+  /// summed gradients [n, dim]; answered by a push_reply
+  push_rows = 10,
 };
-// fetch is the last kind: check_header refuses any above it.
+/// The last kind: check_header refuses any above it.
+constexpr frame_kind last_frame_kind = frame_kind::push_rows;
 
 struct frame_header {
   uint32_t magic = frame_magic;
@@ -128,6 +136,15 @@ private:
   bool ok_ = true;
 };
 
+/// Embedding keys and counts travel as tensors holding their bits (frames
+/// carry floats only): keys [n, 2], counts [n]. Copies, never conversions.
+tensor key_bits(const int64_t* keys, size_t n);
+tensor count_bits(const uint32_t* counts, size_t n);
+/// The keys and counts such tensors hold; empty (and false) where a tensor
+/// has another shape than keys [n, 2] or counts [n].
+bool keys_of(const tensor& bits, std::vector<int64_t>& out);
+bool counts_of(const tensor& bits, size_t n, std::vector<uint32_t>& out);
+
 /// One frame to send: header and meta in one buffer, the tensors' floats
 /// referenced in place (they must outlive the writer).
 class frame_writer {
@@ -177,6 +194,8 @@ public:
   void skip_data();
   /// The frame just completed; next() starts reading the following one.
   const frame_header& header() const noexcept { return head_; }
+  /// The shapes of the frame's tensors (checked), known once its meta is in.
+  const std::vector<shape_t>& shapes() const noexcept { return shapes_; }
   meta_reader fields() const;
   std::vector<tensor>& tensors() noexcept { return tensors_; }
   void next();

@@ -24,8 +24,14 @@ bulk_push_answer push_through(caf::scoped_actor& self, const caf::actor_addr& sh
     return answer;
   // The message keeps the gradients: once the shard let go of it, their
   // storage serves the connection's next push unzeroed.
-  auto msg = caf::make_message(push_atom::value, push.run, push.worker, push.step, push.proof,
-                               push.precision, std::move(push.names), std::move(push.gradients));
+  bool rows = push.table >= 0;
+  auto msg = rows ? caf::make_message(push_rows_atom::value, push.run, push.worker, push.step,
+                                      push.proof, push.table,
+                                      row_keys{std::move(push.keys), std::move(push.counts)},
+                                      std::move(push.gradients.at(0)))
+                  : caf::make_message(push_atom::value, push.run, push.worker, push.step,
+                                      push.proof, push.precision, std::move(push.names),
+                                      std::move(push.gradients));
   // Sent, not requested: the shard's answer comes back as an ordinary
   // message, and the wait is the mailbox's own. A request with a timeout
   // would leave a timer per push that CAF never cancels for a blocking
@@ -37,8 +43,37 @@ bulk_push_answer push_through(caf::scoped_actor& self, const caf::actor_addr& sh
   self->receive([&](int64_t version) { answer.version = version; },
                 [&](caf::error& err) { answer.refused = refusal_of(err); },
                 caf::after(within) >> [] {});
-  if (!msg.shared())
+  if (msg.shared())
+    return answer;
+  if (rows)
+    push.gradients.at(0) = std::move(msg.get_mutable_as<tensor>(7));
+  else
     push.gradients = std::move(msg.get_mutable_as<std::vector<tensor>>(7));
+  return answer;
+}
+
+// One connection's pulls of rows, through the same kind of blocking actor:
+// the shard answers as it answers a BASP peer, with the rows moved in.
+bulk_rows_answer pull_rows_through(caf::scoped_actor& self, const caf::actor_addr& shard_addr,
+                                   uint64_t run, int32_t table, std::vector<int64_t> keys,
+                                   std::chrono::milliseconds within) {
+  bulk_rows_answer answer;
+  auto shard = caf::actor_cast<caf::actor>(caf::actor_cast<caf::strong_actor_ptr>(shard_addr));
+  if (!shard)
+    return answer;
+  self->send(shard, rows_atom::value, run, table, row_keys{std::move(keys), {}});
+  self->receive(
+    [&](tensor& rows) {
+      answer.answered = true;
+      answer.rows = std::move(rows);
+    },
+    [&](caf::error& err) {
+      answer.answered = true;
+      answer.refused = refusal_of(err);
+      if (!answer.refused)
+        answer.refused = failure{errc::invalid_request, "the shard failed a pull of rows"};
+    },
+    caf::after(within) >> [] {});
   return answer;
 }
 
@@ -72,6 +107,15 @@ bulk_endpoint shard_endpoint(caf::actor_system& sys, caf::actor_addr shard,
     };
   };
   out.unauthorized_push = [&traffic] { traffic.unauthorized_push(); };
+  out.open_row_puller = [&sys, shard]() -> bulk_endpoint::row_puller {
+    auto self = std::make_shared<caf::scoped_actor>(sys);
+    return [self, shard](uint64_t run, int32_t table, std::vector<int64_t> keys,
+                         std::chrono::milliseconds within) {
+      return pull_rows_through(*self, shard, run, table, std::move(keys), within);
+    };
+  };
+  // The wire's bound, as over BASP; the shard's tables refuse past their own.
+  out.max_row_keys = [] { return static_cast<int64_t>(max_wire_keys); };
   return out;
 }
 

@@ -31,12 +31,14 @@ void step_pipeline::drop() {
 
 std::vector<exchange_part> step_pipeline::parts(bool with_gradients) {
   std::vector<exchange_part> out;
-  for (auto& part : router_->parts())
-    out.push_back({part.shard,
-                   &part.names,
-                   {},
-                   with_gradients ? buffers_.cut(part) : std::vector<tensor>{},
-                   {}});
+  for (auto& part : router_->parts()) {
+    exchange_part p;
+    p.shard = part.shard;
+    p.names = &part.names;
+    if (with_gradients)
+      p.gradients = buffers_.cut(part);
+    out.push_back(std::move(p));
+  }
   return out;
 }
 

@@ -48,8 +48,9 @@ bool plan_rows(self_ptr self, const training_plan& plan) {
          make_error({errc::invalid_request, "tables differ"}));
     return false;
   }
-  st.rows = std::make_unique<row_exchange>(
-    *st.basp, plan.tables[0].table, static_cast<int32_t>(st.links.shards.size()), 0, tables[0].dim);
+  st.rows = std::make_unique<row_exchange>(*st.exchange, plan.tables[0].table,
+                                           static_cast<int32_t>(st.links.shards.size()), 0,
+                                           tables[0].dim);
   st.sync_rows = plan.sync;
   return true;
 }

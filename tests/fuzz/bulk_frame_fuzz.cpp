@@ -57,14 +57,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       again.i32(fields.i32());
       break;
     case frame_kind::pull:
-      again.u64(fields.u64()).names(fields.names());
+      again.u64(fields.u64()).names(fields.names()).i32(fields.i32());
+      break;
+    case frame_kind::rows:
+      again.u64(fields.u64()).i32(fields.i32());
       break;
     case frame_kind::pull_reply:
     case frame_kind::push_reply:
       again.i64(fields.i64());
       break;
     case frame_kind::push:
-      again.u64(fields.u64()).i32(fields.i32()).i64(fields.i64()).names(fields.names());
+      again.u64(fields.u64()).i32(fields.i32()).i64(fields.i64()).u64(fields.u64());
+      again.i32(fields.i32()).names(fields.names());
+      break;
+    case frame_kind::push_rows:
+      again.u64(fields.u64()).i32(fields.i32()).i64(fields.i64()).u64(fields.u64());
+      again.i32(fields.i32());
       break;
     case frame_kind::refusal:
       again.u8(fields.u8()).text(fields.text());

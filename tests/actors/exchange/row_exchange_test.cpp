@@ -1,5 +1,5 @@
 // A step's embedding rows with the shards (actors/exchange/row_exchange.hpp),
-// over a fake message path: each shard asked only for the keys whose bucket
+// through a shard_exchange over a fake message path (no bulk links): each shard asked only for the keys whose bucket
 // it owns, sorted by bucket; replies scattered back to their keys in any
 // order; sync pushes to every shard; a refusal, a loss and a wrong shape
 // surfacing once; a cancelled exchange ignoring late replies.
@@ -75,7 +75,9 @@ BOOST_AUTO_TEST_SUITE(row_exchanges)
 
 BOOST_AUTO_TEST_CASE(each_shard_gets_its_keys_by_bucket_and_replies_land_on_their_keys) {
   fake_rows path;
-  row_exchange exchange(path, hash_table(), 3, 0, 2);
+  shard_exchange over(path, std::chrono::seconds(5));
+  over.reset_links(3);
+  row_exchange exchange(over, hash_table(), 3, 0, 2);
   std::vector<int64_t> ids;
   for (int64_t k = 0; k < 40; ++k)
     ids.push_back(k % 25); // duplicates: 25 distinct keys
@@ -133,7 +135,9 @@ BOOST_AUTO_TEST_CASE(a_fixed_size_table_sends_each_id_to_its_tf_partition) {
     config.rows = 10;
     config.partition = strategy;
     fake_rows path;
-    row_exchange exchange(path, config, 3, 0, 2);
+    shard_exchange over(path, std::chrono::seconds(5));
+    over.reset_links(3);
+    row_exchange exchange(over, config, 3, 0, 2);
     auto rows = rows_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
     exchange.pull(7, rows, [](const row_exchange::outcome&) {});
     BOOST_REQUIRE(path.pulls.size() == 3u);
@@ -157,7 +161,9 @@ BOOST_AUTO_TEST_CASE(a_fixed_size_table_sends_each_id_to_its_tf_partition) {
 
 BOOST_AUTO_TEST_CASE(refusals_losses_and_shapes_surface_and_cancelled_replies_are_ignored) {
   fake_rows path;
-  row_exchange exchange(path, hash_table(), 2, 0, 2);
+  shard_exchange over(path, std::chrono::seconds(5));
+  over.reset_links(2);
+  row_exchange exchange(over, hash_table(), 2, 0, 2);
   std::vector<int64_t> ids;
   for (int64_t k = 0; k < 20; ++k)
     ids.push_back(k);

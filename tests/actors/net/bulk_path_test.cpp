@@ -292,3 +292,181 @@ BOOST_AUTO_TEST_CASE(a_cancelled_background_pull_ends_at_once_and_breaks_its_lin
   link.reset();
   silent.join();
 }
+
+namespace {
+
+// A shard holding one embedding table (dim 2, SGD at 0.5, rows starting at
+// zero, at most 8 keys a request), with its bulk path on 127.0.0.1.
+struct rows_shard {
+  cfg_with_protocol cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor chief{sys};
+  ps_shard_actor shard;
+  uint16_t port = 0;
+
+  rows_shard() {
+    ps_shard_config config{0, plain_sgd(0.5)};
+    config.bulk_host = "127.0.0.1";
+    shard = sys.spawn(ps_shard, config);
+    table_setup table;
+    table.table.name = "ids";
+    table.table.dim = 2;
+    table.table.init.kind = row_initializer::zeros;
+    table.table.optimizer.kind = sparse_optimizer_kind::sgd;
+    table.table.optimizer.learning_rate = 0.5;
+    table.max_keys = 8;
+    shard_options options;
+    options.tables.push_back(table);
+    options.shards = 1;
+    chief
+      ->request(shard, 10s, init_atom::value, the_run, std::vector<std::string>{},
+                std::vector<tensor>{}, options)
+      .receive([](caf::ok_atom) {}, [](caf::error& e) { BOOST_FAIL(describe(e)); });
+  }
+  ~rows_shard() { chief->send(shard, stop_atom::value); }
+
+  std::unique_ptr<bulk_link> open(int32_t worker) {
+    uint64_t ticket = 0;
+    chief->request(shard, 10s, bulk_atom::value, the_run, worker)
+      .receive([&](uint16_t p, uint64_t t) { port = p, ticket = t; },
+               [](caf::error& e) { BOOST_FAIL(describe(e)); });
+    maybe_failure error;
+    auto link = bulk_link::open("127.0.0.1", port, the_run, ticket, "test", soon(), error);
+    BOOST_REQUIRE_MESSAGE(link, (error ? error->message : ""));
+    return link;
+  }
+
+  tensor basp_rows(const std::vector<int64_t>& keys) {
+    tensor out;
+    chief->request(shard, 10s, rows_atom::value, the_run, int32_t{0}, row_keys{keys, {}})
+      .receive([&](tensor& rows) { out = std::move(rows); },
+               [](caf::error& e) { BOOST_FAIL(describe(e)); });
+    return out;
+  }
+};
+
+// A pull of `keys` over `link`; its rows, or an empty tensor when refused.
+tensor pull_rows(bulk_link& link, run_id run, const std::vector<int64_t>& keys) {
+  auto bits = bulk::key_bits(keys.data(), keys.size());
+  link.start_pull_rows(run, 0, bits, {});
+  complete_all({&link}, soon());
+  return link.error() ? tensor{} : link.values().at(0);
+}
+
+void push_rows(bulk_link& link, int32_t worker, int64_t step, const std::vector<int64_t>& keys,
+               const std::vector<uint32_t>& counts, const tensor& grads) {
+  auto key_bits = bulk::key_bits(keys.data(), keys.size());
+  auto count_bits = bulk::count_bits(counts.data(), counts.size());
+  link.start_push_rows(the_run, worker, step, 0, 0, {&key_bits, &count_bits, &grads});
+  complete_all({&link}, soon());
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(bulk_rows, rows_shard)
+
+// Issue 28: rows travel on the bulk path as workers send them, with the
+// answers BASP gives: the same rows bit for bit, the same checks.
+BOOST_AUTO_TEST_CASE(rows_pulled_and_pushed_on_the_bulk_path_match_basp) {
+  auto link = open(0);
+  std::vector<int64_t> keys{3, 17, int64_t{1} << 40};
+  auto before = pull_rows(*link, the_run, keys);
+  BOOST_REQUIRE(!link->error());
+  BOOST_TEST((before.shape() == shape_t{3, 2}));
+  BOOST_TEST(before.bit_equal(tensor({3, 2}, 0.0f))); // an unseen key reads its initial row
+  tensor grads({3, 2}, std::vector<float>{1, 2, 3, 4, 5, -6});
+  push_rows(*link, 0, 0, keys, {1, 2, 1}, grads);
+  BOOST_REQUIRE_MESSAGE(!link->error(), link->error()->message);
+  auto after = pull_rows(*link, the_run, keys);
+  BOOST_REQUIRE(!link->error());
+  BOOST_TEST(after.bit_equal(basp_rows(keys)));
+  for (size_t i = 0; i < 6; ++i)
+    BOOST_TEST(after.data()[i] == -0.5f * grads.data()[i]);
+  // Keys in another order come back in that order.
+  auto reversed = pull_rows(*link, the_run, {keys[2], keys[0]});
+  BOOST_TEST(reversed.data()[0] == after.data()[4]);
+  BOOST_TEST(reversed.data()[3] == after.data()[1]);
+  // An empty push (a sync step's shard that owns none of a batch's keys).
+  push_rows(*link, 0, 1, {}, {}, tensor({0, 2}));
+  BOOST_TEST(!link->error());
+}
+
+BOOST_AUTO_TEST_CASE(row_requests_are_checked_as_over_basp_and_the_link_serves_on) {
+  auto link = open(0);
+  std::vector<int64_t> nine{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  pull_rows(*link, the_run, nine); // the table takes 8 keys a request
+  BOOST_REQUIRE(link->error());
+  BOOST_TEST((link->error()->code == errc::invalid_request));
+  BOOST_TEST(link->error()->message.find("8") != std::string::npos, link->error()->message);
+  BOOST_TEST(!link->broken());
+  pull_rows(*link, the_run + 1, {1}); // another run
+  BOOST_REQUIRE(link->error());
+  BOOST_TEST((link->error()->code == errc::unauthorized));
+  push_rows(*link, 0, 0, {1, 1}, {1, 1}, tensor({2, 2}, 1.0f)); // a key twice
+  BOOST_REQUIRE(link->error());
+  push_rows(*link, 0, 0, {1}, {1}, tensor({1, 2}, std::numeric_limits<float>::quiet_NaN()));
+  BOOST_REQUIRE(link->error());
+  BOOST_TEST((link->error()->code == errc::non_finite_gradient));
+  // Rows pushed as another worker than the ticket's: refused, counted.
+  push_rows(*link, 1, 0, {1}, {1}, tensor({1, 2}, 1.0f));
+  BOOST_REQUIRE(link->error());
+  BOOST_TEST((link->error()->code == errc::unauthorized));
+  shard_traffic stats;
+  chief->request(shard, 10s, stats_atom::value)
+    .receive([&](shard_traffic& t) { stats = t; }, [](caf::error& e) { BOOST_FAIL(describe(e)); });
+  BOOST_TEST(stats.unauthorized_pushes == 1u);
+  // Nothing refused was applied.
+  BOOST_TEST(pull_rows(*link, the_run, {1}).bit_equal(tensor({1, 2}, 0.0f)));
+}
+
+// A request naming more keys than a shard takes is refused from its header
+// and shapes, before a byte of its keys is read or allocated: 10^9 keys
+// (8 GB) pass no frame limit; 2^25 keys (256 MiB) pass the frame's but not
+// the rows' bound. The shard serves on.
+BOOST_AUTO_TEST_CASE(a_request_for_too_many_keys_is_refused_before_its_keys_are_read) {
+  auto link = open(0);
+  for (int64_t keys : {int64_t{1'000'000'000}, int64_t{1} << 25}) {
+    uint64_t ticket = 0;
+    chief->request(shard, 10s, bulk_atom::value, the_run, int32_t{0})
+      .receive([&](uint16_t, uint64_t t) { ticket = t; },
+               [](caf::error& e) { BOOST_FAIL(describe(e)); });
+    maybe_failure error;
+    bulk::channel ch{bulk::connect_to("127.0.0.1", port, soon(), error)};
+    BOOST_REQUIRE(ch);
+    bulk::meta_writer hello;
+    hello.u64(the_run).u64(ticket).text("raw");
+    bulk::frame_writer greeting{bulk::frame_kind::hello, 0, hello};
+    BOOST_REQUIRE(!bulk::send_frame(ch, greeting, soon()));
+    bulk::frame_reader in{{}};
+    BOOST_REQUIRE(!bulk::receive_frame(ch, in, soon())); // welcome
+    bulk::frame_header head;
+    head.kind = static_cast<uint16_t>(bulk::frame_kind::rows);
+    head.request = 1;
+    std::string meta;
+    auto put = [&](const void* p, size_t n) { meta.append(static_cast<const char*>(p), n); };
+    uint32_t count = 1, rank = 2;
+    int64_t two = 2;
+    int32_t table = 0;
+    put(&count, 4), put(&rank, 4), put(&keys, 8), put(&two, 8), put(&the_run, 8), put(&table, 4);
+    head.meta_bytes = static_cast<uint32_t>(meta.size());
+    head.data_bytes = static_cast<uint64_t>(keys) * 8; // two floats a key
+    auto bytes = std::string(reinterpret_cast<const char*>(&head), sizeof(head)) + meta;
+    BOOST_REQUIRE(::send(ch.fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL) > 0);
+    bulk::frame_reader reply{{}};
+    auto closed = bulk::receive_frame(ch, reply, soon());
+    if (keys < 1'000'000'000) { // the rows' bound answers, naming it
+      BOOST_REQUIRE(!closed);
+      BOOST_TEST(reply.header().kind == static_cast<uint16_t>(bulk::frame_kind::refusal));
+      auto fields = reply.fields();
+      fields.u8();
+      auto message = fields.text();
+      BOOST_TEST(message.find("at most 16777216") != std::string::npos, message);
+    } else {
+      BOOST_TEST(closed.has_value()); // the frame's own limit closes it
+    }
+  }
+  BOOST_TEST(pull_rows(*link, the_run, {1}).size() == 2u);
+  BOOST_TEST(!link->error());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
