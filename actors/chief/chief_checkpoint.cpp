@@ -219,7 +219,9 @@ void restore_slots(self_ptr self, std::function<void()> done) {
 
 // The checkpoint's embedding rows, each sent to the shard that owns its
 // bucket now (any shard count: whole buckets move), in messages of at most
-// 65,536 rows (and at most embedding.max-keys-per-request). The chief holds one shard's rows at a time.
+// 65,536 rows (and at most embedding.max-keys-per-request). Each file is
+// read once for all shards; a shard's rows are freed as its messages are
+// made.
 void restore_tables(self_ptr self, std::function<void()> done) {
   auto& st = self->state;
   auto& ckpt = *st.links.restore_from;
@@ -229,12 +231,18 @@ void restore_tables(self_ptr self, std::function<void()> done) {
     auto& config = st.tables[t].table;
     // No more rows a message than a request may name (the shard's limit).
     auto restore_batch = std::min<size_t>(65536, static_cast<size_t>(st.tables[t].max_keys));
+    std::vector<std::unique_ptr<embedding_table>> parts;
+    std::vector<embedding_table*> targets;
     for (uint32_t shard = 0; shard < shards; ++shard) {
-      embedding_table rows(config);
-      size_t found = 0;
-      for (auto& [name, file] : ckpt.files())
-        if (file.metadata().count("emb/" + config.name))
-          found += restore_table_rows(file, rows, shard, shards);
+      parts.push_back(std::make_unique<embedding_table>(config));
+      targets.push_back(parts.back().get());
+    }
+    for (auto& [name, file] : ckpt.files())
+      if (file.metadata().count("emb/" + config.name))
+        restore_table_rows(file, targets);
+    for (uint32_t shard = 0; shard < shards; ++shard) {
+      auto& rows = *parts[shard];
+      size_t found = rows.rows();
       restored_rows batch;
       batch.table = static_cast<int32_t>(t);
       std::vector<float> payloads;
@@ -259,6 +267,7 @@ void restore_tables(self_ptr self, std::function<void()> done) {
             flush();
         });
       flush();
+      parts[shard].reset();
       spdlog::info("chief: restoring {} row(s) of table {} into ps:{}", found, config.name, shard);
     }
   }

@@ -81,9 +81,14 @@ void table_snapshot::append_to(safetensors_writer& writer) const {
     writer.append(data, bytes);
 }
 
-size_t restore_table_rows(const safetensors_file& file, embedding_table& table, uint32_t shard,
-                          uint32_t shards) {
-  const auto& config = table.config();
+size_t restore_table_rows(const safetensors_file& file,
+                          const std::vector<embedding_table*>& shards) {
+  embedding_table* any = nullptr;
+  for (auto* t : shards)
+    any = any ? any : t;
+  if (!any)
+    return 0;
+  const auto& config = any->config();
   std::string name = "emb/" + config.name;
   auto fail = [&](const std::string& why) {
     throw checkpoint_error("checkpoint table " + config.name + ": " + why);
@@ -112,22 +117,31 @@ size_t restore_table_rows(const safetensors_file& file, embedding_table& table, 
     if (f.shape() != shape_t{static_cast<int64_t>(n), config.dim})
       fail("a field's shape is not [" + std::to_string(n) + ", " + std::to_string(config.dim)
            + "]");
-  std::vector<float> payload(table.payload_floats());
+  std::vector<float> payload(any->payload_floats());
+  auto count = static_cast<uint32_t>(shards.size());
   size_t restored = 0;
   for (size_t r = 0; r < n; ++r) {
     if (!config.holds(keys[r]))
       fail("key " + std::to_string(keys[r])
            + (keys[r] < 0 ? " is negative"
                           : " is past the table's " + std::to_string(config.rows) + " rows"));
-    if (config.shard_of(keys[r], shards) != shard)
+    auto* table = shards[config.shard_of(keys[r], count)];
+    if (!table)
       continue;
     for (size_t field = 0; field < fields.size(); ++field)
       std::memcpy(&payload[field * config.dim], fields[field].data() + r * config.dim,
                   config.dim * sizeof(float));
-    table.restore(keys[r], payload.data(), {frequencies[r], last_updates[r]});
+    table->restore(keys[r], payload.data(), {frequencies[r], last_updates[r]});
     ++restored;
   }
   return restored;
+}
+
+size_t restore_table_rows(const safetensors_file& file, embedding_table& table, uint32_t shard,
+                          uint32_t shards) {
+  std::vector<embedding_table*> targets(shards, nullptr);
+  targets.at(shard) = &table;
+  return restore_table_rows(file, targets);
 }
 
 } // namespace troupe

@@ -45,10 +45,15 @@ private:
   std::vector<uint32_t> frequencies_, last_updates_, bucket_rows_;
 };
 
-/// Restores into `table` the rows of `file` whose bucket shard `shard` of
-/// `shards` owns; how many. Throws checkpoint_error naming the file when the
-/// table is missing or its layout (dim, buckets, seed, optimizer) differs
-/// from `table`'s, or the file's tensors disagree in length.
+/// Restores the rows of `file` into the shards' tables in one pass over the
+/// file: a row goes to shards[s] where shard s of shards.size() owns its
+/// bucket (a null entry: rows not restored here); how many were restored.
+/// Every table must have the same config. Throws checkpoint_error naming
+/// the table when the file holds none or its layout (dim, buckets, seed,
+/// optimizer) differs, or the file's tensors disagree in length.
+size_t restore_table_rows(const safetensors_file& file,
+                          const std::vector<embedding_table*>& shards);
+/// The same for one shard of `shards`.
 size_t restore_table_rows(const safetensors_file& file, embedding_table& table, uint32_t shard,
                           uint32_t shards);
 
