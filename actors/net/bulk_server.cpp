@@ -17,6 +17,16 @@ namespace {
 
 using namespace bulk;
 
+// The fields every push begins with: run, worker, step and the grant's proof.
+bulk_push push_fields(meta_reader& fields) {
+  bulk_push out;
+  out.run = fields.u64();
+  out.worker = fields.i32();
+  out.step = fields.i64();
+  out.proof = fields.u64();
+  return out;
+}
+
 frame_limits current_limits() {
   return {max_wire_elements(), max_frame_bytes()};
 }
@@ -241,13 +251,16 @@ std::unique_lock<std::mutex> bulk_server::take_turn(connection& conn, std::mutex
 // refusal sent, when its fields do not end where its meta section does.
 bool bulk_server::complete_request(connection& conn, frame_reader& in, const meta_reader& fields,
                                    const char* what) {
-  if (!fields.at_end() || in.header().data_bytes != 0) {
-    reply(conn, refusal(in.header().request,
-                        {errc::invalid_request, std::string("bulk frame: a malformed ") + what}));
-    return false; // its data, if any, was never read
-  }
+  if (!fields.at_end() || in.header().data_bytes != 0)
+    return refuse_malformed(conn, in, what);
   in.read_data(); // none
   return true;
+}
+
+bool bulk_server::refuse_malformed(connection& conn, frame_reader& in, const char* what) {
+  reply(conn, refusal(in.header().request,
+                      {errc::invalid_request, std::string("bulk frame: a malformed ") + what}));
+  return false; // its data, if any, was never read: the connection closes
 }
 
 // The endpoint's answer to a pull or a fetch: the refusal (logged when the
@@ -306,18 +319,11 @@ bool bulk_server::answer_fetch(connection& conn, frame_reader& in) {
 bool bulk_server::answer_push(connection& conn, frame_reader& in,
                               const bulk_endpoint::pusher& push) {
   auto fields = in.fields();
-  bulk_push request;
-  request.run = fields.u64();
-  request.worker = fields.i32();
-  request.step = fields.i64();
-  request.proof = fields.u64();
+  auto request = push_fields(fields);
   request.precision = fields.i32();
   request.names = fields.names();
-  if (!fields.at_end()) {
-    reply(conn,
-          refusal(in.header().request, {errc::invalid_request, "bulk frame: a malformed push"}));
-    return false; // its data was never read
-  }
+  if (!fields.at_end())
+    return refuse_malformed(conn, in, "push");
   if (request.worker != conn.worker)
     return refuse_other_worker(conn, in, request.worker, "push");
   return apply_push(conn, in, std::move(request), push);
@@ -327,21 +333,14 @@ bool bulk_server::answer_push(connection& conn, frame_reader& in,
 bool bulk_server::answer_push_rows(connection& conn, frame_reader& in,
                                    const bulk_endpoint::pusher& push) {
   auto fields = in.fields();
-  bulk_push request;
-  request.run = fields.u64();
-  request.worker = fields.i32();
-  request.step = fields.i64();
-  request.proof = fields.u64();
+  auto request = push_fields(fields);
   request.table = fields.i32();
   auto& shapes = in.shapes();
   bool shaped = shapes.size() == 3 && shapes[0].size() == 2 && shapes[0][1] == 2
                 && shapes[1] == shape_t{shapes[0][0]} && shapes[2].size() == 2
                 && shapes[2][0] == shapes[0][0];
-  if (!fields.at_end() || !shaped || request.table < 0) {
-    reply(conn, refusal(in.header().request,
-                        {errc::invalid_request, "bulk frame: a malformed push of rows"}));
-    return false; // its data was never read
-  }
+  if (!fields.at_end() || !shaped || request.table < 0)
+    return refuse_malformed(conn, in, "push of rows");
   if (request.worker != conn.worker)
     return refuse_other_worker(conn, in, request.worker, "push of rows");
   if (!within_row_bound(conn, in, shapes[0][0]))
@@ -431,11 +430,8 @@ bool bulk_server::answer_rows(connection& conn, frame_reader& in, bulk_endpoint:
   auto run = fields.u64();
   auto table = fields.i32();
   auto& shapes = in.shapes();
-  if (!fields.at_end() || shapes.size() != 1 || shapes[0].size() != 2 || shapes[0][1] != 2) {
-    reply(conn, refusal(in.header().request,
-                        {errc::invalid_request, "bulk frame: a malformed pull of rows"}));
-    return false; // its data was never read
-  }
+  if (!fields.at_end() || shapes.size() != 1 || shapes[0].size() != 2 || shapes[0][1] != 2)
+    return refuse_malformed(conn, in, "pull of rows");
   if (!within_row_bound(conn, in, shapes[0][0]))
     return false;
   in.lend(std::move(conn.row_keys));

@@ -158,6 +158,9 @@ private:
   bool answer_fetch(connection& conn, bulk::frame_reader& in);
   bool complete_request(connection& conn, bulk::frame_reader& in, const bulk::meta_reader& fields,
                         const char* what);
+  /// Refuses a request whose fields or shapes are malformed; false (the
+  /// connection closes: its data is never read).
+  bool refuse_malformed(connection& conn, bulk::frame_reader& in, const char* what);
   bool reply_values(connection& conn, uint64_t request, const maybe_failure& refused,
                     const char* what, const bulk::tensor_refs& values, int64_t version);
   bool answer_push(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);

@@ -45,25 +45,10 @@ caf::result<int64_t> on_push_rows(self_ptr self, run_id run, int32_t worker, int
   if (step >= st.options.last_step)
     return make_error({errc::training_stopped,
                        "step " + std::to_string(step) + " is past last_step on " + st.label});
-  table_store::verdict verdict;
+  sync_verdict verdict;
   if (auto err = st.tables.add(worker, step, table, keys.keys, keys.counts, grads, verdict))
     return make_error(*err);
-  switch (verdict) {
-    case table_store::verdict::stale:
-      return make_error({errc::stale_gradient, "rows of worker:" + std::to_string(worker)
-                                                 + " for step " + std::to_string(step)
-                                                 + " are stale: " + st.label + " is at step "
-                                                 + std::to_string(st.tables.step())});
-    case table_store::verdict::ahead:
-      return make_error({errc::invalid_request,
-                         "rows of step " + std::to_string(step) + " are ahead of " + st.label});
-    case table_store::verdict::duplicate:
-      return st.store->version();
-    case table_store::verdict::accepted:
-      apply_if_ready(self);
-      return st.store->version();
-  }
-  return st.store->version();
+  return answer_sync(self, verdict, "rows", worker, step, st.tables.step());
 }
 
 // Rows of a checkpoint's embedding table, from the chief.

@@ -29,6 +29,10 @@ void answer_wanted_snapshot(self_ptr self);
 
 /// Applies the step once its gradients and rows are all in.
 void apply_if_ready(self_ptr self);
+/// The answer to a sync push by what the shard made of it: its version, or
+/// the refusal of a stale or early one. `what`: "gradient" or "rows".
+caf::result<int64_t> answer_sync(self_ptr self, sync_verdict verdict, const std::string& what,
+                                 int32_t worker, int64_t step, int64_t at_step);
 /// A sync push of dense gradients: summed into the step, or refused.
 caf::result<int64_t> sync_push(self_ptr self, int32_t worker, int64_t step,
                                const std::vector<std::string>& names,

@@ -55,21 +55,29 @@ caf::result<int64_t> sync_push(self_ptr self, int32_t worker, int64_t step,
   if (step >= st.options.last_step)
     return make_error({errc::training_stopped,
                        "step " + std::to_string(step) + " is past last_step on " + st.label});
-  switch (acc.add(worker, step, gradients)) {
-    case sync_accumulator::verdict::stale:
-      return make_error({errc::stale_gradient, "gradient of worker:" + std::to_string(worker)
-                                                 + " for step " + std::to_string(step)
-                                                 + " is stale: " + st.label + " is at step "
-                                                 + std::to_string(acc.step()) + "; dropped"});
-    case sync_accumulator::verdict::ahead:
+  return answer_sync(self, acc.add(worker, step, gradients), "gradient", worker, step, acc.step());
+}
+
+// The answer to a sync push, dense or rows (`what`: "gradient", "rows"),
+// by what the shard made of it.
+caf::result<int64_t> answer_sync(self_ptr self, sync_verdict verdict, const std::string& what,
+                                 int32_t worker, int64_t step, int64_t at_step) {
+  auto& st = self->state;
+  auto of = what + " of worker:" + std::to_string(worker) + " for step " + std::to_string(step);
+  switch (verdict) {
+    case sync_verdict::stale:
+      return make_error({errc::stale_gradient, of + (what == "rows" ? " are" : " is")
+                                                 + " stale: " + st.label + " is at step "
+                                                 + std::to_string(at_step) + "; dropped"});
+    case sync_verdict::ahead:
       return make_error({errc::invalid_request, "step " + std::to_string(step)
                                                   + " of worker:" + std::to_string(worker)
                                                   + " is ahead of " + st.label + " (at step "
-                                                  + std::to_string(acc.step()) + ")"});
-    case sync_accumulator::verdict::duplicate:
-      // A restarted worker pushing a step again: its first gradient counts.
+                                                  + std::to_string(at_step) + ")"});
+    case sync_verdict::duplicate:
+      // A restarted worker pushing a step again: its first push counts.
       return st.store->version();
-    case sync_accumulator::verdict::accepted:
+    case sync_verdict::accepted:
       apply_if_ready(self);
       return st.store->version();
   }

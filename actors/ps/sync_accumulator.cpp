@@ -9,16 +9,16 @@ sync_accumulator::sync_accumulator(std::vector<std::string> names, int32_t requi
   : names_(std::move(names)), required_(required), step_(first_step) {
 }
 
-sync_accumulator::verdict sync_accumulator::add(int32_t worker, int64_t step,
-                                                const std::vector<tensor>& gradients) {
+sync_verdict sync_accumulator::add(int32_t worker, int64_t step,
+                                   const std::vector<tensor>& gradients) {
   if (step < step_) {
     ++dropped_;
-    return verdict::stale;
+    return sync_verdict::stale;
   }
   if (step > step_)
-    return verdict::ahead;
+    return sync_verdict::ahead;
   if (!contributors_.insert(worker).second)
-    return verdict::duplicate; // its first gradient of this step counts
+    return sync_verdict::duplicate; // its first gradient of this step counts
   if (count_ == 0) {
     first_ = std::chrono::steady_clock::now();
     sums_ = gradients; // the first gradient starts the sums
@@ -27,7 +27,7 @@ sync_accumulator::verdict sync_accumulator::add(int32_t worker, int64_t step,
       ops::axpy(1.0f, gradients[i], sums_[i]);
   }
   ++count_;
-  return verdict::accepted;
+  return sync_verdict::accepted;
 }
 
 std::vector<tensor> sync_accumulator::take_average() {

@@ -10,21 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "actors/ps/sync_verdict.hpp"
 #include "tensor/core/tensor.hpp"
 
 namespace troupe {
 
 class sync_accumulator {
 public:
-  enum class verdict { accepted, stale, duplicate, ahead };
-
   /// names: every variable the shard holds, in the order pushes carry them.
   /// first_step: the step training starts at (a restored checkpoint's).
   sync_accumulator(std::vector<std::string> names, int32_t required, int64_t first_step = 0);
 
   /// Adds one worker's gradients for `step` (already validated: same names,
   /// shapes, finite). Only gradients of the current step are accepted.
-  verdict add(int32_t worker, int64_t step, const std::vector<tensor>& gradients);
+  sync_verdict add(int32_t worker, int64_t step, const std::vector<tensor>& gradients);
 
   /// True once `required` gradients of the current step are in.
   bool ready() const noexcept { return count_ >= required_ && count_ > 0; }

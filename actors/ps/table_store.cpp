@@ -171,18 +171,18 @@ maybe_failure table_store::apply(int32_t table, const std::vector<int64_t>& keys
 maybe_failure table_store::add(int32_t worker, int64_t step, int32_t table,
                                const std::vector<int64_t>& keys,
                                const std::vector<uint32_t>& counts, const tensor& grads,
-                               verdict& out) {
+                               sync_verdict& out) {
   if (auto bad = check_push(table, keys, counts, grads))
     return bad;
   auto& t = tables_[static_cast<size_t>(table)];
   if (step < step_)
-    out = verdict::stale;
+    out = sync_verdict::stale;
   else if (step > step_)
-    out = verdict::ahead;
+    out = sync_verdict::ahead;
   else if (!t.contributors.insert(worker).second)
-    out = verdict::duplicate;
+    out = sync_verdict::duplicate;
   else {
-    out = verdict::accepted;
+    out = sync_verdict::accepted;
     t.sums->add(keys.data(), counts.data(), grads.data(), keys.size());
   }
   return std::nullopt;

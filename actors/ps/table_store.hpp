@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/ps/sync_verdict.hpp"
 #include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
 #include "tensor/sparse/table_setup.hpp"
@@ -33,8 +34,6 @@ struct table_figures {
 
 class table_store {
 public:
-  enum class verdict { accepted, stale, duplicate, ahead };
-
   /// Holds `setups` (checked), this being shard `shard` of `shards`. sync:
   /// pushes are summed per step and applied by apply_step once `required`
   /// workers pushed every table; `first_step` is the step training starts at.
@@ -61,7 +60,7 @@ public:
   /// Sync: adds one worker's push for `step` (checked first). A step's rows
   /// are complete once `required` workers pushed every table.
   maybe_failure add(int32_t worker, int64_t step, int32_t table, const std::vector<int64_t>& keys,
-                    const std::vector<uint32_t>& counts, const tensor& grads, verdict& out);
+                    const std::vector<uint32_t>& counts, const tensor& grads, sync_verdict& out);
   bool ready() const;
   int64_t step() const noexcept { return step_; }
   void set_required(int32_t required) noexcept { required_ = required; }

@@ -145,13 +145,13 @@ BOOST_AUTO_TEST_CASE(sync_averages_each_row_over_the_workers_that_touched_it) {
   BOOST_REQUIRE(!store.configure({setup}, 0, 1, true, 2, 0));
   tensor start;
   BOOST_REQUIRE(!store.lookup(0, {1, 2}, start));
-  table_store::verdict v;
+  sync_verdict v;
   // Worker 0 touches keys 1 and 2, worker 1 only key 1.
   BOOST_REQUIRE(!store.add(0, 0, 0, {1, 2}, {1, 1}, grads_of(2, 1, 1.0f), v));
-  BOOST_TEST((v == table_store::verdict::accepted));
+  BOOST_TEST((v == sync_verdict::accepted));
   BOOST_TEST(!store.ready());
   BOOST_REQUIRE(!store.add(0, 0, 0, {1, 2}, {1, 1}, grads_of(2, 1, 9.0f), v));
-  BOOST_TEST((v == table_store::verdict::duplicate)); // its first push counts
+  BOOST_TEST((v == sync_verdict::duplicate)); // its first push counts
   tensor g({1, 1}, 3.0f);
   BOOST_REQUIRE(!store.add(1, 0, 0, {1}, {1}, g, v));
   BOOST_TEST(store.ready());
@@ -162,9 +162,9 @@ BOOST_AUTO_TEST_CASE(sync_averages_each_row_over_the_workers_that_touched_it) {
   BOOST_TEST(after[0] == start[0] - 2.0f); // (1 + 3) / 2: both touched it
   BOOST_TEST(after[1] == start[1] - 1.0f); // worker 0's whole gradient
   BOOST_REQUIRE(!store.add(0, 0, 0, {1}, {1}, g, v));
-  BOOST_TEST((v == table_store::verdict::stale));
+  BOOST_TEST((v == sync_verdict::stale));
   BOOST_REQUIRE(!store.add(0, 2, 0, {1}, {1}, g, v));
-  BOOST_TEST((v == table_store::verdict::ahead));
+  BOOST_TEST((v == sync_verdict::ahead));
 }
 
 BOOST_AUTO_TEST_CASE(enum_values_a_peer_made_up_are_refused) {
