@@ -368,7 +368,7 @@ bool bulk_server::within_row_bound(connection& conn, frame_reader& in, int64_t k
     return true;
   auto why = "ps:" + std::to_string(options_.shard) + " refused a request of "
              + std::to_string(keys) + " embedding keys: at most " + std::to_string(bound)
-             + " per request" + (bound == 0 ? " (this shard holds no tables)" : "");
+             + " per request" + (bound == 0 ? " (this server serves no rows)" : "");
   spdlog::warn("{} (from {})", why, conn.peer);
   reply(conn, refusal(in.header().request, {errc::invalid_request, why}));
   return false; // its data was never read
