@@ -188,7 +188,7 @@ void catalog_for_node(const node_config& cfg, node_setup& setup, std::vector<std
   if (!data_option_problems(t.data).empty())
     return;
   // A fixed-size table's ids are checked as the files are read (bad records).
-  if (uses_embeddings(t.model) && t.embedding.kind == table_kind::fixed
+  if (uses_embeddings(t.model, t.network.layers) && t.embedding.kind == table_kind::fixed
       && t.embedding.ids == id_mapping::identity && embedding_problems(t.embedding).empty())
     t.data.csv.vocabulary = t.embedding.vocabulary;
   try {

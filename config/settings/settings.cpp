@@ -180,7 +180,7 @@ void check_runtime(const runtime_settings& runtime, std::vector<failure>& out) {
 // The embedding models: the [embedding] section, and what they cannot do yet.
 void check_embeddings(const training_settings& t, const cluster_shape& shape,
                       std::vector<failure>& out) {
-  if (!uses_embeddings(t.model))
+  if (!uses_embeddings(t.model, t.network.layers))
     return;
   auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
   for (auto& p : embedding_problems(t.embedding))

@@ -58,6 +58,7 @@ std::unique_ptr<device_layer> make_device_layer(const layer_desc& d, device_pool
     case layer_desc::kind::dropout:
       return make_device_dropout(d, pool);
     case layer_desc::kind::flatten:
+    case layer_desc::kind::embedding:
       break;
   }
   throw troupe_error("layer " + d.name + " has no CUDA implementation");

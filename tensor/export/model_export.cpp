@@ -61,6 +61,10 @@ std::vector<std::string> layer_specs(const model& net) {
       case layer_desc::kind::flatten:
         out.push_back("flatten" + name);
         break;
+      case layer_desc::kind::embedding:
+        out.push_back("embedding" + name + " dim=" + std::to_string(l.units)
+                      + " combiner=" + name_of(l.combine));
+        break;
     }
   }
   return out;
@@ -78,7 +82,7 @@ model_card describe_model(model_kind kind, const model& net, const data_split* t
   card.classes = layers.empty() ? 2 : num_elements(layers.back().output);
   card.step = step;
   if (!net.tables().empty())
-    card.embedding_dim = static_cast<int64_t>(net.tables()[0].dim) - 1;
+    card.embedding_dim = static_cast<int64_t>(net.tables()[0].dim) - (layers.empty() ? 1 : 0);
   if (train) {
     card.task = train->task;
     card.keys = train->keys;
@@ -260,7 +264,9 @@ model_card model_card::from_json(const json::value& v, const std::string& path) 
   if (*kind == normalization::standardize) {
     card.norm.mean = norm.numbers("mean");
     auto stddev = norm.numbers("stddev");
-    auto features = static_cast<size_t>(num_elements(card.input));
+    // Categorical data standardizes its dense values only.
+    auto features = static_cast<size_t>(card.has_table() ? card.keys.dense
+                                                         : num_elements(card.input));
     if (card.norm.mean.size() != features || stddev.size() != features)
       fail(path, "\"normalize\" needs one mean and one stddev per feature ("
                    + std::to_string(features) + ")");
@@ -346,7 +352,7 @@ exported_model read_card(const std::string& card_path) {
   exported_model out;
   out.card = model_card::from_json(v, card_path);
   auto kind = enum_from_name<model_kind>(out.card.model);
-  bool embedding = kind && uses_embeddings(*kind);
+  bool embedding = kind && uses_embeddings(*kind, out.card.layers);
   if (embedding != out.card.has_table())
     fail(card_path, "model " + out.card.model
                       + (embedding ? " needs the card's \"embedding\" object (a card of an older "

@@ -34,12 +34,12 @@ struct model_card {
   normalizer norm;                      ///< applied to every example before the network
   int64_t step = 0;                     ///< global steps trained
   // Models with an embedding table (lr, fm, mf, deepfm; keys.fields > 0):
-  key_layout keys;                              ///< where an example's keys lie
-  int64_t embedding_dim = 0;                    ///< factors per key
-  std::vector<int64_t> deep_layers;             ///< deepfm's hidden widths
-  std::vector<int64_t> vocabulary;              ///< a fixed-size table's rows per field
-  id_mapping ids = id_mapping::identity;        ///< and how values become its rows
-  row_init table_init;                          ///< the rows of keys the table lacks
+  key_layout keys;                       ///< where an example's keys lie
+  int64_t embedding_dim = 0;             ///< factors per key; custom: its embedding layer's dim
+  std::vector<int64_t> deep_layers;      ///< deepfm's hidden widths
+  std::vector<int64_t> vocabulary;       ///< a fixed-size table's rows per field
+  id_mapping ids = id_mapping::identity; ///< and how values become its rows
+  row_init table_init;                   ///< the rows of keys the table lacks
   std::vector<std::string> categorical_columns; ///< CSV: the columns that hold keys
   std::vector<std::string> ignore_columns;      ///< CSV: the columns training left out
 
@@ -51,6 +51,11 @@ struct model_card {
   model_options options() const;
   /// Whether the model looks up an embedding table.
   bool has_table() const { return keys.sparse(); }
+  /// Floats per row of the table: [w | v] for lr, fm, mf and deepfm (1 +
+  /// embedding_dim), the embedding layer's dim for a custom network.
+  uint32_t table_dim() const {
+    return static_cast<uint32_t>(layers.empty() ? 1 + embedding_dim : embedding_dim);
+  }
 };
 
 /// The card of `net` trained on `train` (its shape, classes, names and

@@ -260,6 +260,8 @@ void add_layer(graph_state& s, const layer_desc& l, const tensor* p) {
     case layer_desc::kind::flatten:
       s.to_rows();
       break;
+    case layer_desc::kind::embedding:
+      throw troupe_error(l.name + ": an embedding layer has no ONNX export yet");
   }
 }
 
@@ -313,6 +315,9 @@ void check_table_export(const model_card& card, const embedding_table& table) {
   auto why = [&](const std::string& what) {
     throw troupe_error("no model.onnx for " + card.model + ": " + what);
   };
+  if (!card.layers.empty())
+    why("a custom network over an embedding layer has no ONNX export yet; its weights and "
+        "table are in model.safetensors");
   if (card.vocabulary.empty())
     why("its table is a hash table (int64 keys, no fixed rows to Gather from); docs/export.md "
         "says what it exports to");

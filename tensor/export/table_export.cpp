@@ -10,7 +10,7 @@ namespace {
 std::shared_ptr<embedding_table> empty_table(const model_card& card) {
   embedding_table_config config;
   config.name = "embedding";
-  config.dim = static_cast<uint32_t>(1 + card.embedding_dim);
+  config.dim = card.table_dim();
   config.init = card.table_init;
   config.optimizer.kind = sparse_optimizer_kind::sgd;
   if (!card.vocabulary.empty()) {

@@ -83,15 +83,45 @@ std::unique_ptr<layer> parse_layer(const spec_text& s, const std::string& kind,
     s.allow_only({"name"}, kind);
     return make_flatten(name);
   }
-  s.fail("unknown layer '" + kind + "' (known: dense, conv2d, max_pool, relu, dropout, flatten)");
+  if (kind == "embedding")
+    s.fail("an embedding layer comes first in model.layers, over categorical data "
+           "(data.categorical-columns, or data.format = criteo or libsvm)");
+  s.fail("unknown layer '" + kind
+         + "' (known: dense, conv2d, max_pool, relu, dropout, flatten, and embedding first)");
 }
 
 } // namespace
 
+bool starts_with_embedding(const std::vector<std::string>& specs) {
+  if (specs.empty())
+    return false;
+  auto& text = specs[0];
+  auto begin = text.find_first_not_of(" \t");
+  return begin != std::string::npos && text.compare(begin, 9, "embedding") == 0
+         && (text.size() == begin + 9 || text[begin + 9] == ' ' || text[begin + 9] == '\t');
+}
+
+embedding_layer_spec parse_embedding_layer(const std::vector<std::string>& specs) {
+  if (!starts_with_embedding(specs))
+    throw troupe_error("model.layers does not start with an embedding layer");
+  spec_text s("model.layers[0]", specs[0], 1);
+  s.allow_only({"name", "dim", "combiner"}, "embedding");
+  embedding_layer_spec out;
+  out.name = s.text("name", "embedding0");
+  out.dim = s.integer("dim", std::nullopt, 1);
+  if (out.dim > 1024)
+    s.fail("dim=" + std::to_string(out.dim) + " is outside 1..1024");
+  auto how = enum_from_name<combiner>(s.text("combiner", "mean"));
+  if (!how)
+    s.fail("combiner=" + s.text("combiner", "mean") + " is not sum, mean or sqrtn");
+  out.how = *how;
+  return out;
+}
+
 std::vector<std::unique_ptr<layer>> parse_layers(const std::vector<std::string>& specs,
-                                                 uint64_t seed) {
+                                                 uint64_t seed, size_t first) {
   std::vector<std::unique_ptr<layer>> out;
-  for (size_t i = 0; i < specs.size(); ++i) {
+  for (size_t i = first; i < specs.size(); ++i) {
     auto where = "model.layers[" + std::to_string(i) + "]";
     spec_text s(where, specs[i], 1);
     if (s.word_count() == 0)

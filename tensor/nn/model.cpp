@@ -1,4 +1,5 @@
 #include "tensor/nn/model.hpp"
+#include "tensor/nn/embedding_network.hpp"
 #include "tensor/nn/sparse_model.hpp"
 #include "tensor/nn/synthetic_model.hpp"
 
@@ -8,6 +9,7 @@
 #include "tensor/core/error.hpp"
 #include "tensor/core/flush_denormals.hpp"
 #include "tensor/nn/layer_spec.hpp"
+#include "tensor/nn/layer_stack.hpp"
 #include "tensor/nn/layers.hpp"
 #include "tensor/nn/loss.hpp"
 
@@ -56,154 +58,59 @@ class sequential_model final : public model {
 public:
   sequential_model(std::string name, shape_t input, int64_t classes,
                    std::vector<std::unique_ptr<layer>> layers, objective task)
-    : name_(std::move(name)), layers_(std::move(layers)), task_(task) {
-    if (layers_.empty())
-      throw shape_error(name_ + ": a model needs at least one layer");
-    auto shape = input;
-    input_ = input;
-    for (auto& l : layers_) {
-      offsets_.push_back(vars_.size());
-      shapes_.push_back(shape);
-      shape = l->configure(shape);
-      for (auto& v : l->variables())
-        vars_.push_back(v);
-    }
-    offsets_.push_back(vars_.size());
-    shapes_.push_back(shape);
-    auto* last = layers_.back().get();
-    if (last->variables().empty() || shape != shape_t{classes})
-      throw shape_error(name_ + ": the last layer ('" + last->name()
+    : name_(std::move(name)), stack_(name_, std::move(input), std::move(layers)), task_(task) {
+    auto& shape = stack_.output_shape();
+    auto& last = stack_.last();
+    if (last.variables().empty() || shape != shape_t{classes})
+      throw shape_error(name_ + ": the last layer ('" + last.name()
                         + "') must be a dense layer "
                           "with "
                         + std::to_string(classes)
                         + (task == objective::regression ? " unit (the predicted target); it "
                                                          : " units (one logit per class); it ")
                         + "outputs " + to_string(shape));
-    outputs_.resize(layers_.size());
-    input_grads_.resize(layers_.size());
-    // Layers that move no data: views, and ReLUs the next layer applies.
-    for (size_t i = 0; i < layers_.size(); ++i)
-      skipped_.push_back(
-        layers_[i]->is_view()
-        || (layers_[i]->is_relu() && i + 1 < layers_.size() && layers_[i + 1]->fuse_input_relu()));
   }
 
   const std::string& name() const override { return name_; }
-  const std::vector<variable_spec>& variables() const override { return vars_; }
-
-  std::string describe() const override {
-    std::string out;
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      out += "  " + layers_[i]->name() + ": " + layers_[i]->describe() + "\n";
-      for (size_t v = offsets_[i]; v < offsets_[i + 1]; ++v)
-        out += "    " + vars_[v].name + " " + to_string(vars_[v].shape) + " ("
-               + std::to_string(num_elements(vars_[v].shape)) + " values)\n";
-    }
-    return out;
-  }
-
-  std::vector<layer_desc> layers() const override {
-    std::vector<layer_desc> out;
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      auto d = layers_[i]->desc();
-      d.name = layers_[i]->name();
-      d.input = shapes_[i];
-      d.output = shapes_[i + 1];
-      d.skipped = skipped_[i];
-      d.first_variable = offsets_[i];
-      d.num_variables = offsets_[i + 1] - offsets_[i];
-      out.push_back(std::move(d));
-    }
-    return out;
-  }
-
-  shape_t input_shape() const override { return input_; }
+  const std::vector<variable_spec>& variables() const override { return stack_.variables(); }
+  std::string describe() const override { return stack_.describe(); }
+  std::vector<layer_desc> layers() const override { return stack_.layers(); }
+  shape_t input_shape() const override { return stack_.input_shape(); }
 
   void skip_training_steps(uint64_t steps, int64_t batch) override {
-    for (auto& l : layers_)
-      l->skip_training_steps(steps, batch);
+    stack_.skip_training_steps(steps, batch);
   }
 
   batch_stats train_step(const std::vector<tensor>& params, const batch& b,
                          std::vector<tensor>& grads) override {
-    check_params(params);
-    const tensor& logits = forward(params, b.images, true);
+    stack_.check_params(params.data(), params.size());
+    const tensor& logits = stack_.forward(params.data(), b.images, true);
     auto loss = task_ == objective::regression
                   ? mean_squared_error(logits, b.targets, &grad_logits_)
                   : softmax_cross_entropy(logits, b.labels, &grad_logits_);
-    batch_stats out{loss.loss, loss.correct, b.size()};
-    grads.resize(vars_.size());
-    const tensor* upstream = &grad_logits_;
-    for (size_t i = layers_.size(); i-- > 0;) {
-      auto& l = *layers_[i];
-      if (skipped_[i])
-        continue;
-      // The first layer's input is the data: no gradient needed there.
-      tensor* dx = i == first_compute_layer() ? nullptr : &input_grads_[i];
-      l.backward(*inputs_[i], outputs_[i], *upstream, dx, params.data() + offsets_[i],
-                 grads.data() + offsets_[i]);
-      if (dx)
-        upstream = dx;
-    }
-    return out;
+    grads.resize(params.size());
+    // The first layer's input is the data: no gradient needed there.
+    stack_.backward(params.data(), grad_logits_, grads.data(), nullptr);
+    return {loss.loss, loss.correct, b.size()};
   }
 
   void predict(const std::vector<tensor>& params, const tensor& inputs, tensor& outputs) override {
-    check_params(params);
-    outputs = forward(params, inputs, false);
+    stack_.check_params(params.data(), params.size());
+    outputs = stack_.forward(params.data(), inputs, false);
   }
 
   batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
-    check_params(params);
-    const tensor& logits = forward(params, b.images, false);
+    stack_.check_params(params.data(), params.size());
+    const tensor& logits = stack_.forward(params.data(), b.images, false);
     auto loss = task_ == objective::regression ? mean_squared_error(logits, b.targets)
                                                : softmax_cross_entropy(logits, b.labels);
     return {loss.loss, loss.correct, b.size()};
   }
 
 private:
-  size_t first_compute_layer() const {
-    for (size_t i = 0; i < layers_.size(); ++i)
-      if (!skipped_[i])
-        return i;
-    return 0;
-  }
-
-  void check_params(const std::vector<tensor>& params) const {
-    if (params.size() != vars_.size())
-      throw shape_error(name_ + ": expected " + std::to_string(vars_.size()) + " parameters, got "
-                        + std::to_string(params.size()));
-    for (size_t i = 0; i < vars_.size(); ++i)
-      if (params[i].shape() != vars_[i].shape)
-        throw shape_error(name_ + ": " + vars_[i].name + " has shape "
-                          + to_string(params[i].shape()) + ", expected "
-                          + to_string(vars_[i].shape));
-  }
-
-  const tensor& forward(const std::vector<tensor>& params, const tensor& images, bool training) {
-    inputs_.assign(layers_.size(), nullptr);
-    const tensor* current = &images;
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      inputs_[i] = current;
-      if (skipped_[i])
-        continue;
-      layers_[i]->forward(*current, outputs_[i], params.data() + offsets_[i], training);
-      current = &outputs_[i];
-    }
-    return *current;
-  }
-
   std::string name_;
-  std::vector<std::unique_ptr<layer>> layers_;
+  layer_stack stack_;
   objective task_;
-  std::vector<variable_spec> vars_;
-  std::vector<size_t> offsets_; // first variable of each layer
-  std::vector<shape_t> shapes_; // per-example shape before each layer, then the output
-  shape_t input_;
-  std::vector<const tensor*> inputs_; // of each layer, last forward pass
-  std::vector<tensor> outputs_;       // of each layer
-  std::vector<tensor> input_grads_;   // dL/d(input) of each layer
-  std::vector<bool> skipped_;         // views and fused ReLUs
   tensor grad_logits_;
 };
 
@@ -385,6 +292,8 @@ bool convolutional(model_kind kind) {
 std::unique_ptr<model> make_model(model_kind kind, const model_options& options) {
   if (uses_embeddings(kind))
     return make_sparse_model(kind, options);
+  if (uses_embeddings(kind, options.layers))
+    return make_embedding_network(options);
   if (kind == model_kind::synthetic)
     return make_synthetic_model(options);
   std::string name = name_of(kind);
@@ -418,6 +327,10 @@ std::unique_ptr<model> make_model(model_kind kind, const model_options& options)
     }
   }
   throw troupe_error("unknown model '" + name + "' (known: " + name_list<model_kind>() + ")");
+}
+
+bool uses_embeddings(model_kind kind, const std::vector<std::string>& layers) {
+  return uses_embeddings(kind) || (kind == model_kind::custom && starts_with_embedding(layers));
 }
 
 std::vector<tensor> initial_values(const model& m, uint64_t seed) {

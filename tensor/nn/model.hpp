@@ -51,11 +51,12 @@ enum class padding { same, valid };
 /// What one configured layer of a sequential model computes, so that another
 /// backend (gpu/) can build its own implementation of the same network.
 struct layer_desc {
-  enum class kind { dense, conv2d, max_pool, relu, dropout, flatten };
+  enum class kind { dense, conv2d, max_pool, relu, dropout, flatten, embedding };
   kind type = kind::dense;
   std::string name;
   shape_t input, output;              ///< per example
-  int64_t units = 0;                  ///< dense
+  int64_t units = 0;                  ///< dense; embedding: floats per row
+  combiner combine = combiner::mean;  ///< embedding: how a field's rows combine
   int64_t filters = 0;                ///< conv2d
   int64_t kernel_h = 0, kernel_w = 0; ///< conv2d; max_pool: the window (square)
   int64_t stride = 1;                 ///< conv2d, max_pool
@@ -197,7 +198,8 @@ std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classe
 /// The models make_model builds (train.model): the built-in ones, and
 /// "custom", built from model_options::layers.
 /// lr, fm, mf, deepfm: models of categorical data with an embedding table
-/// (sparse_model.hpp).
+/// (sparse_model.hpp); so is custom where its layers start with an
+/// embedding layer (embedding_network.hpp).
 /// synthetic: a step of a set cost moving a set size (synthetic_model.hpp).
 enum class model_kind {
   softmax,
@@ -221,11 +223,15 @@ TROUPE_ENUM_NAMES(model_kind, {model_kind::softmax, "softmax"}, {model_kind::mlp
                   {model_kind::mf, "mf"}, {model_kind::deepfm, "deepfm"},
                   {model_kind::synthetic, "synthetic"});
 
-/// Whether `kind` looks up an embedding table.
+/// Whether built-in model `kind` looks up an embedding table.
 inline bool uses_embeddings(model_kind kind) {
   return kind == model_kind::lr || kind == model_kind::fm || kind == model_kind::mf
          || kind == model_kind::deepfm;
 }
+
+/// Whether a model of `kind` with `layers` looks up an embedding table: a
+/// built-in one that does, or custom starting with an embedding layer.
+bool uses_embeddings(model_kind kind, const std::vector<std::string>& layers);
 
 /// A built-in model (softmax, mlp, cnn, vgg11, vgg16, vgg19), or custom
 /// built from options.layers, for examples of options.input and

@@ -6,7 +6,7 @@
 
 #include <Eigen/Core>
 
-#include "tensor/sparse/keys.hpp"
+#include "tensor/nn/batch_keys.hpp"
 
 namespace troupe {
 
@@ -68,13 +68,7 @@ public:
   }
 
   void batch_keys(const batch& b, std::vector<int64_t>& ids) const override {
-    ids.clear();
-    if (vocabulary_.empty())
-      for_each_slot(b, [&](size_t, int64_t key, float, uint32_t) { ids.push_back(key); });
-    else
-      for_each_slot(b, [&](size_t, int64_t key, float, uint32_t field) {
-        ids.push_back(vocabulary_.row_of(key, field));
-      });
+    table_keys_of(keys_, vocabulary_, b, ids);
   }
 
   batch_stats train_step(const std::vector<tensor>&, const batch&, std::vector<tensor>&) override {
@@ -119,20 +113,6 @@ public:
   }
 
 private:
-  template <class F>
-  void for_each_slot(const batch& b, F&& f) const {
-    auto width = static_cast<size_t>(keys_.width());
-    for (size_t e = 0; e < b.size(); ++e) {
-      const float* slots = b.images.data() + e * width + keys_.dense;
-      for (int64_t s = 0; s < keys_.slots(); ++s) {
-        const float* slot = slots + s * key_layout::floats_per_key;
-        int64_t key = unpack_key(slot);
-        if (key >= 0)
-          f(e, key, slot[3], static_cast<uint32_t>(s / keys_.keys_per_field));
-      }
-    }
-  }
-
   void check(const std::vector<tensor>& params, const batch& b, const batch_rows& rows) const {
     if (params.size() != variables_.size())
       throw troupe_error(name_ + ": " + std::to_string(params.size()) + " parameters, expected "
@@ -157,7 +137,7 @@ private:
     first_.assign(n + 1, 0);
     auto& inverse = rows.keys.inverse();
     size_t o = 0;
-    for_each_slot(b, [&](size_t e, int64_t, float weight, uint32_t field) {
+    for_each_key(keys_, b, [&](size_t e, int64_t, float weight, uint32_t field) {
       if (o >= inverse.size())
         throw troupe_error(name_ + ": the rows were looked up for another batch");
       occ_.push_back({inverse[o++], weight, field});
@@ -322,18 +302,28 @@ private:
 
 } // namespace
 
+void check_table_options(const std::string& model, const model_options& options) {
+  auto& keys = options.keys;
+  if (!keys.sparse())
+    throw troupe_error("model " + model
+                       + " needs categorical data: data.categorical-columns (CSV), or "
+                         "data.format = criteo or libsvm");
+  if (options.task == objective::classification && options.classes != 2)
+    throw troupe_error("model " + model + " classifies two classes (a click or not), not "
+                       + std::to_string(options.classes));
+  if (!options.vocabulary.empty() && static_cast<int64_t>(options.vocabulary.size()) != keys.fields)
+    throw troupe_error("model " + model + ": embedding.vocabulary lists "
+                       + std::to_string(options.vocabulary.size())
+                       + " field size(s), but the data has " + std::to_string(keys.fields)
+                       + " categorical field(s)");
+}
+
 std::unique_ptr<model> make_sparse_model(model_kind kind, const model_options& options) {
   auto name = std::string(name_of(kind));
   if (!uses_embeddings(kind))
     throw troupe_error("model " + name + " looks up no embedding table");
+  check_table_options(name, options);
   auto& keys = options.keys;
-  if (!keys.sparse())
-    throw troupe_error("model " + name
-                       + " needs categorical data: data.categorical-columns (CSV), or "
-                         "data.format = criteo or libsvm");
-  if (options.task == objective::classification && options.classes != 2)
-    throw troupe_error("model " + name + " classifies two classes (a click or not), not "
-                       + std::to_string(options.classes));
   if (kind != model_kind::lr && (options.embedding_dim < 1 || options.embedding_dim > 1024))
     throw troupe_error("model " + name + ": embedding.dim = "
                        + std::to_string(options.embedding_dim) + " is outside 1..1024");
@@ -341,11 +331,6 @@ std::unique_ptr<model> make_sparse_model(model_kind kind, const model_options& o
     throw troupe_error("model mf factors two fields (user and item), not "
                        + std::to_string(keys.fields)
                        + "; list two data.categorical-columns, or use fm");
-  if (!options.vocabulary.empty() && static_cast<int64_t>(options.vocabulary.size()) != keys.fields)
-    throw troupe_error("model " + name + ": embedding.vocabulary lists "
-                       + std::to_string(options.vocabulary.size())
-                       + " field size(s), but the data has " + std::to_string(keys.fields)
-                       + " categorical field(s)");
   if (kind == model_kind::deepfm)
     for (auto w : options.deep_layers)
       if (w < 1 || w > 65536)

@@ -18,6 +18,11 @@
 
 namespace troupe {
 
+/// What every model with an embedding table needs of `options`: categorical
+/// data, two classes where it classifies, one vocabulary size per field for
+/// a fixed-size table; throws troupe_error naming `model` and the problem.
+void check_table_options(const std::string& model, const model_options& options);
+
 /// lr, fm, mf or deepfm for `options` (options.keys must hold fields);
 /// throws troupe_error naming the problem.
 std::unique_ptr<model> make_sparse_model(model_kind kind, const model_options& options);

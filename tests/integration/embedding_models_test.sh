@@ -5,7 +5,9 @@
 # checkpoint of the table restored onto 1, 2 and 3 shards with the same scores;
 # a fixed-size table (mod partition, hashed ids) restored onto 3 shards and
 # exported to ONNX, checked by onnx_table_check.py;
-# deepfm and lr in one process; movielens-mf on MovieLens (exit 77, skipped,
+# deepfm and lr in one process; a custom network over an embedding layer
+# (ctr-deep) trained, restored onto 3 shards and evaluated from its export;
+# movielens-mf on MovieLens (exit 77, skipped,
 # after the CTR checks pass where python3-rdata or r-cran-dslabs is missing);
 # settings the tables cannot take refused by name.
 #   tests/integration/embedding_models_test.sh TROUPE_NODE SOURCE_ROOT
@@ -63,6 +65,29 @@ for model in deepfm lr; do
   expect "$model: test AUC above 0.6 ($auc)" above "$auc" 0.6
 done
 expect "deepfm: its MLP is placed on the shards" grep -q 'deep/layer0/weights' deepfm.out
+
+# -- B2: a custom network over an embedding layer (config/examples/ctr-deep.conf),
+# in one process: it learns, its table restores onto 3 shards with the same
+# scores, and its export evaluates to the run's own scores --
+example_config ctr-deep deep.conf epochs=4 log-interval=0 eval-interval=0 log-dir='"logs/deep"'
+"$bin" --config-file=deep.conf >deep.out 2>&1
+expect "ctr-deep: one process trains, saves and exports" \
+  eval 'grep -q "\"event\":\"final\",\"ok\":true" deep.out && test -f logs/deep/export/model.safetensors'
+auc=$(num deep.out test_auc)
+echo "ctr-deep: test AUC $auc"
+expect "ctr-deep: test AUC above 0.6 ($auc)" above "$auc" 0.6
+expect "ctr-deep: no model.onnx, and the run says why" \
+  grep -q "no model.onnx for custom: a custom network over an embedding layer" deep.out
+cluster_config deep3.conf 3 2 <<CONF
+$(sed -n '/^\[train\]/,$p' deep.conf)
+CONF
+"$bin" --config-file=deep3.conf >deep3.out 2>&1
+deep_scores=$(grep -o '"test_auc":[^,]*,"test_logloss":[^,]*' deep.out)
+expect "ctr-deep restored onto 3 shards: the same test scores ($(grep -o '"test_auc":[^,]*' deep3.out))" \
+  test "$(grep -o '"test_auc":[^,]*,"test_logloss":[^,]*' deep3.out)" = "$deep_scores"
+"$(dirname "$bin")/troupe-eval" logs/deep/export data/ctr/test.tsv >deep-eval.out 2>&1
+expect "troupe-eval on ctr-deep's export: the run's AUC and log loss ($(num deep-eval.out auc) vs $auc)" \
+  test "$(num deep-eval.out auc) $(num deep-eval.out logloss)" = "$auc $(num deep.out test_logloss)"
 
 # -- C: a checkpoint holds the table by key, numpy-readable; restored onto 1, 2 and 3
 # shards it predicts exactly what was saved --

@@ -228,4 +228,60 @@ BOOST_AUTO_TEST_CASE(an_embedding_model_exports_its_table_by_key) {
              "needs its embedding table"));
 }
 
+// A custom network over an embedding layer exports like the built-in
+// embedding models: its layer list (the embedding layer first) rebuilds the
+// same network, the table's rows are its dim wide, the statistics of its
+// dense values read back, predictions read back the same, and there is no
+// model.onnx.
+BOOST_AUTO_TEST_CASE(a_custom_network_over_an_embedding_layer_exports_its_layers_and_table) {
+  temp_dir d;
+  model_options o;
+  o.keys = {1, 2, 1};
+  o.classes = 2;
+  o.layers = {"embedding dim=3 combiner=sum", "dense units=4", "relu", "dense units=2"};
+  auto net = make_model(model_kind::custom, o);
+  model_card card = describe_model(model_kind::custom, *net, nullptr, 5);
+  card.keys = o.keys;
+  BOOST_TEST(card.layers.front() == "embedding name=embedding0 dim=3 combiner=sum");
+  BOOST_TEST(card.table_dim() == 3u);
+  // Its one dense value standardized: the card holds one mean and stddev.
+  card.norm.kind = normalization::standardize;
+  card.norm.mean = {0.5f};
+  card.norm.inv_stddev = {2.0f};
+  embedding_table_config config;
+  config.name = "embedding";
+  config.dim = card.table_dim();
+  config.init = {row_initializer::normal, 0.1, 5};
+  card.table_init = config.init;
+  config.optimizer.kind = sparse_optimizer_kind::sgd;
+  embedding_table table(config);
+  float row[3] = {0.5f, -1, 2};
+  table.restore(42, row, {});
+  auto values = random_values(*net, 3);
+  write_model_export(d.file("export"), card, net->variables(), values, &table);
+  BOOST_TEST(!std::filesystem::exists(d.file("export/model.onnx")));
+  auto loaded = load_model(d.file("export"));
+  BOOST_TEST(loaded.card.layers == card.layers);
+  BOOST_TEST(loaded.card.norm.mean == card.norm.mean);
+  BOOST_REQUIRE(loaded.table);
+  BOOST_TEST(loaded.table->dim() == 3u);
+  BOOST_TEST(loaded.net->variables().size() == net->variables().size());
+  batch b;
+  b.images = tensor({1, o.keys.width()});
+  b.images.data()[0] = 0.25f;
+  pack_key(42, 1.0f, b.images.data() + 1);
+  pack_key(7, 1.0f, b.images.data() + 5);
+  b.labels = {1};
+  batch_rows rows;
+  int64_t ids[2] = {42, 7};
+  rows.keys.assign(ids, 2);
+  rows.values.resize(6);
+  table.lookup(rows.keys.keys().data(), 2, rows.values.data());
+  tensor expected, outputs;
+  net->predict_rows(values, b, rows, expected);
+  predict_batch(loaded, b, outputs);
+  BOOST_TEST(outputs.shape() == (shape_t{1, 2}));
+  BOOST_TEST(outputs[1] == expected[0]);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
