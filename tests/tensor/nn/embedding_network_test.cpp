@@ -11,6 +11,7 @@
 #include "tensor/core/error.hpp"
 #include "tensor/nn/model.hpp"
 #include "tests/support/errors.hpp"
+#include "tests/tensor/nn/table_model_checks.hpp"
 
 using namespace troupe;
 
@@ -29,39 +30,11 @@ model_options options_of(std::vector<std::string> layers, objective task,
   return o;
 }
 
-// n examples; slot s of example e is empty where (e + s) % 5 == 0, so some
-// fields have one key, some none; weights in [0.5, 1.5].
-batch make_batch(size_t n, objective task, key_layout keys, std::mt19937& rng) {
-  batch b;
-  b.images = tensor({static_cast<int64_t>(n), keys.width()});
-  std::uniform_int_distribution<int64_t> key(0, 6);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  for (size_t e = 0; e < n; ++e) {
-    float* row = b.images.data() + e * static_cast<size_t>(keys.width());
-    for (int64_t j = 0; j < keys.dense; ++j)
-      row[j] = unit(rng);
-    for (int64_t s = 0; s < keys.slots(); ++s) {
-      bool empty = (e + static_cast<size_t>(s)) % 5 == 0;
-      pack_key(empty ? key_layout::no_key : key(rng), 1.0f + 0.5f * unit(rng),
-               row + keys.dense + s * key_layout::floats_per_key);
-    }
-    b.labels.push_back(task == objective::regression ? 0 : static_cast<int32_t>(e % 2));
-    if (task == objective::regression)
-      b.targets.push_back(unit(rng) * 2);
-  }
-  return b;
-}
+using testing::table_fixture;
 
-struct fixture {
-  std::unique_ptr<model> net;
-  std::vector<tensor> params;
-  batch b;
-  batch_rows rows;
-};
-
-fixture make(const model_options& o, uint32_t seed = 7) {
+table_fixture make(const model_options& o, uint32_t seed = 7) {
   std::mt19937 rng(seed);
-  fixture f;
+  table_fixture f;
   f.net = make_model(model_kind::custom, o);
   std::normal_distribution<float> normal(0.0f, 0.5f);
   for (auto& v : f.net->variables()) {
@@ -70,20 +43,9 @@ fixture make(const model_options& o, uint32_t seed = 7) {
       t[i] = normal(rng);
     f.params.push_back(std::move(t));
   }
-  f.b = make_batch(6, o.task, o.keys, rng);
-  std::vector<int64_t> ids;
-  f.net->batch_keys(f.b, ids);
-  f.rows.keys.assign(ids.data(), ids.size());
-  f.rows.values.resize(f.rows.keys.size() * f.net->tables()[0].dim);
-  for (auto& v : f.rows.values)
-    v = normal(rng);
+  f.b = testing::categorical_batch(6, o.task, o.keys, rng);
+  f.look_up([&] { return normal(rng); });
   return f;
-}
-
-double loss_of(fixture& f) {
-  std::vector<tensor> grads;
-  batch_rows rows = f.rows;
-  return f.net->train_step_rows(f.params, f.b, rows, grads).loss;
 }
 
 void check_gradients(const std::string& combiner, objective task) {
@@ -92,40 +54,8 @@ void check_gradients(const std::string& combiner, objective task) {
                        task == objective::regression ? "dense units=1" : "dense units=2"},
                       task);
   auto f = make(o);
-  std::vector<tensor> grads;
-  f.net->train_step_rows(f.params, f.b, f.rows, grads);
-  auto row_grads = f.rows.grads;
-  BOOST_REQUIRE(row_grads.size() == f.rows.values.size());
-  const float eps = 1e-2f;
-  auto close = [](double numeric, double analytic) {
-    return std::fabs(numeric - analytic) <= 2e-3 + 2e-2 * std::fabs(analytic);
-  };
-  auto what = combiner + (task == objective::regression ? " regression" : " classification");
-  for (size_t i = 0; i < f.rows.values.size(); ++i) {
-    float keep = f.rows.values[i];
-    f.rows.values[i] = keep + eps;
-    double up = loss_of(f);
-    f.rows.values[i] = keep - eps;
-    double down = loss_of(f);
-    f.rows.values[i] = keep;
-    double numeric = (up - down) / (2 * eps);
-    BOOST_TEST(close(numeric, row_grads[i]), what << " row value " << i << ": numeric " << numeric
-                                                  << ", analytic " << row_grads[i]);
-  }
-  BOOST_REQUIRE(grads.size() == f.params.size());
-  for (size_t v = 0; v < f.params.size(); ++v)
-    for (size_t i = 0; i < f.params[v].size(); ++i) {
-      float keep = f.params[v].data()[i];
-      f.params[v].data()[i] = keep + eps;
-      double up = loss_of(f);
-      f.params[v].data()[i] = keep - eps;
-      double down = loss_of(f);
-      f.params[v].data()[i] = keep;
-      double numeric = (up - down) / (2 * eps);
-      BOOST_TEST(close(numeric, grads[v].data()[i]), what << " " << f.net->variables()[v].name
-                                                          << "[" << i << "]: numeric " << numeric
-                                                          << ", analytic " << grads[v].data()[i]);
-    }
+  testing::check_table_gradients(
+    f, combiner + (task == objective::regression ? " regression" : " classification"));
 }
 
 std::string error_of(const model_options& o) {
@@ -199,7 +129,7 @@ BOOST_AUTO_TEST_CASE(a_binary_networks_score_is_the_log_odds_of_class_one) {
     double p = 1 / (1 + std::exp(-z));
     loss -= std::log(f.b.labels[e] == 1 ? p : 1 - p);
   }
-  BOOST_TEST(std::fabs(loss / static_cast<double>(f.b.size()) - loss_of(f)) < 1e-5);
+  BOOST_TEST(std::fabs(loss / static_cast<double>(f.b.size()) - f.loss()) < 1e-5);
   BOOST_TEST(uses_embeddings(model_kind::custom, {"embedding dim=2", "dense units=2"}));
   BOOST_TEST(!uses_embeddings(model_kind::custom, {"dense units=2"}));
   BOOST_TEST((f.net->layers().front().type == layer_desc::kind::embedding));

@@ -8,6 +8,7 @@
 
 #include "tensor/nn/model.hpp"
 #include "tensor/sparse/keys.hpp"
+#include "tests/tensor/nn/table_model_checks.hpp"
 
 using namespace troupe;
 
@@ -15,35 +16,10 @@ namespace {
 
 constexpr key_layout layout{2, 3, 2};
 
-batch make_batch(size_t n, objective task, key_layout layout, std::mt19937& rng) {
-  batch b;
-  b.images = tensor({static_cast<int64_t>(n), layout.width()});
-  std::uniform_int_distribution<int64_t> key(0, 6);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  for (size_t e = 0; e < n; ++e) {
-    float* row = b.images.data() + e * static_cast<size_t>(layout.width());
-    for (int64_t j = 0; j < layout.dense; ++j)
-      row[j] = unit(rng);
-    for (int64_t s = 0; s < layout.slots(); ++s) {
-      bool empty = (e + static_cast<size_t>(s)) % 5 == 0;
-      pack_key(empty ? key_layout::no_key : key(rng), 0.5f + 0.5f * (unit(rng) + 1.0f),
-               row + layout.dense + s * key_layout::floats_per_key);
-    }
-    b.labels.push_back(task == objective::regression ? 0 : static_cast<int32_t>(e % 2));
-    if (task == objective::regression)
-      b.targets.push_back(unit(rng) * 2);
-  }
-  return b;
-}
+using testing::categorical_batch;
+using testing::table_fixture;
 
-struct fixture {
-  std::unique_ptr<model> net;
-  std::vector<tensor> params;
-  batch b;
-  batch_rows rows;
-};
-
-fixture make(model_kind kind, objective task, key_layout keys = layout) {
+table_fixture make(model_kind kind, objective task, key_layout keys = layout) {
   std::mt19937 rng(7);
   model_options o;
   o.keys = keys;
@@ -51,63 +27,21 @@ fixture make(model_kind kind, objective task, key_layout keys = layout) {
   o.classes = task == objective::regression ? 1 : 2;
   o.embedding_dim = 3;
   o.deep_layers = {4};
-  fixture f;
+  table_fixture f;
   f.net = make_model(kind, o);
   f.params = initial_values(*f.net, 3);
   std::uniform_real_distribution<float> unit(-0.5f, 0.5f);
   for (auto& p : f.params)
     for (size_t i = 0; i < p.size(); ++i)
       p.data()[i] += unit(rng);
-  f.b = make_batch(6, task, keys, rng);
-  std::vector<int64_t> ids;
-  f.net->batch_keys(f.b, ids);
-  f.rows.keys.assign(ids.data(), ids.size());
-  f.rows.values.resize(f.rows.keys.size() * f.net->tables()[0].dim);
-  for (auto& v : f.rows.values)
-    v = unit(rng);
+  f.b = categorical_batch(6, task, keys, rng);
+  f.look_up([&] { return unit(rng); });
   return f;
-}
-
-double loss_of(fixture& f) {
-  std::vector<tensor> grads;
-  batch_rows rows = f.rows;
-  return f.net->train_step_rows(f.params, f.b, rows, grads).loss;
 }
 
 void check_gradients(model_kind kind, objective task) {
   auto f = make(kind, task);
-  std::vector<tensor> grads;
-  f.net->train_step_rows(f.params, f.b, f.rows, grads);
-  auto row_grads = f.rows.grads;
-  const float eps = 1e-2f;
-  auto close = [](double numeric, double analytic) {
-    return std::fabs(numeric - analytic) <= 2e-3 + 2e-2 * std::fabs(analytic);
-  };
-  for (size_t i = 0; i < f.rows.values.size(); ++i) {
-    float keep = f.rows.values[i];
-    f.rows.values[i] = keep + eps;
-    double up = loss_of(f);
-    f.rows.values[i] = keep - eps;
-    double down = loss_of(f);
-    f.rows.values[i] = keep;
-    double numeric = (up - down) / (2 * eps);
-    BOOST_TEST(close(numeric, row_grads[i]), name_of(kind)
-                                               << " row value " << i << ": numeric " << numeric
-                                               << ", analytic " << row_grads[i]);
-  }
-  for (size_t v = 0; v < f.params.size(); ++v)
-    for (size_t i = 0; i < f.params[v].size(); ++i) {
-      float keep = f.params[v].data()[i];
-      f.params[v].data()[i] = keep + eps;
-      double up = loss_of(f);
-      f.params[v].data()[i] = keep - eps;
-      double down = loss_of(f);
-      f.params[v].data()[i] = keep;
-      double numeric = (up - down) / (2 * eps);
-      BOOST_TEST(close(numeric, grads[v].data()[i]),
-                 name_of(kind) << " " << f.net->variables()[v].name << "[" << i << "]: numeric "
-                               << numeric << ", analytic " << grads[v].data()[i]);
-    }
+  testing::check_table_gradients(f, name_of(kind));
 }
 
 } // namespace
