@@ -81,16 +81,10 @@ public:
     grads.resize(params.size());
     stack_.backward(params.data(), output_grad_, grads.data(), &input_grad_);
     // The fields' part of dL/d(input), bag by bag, back to the rows.
-    auto n = b.size();
-    auto width = static_cast<size_t>(features());
-    auto per_example = static_cast<size_t>(keys_.fields) * dim_;
-    combined_.resize(n * per_example);
-    for (size_t e = 0; e < n; ++e)
-      std::copy_n(input_grad_.data() + e * width, per_example, combined_.data() + e * per_example);
     rows.grads.resize(rows.keys.size() * dim_);
-    combine_rows_backward(embedding_.how, bags_, rows.keys.inverse(), combined_.data(), dim_,
-                          rows.keys.size(), rows.grads.data());
-    return {loss.loss, loss.correct, n};
+    combine_rows_backward(embedding_.how, bags_, rows.keys.inverse(), input_grad_.data(), dim_,
+                          rows.keys.size(), rows.grads.data(), input_layout());
+    return {loss.loss, loss.correct, b.size()};
   }
 
   void predict_rows(const std::vector<tensor>& params, const batch& b, const batch_rows& rows,
@@ -105,6 +99,10 @@ public:
 
 private:
   int64_t features() const { return keys_.fields * embedding_.dim + keys_.dense; }
+  // An example's fields side by side in a row of the input.
+  combined_layout input_layout() const {
+    return {static_cast<size_t>(keys_.fields), static_cast<size_t>(features())};
+  }
 
   void check(const std::vector<tensor>& params, const batch& b, const batch_rows& rows) const {
     stack_.check_params(params.data(), params.size());
@@ -133,19 +131,16 @@ private:
       throw troupe_error("custom: the rows were looked up for another batch");
     for (size_t i = 1; i < bags_.offsets.size(); ++i)
       bags_.offsets[i] += bags_.offsets[i - 1];
-    auto per_example = fields * dim_;
-    combined_.resize(n * per_example);
-    combine_rows(embedding_.how, bags_, rows.keys.inverse(), rows.values.data(), dim_,
-                 combined_.data());
-    auto width = static_cast<size_t>(features());
     if (input_.shape() != shape_t{static_cast<int64_t>(n), features()})
       input_ = tensor({static_cast<int64_t>(n), features()});
+    // The fields' vectors straight into the input, then the dense values.
+    combine_rows(embedding_.how, bags_, rows.keys.inverse(), rows.values.data(), dim_,
+                 input_.data(), input_layout());
+    auto width = static_cast<size_t>(features());
     auto example_width = static_cast<size_t>(keys_.width());
-    for (size_t e = 0; e < n; ++e) {
-      float* x = input_.data() + e * width;
-      std::copy_n(combined_.data() + e * per_example, per_example, x);
-      std::copy_n(b.images.data() + e * example_width, keys_.dense, x + per_example);
-    }
+    for (size_t e = 0; e < n; ++e)
+      std::copy_n(b.images.data() + e * example_width, keys_.dense,
+                  input_.data() + e * width + fields * dim_);
     return stack_.forward(params.data(), input_, training);
   }
 
@@ -159,7 +154,6 @@ private:
   layer_stack stack_;
   // Scratch, reused from batch to batch.
   bag_layout bags_;
-  std::vector<float> combined_; // the fields' vectors [n, F·dim], then their gradients
   tensor input_, output_grad_, input_grad_;
 };
 

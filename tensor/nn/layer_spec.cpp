@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "tensor/core/error.hpp"
 #include "tensor/core/spec_text.hpp"
@@ -95,10 +96,9 @@ std::unique_ptr<layer> parse_layer(const spec_text& s, const std::string& kind,
 bool starts_with_embedding(const std::vector<std::string>& specs) {
   if (specs.empty())
     return false;
-  auto& text = specs[0];
-  auto begin = text.find_first_not_of(" \t");
-  return begin != std::string::npos && text.compare(begin, 9, "embedding") == 0
-         && (text.size() == begin + 9 || text[begin + 9] == ' ' || text[begin + 9] == '\t');
+  std::string kind;
+  std::istringstream(specs[0]) >> kind;
+  return kind == "embedding";
 }
 
 embedding_layer_spec parse_embedding_layer(const std::vector<std::string>& specs) {

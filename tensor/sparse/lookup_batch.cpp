@@ -50,8 +50,9 @@ float bag_divisor(combiner how, const bag_layout& bags, size_t b) {
 } // namespace
 
 void combine_rows(combiner how, const bag_layout& bags, const std::vector<uint32_t>& inverse,
-                  const float* rows, uint32_t dim, float* out) {
-  for (size_t b = 0; b < bags.bags(); ++b, out += dim) {
+                  const float* rows, uint32_t dim, float* combined, combined_layout where) {
+  for (size_t b = 0; b < bags.bags(); ++b) {
+    float* out = combined + where.offset(b, dim);
     std::fill_n(out, dim, 0.0f);
     float divisor = bag_divisor(how, bags, b);
     for (uint32_t i = bags.offsets[b]; i < bags.offsets[b + 1]; ++i) {
@@ -65,15 +66,16 @@ void combine_rows(combiner how, const bag_layout& bags, const std::vector<uint32
 
 void combine_rows_backward(combiner how, const bag_layout& bags,
                            const std::vector<uint32_t>& inverse, const float* out_grad,
-                           uint32_t dim, size_t distinct, float* row_grads) {
+                           uint32_t dim, size_t distinct, float* row_grads, combined_layout where) {
   std::fill_n(row_grads, distinct * dim, 0.0f);
-  for (size_t b = 0; b < bags.bags(); ++b, out_grad += dim) {
+  for (size_t b = 0; b < bags.bags(); ++b) {
+    const float* grad_of_bag = out_grad + where.offset(b, dim);
     float divisor = bag_divisor(how, bags, b);
     for (uint32_t i = bags.offsets[b]; i < bags.offsets[b + 1]; ++i) {
       float w = (bags.weights.empty() ? 1.0f : bags.weights[i]) / divisor;
       float* grad = row_grads + size_t{inverse[i]} * dim;
       for (uint32_t j = 0; j < dim; ++j)
-        grad[j] += w * out_grad[j];
+        grad[j] += w * grad_of_bag[j];
     }
   }
 }

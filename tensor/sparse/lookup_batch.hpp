@@ -45,16 +45,30 @@ struct bag_layout {
   size_t bags() const { return offsets.empty() ? 0 : offsets.size() - 1; }
 };
 
-/// out[b * dim ..] = the combined rows of bag b; rows[k * dim ..] is the row
-/// of distinct key k, `inverse` maps occurrences to k.
+/// Where each bag's combined row lies in an output: `bags_per_row` bags side
+/// by side in rows of `row_floats` floats (a network's input: an example's
+/// fields, then its dense values). The default packs them: bag b at b * dim.
+struct combined_layout {
+  size_t bags_per_row = 1;
+  size_t row_floats = 0; ///< 0: bags_per_row * dim
+  size_t offset(size_t bag, uint32_t dim) const {
+    size_t row = row_floats ? row_floats : bags_per_row * dim;
+    return bag / bags_per_row * row + bag % bags_per_row * dim;
+  }
+};
+
+/// The combined rows of bag b at out + where.offset(b, dim); rows[k * dim ..]
+/// is the row of distinct key k, `inverse` maps occurrences to k.
 void combine_rows(combiner how, const bag_layout& bags, const std::vector<uint32_t>& inverse,
-                  const float* rows, uint32_t dim, float* out);
+                  const float* rows, uint32_t dim, float* out, combined_layout where = {});
 
 /// The gradient of combine_rows: row_grads[k * dim ..] (zeroed here) sums
 /// what every occurrence of key k received from its bag's gradient.
+/// out_grad lies as `where` says.
 void combine_rows_backward(combiner how, const bag_layout& bags,
                            const std::vector<uint32_t>& inverse, const float* out_grad,
-                           uint32_t dim, size_t distinct, float* row_grads);
+                           uint32_t dim, size_t distinct, float* row_grads,
+                           combined_layout where = {});
 
 /// TF's max_norm: each looked-up row clipped to L2 norm `max_norm` in place
 /// (the stored rows stay as they are); `scales` keeps each row's factor for

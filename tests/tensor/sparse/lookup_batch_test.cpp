@@ -50,6 +50,23 @@ BOOST_AUTO_TEST_CASE(combiners_with_weights_and_an_empty_bag) {
   BOOST_TEST(out[5] == 4.0f, boost::test_tools::tolerance(1e-6f));
 }
 
+// Bags laid side by side in wider rows (a network's input: two fields of
+// dim 2, then a dense value): the gaps keep what they held, and the
+// backward pass reads each bag's gradient from the same places.
+BOOST_AUTO_TEST_CASE(bags_combine_into_and_back_from_wider_rows) {
+  std::vector<float> rows = {1, 2, 3, 4};
+  std::vector<uint32_t> inverse = {0, 1, 1};
+  bag_layout bags{{0, 2, 2, 3, 3}, {}}; // example 0: {0, 1}, {}; example 1: {1}, {}
+  combined_layout where{2, 5};
+  std::vector<float> out(10, 7.0f);
+  combine_rows(combiner::sum, bags, inverse, rows.data(), 2, out.data(), where);
+  BOOST_TEST(out == (std::vector<float>{4, 6, 0, 0, 7, 3, 4, 0, 0, 7}));
+  std::vector<float> grad = {1, 2, 9, 9, 9, 10, 20, 9, 9, 9};
+  std::vector<float> row_grads(4);
+  combine_rows_backward(combiner::sum, bags, inverse, grad.data(), 2, 2, row_grads.data(), where);
+  BOOST_TEST(row_grads == (std::vector<float>{1, 2, 11, 22}));
+}
+
 BOOST_AUTO_TEST_CASE(combine_backward_matches_finite_differences) {
   std::vector<float> rows = {0.5f, -1, 2, 0.25f, 1.5f, 3};
   std::vector<uint32_t> inverse = {0, 1, 2, 0, 0};
