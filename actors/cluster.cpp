@@ -77,9 +77,11 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
                           std::shared_ptr<const data_split> train, spawn_mode mode,
                           peer_reconnect reconnect, bulk_peers bulk) {
   require_valid_settings(settings, runtime, {static_cast<int32_t>(shards.size()), num_workers});
-  if (index < 0 || index >= num_workers)
+  auto capacity = worker_capacity(runtime, num_workers);
+  if (index < 0 || index >= capacity)
     throw troupe_error("worker index " + std::to_string(index) + " outside 0.."
-                       + std::to_string(num_workers - 1));
+                       + std::to_string(capacity - 1)
+                       + (capacity == num_workers ? " (runtime.max_workers admits more)" : ""));
   worker_config config;
   config.index = index;
   config.num_workers = num_workers;

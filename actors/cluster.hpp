@@ -69,8 +69,8 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
                         peer_reconnect reconnect = {}, bulk_peers bulk = {},
                         checkpoint_source_actor checkpoints = {});
 
-/// Worker `index` of num_workers; its share of `train` follows from both
-/// (share_of). bulk (a host per shard, or none): where the worker opens the
+/// Worker `index` of num_workers (or beyond, up to runtime.max_workers:
+/// elastic membership); the chief's plan says its share of `train`. bulk (a host per shard, or none): where the worker opens the
 /// bulk path to each shard in another process that offers one, and its TLS.
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
                           const training_settings& settings, const runtime_settings& runtime,

@@ -40,7 +40,8 @@ public:
     auto answer = desk_.report(r);
     if (answer.completed) {
       st.examples += r.examples;
-      st.data_positions[r.worker] = {r.worker, r.data_epoch, r.data_offset};
+      st.data_positions[r.worker] = {r.worker, r.data_epoch, r.data_offset, r.share_rank,
+                                     r.share_count};
       st.progress.add_step(r.loss, r.correct, r.examples);
       update_counted(self);
     }

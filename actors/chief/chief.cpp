@@ -105,7 +105,8 @@ void set_up_run(self_ptr self) {
   spdlog::info("chief: run {}", st.run);
   st.steps = st.config.train.mode == update_mode::sync ? make_sync_steps(self)
                                                        : make_async_steps(self);
-  st.roster.emplace(st.config.num_workers);
+  st.roster.emplace(worker_capacity(st.config.runtime, st.config.num_workers));
+  st.membership.emplace(st.config.num_workers);
   st.created = st.last_worker_seen = chief_state::clock::now();
 }
 

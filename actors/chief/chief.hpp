@@ -20,6 +20,7 @@
 #include "actors/chief/checkpoint_schedule.hpp"
 #include "actors/chief/evaluator.hpp"
 #include "actors/chief/run_report.hpp"
+#include "actors/chief/worker_membership.hpp"
 #include "actors/chief/worker_roster.hpp"
 #include "actors/common/progress_meter.hpp"
 #include "actors/net/bulk_client.hpp"
@@ -79,6 +80,8 @@ struct chief_state {
   run_id run = 0;                                       // this run's identity, drawn at start
   grant_key signing_key;                                // signs its grants; the shards check them
   std::optional<worker_roster<caf::actor_addr>> roster; // who holds each worker index
+  std::optional<worker_membership> membership;          // who reads the data: the shares
+  uint64_t left_workers = 0;                            // ended normally while training
   std::shared_ptr<chief_run::step_coordination> steps;  // async or sync, by train.mode
   // accounting
   progress_meter progress{0};

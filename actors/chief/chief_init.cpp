@@ -63,9 +63,16 @@ training_plan plan_message(self_ptr self, int32_t index) {
   plan.lease = st.steps->lease();
   plan.tables = st.tables;
   plan.sync = st.config.train.mode == update_mode::sync;
+  auto now = st.membership->share_of(index);
+  plan.share_rank = plan.next_share_rank = now.rank;
+  plan.share_count = plan.next_share_count = now.count;
+  // A worker continues the epoch it was in, in the share it read there.
   if (auto i = st.data_positions.find(index); i != st.data_positions.end()) {
-    plan.data_epoch = i->second.epoch;
-    plan.data_offset = i->second.offset;
+    auto& p = i->second;
+    plan.data_epoch = p.epoch;
+    plan.data_offset = p.offset;
+    plan.share_rank = p.share_count > 0 ? p.share_rank : index;
+    plan.share_count = p.share_count > 0 ? p.share_count : st.config.num_workers;
   }
   return plan;
 }

@@ -1,6 +1,8 @@
-// The chief's workers: who may join under which index, and what a loss
-// changes. One live worker per index of the cluster; a second start of the
-// same task is refused, a restarted one rejoins.
+// The chief's workers: who may join under which index, and what a loss or
+// a departure changes. One live worker per index of the cluster (or up to
+// cluster.max-workers: elastic membership); a second start of the same
+// task is refused, a restarted one rejoins. Joiners and leavers change
+// every member's share of the data from its next epoch on.
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
@@ -14,10 +16,29 @@ namespace troupe::chief_run {
 
 namespace {
 
+// The membership changed: every live member but `except` (its plan says
+// it) reads its new share from its next epoch on.
+void reshare(self_ptr self, int32_t except) {
+  auto& st = self->state;
+  spdlog::info("chief: {} worker(s) take part; their data shares change where their next epoch "
+               "begins",
+               st.membership->count());
+  for (auto& [index, addr] : st.roster->live()) {
+    if (index == except || !st.membership->member(index))
+      continue;
+    auto share = st.membership->share_of(index);
+    self->send(caf::actor_cast<worker_actor>(addr), share_atom::value, share.rank, share.count);
+  }
+}
+
 void admit(self_ptr self, int32_t index, const worker_actor& worker) {
   auto& st = self->state;
   st.roster->admit(index, worker.address());
   self->monitor(worker);
+  if (st.membership->joined(index)) {
+    spdlog::info("chief: worker:{} joined at step {}", index, global_step(self));
+    reshare(self, index);
+  }
   st.steps->admitted(self, index, worker);
 }
 
@@ -88,7 +109,8 @@ caf::result<training_plan> on_ready(self_ptr self, int32_t index) {
   switch (st.roster->check(index, candidate.address())) {
     case claim::out_of_range:
       return refuse("chief", "a ready request of worker:" + std::to_string(index), sender,
-                    "the cluster has worker indices 0.." + std::to_string(st.roster->size() - 1));
+                    "the cluster has worker indices 0.." + std::to_string(st.roster->size() - 1)
+                      + " (cluster.max-workers admits more)");
     case claim::taken:
       return contest(self, index, candidate, *st.roster->holder(index));
     case claim::fresh:
@@ -111,8 +133,15 @@ void on_worker_down(self_ptr self, int32_t index, const caf::error& reason) {
   // Killed or cut off: survivable. Any other reason is the worker's own error.
   bool lost = reason == caf::exit_reason::kill || reason == caf::exit_reason::user_shutdown
               || reason == caf::exit_reason::remote_link_unreachable;
-  if (normal)
+  if (normal && !running)
     spdlog::info("chief: worker:{} finished", index);
+  if (normal && running) { // SIGTERM, a scale-down: the others share its data
+    ++st.left_workers;
+    spdlog::info("chief: worker:{} left at step {}; {} worker(s) still training", index,
+                 global_step(self), st.roster->live().size());
+    if (st.membership->left(index))
+      reshare(self, -1);
+  }
   if (running && !normal) {
     if (lost)
       st.roster->lost();
@@ -122,7 +151,7 @@ void on_worker_down(self_ptr self, int32_t index, const caf::error& reason) {
                  lost ? "lost" : "failed:", index, self->system().render(reason),
                  st.roster->live().size());
   }
-  st.steps->worker_down(self, index, running && !normal);
+  st.steps->worker_down(self, index, running);
 }
 
 caf::error unless_admitted(self_ptr self, const step_report& r, const char* what) {

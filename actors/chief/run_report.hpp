@@ -38,6 +38,7 @@ struct training_result {
   int64_t refused_steps = 0;      ///< async: updates not applied (refused, non-finite)
   uint64_t dropped_gradients = 0; ///< sync: gradients not applied (stale, refused)
   uint64_t lost_workers = 0;      ///< workers killed or cut off while training (survived)
+  uint64_t left_workers = 0;      ///< workers that left while training (SIGTERM, a scale-down)
   /// Stopped by SIGTERM after saving a checkpoint: not done, but not failed
   /// either (ok is false; the node exits 0 and a restart continues).
   bool preempted = false;

@@ -45,7 +45,7 @@ public:
   virtual void on_step_done(self_ptr self, const step_summary& s) = 0;
 
   /// Worker `index` was admitted, or went down (`lost`: while the run
-  /// needed it, not a normal exit).
+  /// trained, lost, failed or left; not at its end).
   virtual void admitted(self_ptr self, int32_t index, const worker_actor& worker) = 0;
   virtual void worker_down(self_ptr self, int32_t index, bool lost) = 0;
   /// Why the run cannot go on for want of workers, once that has lasted

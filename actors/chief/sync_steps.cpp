@@ -21,7 +21,8 @@ class sync_steps final : public step_coordination {
 public:
   explicit sync_steps(self_ptr self)
     : replicas_(self->state.config.train.on_worker_loss, self->state.config.replicas,
-                self->state.config.num_workers),
+                self->state.config.num_workers,
+                self->state.config.train.replicas_follow_membership),
       step_(self->state.first_step) {}
 
   int64_t global_step() const override { return step_; }
@@ -45,11 +46,12 @@ public:
       self->send(queue_, admit_atom::value, index, caf::actor_cast<worker_actor>(addr));
     options = shard_options{};
     options.sync = true;
-    options.replicas_to_aggregate = st.config.replicas;
+    options.replicas_to_aggregate = replicas_.replicas(); // after a recovery: the R in force
     options.last_step = t.last_step;
     options.token_queue = queue_;
-    spdlog::info("chief: sync mode: averaging {} of {} workers' gradients per step",
-                 st.config.replicas, st.config.num_workers);
+    spdlog::info("chief: sync mode: averaging {} of {} workers' gradients per step{}",
+                 replicas_.replicas(), st.config.num_workers,
+                 replicas_.follows_membership() ? " (all: R follows the membership)" : "");
     return queue_;
   }
   void shards_ready(self_ptr self) override { start_clock(self); } // sync steps start now
@@ -80,11 +82,13 @@ public:
       return;
     step_ = s.step;
     st.examples += s.examples;
-    if (s.position_epochs.size() == s.position_workers.size()
-        && s.position_offsets.size() == s.position_workers.size())
-      for (size_t i = 0; i < s.position_workers.size(); ++i)
-        st.data_positions[s.position_workers[i]] = {s.position_workers[i], s.position_epochs[i],
-                                                    s.position_offsets[i]};
+    auto n = s.position_workers.size();
+    if (s.position_epochs.size() == n && s.position_offsets.size() == n
+        && s.position_share_ranks.size() == n && s.position_share_counts.size() == n)
+      for (size_t i = 0; i < n; ++i)
+        st.data_positions[s.position_workers[i]] = {
+          s.position_workers[i], s.position_epochs[i], s.position_offsets[i],
+          s.position_share_ranks[i], s.position_share_counts[i]};
     dropped_ += s.dropped;
     st.progress.add_step(s.loss, s.correct, s.examples);
     st.progress.add_sync(s.straggler_ms, s.dropped, s.tokens);
@@ -96,10 +100,9 @@ public:
   void admitted(self_ptr self, int32_t index, const worker_actor& worker) override {
     if (queue_)
       self->send(queue_, admit_atom::value, index, worker);
-    if (replicas_.was_lost(index)) {
+    if (replicas_.was_lost(index))
       spdlog::info("chief: worker:{} rejoined at step {}", index, step_);
-      carry_out(self, replicas_.joined(index));
-    }
+    carry_out(self, replicas_.joined(index));
   }
   void worker_down(self_ptr self, int32_t index, bool lost) override {
     if (lost)
@@ -164,9 +167,14 @@ private:
       spdlog::info("chief: enough workers again; step {} goes on", step_);
     if (!c.replicas)
       return;
-    spdlog::warn("chief: averaging {} gradient(s) per step from now on (was {}; {} worker(s) "
-                 "lost, on-worker-loss = shrink)",
-                 *c.replicas, c.previous, replicas_.lost_count());
+    if (replicas_.follows_membership())
+      spdlog::info("chief: averaging {} gradient(s) per step from now on (was {}; "
+                   "replicas-to-aggregate = all follows the {} worker(s) taking part)",
+                   *c.replicas, c.previous, replicas_.available());
+    else
+      spdlog::warn("chief: averaging {} gradient(s) per step from now on (was {}; {} worker(s) "
+                   "gone, on-worker-loss = shrink)",
+                   *c.replicas, c.previous, replicas_.lost_count());
     for (auto& shard : st.links.shards)
       self->send(shard, replicas_atom::value, *c.replicas);
   }

@@ -57,6 +57,7 @@ using bulk_atom = caf::atom_constant<caf::atom("bulk")>;     ///< worker, chief 
 using follow_atom = caf::atom_constant<caf::atom("follow")>; ///< evaluator -> chief: checkpoints
 using ckpt_list_atom = caf::atom_constant<caf::atom("ckpt_list")>; ///< evaluator -> source
 using ckpt_read_atom = caf::atom_constant<caf::atom("ckpt_read")>; ///< evaluator -> source
+using share_atom = caf::atom_constant<caf::atom("share")>; ///< chief -> worker: its data share
 // Internal: sent by an actor to itself only, never part of a published interface.
 using run_atom = caf::atom_constant<caf::atom("run")>;               ///< worker: next step
 using tick_atom = caf::atom_constant<caf::atom("tick")>;             ///< chief, shard: timers
@@ -64,6 +65,7 @@ using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>;     ///< chief 
 using saved_atom = caf::atom_constant<caf::atom("saved")>;           ///< checkpoint writer -> chief
 using shard_back_atom = caf::atom_constant<caf::atom("shard_back")>; ///< reconnector -> chief
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;         ///< worker: find a new chief
+using leave_atom = caf::atom_constant<caf::atom("leave")>; ///< worker: SIGTERM, leave the run
 
 // -- message types -----------------------------------------------------------
 
@@ -98,13 +100,15 @@ struct step_report {
   uint64_t correct = 0;
   uint64_t examples = 0;
   uint64_t data_epoch = 0;  ///< where the worker's next example lies: the epoch
-  uint64_t data_offset = 0; ///<   and the offset within its share of it
+  uint64_t data_offset = 0; ///<   and the offset within its share of it,
+  int32_t share_rank = 0;   ///<   which is share_rank of share_count (elastic
+  int32_t share_count = 0;  ///<   membership changes it where an epoch begins)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_report& x) {
   return f(caf::meta::type_name("step_report"), x.run, x.worker, x.step, x.applied, x.loss,
-           x.correct, x.examples, x.data_epoch, x.data_offset);
+           x.correct, x.examples, x.data_epoch, x.data_offset, x.share_rank, x.share_count);
 }
 
 /// The answer to a report: compute at global step `step` next, or stop.
@@ -134,13 +138,15 @@ struct step_summary {
   std::vector<int32_t> position_workers;
   std::vector<uint64_t> position_epochs;
   std::vector<uint64_t> position_offsets;
+  std::vector<int32_t> position_share_ranks;
+  std::vector<int32_t> position_share_counts;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
   return f(caf::meta::type_name("step_summary"), x.step, x.loss, x.correct, x.examples,
            x.straggler_ms, x.dropped, x.tokens, x.position_workers, x.position_epochs,
-           x.position_offsets);
+           x.position_offsets, x.position_share_ranks, x.position_share_counts);
 }
 
 /// One variable's (or slice's) traffic on a shard.
@@ -245,7 +251,12 @@ struct training_plan {
   std::vector<planned_slice> slices;
   step_coordinator_actor coordinator;
   uint64_t data_epoch = 0;  ///< where this worker starts in its data (restored
-  uint64_t data_offset = 0; ///<   from a checkpoint; 0, 0 for a fresh run)
+  uint64_t data_offset = 0; ///<   from a checkpoint; 0, 0 for a fresh run),
+  int32_t share_rank = 0;   ///<   in share share_rank of share_count
+  int32_t share_count = 1;
+  /// The share of the membership now, from the next epoch on.
+  int32_t next_share_rank = 0;
+  int32_t next_share_count = 1;
   /// Steps the worker may hold at once: it asks for this many at the start
   /// and reports each step without waiting for the next grant (async: 2, 3
   /// with train.pull-ahead; sync: 1, the token).
@@ -259,7 +270,8 @@ struct training_plan {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
   return f(caf::meta::type_name("training_plan"), x.run, x.slices, x.coordinator, x.data_epoch,
-           x.data_offset, x.lease, x.tables, x.sync);
+           x.data_offset, x.share_rank, x.share_count, x.next_share_rank, x.next_share_count,
+           x.lease, x.tables, x.sync);
 }
 
 /// A worker (not published: the chief reaches it through its ready request).
@@ -271,7 +283,10 @@ using worker_actor = caf::typed_actor<
   // the chief: the run failed (why), quit with an error
   caf::reacts_to<stop_atom, std::string>,
   // its chief, after restoring every shard from a checkpoint: the new run's plan
-  caf::reacts_to<plan_atom, training_plan>>;
+  caf::reacts_to<plan_atom, training_plan>,
+  // its chief, when workers joined or left: read share `rank` of `count`
+  // from the next epoch on
+  caf::reacts_to<share_atom, int32_t, int32_t>>;
 
 /// Sync mode's token queue (lives beside the chief, not published).
 using token_queue_actor = caf::typed_actor<
@@ -453,10 +468,10 @@ using chief_impl = chief_actor::extend<
 /// The worker as implemented: plus the message that starts its next step,
 /// the one that makes it look for a new chief and its helper's answer (the
 /// chief found, or why not), and its recovery deadline.
-using worker_impl =
-  worker_actor::extend<caf::reacts_to<run_atom, uint64_t>, caf::reacts_to<rejoin_atom>,
-                       caf::reacts_to<rejoin_atom, chief_actor>,
-                       caf::reacts_to<rejoin_atom, std::string>, caf::reacts_to<tick_atom>>;
+using worker_impl = worker_actor::extend<
+  caf::reacts_to<run_atom, uint64_t>, caf::reacts_to<rejoin_atom>,
+  caf::reacts_to<rejoin_atom, chief_actor>, caf::reacts_to<rejoin_atom, std::string>,
+  caf::reacts_to<tick_atom>, caf::reacts_to<leave_atom>>;
 
 // -- registration ---------------------------------------------------------------
 

@@ -36,7 +36,7 @@ caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
                   "only the worker the chief admitted under that index, of this run, reports "
                   "for it");
   if (r.step >= 0)
-    st.positions[r.worker] = {r.data_epoch, r.data_offset};
+    st.positions[r.worker] = {r.data_epoch, r.data_offset, r.share_rank, r.share_count};
   if (auto now = st.ledger.report(r))
     return st.signer.sign(r.worker, *now);
   auto rp = self->make_response_promise<step_grant>();
@@ -55,14 +55,19 @@ void on_applied(self_ptr self, run_id run, int64_t step, double straggler_ms) {
   auto done = st.ledger.applied(step, straggler_ms, st.waiting.size());
   if (done.empty())
     return;
-  release(self);
+  auto& last = done.back();
   for (auto& [worker, position] : st.positions) {
-    done.back().position_workers.push_back(worker);
-    done.back().position_epochs.push_back(position.first);
-    done.back().position_offsets.push_back(position.second);
+    last.position_workers.push_back(worker);
+    last.position_epochs.push_back(position.epoch);
+    last.position_offsets.push_back(position.offset);
+    last.position_share_ranks.push_back(position.share_rank);
+    last.position_share_counts.push_back(position.share_count);
   }
+  // The chief hears of the update before any worker gets its token: a
+  // worker that ends on a stop token (last_step) is finishing, not leaving.
   for (auto& summary : done)
     self->send(st.chief, step_done_atom::value, summary);
+  release(self);
 }
 
 } // namespace

@@ -39,7 +39,11 @@ struct token_queue_state {
   std::vector<caf::actor_addr> shards;
   std::map<int32_t, caf::actor_addr> workers; // admitted by the chief, by index
   std::vector<std::pair<int32_t, caf::typed_response_promise<step_grant>>> waiting; // by worker
-  std::map<int32_t, std::pair<uint64_t, uint64_t>> positions; // worker -> (epoch, offset)
+  struct position {
+    uint64_t epoch = 0, offset = 0;
+    int32_t share_rank = 0, share_count = 0;
+  };
+  std::map<int32_t, position> positions; // each worker's, as last reported
 };
 
 token_queue_actor::behavior_type

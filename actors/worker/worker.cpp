@@ -41,15 +41,14 @@ void setup(self_ptr self, worker_config config, worker_links links) {
   st.label = "worker:" + std::to_string(config.index);
   st.config = config;
   st.links = std::move(links);
-  stream_options data_options;
+  auto& data_options = st.data_options;
   data_options.index = static_cast<size_t>(config.index);
-  data_options.count = static_cast<size_t>(config.num_workers);
+  data_options.count = static_cast<size_t>(config.num_workers); // the plan names the share
   data_options.seed = config.seed;
   data_options.shuffle = config.shuffle;
   data_options.shuffle_buffer = config.shuffle_buffer;
   data_options.prefetch = config.prefetch;
   data_options.batch_size = static_cast<size_t>(config.batch_size);
-  st.data = std::make_unique<example_stream>(st.links.train, data_options);
   st.guard.emplace(config.clip_norm);
   st.progress = progress_meter{config.log_interval};
   st.recovery = recovery_wait{config.recovery_timeout};
@@ -113,6 +112,11 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
         fail(self, "the chief did not come back", make_error({errc::training_stopped, why}));
     },
     [self](plan_atom, training_plan& plan) { on_restored_plan(self, plan); },
+    [self](share_atom, int32_t rank, int32_t count) { on_share(self, rank, count); },
+    [self](leave_atom) {
+      if (self->current_sender() && self->current_sender()->node() == self->node())
+        leave(self);
+    },
     [self](tick_atom) { on_tick(self); },
     [self](stop_atom) {
       if (!from_chief_or_here(self, self->current_sender())) {

@@ -32,7 +32,7 @@ namespace troupe {
 
 struct worker_config {
   int32_t index = 0;
-  int32_t num_workers = 1;
+  int32_t num_workers = 1; ///< the listed workers (its index may lie beyond: elastic membership)
   int64_t batch_size = 100;
   uint64_t seed = 42;
   int64_t log_interval = 200;
@@ -75,7 +75,9 @@ struct worker_state {
   std::string label; // "worker:0"
   worker_config config;
   worker_links links;
-  std::unique_ptr<example_stream> data; // this worker's share, read ahead
+  stream_options data_options;          // its share as the first plan says
+  std::unique_ptr<example_stream> data; // this worker's share, read ahead (from the first plan)
+  bool leaving = false;                 // SIGTERM: leave after the step under way
   std::optional<slice_router> router;   // the chief's plan, checked against the model
   std::optional<gradient_guard> guard;
   step_coordinator_actor coordinator; // chief (async) or token queue (sync)

@@ -6,6 +6,8 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 #include "actors/exchange/link_opening.hpp"
 #include "actors/worker/worker_run.hpp"
 
@@ -13,14 +15,36 @@ namespace troupe::worker_run {
 
 namespace {
 
-// The data continue where the checkpoint's position says; false (the worker
-// stops) when they cannot.
+// The share as the plan says it, or nullopt (the worker stops) where the
+// chief names one this data set cannot give.
+std::optional<data_share> share_in(self_ptr self, int32_t rank, int32_t count) {
+  if (count < 1 || rank < 0 || rank >= count) {
+    fail(self,
+         "the chief named data share " + std::to_string(rank) + " of " + std::to_string(count),
+         make_error({errc::invalid_request, "no such share"}));
+    return std::nullopt;
+  }
+  return data_share{static_cast<size_t>(rank), static_cast<size_t>(count)};
+}
+
+// The data: read from the first plan on, in the share it names, and
+// continued where the checkpoint's position says; false (the worker stops)
+// when they cannot.
 bool seek_data(self_ptr self, const training_plan& plan) {
   auto& st = self->state;
-  if (plan.data_epoch == 0 && plan.data_offset == 0)
-    return true;
+  auto share = share_in(self, plan.share_rank, plan.share_count);
+  auto next = share_in(self, plan.next_share_rank, plan.next_share_count);
+  if (!share || !next)
+    return false;
   try {
-    st.data->seek({plan.data_epoch, plan.data_offset});
+    if (!st.data) {
+      st.data_options.share = *share;
+      st.data = std::make_unique<example_stream>(st.links.train, st.data_options);
+    }
+    st.data->set_next_share(*next); // also replaces one told before a recovery
+    if (plan.data_epoch == 0 && plan.data_offset == 0 && st.data->position().share == *share)
+      return true;
+    st.data->seek({plan.data_epoch, plan.data_offset, *share});
     // Every step so far read one batch: the dropout masks continue from there.
     auto examples = plan.data_epoch * st.data->share_size() + plan.data_offset;
     st.links.net->skip_training_steps(examples / static_cast<uint64_t>(st.config.batch_size),
@@ -30,8 +54,8 @@ bool seek_data(self_ptr self, const training_plan& plan) {
          make_error({errc::invalid_request, e.what()}));
     return false;
   }
-  spdlog::info("{}: continuing its data at epoch {}, example {} of its share", st.label,
-               plan.data_epoch, plan.data_offset);
+  spdlog::info("{}: continuing its data at epoch {}, example {} of its share ({} of {})", st.label,
+               plan.data_epoch, plan.data_offset, share->rank, share->count);
   return true;
 }
 
@@ -87,8 +111,9 @@ void on_plan(self_ptr self, training_plan& plan) {
   if (!plan_rows(self, plan))
     return;
   st.progress.restart();
-  spdlog::info("{}: ready; training on {} of {} examples", st.label, st.data->share_size(),
-               st.data->total_examples());
+  auto share = st.data->position().share;
+  spdlog::info("{}: ready; training on {} of {} examples (share {} of {})", st.label,
+               st.data->share_size(), st.data->total_examples(), share.rank, share.count);
   // Training starts once every shard answered whether it has a bulk path.
   auto gen = st.recovery.generation();
   open_bulk_links(
@@ -120,6 +145,26 @@ void on_restored_plan(self_ptr self, training_plan& plan) {
   st.recovery.void_in_flight(); // whatever was in flight belongs to the run before
   if (reconnect_lost_shards(self))
     on_plan(self, plan);
+}
+
+void on_share(self_ptr self, int32_t rank, int32_t count) {
+  auto& st = self->state;
+  if (!from_chief_or_here(self, self->current_sender())) {
+    refuse(st.label, "a data share", self->current_sender(), "only its chief shares the data");
+    return;
+  }
+  auto share = share_in(self, rank, count);
+  if (!share || !st.data)
+    return; // the plan to come says the share
+  try {
+    st.data->set_next_share(*share);
+  } catch (const std::exception& e) {
+    fail(self, "the chief named a data share it cannot read",
+         make_error({errc::invalid_request, e.what()}));
+    return;
+  }
+  spdlog::info("{}: reads share {} of {} of the data from its next epoch on", st.label, rank,
+               count);
 }
 
 } // namespace troupe::worker_run

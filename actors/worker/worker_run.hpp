@@ -26,8 +26,12 @@ bool from_chief_or_here(self_ptr self, const caf::strong_actor_ptr& source);
 step_hooks hooks_of(self_ptr self);
 /// Training starts: ask for as many steps as the lease allows.
 void ask_for_first_steps(self_ptr self);
-/// Starts the next granted step, unless one is under way or none is granted.
+/// Starts the next granted step, unless one is under way or none is granted
+/// (or the worker is leaving: then it quits once none is under way).
 void start_next_step(self_ptr self);
+/// SIGTERM (a scale-down): the step under way is pushed and reported, then
+/// the worker ends normally, which the chief takes as leaving the run.
+void leave(self_ptr self);
 
 // -- the plan (worker_plan.cpp) --
 
@@ -35,6 +39,9 @@ void start_next_step(self_ptr self);
 void ask_for_plan(self_ptr self);
 /// The chief restored the run (a lost shard, or a new chief): a new plan.
 void on_restored_plan(self_ptr self, training_plan& plan);
+/// Its chief: workers joined or left; read share `rank` of `count` from the
+/// next epoch on.
+void on_share(self_ptr self, int32_t rank, int32_t count);
 
 // -- recovery (worker_recovery.cpp) --
 

@@ -89,8 +89,16 @@ void compute(self_ptr self) {
          caf::make_error(caf::sec::runtime_error, e.what()));
     return;
   }
-  st.report.data_epoch = st.data->position().epoch;
-  st.report.data_offset = st.data->position().offset;
+  auto position = st.data->position();
+  if (st.report.share_count > 0
+      && (static_cast<size_t>(st.report.share_rank) != position.share.rank
+          || static_cast<size_t>(st.report.share_count) != position.share.count))
+    spdlog::info("{}: epoch {} reads share {} of {} of the data", st.label, position.epoch,
+                 position.share.rank, position.share.count);
+  st.report.data_epoch = position.epoch;
+  st.report.data_offset = position.offset;
+  st.report.share_rank = static_cast<int32_t>(position.share.rank);
+  st.report.share_count = static_cast<int32_t>(position.share.count);
   if (st.rows)
     look_up_rows(self);
   else
@@ -181,6 +189,16 @@ void start_next_step(self_ptr self) {
   auto& st = self->state;
   if (st.lease.busy())
     return;
+  if (st.leaving) {
+    if (st.pipeline->flushable()) { // its last push is reported first
+      st.lease.hold();
+      st.pipeline->flush();
+      return;
+    }
+    spdlog::info("{}: leaves the run after {} local step(s) (SIGTERM)", st.label, st.local_step);
+    self->quit(caf::exit_reason::normal);
+    return;
+  }
   auto grant = st.lease.begin();
   if (!grant) {
     if (st.pipeline->flushable()) {
@@ -193,6 +211,15 @@ void start_next_step(self_ptr self) {
   st.report.applied = false;
   st.proof = grant->proof;
   st.pipeline->begin(st.report.run);
+}
+
+void leave(self_ptr self) {
+  auto& st = self->state;
+  if (st.leaving)
+    return;
+  st.leaving = true;
+  spdlog::info("{}: SIGTERM: leaving the run once the step under way is reported", st.label);
+  start_next_step(self); // at once where none is under way
 }
 
 step_hooks hooks_of(self_ptr self) {

@@ -56,13 +56,13 @@ struct sigterm_relay::impl {
   std::thread thread;
 };
 
-sigterm_relay::sigterm_relay(caf::actor_system& sys, caf::actor chief)
+sigterm_relay::sigterm_relay(caf::actor_system& sys, caf::actor target, caf::message what)
   : impl_(std::make_unique<impl>()) {
-  impl_->thread = std::thread([state = impl_.get(), &sys, chief] {
+  impl_->thread = std::thread([state = impl_.get(), &sys, target, what] {
     while (!state->done) {
       if (sigterm_received) {
         caf::scoped_actor relay{sys};
-        relay->send(chief, stop_atom::value);
+        relay->send(target, what);
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

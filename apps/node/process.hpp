@@ -10,6 +10,7 @@
 #include <caf/actor.hpp>
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
+#include <caf/message.hpp>
 
 #include "actors/net/connection_warden.hpp"
 #include "config/node/node_config.hpp"
@@ -24,16 +25,18 @@ constexpr int exit_config = 2;
 void setup_logging(const std::string& who);
 
 /// SIGTERM (a preemption, Kubernetes' normal stop) is noted for the chief,
-/// which then saves a checkpoint and stops the cluster. Other tasks keep the
-/// default action and die at once, which the others treat as a loss.
+/// which then saves a checkpoint and stops the cluster, and for a worker,
+/// which leaves the run after the step under way (a scale-down). A ps task
+/// keeps the default action and dies at once, which the others treat as a
+/// loss.
 void catch_sigterm();
 bool sigterm_arrived();
 
-/// Until `chief` ends: tells it when SIGTERM arrives (a signal handler may
-/// not send messages itself).
+/// Until `target` ends: sends it `what` (the chief: stop; a worker: leave)
+/// when SIGTERM arrives (a signal handler may not send messages itself).
 class sigterm_relay {
 public:
-  sigterm_relay(caf::actor_system& sys, caf::actor chief);
+  sigterm_relay(caf::actor_system& sys, caf::actor target, caf::message what);
   ~sigterm_relay();
   sigterm_relay(const sigterm_relay&) = delete;
   sigterm_relay& operator=(const sigterm_relay&) = delete;

@@ -66,7 +66,8 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
     static_cast<int32_t>(setup.cluster.worker.size()), data,
     [&result](const training_result& r) { result = r; }, spawn_mode::detached, setup.restore_from);
   {
-    sigterm_relay relay{sys, caf::actor_cast<caf::actor>(cluster.chief)};
+    sigterm_relay relay{sys, caf::actor_cast<caf::actor>(cluster.chief),
+                        caf::make_message(stop_atom::value)};
     wait_for(sys, caf::actor_cast<caf::actor>(cluster.chief));
   }
   return finish_run(setup, result, summary);
@@ -123,7 +124,8 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
   }
   auto warden = guard_port(setup, limits, setup.cluster.chief[0]);
   {
-    sigterm_relay relay{sys, caf::actor_cast<caf::actor>(chief)};
+    sigterm_relay relay{sys, caf::actor_cast<caf::actor>(chief),
+                        caf::make_message(stop_atom::value)};
     wait_for(sys, caf::actor_cast<caf::actor>(chief));
   }
   release_followers(sys, setup, checkpoints);
@@ -131,20 +133,28 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
 }
 
 int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path& bulk) {
+  // SIGTERM before it joined: nothing to leave.
+  auto stopped_early = [] {
+    spdlog::info("worker: stopped by SIGTERM before it joined the run");
+    return exit_ok;
+  };
   auto chief = connect_to_chief(sys, setup, setup.runtime.connect_timeout);
   if (!chief) {
+    if (sigterm_arrived())
+      return stopped_early();
     spdlog::error("{}", describe(chief.error()));
     return exit_failure;
   }
   std::vector<ps_shard_actor> shards;
   if (!connect_shards(sys, setup, shards))
-    return exit_failure;
+    return sigterm_arrived() ? stopped_early() : exit_failure;
   // Not published: nobody connects to a worker; the chief reaches it over the
   // connection the worker opened (its ready request).
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
                         setup.train, setup.runtime, *chief, shards, setup.data->train,
                         spawn_mode::detached, reconnect_to_peers(sys, setup),
                         bulk_peers_of(setup, bulk));
+  sigterm_relay relay{sys, caf::actor_cast<caf::actor>(w), caf::make_message(leave_atom::value)};
   return exit_code_of(wait_for(sys, caf::actor_cast<caf::actor>(w)));
 }
 

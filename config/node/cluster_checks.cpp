@@ -1,6 +1,7 @@
 // The cluster part of loading a node's configuration (load_steps.hpp): its
 // addresses, its job and task, TF_CONFIG, how many connections it holds,
 // and whether plain TCP would expose it.
+#include <algorithm>
 #include <set>
 
 #include "config/node/load_steps.hpp"
@@ -64,9 +65,11 @@ void check_cluster(const node_config& cfg, node_setup& setup, std::vector<std::s
                        "own; no volume shared with the chief is needed)");
     return;
   }
+  auto listed_workers = static_cast<int64_t>(cfg.worker_hosts.size());
   auto tasks = *job == job_kind::chief ? cfg.chief_hosts.size()
-               : *job == job_kind::ps  ? cfg.ps_hosts.size()
-                                       : cfg.worker_hosts.size();
+               : *job == job_kind::ps
+                 ? cfg.ps_hosts.size()
+                 : static_cast<size_t>(std::max(listed_workers, cfg.max_workers)); // elastic
   if (cfg.task_index < 0 || static_cast<size_t>(cfg.task_index) >= tasks)
     errors.push_back("--task_index=" + std::to_string(cfg.task_index) + " is out of range: job "
                      + cfg.job_name + " has " + std::to_string(tasks) + " task(s) in cluster."
@@ -79,7 +82,9 @@ void check_cluster(const node_config& cfg, node_setup& setup, std::vector<std::s
 // error. True when it applied.
 bool apply_tf_config(node_config& cfg, const std::string& text, node_setup& setup,
                      std::vector<std::string>& errors) {
-  auto tf = parse_tf_config(text, errors);
+  auto tf = parse_tf_config(
+    text, errors,
+    static_cast<int32_t>(std::clamp<int64_t>(cfg.max_workers, 0, limits::max_workers)));
   if (!tf)
     return false;
   auto given = [&](const char* key) { return setup.sources.count(key) > 0; };
@@ -108,8 +113,8 @@ bool apply_tf_config(node_config& cfg, const std::string& text, node_setup& setu
 // and tools; bounded so that strangers cannot exhaust the descriptors.
 void check_max_connections(const node_config& cfg, node_setup& setup,
                            std::vector<std::string>& errors) {
-  auto tasks = static_cast<int64_t>(cfg.chief_hosts.size() + cfg.ps_hosts.size()
-                                    + cfg.worker_hosts.size());
+  auto workers = std::max(static_cast<int64_t>(cfg.worker_hosts.size()), cfg.max_workers);
+  auto tasks = static_cast<int64_t>(cfg.chief_hosts.size() + cfg.ps_hosts.size()) + workers;
   auto value = cfg.max_connections;
   if (value == 0) {
     setup.max_connections = static_cast<size_t>(2 * tasks + 64);

@@ -92,7 +92,12 @@ std::string dump_config(const node_config& cfg, const node_setup& s) {
         }
   }
   out << "\n; derived: last-step " << s.train.last_step << ", replicas-to-aggregate "
-      << s.train.replicas_to_aggregate << " of " << s.train.total_num_replicas << " worker(s)\n";
+      << s.train.replicas_to_aggregate << " of " << s.train.total_num_replicas << " worker(s)"
+      << (s.train.replicas_follow_membership ? " (all: follows the workers taking part)" : "")
+      << (s.runtime.max_workers > s.train.total_num_replicas
+            ? ", worker indices up to " + std::to_string(s.runtime.max_workers - 1) + " may join"
+            : "")
+      << "\n";
   try {
     auto net = make_model(s.train.model, model_options_of(s.train));
     size_t values = 0;

@@ -29,6 +29,16 @@ std::string type_hint(const caf::config_option& opt) {
   return t;
 }
 
+namespace {
+
+// Keys whose value is a count or a word (replicas-to-aggregate = 2 or
+// "all"): text options that take an integer as its digits.
+bool count_or_word(const std::string& full_name) {
+  return full_name == "train.replicas-to-aggregate";
+}
+
+} // namespace
+
 std::vector<std::string> known_names(const node_config& cfg) {
   std::vector<std::string> out;
   for (auto& opt : cfg.options())
@@ -65,6 +75,8 @@ void check_file_keys(const node_config& cfg, const std::string& path, std::istre
                                                : "; did you mean '" + suggestion + "'?"));
         continue;
       }
+      if (count_or_word(full) && caf::holds_alternative<caf::config_value::integer>(val))
+        continue;
       if (opt->check(val)) {
         // An integer where a real is expected is fine (learning-rate = 1).
         if (caf::holds_alternative<caf::config_value::integer>(val)
@@ -102,11 +114,16 @@ void coerce_reals(node_config& cfg, const std::string& path, const std::vector<s
       auto opt = cfg.options().qualified_name_lookup(category, key);
       if (!opt || !caf::holds_alternative<caf::config_value::integer>(val))
         continue;
-      caf::config_value as_real{static_cast<double>(caf::get<caf::config_value::integer>(val))};
+      auto number = caf::get<caf::config_value::integer>(val);
+      caf::config_value as_real{static_cast<double>(number)};
       auto flag = "--" + category + "." + key + "=";
       bool on_cli = std::any_of(cli.begin(), cli.end(),
                                 [&](const std::string& arg) { return arg.rfind(flag, 0) == 0; });
-      if (!on_cli && opt->check(val) && !opt->check(as_real))
+      if (on_cli)
+        continue;
+      if (count_or_word(category + "." + key))
+        opt->store(caf::config_value{std::to_string(number)});
+      else if (opt->check(val) && !opt->check(as_real))
         opt->store(as_real);
     }
   }

@@ -26,7 +26,8 @@ std::vector<std::string> known_names(const node_config& cfg);
 void check_file_keys(const node_config& cfg, const std::string& path, std::istream& in,
                      const std::vector<std::string>& keys, std::vector<std::string>& errors);
 
-/// Stores integers written for real-valued keys (learning-rate = 1) that CAF
+/// Stores integers written for real-valued keys (learning-rate = 1), and for
+/// keys that take a count or a word (replicas-to-aggregate = 2), that CAF
 /// left unbound, unless the command line set the key.
 void coerce_reals(node_config& cfg, const std::string& path, const std::vector<std::string>& cli);
 

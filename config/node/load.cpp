@@ -78,7 +78,21 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
   t.checkpoint.keep = static_cast<int32_t>(std::clamp<int64_t>(cfg.keep, -1, 1'000'000));
   if (cfg.seed < 0)
     errors.push_back("train.seed must not be negative");
-  t.replicas_to_aggregate = cfg.replicas_to_aggregate;
+  if (cfg.replicas_to_aggregate == "all") {
+    t.replicas_follow_membership = true;
+    t.replicas_to_aggregate = 0;
+  } else {
+    try {
+      size_t used = 0;
+      t.replicas_to_aggregate = std::stoll(cfg.replicas_to_aggregate, &used);
+      if (used != cfg.replicas_to_aggregate.size())
+        throw std::invalid_argument("trailing text");
+    } catch (const std::exception&) {
+      errors.push_back("train.replicas-to-aggregate = \"" + cfg.replicas_to_aggregate
+                       + "\" is neither a count nor \"all\"; write a number of workers (0: "
+                         "every listed worker) or \"all\" (every worker taking part now)");
+    }
+  }
   t.total_num_replicas = cfg.total_num_replicas;
   t.model = parse_choice("train.model", cfg.model, t.model, errors,
                          {"is not a known model", "known"});
@@ -230,7 +244,8 @@ void check_data_size(node_setup& setup, std::vector<std::string>& errors) {
   auto& t = setup.train;
   uint64_t examples = setup.data->train->usable_records();
   auto shape = setup.cluster.shape();
-  for (int32_t w = 0; w < shape.workers; ++w)
+  auto capacity = worker_capacity(setup.runtime, shape.workers);
+  for (int32_t w = 0; w < capacity; ++w)
     if (static_cast<uint64_t>(batch_size_of(t, w)) > examples) {
       errors.push_back("the batch of worker:" + std::to_string(w) + " ("
                        + std::to_string(batch_size_of(t, w)) + ") is larger than the "
@@ -238,13 +253,20 @@ void check_data_size(node_setup& setup, std::vector<std::string>& errors) {
                        + " training examples; lower train.batch-size or train.worker-batch-sizes");
       return;
     }
-  for (int32_t w = 0; w < shape.workers; ++w)
-    try {
-      share_of(*setup.data->train, static_cast<size_t>(w), static_cast<size_t>(shape.workers));
-    } catch (const troupe_error& e) {
-      errors.push_back(std::string("data: ") + e.what());
-      return;
-    }
+  // The listed workers' shares, and the smallest ones elastic membership
+  // can give (every index up to cluster.max-workers taking part).
+  for (auto count : {shape.workers, capacity}) {
+    for (int32_t w = 0; w < count; ++w)
+      try {
+        share_of(*setup.data->train, static_cast<size_t>(w), static_cast<size_t>(count));
+      } catch (const troupe_error& e) {
+        errors.push_back(std::string("data: ") + e.what()
+                         + (count > shape.workers ? " (lower cluster.max-workers)" : ""));
+        return;
+      }
+    if (capacity == shape.workers)
+      break;
+  }
   if (t.epochs > 0)
     parse_or_report("train.epochs", errors,
                     [&] { t.last_step = last_step_for_epochs(t, shape, examples); });
@@ -428,6 +450,13 @@ void settle_settings(node_config& cfg, node_setup& setup, std::vector<std::strin
   setup.runtime.recovery_timeout = to_ms(cfg.recovery_timeout);
   setup.runtime.bulk_path = cfg.bulk_path;
   setup.runtime.max_refused_steps = cfg.max_refused_steps;
+  if (cfg.max_workers < 0 || cfg.max_workers > limits::max_workers)
+    errors.push_back("cluster.max-workers = " + std::to_string(cfg.max_workers)
+                     + " is out of range; use 0 (only the listed workers) or at least the listed "
+                       "workers, at most "
+                     + std::to_string(limits::max_workers));
+  else
+    setup.runtime.max_workers = static_cast<int32_t>(cfg.max_workers);
   // The tasks listed, whether or not each address parsed.
   cluster_shape shape{static_cast<int32_t>(cfg.ps_hosts.size()),
                       static_cast<int32_t>(cfg.worker_hosts.size())};

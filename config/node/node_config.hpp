@@ -52,10 +52,11 @@ public:
   std::string on_worker_loss = "shrink";
   int64_t seed = 42; // bound separately: CAF has no uint64 option type
   int64_t max_refused_steps = 100;
-  int64_t max_connections = 0; // cluster: 0 = 2 x tasks + 64
-  bool bulk_path = true;       // cluster
-  bool allow_plain = false;    // cluster: plain TCP between hosts
-  int64_t replicas_to_aggregate = 0;
+  int64_t max_connections = 0;             // cluster: 0 = 2 x tasks + 64
+  int64_t max_workers = 0;                 // cluster: 0 = only the listed workers
+  bool bulk_path = true;                   // cluster
+  bool allow_plain = false;                // cluster: plain TCP between hosts
+  std::string replicas_to_aggregate = "0"; ///< a count, or "all"
   // [data] values written as text, and [model] values the data may supply
   std::string csv_delimiter = ",";
   std::string normalize = "auto";

@@ -38,6 +38,10 @@ node_config::node_config()
     .add(recovery_timeout, "recovery-timeout",
          "how long the other tasks wait for a lost ps task or chief to be restarted before "
          "they give up")
+    .add(max_workers, "max-workers",
+         "elastic membership: workers with indices beyond the listed ones, up to this many, "
+         "may join the running job, and any worker may leave it (SIGTERM); 0: only the listed "
+         "workers")
     .add(max_connections, "max-connections",
          "connections a ps or chief task holds at most (0: 2 x tasks + 64); "
          "connections silent for 2 x middleman.connection-timeout are closed")
@@ -123,7 +127,8 @@ node_config::node_config()
          "the chief aborts after this many refused updates (non-finite gradients)")
     .add(train.shuffle, "shuffle", "reshuffle each worker's data every epoch (false: fixed order)")
     .add(replicas_to_aggregate, "replicas-to-aggregate",
-         "sync: gradients averaged per update, R (0: every worker)")
+         "sync: gradients averaged per update, R (0: every listed worker; \"all\": every "
+         "worker taking part now, following joiners and leavers)")
     .add(total_num_replicas, "total-num-replicas",
          "sync: workers taking part, N; must equal the number of worker tasks (0: that "
          "number). Backups come from replicas-to-aggregate < N")

@@ -141,21 +141,25 @@ bool read_task(const json::value& task, tf_config& out, std::vector<std::string>
 }
 
 // The task is one the cluster lists (the evaluator needs no address).
-void check_task_listed(const tf_config& out, const std::string& type,
+void check_task_listed(const tf_config& out, const std::string& type, int32_t max_workers,
                        std::vector<std::string>& errors) {
   if (out.job == "evaluator")
     return;
   auto& tasks = out.job == "chief" ? out.chief : out.job == "ps" ? out.ps : out.worker;
+  if (out.job == "worker" && out.index < max_workers)
+    return; // elastic membership: a joiner beyond the list
   if (static_cast<size_t>(out.index) >= tasks.size())
-    errors.push_back("TF_CONFIG: task " + shown(type) + ":" + std::to_string(out.index)
-                     + " is not in the cluster (" + shown(type) + " has "
-                     + std::to_string(tasks.size()) + " task(s))");
+    errors.push_back(
+      "TF_CONFIG: task " + shown(type) + ":" + std::to_string(out.index)
+      + " is not in the cluster (" + shown(type) + " has " + std::to_string(tasks.size())
+      + " task(s)" + (out.job == "worker" ? "; cluster.max-workers admits workers beyond them" : "")
+      + ")");
 }
 
 } // namespace
 
-std::optional<tf_config> parse_tf_config(const std::string& text,
-                                         std::vector<std::string>& errors) {
+std::optional<tf_config> parse_tf_config(const std::string& text, std::vector<std::string>& errors,
+                                         int32_t max_workers) {
   auto before = errors.size();
   json::value root;
   if (!parse_top(text, root, errors))
@@ -176,7 +180,7 @@ std::optional<tf_config> parse_tf_config(const std::string& text,
   if (!read_task(*task, out, errors))
     return std::nullopt;
   if (cluster)
-    check_task_listed(out, *task->find("type")->as_string(), errors);
+    check_task_listed(out, *task->find("type")->as_string(), max_workers, errors);
   if (errors.size() != before)
     return std::nullopt;
   return out;

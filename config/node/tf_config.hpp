@@ -22,7 +22,10 @@ struct tf_config {
 };
 
 /// Parses TF_CONFIG's text; every problem goes to `errors` (each naming the
-/// field and the fix), and nothing is returned when there is one.
-std::optional<tf_config> parse_tf_config(const std::string& text, std::vector<std::string>& errors);
+/// field and the fix), and nothing is returned when there is one. A worker
+/// task may lie beyond cluster.worker, below `max_workers` (cluster.max-workers:
+/// a StatefulSet scaled up past the replicas its pods list).
+std::optional<tf_config> parse_tf_config(const std::string& text, std::vector<std::string>& errors,
+                                         int32_t max_workers = 0);
 
 } // namespace troupe

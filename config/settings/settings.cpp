@@ -157,6 +157,11 @@ void check_runtime(const runtime_settings& runtime, std::vector<failure>& out) {
   auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
   if (runtime.max_refused_steps < 0 || runtime.max_refused_steps > limits::max_steps)
     fail("train.max-refused-steps must be 0.." + std::to_string(limits::max_steps));
+  if (runtime.max_workers < 0 || runtime.max_workers > limits::max_workers)
+    fail("cluster.max-workers = " + std::to_string(runtime.max_workers)
+         + " is out of range; use 0 "
+           "(only the listed workers) or at least the listed workers, at most "
+         + std::to_string(limits::max_workers));
   using std::chrono::milliseconds;
   struct duration_key {
     const char* name;
@@ -218,6 +223,12 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
   check_data(t, shape, out);
   check_embeddings(t, shape, out);
   check_runtime(runtime, out);
+  if (runtime.max_workers > 0 && runtime.max_workers < shape.workers)
+    out.push_back(
+      {errc::invalid_setting, "cluster.max-workers = " + std::to_string(runtime.max_workers)
+                                + " is below the " + std::to_string(shape.workers)
+                                + " listed worker(s); use 0 (only those) or at least "
+                                + std::to_string(shape.workers)});
   return out;
 }
 

@@ -120,6 +120,9 @@ struct training_settings {
   // -- sync mode (SyncReplicasOptimizer's semantics) --
   /// Gradients averaged per update (R); 0 means every worker (R = N).
   int64_t replicas_to_aggregate = 0;
+  /// replicas-to-aggregate = "all": R follows the membership, every worker
+  /// taking part now (joiners raise it, leavers and lost workers lower it).
+  bool replicas_follow_membership = false;
   /// Workers taking part (N); 0 means the number of worker tasks, which is
   /// the only other value allowed. N > R makes N - R of them backups whose
   /// late gradients are dropped.
@@ -144,7 +147,17 @@ struct runtime_settings {
   std::chrono::milliseconds recovery_timeout{120000};
   /// Tensors between processes on the bulk path (troupe-node, without TLS).
   bool bulk_path = true;
+  /// cluster.max-workers: elastic membership. Workers with an index beyond
+  /// the listed ones, up to this many, may join a running job; 0: only the
+  /// listed workers.
+  int32_t max_workers = 0;
 };
+
+/// The worker indices a run admits: the listed workers, or more with
+/// cluster.max-workers.
+inline int32_t worker_capacity(const runtime_settings& runtime, int32_t listed) {
+  return runtime.max_workers > listed ? runtime.max_workers : listed;
+}
 
 /// The ranges check_settings enforces beyond "positive": far above any real
 /// run, low enough that no value in range overflows or exhausts memory by
@@ -161,6 +174,7 @@ constexpr std::chrono::milliseconds max_timeout{24LL * 3600 * 1000}; ///< a day
 constexpr int64_t max_connections = 65536;                           ///< cluster.max-connections
 constexpr int32_t max_checkpoints_kept = 1000;
 constexpr int64_t max_staleness = 1'000'000; ///< train.staleness
+constexpr int32_t max_workers = 4096;        ///< cluster.max-workers
 constexpr std::chrono::milliseconds min_save_interval{1000};
 } // namespace limits
 

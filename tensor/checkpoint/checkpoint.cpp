@@ -73,9 +73,14 @@ json::value checkpoint_manifest::to_json() const {
       json::object{{"name", f.name}, {"crc32", static_cast<int64_t>(f.crc32)}, {"bytes", f.bytes}});
   for (auto u : shard_updates)
     updates.emplace_back(u);
-  for (auto& d : data)
-    positions.emplace_back(
-      json::object{{"worker", d.worker}, {"epoch", d.epoch}, {"offset", d.offset}});
+  for (auto& d : data) {
+    json::object position{{"worker", d.worker}, {"epoch", d.epoch}, {"offset", d.offset}};
+    if (d.share_count > 0) {
+      position.emplace("share_rank", d.share_rank);
+      position.emplace("share_count", d.share_count);
+    }
+    positions.emplace_back(std::move(position));
+  }
   return json::object{{"format", "troupe-checkpoint"},
                       {"version", format_version},
                       {"step", step},
@@ -133,9 +138,14 @@ checkpoint_manifest checkpoint_manifest::from_json(const json::value& v, const s
   }
   for (auto& d : top.list("data_positions")) {
     fields f{path, d, "a data position "};
-    m.data.push_back({static_cast<int32_t>(f.integer("worker", 0, 1 << 20)),
-                      static_cast<uint64_t>(f.integer("epoch", 0, max_int)),
-                      static_cast<uint64_t>(f.integer("offset", 0, max_int))});
+    data_position p{static_cast<int32_t>(f.integer("worker", 0, 1 << 20)),
+                    static_cast<uint64_t>(f.integer("epoch", 0, max_int)),
+                    static_cast<uint64_t>(f.integer("offset", 0, max_int))};
+    if (d.as_object()->count("share_count") > 0) {
+      p.share_count = static_cast<int32_t>(f.integer("share_count", 1, 1 << 20));
+      p.share_rank = static_cast<int32_t>(f.integer("share_rank", 0, p.share_count - 1));
+    }
+    m.data.push_back(p);
   }
   return m;
 }

@@ -44,6 +44,10 @@ struct data_position {
   int32_t worker = 0;
   uint64_t epoch = 0;
   uint64_t offset = 0; ///< within its share of the epoch
+  /// The share it read in that epoch (elastic membership changes it);
+  /// count 0: not recorded (older checkpoints), its index of the listed workers.
+  int32_t share_rank = 0;
+  int32_t share_count = 0;
 };
 
 struct checkpoint_manifest {

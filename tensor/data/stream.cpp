@@ -40,8 +40,17 @@ std::vector<segment> share_of(const data_split& split, size_t index, size_t coun
 }
 
 share_reader::share_reader(std::shared_ptr<const data_split> split, const stream_options& options)
-  : split_(std::move(split)), options_(options), features_(static_cast<size_t>(split_->features())),
-    segments_(share_of(*split_, options.index, options.count)) {
+  : split_(std::move(split)), options_(options),
+    features_(static_cast<size_t>(split_->features())) {
+  adopt_share(options.share.count > 0 ? options.share : data_share{options.index, options.count});
+  if (!resident_)
+    start_epoch(); // a resident share is read on first use, on the reader thread
+}
+
+void share_reader::adopt_share(data_share share) {
+  segments_ = share_of(*split_, share.rank, share.count);
+  share_ = share;
+  share_size_ = 0;
   for (auto& s : segments_) {
     auto& f = split_->files[s.file];
     auto records = s.end - s.first;
@@ -60,14 +69,37 @@ share_reader::share_reader(std::shared_ptr<const data_split> split, const stream
                          : auto_shuffle_examples;
   resident_ = options_.shuffle && buffer_examples_ >= share_records
               && share_records <= std::numeric_limits<uint32_t>::max();
+  loaded_ = false;
+  source_.reset();
+  filled_ = 0;
   if (resident_) {
     buffer_examples_ = static_cast<size_t>(share_records);
-    return; // read on first use, on the reader thread
+    return;
   }
   if (options_.shuffle) {
     buffer_.resize(buffer_examples_ * features_);
     labels_.resize(buffer_examples_);
     targets_.resize(buffer_examples_);
+  }
+}
+
+void share_reader::set_next_share(data_share share) {
+  share_of(*split_, share.rank, share.count); // throws where it would be empty
+  std::lock_guard<std::mutex> guard(next_share_mutex_);
+  next_share_ = share;
+}
+
+void share_reader::begin_next_epoch() {
+  ++epoch_;
+  std::optional<data_share> next;
+  {
+    std::lock_guard<std::mutex> guard(next_share_mutex_);
+    next.swap(next_share_);
+  }
+  if (next && *next != share_) {
+    adopt_share(*next);
+    if (resident_)
+      load_share();
   }
   start_epoch();
 }
@@ -100,8 +132,11 @@ void share_reader::take_resident(float* features, int32_t& label, float& target)
     start_epoch();
   }
   if (offset_ == filled_) {
-    ++epoch_;
-    start_epoch();
+    begin_next_epoch();
+    if (!resident_) { // the new share is too large to keep
+      take_example(features, label, target);
+      return;
+    }
   }
   auto pick = permutation_[offset_++];
   std::memcpy(features, buffer_.data() + size_t{pick} * features_, features_ * sizeof(float));
@@ -191,8 +226,11 @@ void share_reader::take_example(float* features, int32_t& label, float& target) 
       ++offset_;
       return;
     }
-    ++epoch_; // the share is exhausted
-    start_epoch();
+    begin_next_epoch(); // the share is exhausted
+    if (resident_) {    // the new share is small enough to keep
+      take_resident(features, label, target);
+      return;
+    }
   }
   throw data_error("worker " + std::to_string(options_.index) + ": its share of the " + split_->name
                    + " holds no usable example");
@@ -211,6 +249,8 @@ void share_reader::next_batch(batch& out) {
 }
 
 void share_reader::seek(stream_position position) {
+  if (position.share.count != 0 && position.share != share_)
+    adopt_share(position.share);
   epoch_ = position.epoch;
   if (resident_) {
     if (!loaded_)
@@ -240,7 +280,7 @@ example_stream::example_stream(std::shared_ptr<const data_split> split,
                                const stream_options& options)
   : split_(std::move(split)), options_(options), reader_(split_, options),
     share_size_(reader_.share_size()), buffer_examples_(reader_.buffer_examples()),
-    resident_(reader_.resident()) {
+    resident_(reader_.resident()), position_(reader_.position()) {
   start_reader();
 }
 
@@ -324,6 +364,7 @@ void example_stream::seek(stream_position position) {
   stop_reader();
   reader_.seek(position);
   position_ = reader_.position();
+  share_size_ = reader_.share_size();
   start_reader();
 }
 

@@ -10,7 +10,8 @@
 //   through the bounded shuffle buffer. Memory: the buffer, the prefetched
 //   batches and one read buffer per open file, never the data set.
 // Both follow from the seed alone. ("Share" is a worker's part of the data;
-// a shard is always a ps shard.)
+// a shard is always a ps shard.) Elastic membership changes a worker's
+// share (rank of count) only where an epoch begins: set_next_share.
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -38,12 +39,23 @@ struct segment {
 /// Throws data_error where the share would be empty.
 std::vector<segment> share_of(const data_split& split, size_t index, size_t count);
 
-/// Where a worker is in its data: its epoch and the examples it has taken
-/// within it. The supervisor checkpoints this; the order within the epoch
-/// follows from the seed, so it is all a restart needs.
+/// Which part of the data a worker reads in an epoch: share `rank` of
+/// `count` (share_of). Fixed membership: its index of the listed workers.
+/// count 0: not said (a seek keeps the share in force).
+struct data_share {
+  size_t rank = 0, count = 0;
+  bool operator==(const data_share& o) const { return rank == o.rank && count == o.count; }
+  bool operator!=(const data_share& o) const { return !(*this == o); }
+};
+
+/// Where a worker is in its data: its epoch, the share it reads in that
+/// epoch and the examples it has taken from it. The supervisor checkpoints
+/// this; the order within the epoch follows from the seed, so it is all a
+/// restart needs.
 struct stream_position {
   uint64_t epoch = 0;
   uint64_t offset = 0;
+  data_share share;
 };
 
 /// data.shuffle-buffer = 0: the whole share when it takes at most this
@@ -52,7 +64,9 @@ constexpr uint64_t auto_shuffle_bytes = uint64_t{256} << 20;
 constexpr size_t auto_shuffle_examples = 10000;
 
 struct stream_options {
-  size_t index = 0, count = 1;
+  size_t index = 0; ///< the worker's index: its seed, and its share unless `share` says
+  size_t count = 1; ///<   (share `index` of `count`)
+  data_share share; ///< the share to read first (elastic membership); count 0: as above
   uint64_t seed = 42;
   bool shuffle = true;       ///< off: the share in file order (equivalence checks)
   size_t shuffle_buffer = 0; ///< examples; 0: automatic (auto_shuffle_bytes)
@@ -68,9 +82,13 @@ public:
   /// Fills `out` with the next batch_size examples (crossing into the next
   /// epoch where the share ends).
   void next_batch(batch& out);
-  /// Restarts at `position`: the epoch's order replayed up to its offset.
+  /// Restarts at `position`: its share, the epoch's order replayed up to
+  /// its offset.
   void seek(stream_position position);
-  stream_position position() const noexcept { return {epoch_, offset_}; }
+  stream_position position() const noexcept { return {epoch_, offset_, share_}; }
+  /// The share to read from the next epoch on (elastic membership); may be
+  /// called from any thread. Throws data_error where it would be empty.
+  void set_next_share(data_share share);
   /// Usable examples in the share (bad records in a range share estimated
   /// from their file's count).
   uint64_t share_size() const noexcept { return share_size_; }
@@ -80,6 +98,10 @@ public:
   size_t buffer_examples() const noexcept { return buffer_examples_; }
 
 private:
+  // Reads `share` from now on: its segments, size and buffers.
+  void adopt_share(data_share share);
+  // The share ended: the next epoch begins, in the share set for it.
+  void begin_next_epoch();
   void start_epoch();
   void load_share();
   void take_resident(float* features, int32_t& label, float& target);
@@ -92,6 +114,9 @@ private:
   std::shared_ptr<const data_split> split_;
   stream_options options_;
   size_t features_;
+  data_share share_;
+  std::mutex next_share_mutex_; // set_next_share comes from the worker's thread
+  std::optional<data_share> next_share_;
   std::vector<segment> segments_, order_;
   uint64_t share_size_ = 0;
   uint64_t epoch_ = 0, offset_ = 0;
@@ -128,6 +153,9 @@ public:
   /// After the last batch next_batch returned.
   stream_position position() const noexcept { return position_; }
   void seek(stream_position position);
+  /// From the next epoch the reader begins on (elastic membership).
+  void set_next_share(data_share share) { reader_.set_next_share(share); }
+  /// Of the share read at construction or the last seek.
   uint64_t share_size() const noexcept { return share_size_; }
   /// What the reader holds (fixed at construction): the buffer's examples,
   /// and whether that is the whole share.

@@ -69,6 +69,15 @@ for host in troupe-chief-0 troupe-ps-0 troupe-ps-1 troupe-worker-0 troupe-worker
   expect "StatefulSet $host: troupe-node accepts $job" \
     bash -c "test $rc = 0 && grep -q '; job: $job (from TF_CONFIG)' dump.txt"
 done
+# Scaled up past the 3 replicas its pods list (cluster.max-workers = 8).
+tf=$(HOSTNAME=troupe-worker-5 TROUPE_PS_REPLICAS=2 TROUPE_WORKER_REPLICAS=3 "$k8s/tf-config-from-statefulset" --print)
+TF_CONFIG=$tf "$bin" --config-file=troupe.conf --dump-config >dump.txt 2>dump.err; rc=$?
+expect "StatefulSet scaled to 6: troupe-node accepts worker:5 beyond the list" \
+  bash -c "test $rc = 0 && grep -q '; job: worker:5 (from TF_CONFIG)' dump.txt"
+tf=$(HOSTNAME=troupe-worker-8 TROUPE_PS_REPLICAS=2 TROUPE_WORKER_REPLICAS=3 "$k8s/tf-config-from-statefulset" --print)
+TF_CONFIG=$tf "$bin" --config-file=troupe.conf --dump-config >dump.txt 2>dump.err; rc=$?
+expect "  but not worker:8, past cluster.max-workers (exit $rc)" \
+  bash -c "test $rc = 2 && grep -q 'task worker:8 is not in the cluster' dump.err"
 HOSTNAME=other-0 TROUPE_PS_REPLICAS=2 TROUPE_WORKER_REPLICAS=3 "$k8s/tf-config-from-statefulset" --print \
   >/dev/null 2>bad.err; rc=$?
 expect "a hostname of no job: exit 2, named" bash -c "test $rc = 2 && grep -q \"'other-0'\" bad.err"

@@ -151,6 +151,38 @@ BOOST_AUTO_TEST_CASE(sync_settings_load_with_defaults) {
   BOOST_TEST(out.setup.train.replicas_to_aggregate == 1);
 }
 
+// Issue 29: elastic membership. cluster.max-workers admits worker indices
+// beyond the list (on the command line and in TF_CONFIG); replicas-to-
+// aggregate takes "all" (R follows the membership) beside a count.
+BOOST_AUTO_TEST_CASE(elastic_membership_settings_load_and_are_checked) {
+  auto elastic = base({{"cluster.max-workers", "4"}});
+  auto out = load(elastic + "mode = \"sync\"\nreplicas-to-aggregate = \"all\"\n",
+                  {"--job_name=worker", "--task_index=3"});
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.task == 3);
+  BOOST_TEST(out.setup.runtime.max_workers == 4);
+  BOOST_TEST(out.setup.train.replicas_follow_membership);
+  BOOST_TEST(out.setup.train.replicas_to_aggregate == 2);       // R starts at the listed N
+  out = load(elastic + "replicas-to-aggregate = 1\n", worker0); // a count still reads
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.replicas_to_aggregate == 1);
+  BOOST_TEST(!out.setup.train.replicas_follow_membership);
+  out = load(base(), {"--job_name=worker", "--task_index=0", "--train.replicas-to-aggregate=all"});
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.replicas_follow_membership);
+  expect_error(load(elastic, {"--job_name=worker", "--task_index=4"}),
+               {"--task_index=4 is out of range", "valid: 0..3"});
+  expect_error(load(base({{"cluster.max-workers", "1"}}), worker0),
+               {"cluster.max-workers = 1 is below the 2 listed worker(s)"});
+  expect_error(load(base({{"cluster.max-workers", "5000"}}), worker0),
+               {"cluster.max-workers = 5000 is out of range"});
+  // 1000 training examples cannot give 1001 workers a share each.
+  expect_error(load(base({{"cluster.max-workers", "1001"}}), worker0),
+               {"gets no examples", "lower cluster.max-workers"});
+  expect_error(load(base() + "replicas-to-aggregate = \"most\"\n", worker0),
+               {"train.replicas-to-aggregate = \"most\" is neither a count nor \"all\""});
+}
+
 BOOST_AUTO_TEST_CASE(epochs_set_last_step) {
   auto out = load(base() + "epochs = 2\nbatch-size = 100\n", worker0);
   BOOST_REQUIRE(out.errors.empty());

@@ -56,6 +56,19 @@ BOOST_AUTO_TEST_CASE(seed_003_with_a_master_job) {
   BOOST_REQUIRE(tf.has_value());
   BOOST_TEST(tf->job == "worker");
   BOOST_TEST(tf->index == 1);
+  // Elastic membership: a worker beyond the list, below cluster.max-workers
+  // (a StatefulSet scaled up past the replicas its pods list); never a ps.
+  auto beyond = with_task(seed_cluster, R"({"type": "worker", "index": 3})");
+  BOOST_TEST(!parse_tf_config(beyond, errors).has_value());
+  errors.clear();
+  tf = parse_tf_config(beyond, errors, 4);
+  BOOST_REQUIRE(tf.has_value());
+  BOOST_TEST(tf->index == 3);
+  BOOST_TEST(
+    !parse_tf_config(with_task(seed_cluster, R"({"type": "worker", "index": 4})"), errors, 4)
+       .has_value());
+  BOOST_TEST(!parse_tf_config(with_task(seed_cluster, R"({"type": "ps", "index": 3})"), errors, 4)
+                .has_value());
 }
 
 BOOST_AUTO_TEST_CASE(malformed_and_inconsistent_configs_are_named) {

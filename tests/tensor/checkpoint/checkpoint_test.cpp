@@ -57,7 +57,7 @@ struct saved_model {
     m.fingerprint = {{"model", "test"}, {"optimizer", "adam"}};
     m.variables = {{"fc1/weights", {6, 4}}, {"fc1/biases", {4}}};
     m.shard_updates = {step, step};
-    m.data = {{0, 1, 17}};
+    m.data = {{0, 1, 17, 0, 0}, {3, 2, 5, 1, 3}}; // worker:3 read share 1 of 3 (elastic)
     auto p0 = part(0), p1 = part(1);
     struct item {
       std::string key, variable, slot;
@@ -122,6 +122,10 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_reads_back_what_was_saved) {
   BOOST_TEST(r.manifest().step == 2000);
   BOOST_TEST(r.manifest().fingerprint.at("optimizer") == "adam");
   BOOST_TEST(r.manifest().data.at(0).offset == 17u);
+  BOOST_TEST(r.manifest().data.at(0).share_count == 0); // not recorded: its index of the listed
+  auto& joiner = r.manifest().data.at(1);
+  BOOST_TEST((joiner.worker == 3 && joiner.epoch == 2u && joiner.offset == 5u));
+  BOOST_TEST((joiner.share_rank == 1 && joiner.share_count == 3));
   BOOST_TEST(r.assemble("fc1/weights").bit_equal(model.weights));
   BOOST_TEST(r.assemble("fc1/weights", "Adam").bit_equal(model.weights_adam));
   BOOST_TEST(r.assemble("fc1/biases").bit_equal(model.biases));
@@ -330,6 +334,8 @@ BOOST_AUTO_TEST_CASE(a_manifest_that_lies_about_its_layout_is_refused_at_open) {
        m.shard_updates = {20, 17};
      },
      "ps:1 had applied 17 update(s) when saved, but the checkpoint claims step 20"},
+    {"a data share", [&](auto& m) { m.data.at(1).share_rank = 3; },
+     "a data position \"share_rank\" must be an integer in 0..2"},
     {"the step", [&](auto& m) { m.step = 25; },
      "ps:0 had applied 20 update(s) when saved, but the checkpoint claims step 25"},
   };

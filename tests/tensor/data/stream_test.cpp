@@ -181,7 +181,82 @@ BOOST_AUTO_TEST_CASE(a_restored_stream_continues_where_the_position_says) {
     restored.next_batch(got);
     BOOST_TEST((ids_of(want) == ids_of(got)));
   }
-  BOOST_TEST(contains(error_of([&] { restored.seek({0, 19}); }), "lies beyond its share of 18"));
+  BOOST_TEST(contains(error_of([&] {
+                        restored.seek({0, 19, {}});
+                      }),
+                      "lies beyond its share of 18"));
+}
+
+// Issue 29 (elastic membership): a new share takes effect where the next
+// epoch begins, never within one, whether the shares are kept in memory
+// or streamed, and the position names the share its offset counts in.
+BOOST_AUTO_TEST_CASE(a_new_share_takes_effect_where_the_next_epoch_begins) {
+  temp_dir d;
+  auto split = id_files(d, 1, 40); // one file: shares are ranges of ids 0..39
+  auto ids_in = [](size_t first, size_t end) {
+    std::multiset<int> out;
+    for (auto i = first; i < end; ++i)
+      out.insert(static_cast<int>(i));
+    return out;
+  };
+  // 15 examples of buffer: 20 (0 of 2) streamed, 10 (0 of 4) kept, 40 streamed.
+  for (size_t buffer : {size_t{15}, size_t{0}}) {
+    BOOST_TEST_CONTEXT("shuffle buffer " << buffer) {
+      auto o = share_options(0, 2, 1);
+      o.shuffle_buffer = buffer;
+      o.prefetch = 3;
+      example_stream s(split, o);
+      BOOST_TEST((s.position().share == data_share{0, 2}));
+      batch b;
+      // Reads epoch `epoch` (in `share`) to its end; `next` is set well
+      // inside it, once the reader (3 batches ahead) is in it too.
+      auto read_epoch = [&](uint64_t epoch, data_share share, data_share next) {
+        std::multiset<int> got;
+        for (;;) {
+          s.next_batch(b);
+          BOOST_REQUIRE(s.position().epoch == epoch);
+          BOOST_TEST((s.position().share == share));
+          got.insert(ids_of(b)[0]);
+          if (s.position().offset == 5 && next.count != 0)
+            s.set_next_share(next);
+          if (s.position().offset == 40 / share.count)
+            return got;
+        }
+      };
+      BOOST_TEST((read_epoch(0, {0, 2}, {0, 4}).size() == 20u));
+      BOOST_TEST((read_epoch(1, {0, 4}, {3, 4}) == ids_in(0, 10)));
+      BOOST_TEST((read_epoch(2, {3, 4}, {0, 1}) == ids_in(30, 40)));
+      BOOST_TEST((read_epoch(3, {0, 1}, {}) == ids_in(0, 40)));
+      BOOST_TEST((read_epoch(4, {0, 1}, {}) == ids_in(0, 40)));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_position_in_another_share_restores_that_share) {
+  temp_dir d;
+  auto split = id_files(d, 1, 30);
+  auto o = share_options(0, 2, 1);
+  o.shuffle_buffer = 4;
+  example_stream original(split, o);
+  original.set_next_share({2, 3}); // ids 20..29 from epoch 1 on
+  batch b;
+  for (int i = 0; i < 15 + 4; ++i)
+    original.next_batch(b);
+  auto at = original.position();
+  BOOST_TEST(at.epoch == 1u);
+  BOOST_TEST(at.offset == 4u);
+  BOOST_TEST((at.share == data_share{2, 3}));
+  example_stream restored(split, o); // starts as 0 of 2
+  restored.seek(at);
+  BOOST_TEST(restored.share_size() == 10u);
+  for (int i = 0; i < 12; ++i) { // across into epoch 2, still 2 of 3
+    batch want, got;
+    original.next_batch(want);
+    restored.next_batch(got);
+    BOOST_TEST((ids_of(want) == ids_of(got)));
+    BOOST_TEST(ids_of(got)[0] >= 20);
+  }
+  BOOST_TEST(contains(error_of([&] { restored.set_next_share({0, 41}); }), "gets no examples"));
 }
 
 // Issue 25: a share that fits the buffer (the default picks the whole share
@@ -241,11 +316,14 @@ BOOST_AUTO_TEST_CASE(a_share_that_fits_is_kept_and_permuted_each_epoch) {
   BOOST_TEST((replay == reference));
   BOOST_TEST(!(read_epochs(*make(8, 3), 1)[0] == reference[0]));
   auto restored = make(7, 2);
-  restored->seek({1, 10});
+  restored->seek({1, 10, {}});
   auto tail = read_epochs(*restored, 1)[0]; // epoch 1 from 10, then epoch 2's first 10
   BOOST_TEST((std::vector<int>(tail.begin(), tail.begin() + 20)
               == std::vector<int>(reference[1].begin() + 10, reference[1].end())));
-  BOOST_TEST(contains(error_of([&] { restored->seek({0, 31}); }), "lies beyond its share of 30"));
+  BOOST_TEST(contains(error_of([&] {
+                        restored->seek({0, 31, {}});
+                      }),
+                      "lies beyond its share of 30"));
 }
 
 // The automatic buffer keeps a share only up to 256 MiB: a larger one is
