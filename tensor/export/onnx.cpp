@@ -315,18 +315,51 @@ void check_table_export(const model_card& card, const embedding_table& table) {
   auto why = [&](const std::string& what) {
     throw troupe_error("no model.onnx for " + card.model + ": " + what);
   };
-  if (!card.layers.empty())
-    why("a custom network over an embedding layer has no ONNX export yet; its weights and "
-        "table are in model.safetensors");
   if (card.vocabulary.empty())
     why("its table is a hash table (int64 keys, no fixed rows to Gather from); docs/export.md "
         "says what it exports to");
   if (card.keys.keys_per_field != 1)
     why("its fields hold several weighted keys (libsvm)");
-  if (card.norm.kind != normalization::none)
-    why("its dense values are normalised");
   if (table.config().rows * table.dim() > max_onnx_table_floats)
     why("its table of " + std::to_string(table.config().rows) + " rows is above 2^28 floats");
+}
+
+// The dense values as the model reads them: the reader's, normalised with
+// the run's statistics (data.normalize applies to the dense values only).
+std::string dense_input(graph_builder& g, const model_card& card) {
+  auto& norm = card.norm;
+  if (norm.kind == normalization::scale) {
+    float scale = norm.scale;
+    return g.node("Mul", {"dense", g.initializer("scale", {1}, &scale, 1)});
+  }
+  if (norm.kind != normalization::standardize)
+    return "dense";
+  auto n = static_cast<int64_t>(norm.mean.size());
+  auto centred = g.node("Sub",
+                        {"dense", g.initializer("mean", {n}, norm.mean.data(), norm.mean.size())});
+  return g.node("Mul", {centred, g.initializer("inv_stddev", {n}, norm.inv_stddev.data(),
+                                               norm.inv_stddev.size())});
+}
+
+// A custom network over the embedding layer: with one key per field every
+// combiner gives the field's row itself (zeros for a missing value), so the
+// network reads [each field's row | the dense values] into its layers. Its
+// logits (binary: two) or value.
+std::string custom_network(graph_state& s, const model_card& card,
+                           const std::vector<tensor>& params, const std::string& rows,
+                           const std::string& dense) {
+  auto net = make_model(model_kind::custom, card.options());
+  auto& g = s.g;
+  auto width = card.keys.fields * static_cast<int64_t>(card.table_dim());
+  s.x = g.node("Reshape", {rows, g.int64_initializer("network_shape", {2}, {-1, width})});
+  if (card.keys.dense > 0)
+    s.x = g.node("Concat", {s.x, dense}, {int_attribute("axis", 1)});
+  s.rank = 2;
+  for (auto& l : net->layers())
+    if (l.type != layer_desc::kind::embedding)
+      add_layer(s, l, params.data() + l.first_variable);
+  s.to_rows();
+  return s.x;
 }
 
 } // namespace
@@ -334,7 +367,8 @@ void check_table_export(const model_card& card, const embedding_table& table) {
 std::string onnx_table_model(const model_card& card, const std::vector<tensor>& params,
                              const embedding_table& table) {
   check_table_export(card, table);
-  graph_builder g;
+  graph_state s;
+  auto& g = s.g;
   auto fields = card.keys.fields, dense = card.keys.dense, factors = card.embedding_dim;
   auto rows = table.config().rows, dim = static_cast<int64_t>(table.dim());
   // The whole table, rows nobody pushed at their initial value.
@@ -358,6 +392,20 @@ std::string onnx_table_model(const model_card& card, const std::vector<tensor>& 
   auto looked_up = g.node("Gather", {weights, row_ids}, {int_attribute("axis", 0)});
   auto mask = g.node("Reshape", {present, g.int64_initializer("mask_shape", {3}, {-1, fields, 1})});
   auto e = g.node("Mul", {looked_up, mask}); // [N, F, dim]
+  auto dense_x = dense > 0 ? dense_input(g, card) : std::string();
+  std::vector<graph_builder::graph_input> inputs{{"ids", {-1, fields}, int64_type}};
+  if (dense > 0)
+    inputs.push_back({"dense", {-1, dense}, float_type});
+  bool regression = card.task == objective::regression;
+  if (!card.layers.empty()) {
+    auto out = custom_network(s, card, params, e, dense_x);
+    if (regression) {
+      g.node("Identity", {out}, {}, "value");
+      return model_proto(g.finish(inputs, "value", {-1, 1}));
+    }
+    g.node("Softmax", {out}, {int_attribute("axis", 1)}, "probabilities");
+    return model_proto(g.finish(inputs, "probabilities", {-1, 2}));
+  }
   auto axis1 = g.int64_initializer("axis_1", {1}, {1});
   auto reduce = [&](const std::string& x, bool keep) {
     return g.node("ReduceSum", {x, axis1}, {int_attribute("keepdims", keep ? 1 : 0)});
@@ -367,7 +415,7 @@ std::string onnx_table_model(const model_card& card, const std::vector<tensor>& 
   auto y = g.node("Add", {reduce(w, true), g.initializer("bias", {1}, params[0].data(), 1)});
   if (dense > 0) {
     auto u = g.initializer("dense/weights", {dense, 1}, params[1].data(), params[1].size());
-    y = g.node("Add", {y, g.node("MatMul", {"dense", u})});
+    y = g.node("Add", {y, g.node("MatMul", {dense_x, u})});
   }
   if (factors > 0) {
     // ½ (‖Σ v‖² − Σ ‖v‖²)
@@ -384,7 +432,7 @@ std::string onnx_table_model(const model_card& card, const std::vector<tensor>& 
       auto h = g.node("Reshape",
                       {v, g.int64_initializer("deep_shape", {2}, {-1, fields * factors})});
       if (dense > 0)
-        h = g.node("Concat", {h, "dense"}, {int_attribute("axis", 1)});
+        h = g.node("Concat", {h, dense_x}, {int_attribute("axis", 1)});
       size_t first = dense > 0 ? 2 : 1;
       for (size_t l = 0; first + 2 * l < params.size(); ++l) {
         auto& W = params[first + 2 * l];
@@ -398,10 +446,7 @@ std::string onnx_table_model(const model_card& card, const std::vector<tensor>& 
       y = g.node("Add", {y, h});
     }
   }
-  std::vector<graph_builder::graph_input> inputs{{"ids", {-1, fields}, int64_type}};
-  if (dense > 0)
-    inputs.push_back({"dense", {-1, dense}, float_type});
-  if (card.task == objective::regression) {
+  if (regression) {
     g.node("Identity", {y}, {}, "value");
     return model_proto(g.finish(inputs, "value", {-1, 1}));
   }

@@ -21,14 +21,14 @@ namespace troupe {
 std::string onnx_model(const model& net, const model_card& card, const std::vector<tensor>& params);
 
 /// The ModelProto of a model over a fixed-size embedding table (lr, fm, mf,
-/// deepfm; one key per field): inputs "ids", int64 [N, fields] (each
-/// field's row within its vocabulary, as embedding.id-mapping gives it; -1
-/// where an example has no value) and, with dense values, "dense", float
-/// [N, dense] (as Troupe's reader gives them). The whole table [rows, dim] is
-/// an initializer (rows never pushed at their initial value), looked up with
-/// Gather. Throws troupe_error naming what it cannot express: a hash table,
-/// several keys per field, normalised dense values, a table above 2^28
-/// floats.
+/// deepfm, or a custom network over an embedding layer; one key per field):
+/// inputs "ids", int64 [N, fields] (each field's row within its vocabulary,
+/// as embedding.id-mapping gives it; -1 where an example has no value) and,
+/// with dense values, "dense", float [N, dense] (as Troupe's reader gives
+/// them, before data.normalize, which the graph applies). The whole table
+/// [rows, dim] is an initializer (rows never pushed at their initial value),
+/// looked up with Gather. Throws troupe_error naming what it cannot
+/// express: a hash table, several keys per field, a table above 2^28 floats.
 std::string onnx_table_model(const model_card& card, const std::vector<tensor>& params,
                              const embedding_table& table);
 

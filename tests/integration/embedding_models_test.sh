@@ -77,8 +77,8 @@ expect "ctr-deep: one process trains, saves and exports" \
 auc=$(num deep.out test_auc)
 echo "ctr-deep: test AUC $auc"
 expect "ctr-deep: test AUC above 0.6 ($auc)" above "$auc" 0.6
-expect "ctr-deep: no model.onnx, and the run says why" \
-  grep -q "no model.onnx for custom: a custom network over an embedding layer" deep.out
+expect "ctr-deep over a hash table: no model.onnx, and the run says why" \
+  grep -q "no model.onnx for custom: its table is a hash table" deep.out
 cluster_config deep3.conf 3 2 <<CONF
 $(sed -n '/^\[train\]/,$p' deep.conf)
 CONF
@@ -173,8 +173,19 @@ if /usr/bin/python3 -c "import onnx, numpy" 2>/dev/null; then
     data/ctr/test.tsv fixed-predict.csv >onnx.out 2>&1; rc=$?
   expect "model.onnx of the fixed-size table: troupe-predict's probabilities, rows by Gather ($(tail -1 onnx.out))" \
     eval 'test $rc = 0 && grep -q "operators .*Gather" onnx.out' 
+  # C3: the custom network over a fixed-size table, its dense values
+  # standardized (the graph applies the run's statistics).
+  example_config ctr-deep deep-fixed.conf epochs=1 log-interval=0 eval-interval=0 \
+    log-dir='"logs/deep-fixed"'
+  fixed_keys deep-fixed.conf
+  "$bin" --config-file=deep-fixed.conf >deep-fixed.out 2>&1
+  "$tools/troupe-predict" logs/deep-fixed/export data/ctr/test.tsv >deep-fixed-predict.csv 2>/dev/null
+  /usr/bin/python3 "$root/tests/integration/onnx_table_check.py" logs/deep-fixed/export \
+    data/ctr/test.tsv deep-fixed-predict.csv >deep-onnx.out 2>&1; rc=$?
+  expect "model.onnx of ctr-deep over a fixed-size table: troupe-predict's probabilities ($(tail -1 deep-onnx.out))" \
+    eval 'grep -q "\"event\":\"final\",\"ok\":true" deep-fixed.out && test $rc = 0 && grep -q "operators .*Gemm.*Relu" deep-onnx.out'
 else
-  echo "skipped: the ONNX check (needs python3-onnx and python3-numpy)"
+  echo "skipped: the ONNX checks (need python3-onnx and python3-numpy)"
 fi
 expect "a hash table exports no model.onnx, and says why" \
   eval 'grep -q "no model.onnx for fm: its table is a hash table" saved.out'

@@ -1,4 +1,5 @@
-"""model.onnx of a fixed-size embedding table, checked outside Troupe.
+"""model.onnx of a model over a fixed-size embedding table (fm, deepfm, a
+custom network over an embedding layer), checked outside Troupe.
 
     onnx_table_check.py EXPORT_DIR DATA PREDICTIONS_CSV
 
@@ -99,7 +100,7 @@ def run(model, feeds):
         elif op == "MatMul":
             out = x[0] @ x[1]
         elif op == "Gemm":
-            out = x[0] @ x[1] + x[2]
+            out = x[0] @ (x[1].T if attr(node, "transB", 0) else x[1]) + x[2]
         elif op == "Relu":
             out = np.maximum(x[0], 0)
         elif op == "Concat":
