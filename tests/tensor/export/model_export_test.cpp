@@ -284,4 +284,43 @@ BOOST_AUTO_TEST_CASE(a_custom_network_over_an_embedding_layer_exports_its_layers
   BOOST_TEST(outputs[1] == expected[0]);
 }
 
+// Over a fixed-size table the same network also gets a model.onnx: the
+// masked Gather into its layers (Gemm, Relu), its dense value standardized
+// in the graph (embedding_models_test evaluates such a file against
+// troupe-predict); over a hash table the refusal says why.
+BOOST_AUTO_TEST_CASE(a_custom_network_over_a_fixed_table_exports_onnx) {
+  temp_dir d;
+  model_options o;
+  o.keys = {1, 2, 1};
+  o.classes = 2;
+  o.layers = {"embedding dim=3 combiner=mean", "dense units=4", "relu", "dense units=2"};
+  auto net = make_model(model_kind::custom, o);
+  model_card card = describe_model(model_kind::custom, *net, nullptr, 5);
+  card.keys = o.keys;
+  card.vocabulary = {5, 7};
+  card.norm.kind = normalization::standardize;
+  card.norm.mean = {0.5f};
+  card.norm.inv_stddev = {2.0f};
+  embedding_table_config config;
+  config.name = "embedding";
+  config.dim = card.table_dim();
+  config.kind = table_kind::fixed;
+  config.rows = 12;
+  config.init = {row_initializer::normal, 0.1, 5};
+  card.table_init = config.init;
+  config.optimizer.kind = sparse_optimizer_kind::sgd;
+  embedding_table table(config);
+  auto values = random_values(*net, 3);
+  auto written = write_model_export(d.file("export"), card, net->variables(), values, &table);
+  BOOST_TEST(written == "model.safetensors, model.onnx, model.json");
+  auto onnx = read_file_bounded(d.file("export/model.onnx"), 1 << 20);
+  for (auto op : {"Gather", "Gemm", "Relu", "Concat", "Softmax", "inv_stddev", "mean"})
+    BOOST_TEST(contains(onnx, op), op);
+  card.vocabulary.clear(); // a hash table: no ONNX, and why
+  config.kind = table_kind::hash;
+  embedding_table hashed(config);
+  BOOST_TEST(contains(write_model_export(d.file("hashed"), card, net->variables(), values, &hashed),
+                      "its table is a hash table"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
