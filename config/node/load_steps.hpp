@@ -1,6 +1,7 @@
 #pragma once
-// The steps of load_node_config that check the cluster (cluster_checks.cpp),
-// internal to config/node. Each appends what is wrong to `errors`.
+// The steps of load_node_config that check the cluster (cluster_checks.cpp)
+// and the data (data_checks.cpp), internal to config/node. Each appends what
+// is wrong to `errors`.
 #include <string>
 #include <vector>
 
@@ -22,5 +23,13 @@ void check_max_connections(const node_config& cfg, node_setup& setup,
 /// that its network is trusted (cluster.allow-plain).
 void check_plain_exposure(const node_config& cfg, const node_setup& setup,
                           std::vector<std::string>& errors);
+
+/// Tasks that read data catalogue it and take one example's shape and the
+/// classes from it (a ps task: from the config or Fashion-MNIST's).
+void catalog_for_node(const node_config& cfg, node_setup& setup, std::vector<std::string>& errors);
+/// Checks that need the data's size: every batch fits the training set,
+/// every worker up to cluster.max-workers gets a share; train.epochs
+/// becomes last_step, the same on every task.
+void check_data_size(node_setup& setup, std::vector<std::string>& errors);
 
 } // namespace troupe::load_steps

@@ -1,7 +1,19 @@
 # Simulated hosts on one machine, for the tests and benchmarks that need a
 # network (sourced, not run): each host a network namespace with its own
 # address on eth0, a veth pair to a bridge br0 in a switch namespace.
+#   add_switch PREFIX              the switch namespace PREFIXsw and its bridge;
+#                                  prints why and fails where they cannot be made
 #   add_host PREFIX HOST ADDRESS   (the switch namespace is PREFIXsw)
+#   remove_hosts PREFIX            deletes every namespace whose name starts with PREFIX
+add_switch() {
+  ip netns add "$1sw" 2>/dev/null || { echo "cannot create network namespaces"; return 1; }
+  ip -n "$1sw" link add br0 type bridge 2>/dev/null || { echo "cannot create a bridge"; return 1; }
+  ip -n "$1sw" link set br0 up
+}
+remove_hosts() {
+  local ns
+  for ns in $(ip netns list | awk -v p="$1" '$1 ~ "^"p { print $1 }'); do ip netns del "$ns"; done
+}
 add_host() {
   local p=$1 host=$2 address=$3
   ip netns add "$p$host"

@@ -23,12 +23,9 @@ skip() { echo "netns_cluster_test: $1; skipped"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root"
 command -v ip >/dev/null && command -v tc >/dev/null || skip "needs ip and tc (iproute2)"
 p=tr$$ # namespace and link prefix, unique per run
-ip netns add "${p}sw" 2>/dev/null || skip "cannot create network namespaces"
-more_cleanup() { local ns
-  for ns in $(ip netns list | awk -v p="$p" '$1 ~ "^"p { print $1 }'); do ip netns del "$ns"; done; }
+more_cleanup() { remove_hosts "$p"; }
 enter_scratch_dir
-ip -n "${p}sw" link add br0 type bridge 2>/dev/null || skip "cannot create a bridge"
-ip -n "${p}sw" link set br0 up
+why=$(add_switch "$p") || skip "$why"
 declare -A addr=([chief]=10.213.0.1 [ps]=10.213.0.2 [w0]=10.213.0.3 [w1]=10.213.0.4 [w2]=10.213.0.5
                  [x]=10.213.0.9)
 for host in chief ps w0 w1 w2 x; do

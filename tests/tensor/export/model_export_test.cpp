@@ -228,6 +228,33 @@ BOOST_AUTO_TEST_CASE(an_embedding_model_exports_its_table_by_key) {
              "needs its embedding table"));
 }
 
+// A custom network over an embedding layer (dim 3, `combiner`) for one
+// dense value and two fields, its card (the dense value standardized: one
+// mean and stddev) and its hash table's config.
+struct custom_table_model {
+  model_options o;
+  std::shared_ptr<model> net;
+  model_card card;
+  embedding_table_config config;
+
+  explicit custom_table_model(const std::string& combiner) {
+    o.keys = {1, 2, 1};
+    o.classes = 2;
+    o.layers = {"embedding dim=3 combiner=" + combiner, "dense units=4", "relu", "dense units=2"};
+    net = make_model(model_kind::custom, o);
+    card = describe_model(model_kind::custom, *net, nullptr, 5);
+    card.keys = o.keys;
+    card.norm.kind = normalization::standardize;
+    card.norm.mean = {0.5f};
+    card.norm.inv_stddev = {2.0f};
+    config.name = "embedding";
+    config.dim = card.table_dim();
+    config.init = {row_initializer::normal, 0.1, 5};
+    card.table_init = config.init;
+    config.optimizer.kind = sparse_optimizer_kind::sgd;
+  }
+};
+
 // A custom network over an embedding layer exports like the built-in
 // embedding models: its layer list (the embedding layer first) rebuilds the
 // same network, the table's rows are its dim wide, the statistics of its
@@ -235,25 +262,10 @@ BOOST_AUTO_TEST_CASE(an_embedding_model_exports_its_table_by_key) {
 // model.onnx.
 BOOST_AUTO_TEST_CASE(a_custom_network_over_an_embedding_layer_exports_its_layers_and_table) {
   temp_dir d;
-  model_options o;
-  o.keys = {1, 2, 1};
-  o.classes = 2;
-  o.layers = {"embedding dim=3 combiner=sum", "dense units=4", "relu", "dense units=2"};
-  auto net = make_model(model_kind::custom, o);
-  model_card card = describe_model(model_kind::custom, *net, nullptr, 5);
-  card.keys = o.keys;
+  custom_table_model m("sum");
+  auto& [o, net, card, config] = m;
   BOOST_TEST(card.layers.front() == "embedding name=embedding0 dim=3 combiner=sum");
   BOOST_TEST(card.table_dim() == 3u);
-  // Its one dense value standardized: the card holds one mean and stddev.
-  card.norm.kind = normalization::standardize;
-  card.norm.mean = {0.5f};
-  card.norm.inv_stddev = {2.0f};
-  embedding_table_config config;
-  config.name = "embedding";
-  config.dim = card.table_dim();
-  config.init = {row_initializer::normal, 0.1, 5};
-  card.table_init = config.init;
-  config.optimizer.kind = sparse_optimizer_kind::sgd;
   embedding_table table(config);
   float row[3] = {0.5f, -1, 2};
   table.restore(42, row, {});
@@ -290,25 +302,11 @@ BOOST_AUTO_TEST_CASE(a_custom_network_over_an_embedding_layer_exports_its_layers
 // troupe-predict); over a hash table the refusal says why.
 BOOST_AUTO_TEST_CASE(a_custom_network_over_a_fixed_table_exports_onnx) {
   temp_dir d;
-  model_options o;
-  o.keys = {1, 2, 1};
-  o.classes = 2;
-  o.layers = {"embedding dim=3 combiner=mean", "dense units=4", "relu", "dense units=2"};
-  auto net = make_model(model_kind::custom, o);
-  model_card card = describe_model(model_kind::custom, *net, nullptr, 5);
-  card.keys = o.keys;
+  custom_table_model m("mean");
+  auto& [o, net, card, config] = m;
   card.vocabulary = {5, 7};
-  card.norm.kind = normalization::standardize;
-  card.norm.mean = {0.5f};
-  card.norm.inv_stddev = {2.0f};
-  embedding_table_config config;
-  config.name = "embedding";
-  config.dim = card.table_dim();
   config.kind = table_kind::fixed;
   config.rows = 12;
-  config.init = {row_initializer::normal, 0.1, 5};
-  card.table_init = config.init;
-  config.optimizer.kind = sparse_optimizer_kind::sgd;
   embedding_table table(config);
   auto values = random_values(*net, 3);
   auto written = write_model_export(d.file("export"), card, net->variables(), values, &table);
