@@ -13,16 +13,30 @@ namespace troupe::chief_run {
 
 namespace {
 
-using desk = grant_desk<caf::typed_response_promise<step_grant>>;
+// A parked worker's answer, one grant: to its report, or to its batch of
+// reports (train.report-every).
+struct parked_reply {
+  caf::typed_response_promise<step_grant> one;
+  caf::typed_response_promise<std::vector<step_grant>> batch;
+  void deliver(const step_grant& grant) {
+    if (batch.pending())
+      batch.deliver(std::vector<step_grant>{grant});
+    else
+      one.deliver(grant);
+  }
+};
+
+using desk = grant_desk<parked_reply>;
 
 class async_steps final : public step_coordination {
 public:
   explicit async_steps(self_ptr self)
     : pull_ahead_(self->state.config.train.pull_ahead),
+      report_every_(self->state.config.train.report_every),
       desk_(make_desk(self, self->state.first_step)) {}
 
   int64_t global_step() const override { return desk_.global_step(); }
-  int32_t lease() const override { return async_step_lease(pull_ahead_); }
+  int32_t lease() const override { return async_step_lease(pull_ahead_, report_every_); }
   int64_t refused() const override { return desk_.refused(); }
   uint64_t dropped() const override { return 0; }
 
@@ -38,15 +52,64 @@ public:
     if (st.now == chief_state::phase::finishing || st.now == chief_state::phase::done)
       return step_grant{0, true};
     auto answer = desk_.report(r);
-    if (answer.completed) {
-      st.examples += r.examples;
-      st.data_positions[r.worker] = {r.worker, r.data_epoch, r.data_offset, r.share_rank,
-                                     r.share_count};
-      st.progress.add_step(r.loss, r.correct, r.examples);
-      update_counted(self);
-    }
+    if (answer.completed)
+      count(self, r);
     on_grant_settled(self);
     return carry_out(self, r.worker, answer);
+  }
+
+  // One message for several steps of one worker: each report is settled as
+  // a single one would be, then the worker's lease is filled up again.
+  caf::result<std::vector<step_grant>> on_reports(self_ptr self,
+                                                  const std::vector<step_report>& rs) override {
+    auto& st = self->state;
+    if (rs.empty() || rs.size() > static_cast<size_t>(lease()))
+      return refuse("chief", "a batch of " + std::to_string(rs.size()) + " reports",
+                    self->current_sender(),
+                    "a batch holds 1.." + std::to_string(lease()) + " reports (the lease)");
+    for (auto& r : rs)
+      if (r.worker != rs.front().worker)
+        return refuse("chief", "a batch of reports", self->current_sender(), "it mixes workers");
+    if (auto err = unless_admitted(self, rs.front(), "a batch of reports"))
+      return err;
+    const std::vector<step_grant> stop{step_grant{0, true}};
+    if (st.now == chief_state::phase::finishing || st.now == chief_state::phase::done)
+      return stop;
+    for (auto& r : rs) {
+      auto done = desk_.settle(r);
+      if (done == desk::settled::completed)
+        count(self, r);
+      else if (done == desk::settled::diverged) {
+        diverge(self);
+        return stop;
+      }
+    }
+    on_grant_settled(self);
+    const int32_t worker = rs.front().worker;
+    auto refill = desk_.fill(worker);
+    switch (refill.what) {
+      case desk::outcome::granted: {
+        std::vector<step_grant> grants;
+        grants.reserve(refill.steps.size());
+        for (auto step : refill.steps)
+          grants.push_back(desk_.grant_of(worker, step));
+        if (!grants.empty())
+          start_clock(self);
+        return grants;
+      }
+      case desk::outcome::waiting: {
+        parked_reply reply;
+        reply.batch = self->make_response_promise<std::vector<step_grant>>();
+        desk_.park(worker, reply);
+        return reply.batch;
+      }
+      case desk::outcome::finished:
+        finish(self);
+        break;
+      case desk::outcome::diverged:
+        break;
+    }
+    return stop;
   }
 
   // A non-finite gradient revokes the step: another worker computes it again.
@@ -105,10 +168,20 @@ private:
   static desk make_desk(self_ptr self, int64_t first_step) {
     auto& st = self->state;
     auto& t = st.config.train;
-    return desk(t.last_step, st.config.runtime.max_refused_steps, first_step,
-                async_step_lease(t.pull_ahead), grant_signer{st.signing_key, st.run},
-                t.mode == update_mode::ssp ? staleness_bound(t.staleness)
-                                           : staleness_bound::unbounded());
+    return desk(
+      t.last_step, st.config.runtime.max_refused_steps, first_step,
+      async_step_lease(t.pull_ahead, t.report_every), grant_signer{st.signing_key, st.run},
+      t.mode == update_mode::ssp ? staleness_bound(t.staleness) : staleness_bound::unbounded());
+  }
+
+  // A completed step: its examples, the worker's data position, progress.
+  static void count(self_ptr self, const step_report& r) {
+    auto& st = self->state;
+    st.examples += r.examples;
+    st.data_positions[r.worker] = {r.worker, r.data_epoch, r.data_offset, r.share_rank,
+                                   r.share_count};
+    st.progress.add_step(r.loss, r.correct, r.examples);
+    update_counted(self);
   }
 
   // What the desk decided, as the worker's answer.
@@ -120,23 +193,29 @@ private:
       case desk::outcome::waiting: {
         // Every remaining step is held by another worker; one may yet be
         // revoked, so this worker waits instead of leaving.
-        auto rp = self->make_response_promise<step_grant>();
-        desk_.park(worker, rp);
-        return rp;
+        parked_reply reply;
+        reply.one = self->make_response_promise<step_grant>();
+        desk_.park(worker, reply);
+        return reply.one;
       }
       case desk::outcome::finished:
         finish(self);
         break;
       case desk::outcome::diverged:
-        abort_run(self, std::to_string(desk_.refused())
-                          + " updates not applied (non-finite gradients or refused pushes): "
-                            "training diverged; lower train.learning-rate");
+        diverge(self);
         break;
     }
     return step_grant{0, true};
   }
 
+  void diverge(self_ptr self) {
+    abort_run(self, std::to_string(desk_.refused())
+                      + " updates not applied (non-finite gradients or refused pushes): "
+                        "training diverged; lower train.learning-rate");
+  }
+
   bool pull_ahead_;
+  int32_t report_every_;
   desk desk_;
 };
 

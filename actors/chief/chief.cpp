@@ -161,6 +161,9 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     },
     [self](ready_atom, int32_t index) { return on_ready(self, index); },
     [self](report_atom, const step_report& r) { return self->state.steps->on_report(self, r); },
+    [self](reports_atom, const std::vector<step_report>& rs) {
+      return self->state.steps->on_reports(self, rs);
+    },
     [self](nonfinite_atom, const step_report& r) {
       return self->state.steps->on_nonfinite(self, r);
     },

@@ -5,9 +5,11 @@
 // updates that were not applied. Reply is what a waiting worker is answered
 // through: a CAF response promise in the chief, a recorder in tests; it
 // needs deliver(step_grant).
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "actors/chief/staleness_bound.hpp"
 #include "actors/chief/step_budget.hpp"
@@ -21,8 +23,11 @@ namespace troupe {
 /// is off the workers' critical path (docs/architecture.md, "Step leases").
 /// With train.pull-ahead three: one pushing, one computing, and the grant of
 /// the next on its way.
-constexpr int32_t async_step_lease(bool pull_ahead) {
-  return pull_ahead ? 3 : 2;
+/// With train.report-every = k the worker reports k steps at a time and
+/// holds k more, so that it computes k steps while the batch is answered
+/// (with fewer, a slow answer would make it send a batch of one).
+constexpr int32_t async_step_lease(bool pull_ahead, int32_t report_every = 1) {
+  return (pull_ahead ? 3 : 2) + (report_every > 1 ? 2 * (report_every - 1) : 0);
 }
 
 template <class Reply>
@@ -55,23 +60,37 @@ public:
   /// The grant of `step` to `worker`, with its proof.
   step_grant grant_of(int32_t worker, int64_t step) const { return signer_.grant(worker, step); }
 
+  /// What a report did to the budget.
+  enum class settled {
+    nothing,   ///< no step of this worker's: an ask only (or a repeat)
+    completed, ///< its update counted
+    revoked,   ///< not applied: the step goes to another worker
+    diverged,  ///< ... and more updates than allowed were not applied
+  };
+
+  /// Completes or revokes the step a report names, granting nothing.
+  settled settle(const step_report& r) {
+    if (r.step < 0 || !budget_.has_grant(r.worker, r.step))
+      return settled::nothing;
+    if (r.applied) {
+      budget_.complete(r.worker, r.step);
+      bound_.completed(r.worker);
+      return settled::completed;
+    }
+    budget_.revoke(r.worker, r.step);
+    bound_.revoked(r.worker);
+    hand_out_returned();
+    return ++refused_ > max_refused_ ? settled::diverged : settled::revoked;
+  }
+
   /// A worker's report (also a non-finite gradient's, with applied = false):
   /// completes or revokes the step it reports, then hands it its next step.
   answer report(const step_report& r) {
     answer out;
-    if (r.step >= 0 && budget_.has_grant(r.worker, r.step)) {
-      if (r.applied) {
-        budget_.complete(r.worker, r.step);
-        bound_.completed(r.worker);
-        out.completed = true;
-      } else {
-        budget_.revoke(r.worker, r.step);
-        bound_.revoked(r.worker);
-        hand_out_returned();
-        if (++refused_ > max_refused_)
-          return {outcome::diverged, 0, false};
-      }
-    }
+    auto done = settle(r);
+    if (done == settled::diverged)
+      return {outcome::diverged, 0, false};
+    out.completed = done == settled::completed;
     if (budget_.finished()) {
       out.what = outcome::finished;
       return out;
@@ -88,6 +107,39 @@ public:
       return out;
     }
     out.what = outcome::waiting;
+    return out;
+  }
+
+  /// After a batch of reports (each settled): new steps until the worker
+  /// holds its whole lease again, but at most its share of the steps not
+  /// granted yet (over the workers holding some). Holdings then shrink as
+  /// the pool runs dry, so that at the end no worker is left computing a
+  /// long lease while the others idle (the reports arrive up to a batch
+  /// late, so the steps left to complete would overstate what is left).
+  /// `granted` with none while it still holds steps (a fence, or every
+  /// step granted); `waiting` where it holds none.
+  struct refill {
+    outcome what = outcome::granted;
+    std::vector<int64_t> steps;
+  };
+  refill fill(int32_t worker) {
+    refill out;
+    if (budget_.finished()) {
+      out.what = outcome::finished;
+      return out;
+    }
+    const auto holders = static_cast<int64_t>(budget_.holders()
+                                              + (budget_.held(worker) == 0 ? 1 : 0));
+    const auto fair = std::max<int64_t>(1, (budget_.ungranted() + holders - 1) / holders);
+    const auto lease = std::min(static_cast<size_t>(budget_.lease()), static_cast<size_t>(fair));
+    while (!held_ && budget_.held(worker) < lease) {
+      auto step = next_grant(worker);
+      if (!step)
+        break;
+      out.steps.push_back(*step);
+    }
+    if (out.steps.empty() && budget_.held(worker) == 0)
+      out.what = outcome::waiting;
     return out;
   }
 

@@ -10,8 +10,15 @@ step_budget::step_budget(int64_t last_step, int64_t first_step, int32_t lease)
 }
 
 size_t step_budget::held(int32_t worker) const {
-  return static_cast<size_t>(std::count_if(outstanding_.begin(), outstanding_.end(),
-                                           [&](auto& entry) { return entry.second == worker; }));
+  auto i = held_by_.find(worker);
+  return i == held_by_.end() ? 0 : i->second;
+}
+
+void step_budget::release(std::map<int64_t, int32_t>::iterator grant) {
+  auto held = held_by_.find(grant->second);
+  if (--held->second == 0)
+    held_by_.erase(held);
+  outstanding_.erase(grant);
 }
 
 bool step_budget::has_grant(int32_t worker, int64_t step) const {
@@ -34,12 +41,13 @@ std::optional<int64_t> step_budget::grant(int32_t worker) {
     return std::nullopt;
   }
   outstanding_.emplace(step, worker);
+  ++held_by_[worker];
   return step;
 }
 
 void step_budget::complete(int32_t worker, int64_t step) {
   if (has_grant(worker, step)) {
-    outstanding_.erase(step);
+    release(outstanding_.find(step));
     ++completed_;
   }
 }
@@ -47,7 +55,7 @@ void step_budget::complete(int32_t worker, int64_t step) {
 void step_budget::revoke(int32_t worker, int64_t step) {
   if (!has_grant(worker, step))
     return;
-  outstanding_.erase(step);
+  release(outstanding_.find(step));
   returned_.insert(step);
 }
 
@@ -55,7 +63,7 @@ void step_budget::revoke_all(int32_t worker) {
   for (auto i = outstanding_.begin(); i != outstanding_.end();) {
     if (i->second == worker) {
       returned_.insert(i->first);
-      i = outstanding_.erase(i);
+      release(i++);
     } else {
       ++i;
     }

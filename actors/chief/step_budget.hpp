@@ -40,13 +40,23 @@ public:
   int32_t lease() const noexcept { return lease_; }
   bool finished() const noexcept { return completed_ >= last_step_; }
   size_t outstanding() const noexcept { return outstanding_.size(); }
+  /// Steps not granted to anyone now (new ones and revoked ones).
+  int64_t ungranted() const noexcept {
+    return last_step_ - next_ + static_cast<int64_t>(returned_.size());
+  }
+  /// Workers that hold at least one step.
+  size_t holders() const noexcept { return held_by_.size(); }
 
 private:
+  // Forgets a grant (completed or revoked) and counts it off its worker.
+  void release(std::map<int64_t, int32_t>::iterator grant);
+
   int64_t last_step_;
   int32_t lease_;
   int64_t completed_ = 0;
   int64_t next_ = 0;
   std::map<int64_t, int32_t> outstanding_; // granted step -> its worker
+  std::map<int32_t, size_t> held_by_;      // worker -> steps it holds (a worker's asks look here)
   std::set<int64_t> returned_;             // revoked steps, granted again first
 };
 

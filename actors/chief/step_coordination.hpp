@@ -41,6 +41,9 @@ public:
   /// A worker's report of a step (async), or of a non-finite gradient.
   virtual caf::result<step_grant> on_report(self_ptr self, const step_report& r) = 0;
   virtual caf::result<step_grant> on_nonfinite(self_ptr self, step_report r) = 0;
+  /// Several reports of one worker at once (async, train.report-every > 1).
+  virtual caf::result<std::vector<step_grant>> on_reports(self_ptr self,
+                                                          const std::vector<step_report>& rs) = 0;
   /// The token queue completed an update (sync).
   virtual void on_step_done(self_ptr self, const step_summary& s) = 0;
 

@@ -61,6 +61,12 @@ public:
       {errc::invalid_request, "sync mode: workers report to the token queue, not the chief"});
   }
 
+  caf::result<std::vector<step_grant>> on_reports(self_ptr,
+                                                  const std::vector<step_report>&) override {
+    return make_error({errc::invalid_request,
+                       "sync mode: workers report each step to the token queue, not the chief"});
+  }
+
   caf::result<step_grant> on_nonfinite(self_ptr self, step_report r) override {
     if (auto err = unless_admitted(self, r, "a non-finite gradient"))
       return err;

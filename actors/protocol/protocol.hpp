@@ -43,6 +43,7 @@ using push_rows_atom = caf::atom_constant<caf::atom("push_rows")>; ///< apply ro
 using ready_atom = caf::atom_constant<caf::atom("ready")>;         ///< worker -> chief: the plan
 using report_atom = caf::atom_constant<caf::atom("report")>;       ///< worker -> coordinator
 using nonfinite_atom = caf::atom_constant<caf::atom("nonfinite")>; ///< worker -> chief
+using reports_atom = caf::atom_constant<caf::atom("reports")>;     ///< worker -> chief: a batch
 using stop_atom = caf::atom_constant<caf::atom("stop")>; ///< chief -> all: shut down (or abort)
 using applied_atom = caf::atom_constant<caf::atom("applied")>;     ///< shard -> token queue
 using step_done_atom = caf::atom_constant<caf::atom("step_done")>; ///< token queue -> chief
@@ -261,6 +262,10 @@ struct training_plan {
   /// and reports each step without waiting for the next grant (async: 2, 3
   /// with train.pull-ahead; sync: 1, the token).
   int32_t lease = 1;
+  /// Steps reported at a time (train.report-every; async only): the worker
+  /// sends this many reports in one `reports` message to the chief, and its
+  /// lease holds as many more steps.
+  int32_t report_every = 1;
   /// The model's embedding tables as the shards hold them (their buckets
   /// say which shard owns a key), in the model's order.
   std::vector<table_setup> tables;
@@ -271,7 +276,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
   return f(caf::meta::type_name("training_plan"), x.run, x.slices, x.coordinator, x.data_epoch,
            x.data_offset, x.share_rank, x.share_count, x.next_share_rank, x.next_share_count,
-           x.lease, x.tables, x.sync);
+           x.lease, x.report_every, x.tables, x.sync);
 }
 
 /// A worker (not published: the chief reaches it through its ready request).
@@ -440,6 +445,13 @@ using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>>;
 /// step can complete without it) and answers stop.
 using nonfinite_handler = caf::replies_to<nonfinite_atom, step_report>::with<step_grant>;
 
+/// Async with train.report-every > 1: the outcomes of a worker's steps, in
+/// the order computed (at most its lease) -> the steps that fill its lease
+/// again (none while it still holds some and none can be granted), or one
+/// grant with stop.
+using reports_handler =
+  caf::replies_to<reports_atom, std::vector<step_report>>::with<std::vector<step_grant>>;
+
 /// The chief (published). It admits one live worker per index of the
 /// cluster; reports and non-finite gradients come from that worker only.
 using chief_actor =
@@ -448,6 +460,8 @@ using chief_actor =
                    caf::replies_to<ready_atom, int32_t>::with<training_plan>,
                    // an admitted worker, async: its step's outcome -> the next grant or stop
                    report_handler,
+                   // an admitted worker, async with report-every > 1: several steps' outcomes
+                   reports_handler,
                    // an admitted worker: a non-finite gradient
                    nonfinite_handler,
                    // its token queue, sync: each update
@@ -505,7 +519,9 @@ using worker_impl = worker_actor::extend<
   X(row_keys)                                                                                      \
   X(restored_rows)                                                                                 \
   X(table_report)                                                                                  \
-  X(std::vector<table_report>)
+  X(std::vector<table_report>)                                                                     \
+  X(std::vector<step_report>)                                                                      \
+  X(std::vector<step_grant>)
 
 /// Registers every message type and the error category; call on every
 /// node's config before creating the actor system.

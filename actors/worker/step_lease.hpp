@@ -23,6 +23,8 @@ public:
   void grant(const step_grant& grant) { granted_.push_back(grant); }
   bool busy() const noexcept { return busy_; }
   bool holds_none() const noexcept { return granted_.empty(); }
+  /// Granted steps not yet started.
+  size_t queued() const noexcept { return granted_.size(); }
 
   /// The next step held, now under way; none while one is under way or
   /// none is held.

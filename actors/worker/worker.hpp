@@ -22,6 +22,7 @@
 #include "actors/worker/gradient_guard.hpp"
 #include "actors/worker/param_buffers.hpp"
 #include "actors/worker/recovery_wait.hpp"
+#include "actors/worker/report_batch.hpp"
 #include "actors/worker/step_lease.hpp"
 #include "actors/worker/step_pipeline.hpp"
 #include "tensor/data/stream.hpp"
@@ -86,6 +87,7 @@ struct worker_state {
   step_report report; // of the step in flight / last finished
   uint64_t proof = 0; // its grant's proof, shown with its pushes
   step_lease lease;
+  report_batch reports; // train.report-every: finished steps not yet reported
   int64_t local_step = 0;
   progress_meter progress{0};
   recovery_wait recovery; // for a new plan; voids what was in flight before

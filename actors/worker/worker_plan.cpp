@@ -97,8 +97,16 @@ void on_plan(self_ptr self, training_plan& plan) {
          make_error({errc::invalid_request, "empty coordinator"}));
     return;
   }
+  if (plan.report_every < 1 || plan.report_every > plan.lease) {
+    fail(self,
+         "the chief's plan reports " + std::to_string(plan.report_every)
+           + " steps at a time with a lease of " + std::to_string(plan.lease),
+         make_error({errc::invalid_request, "report_every outside 1..lease"}));
+    return;
+  }
   st.coordinator = plan.coordinator;
   st.lease.reset(plan.lease);
+  st.reports.reset(plan.report_every);
   st.report.run = plan.run;
   st.report.step = -1; // a new run (or a restored one) starts by asking
   st.report.applied = false;

@@ -47,6 +47,38 @@ void on_grant(self_ptr self, const step_grant& grant) {
   start_next_step(self);
 }
 
+// The answer to a batch of reports: the steps that fill the lease again
+// (none while the worker still holds some), or stop.
+void on_grants(self_ptr self, const std::vector<step_grant>& grants) {
+  auto& st = self->state;
+  for (auto& grant : grants)
+    if (grant.stop) {
+      on_grant(self, grant);
+      return;
+    }
+  for (auto& grant : grants)
+    st.lease.grant(grant);
+  start_next_step(self);
+}
+
+// Sends the pending reports (at least an ask) to the chief in one message.
+void send_reports(self_ptr self) {
+  auto& st = self->state;
+  auto batch = st.reports.take();
+  if (batch.empty())
+    batch.push_back(st.report); // an ask: the step in it is not one of this worker's
+  self->request(st.links.chief, st.config.step_timeout, reports_atom::value, std::move(batch))
+    .then(
+      [self, gen = st.recovery.generation()](const std::vector<step_grant>& grants) {
+        if (self->state.recovery.current(gen))
+          on_grants(self, grants);
+      },
+      [self, gen = st.recovery.generation()](caf::error& err) {
+        if (self->state.recovery.current(gen))
+          wait_for_recovery(self, "waiting for the next steps failed", err);
+      });
+}
+
 void train(self_ptr self);
 
 // A model with an embedding table: the batch's distinct rows are pulled
@@ -178,7 +210,10 @@ void count_and_report(self_ptr self, const step_report& report) {
                    metric_text(*line, st.links.train->task == objective::regression),
                    line->examples_per_sec);
   }
-  ask_for_step<report_atom>(self, st.coordinator, report);
+  if (!st.reports.batched())
+    ask_for_step<report_atom>(self, st.coordinator, report);
+  else if (st.reports.add(report, st.lease.queued()) || st.leaving)
+    send_reports(self);
 }
 
 } // namespace
@@ -195,6 +230,8 @@ void start_next_step(self_ptr self) {
       st.pipeline->flush();
       return;
     }
+    if (!st.reports.empty())
+      send_reports(self);
     spdlog::info("{}: leaves the run after {} local step(s) (SIGTERM)", st.label, st.local_step);
     self->quit(caf::exit_reason::normal);
     return;
@@ -245,6 +282,10 @@ step_hooks hooks_of(self_ptr self) {
 }
 
 void ask_for_first_steps(self_ptr self) {
+  if (self->state.reports.batched()) {
+    send_reports(self); // one ask fills the whole lease
+    return;
+  }
   for (int32_t i = 0; i < self->state.lease.size(); ++i)
     ask_for_step<report_atom>(self, self->state.coordinator, self->state.report);
 }

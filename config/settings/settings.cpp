@@ -103,6 +103,12 @@ void check_update_rule(const training_settings& t, std::vector<failure>& out) {
   if (!(t.push_topk >= 0 && t.push_topk <= 1))
     fail("train.push-topk must be 0 (off) or the fraction of each gradient a push sends, in "
          "(0, 1]");
+  if (t.report_every < 1 || t.report_every > limits::max_report_every)
+    fail("train.report-every = " + std::to_string(t.report_every) + " is outside 1.."
+         + std::to_string(limits::max_report_every) + " (steps a worker reports at a time)");
+  else if (t.report_every > 1 && t.mode != update_mode::async)
+    fail("train.report-every works in async mode only (sync and ssp steps wait on each "
+         "report); set train.report-every = 1, or train.mode = \"async\"");
   if (t.pull_ahead && t.mode == update_mode::sync)
     fail("train.pull-ahead works in async mode only (a sync step must start from the update "
          "before it); set train.pull-ahead = false, or train.mode = \"async\"");

@@ -79,6 +79,11 @@ struct training_settings {
   /// and pushes this one, so its links never idle; every step's values then
   /// miss the worker's own last update (one step staler).
   bool pull_ahead = false;
+  /// Async only: each worker reports its steps to the chief this many at a
+  /// time, in one message, and holds this many more steps; divides the
+  /// chief's messages per step by it (many workers), while the chief's count
+  /// of updates lags by up to this many steps a worker.
+  int32_t report_every = 1;
   /// How workers' pushes and pulls of dense variables cross the wire (the
   /// shards keep fp32; the chief's reads are always fp32).
   troupe::wire_precision wire_precision = troupe::wire_precision::fp32;
@@ -175,6 +180,7 @@ constexpr int64_t max_connections = 65536;                           ///< cluste
 constexpr int32_t max_checkpoints_kept = 1000;
 constexpr int64_t max_staleness = 1'000'000; ///< train.staleness
 constexpr int32_t max_workers = 4096;        ///< cluster.max-workers
+constexpr int32_t max_report_every = 1024;   ///< train.report-every
 constexpr std::chrono::milliseconds min_save_interval{1000};
 } // namespace limits
 

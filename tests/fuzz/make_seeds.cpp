@@ -129,12 +129,17 @@ void seed_messages(caf::actor_system& sys, const fs::path& messages) {
   seed(sys, messages, 0, "push_rows",
        caf::make_message(push_rows_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
                          int32_t{0}, row_keys{{4}, {2}}, tensor({1, 9}, 0.25f)));
+  // Issue 29's batched reports and their grants.
+  seed(sys, messages, 0, "reports",
+       caf::make_message(reports_atom::value, std::vector<step_report>{report}));
+  seed(sys, messages, 26, "step_reports", std::vector<step_report>{report, report});
+  seed(sys, messages, 27, "step_grants", std::vector<step_grant>{{13, false, 5}, {14, false, 6}});
   std::vector<caf::strong_actor_ptr> no_stages;
   auto push = caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
                                 int32_t{0}, std::vector<std::string>{"w"},
                                 std::vector<tensor>{small});
-  seed(sys, messages, 26, "gate_direct_push", no_stages, push);
-  seed(sys, messages, 27, "gate_routed_push", sys.node(), sys.node(), no_stages, push);
+  seed(sys, messages, 28, "gate_direct_push", no_stages, push);
+  seed(sys, messages, 29, "gate_routed_push", sys.node(), sys.node(), no_stages, push);
 }
 
 // The tensor_wire target: tensors as CAF serialises them.

@@ -92,6 +92,32 @@ BOOST_AUTO_TEST_CASE(every_save_copies_every_shard_at_one_version_and_restores_o
   BOOST_TEST(*checkpoint_dir(dir.root).latest() == dir.root + "/ckpt-60");
 }
 
+// train.report-every = 4: a worker holds up to 5 steps and reports 4 at a
+// time; each save's fence still waits until every granted step is in, so
+// every shard copies at the version the checkpoint is named after.
+BOOST_AUTO_TEST_CASE(batched_reports_keep_every_save_at_one_version) {
+  log_dir dir;
+  auto settings = with_checkpoints(40, dir.root);
+  settings.report_every = 4;
+  training_result result;
+  auto run = cooperative_cluster(sys, settings, 2, 3, result);
+  std::map<int64_t, std::set<caf::abstract_actor*>> copies;
+  std::set<caf::abstract_actor*> shards{raw(run.shards[0]), raw(run.shards[1])};
+  run_observed(sched, [&](caf::abstract_actor* who, const caf::type_erased_tuple& msg) {
+    if (msg.match_element<snapshot_atom>(0))
+      copies[msg.get_as<int64_t>(2)].insert(who);
+  });
+  BOOST_TEST(result.ok, result.error);
+  BOOST_TEST(result.global_step == 40);
+  BOOST_REQUIRE(copies.size() >= 2u);
+  for (auto& [version, who] : copies)
+    BOOST_TEST((who == shards), "both shards copy at version " << version);
+  for (auto& path : checkpoint_dir(dir.root).complete()) {
+    auto step = std::stoll(path.substr(path.rfind('-') + 1));
+    BOOST_TEST(copies.count(step) == 1u, path << " was copied at its step");
+  }
+}
+
 // Sync: the workers' data positions reach the checkpoint through the token
 // queue, and a save waits for an update instead of pausing anyone.
 BOOST_AUTO_TEST_CASE(a_sync_checkpoint_holds_every_workers_data_position) {

@@ -202,4 +202,70 @@ BOOST_AUTO_TEST_CASE(ssp_lets_a_worker_run_at_most_s_steps_ahead_and_a_lost_one_
   BOOST_TEST(!parked.log->at(0).stop);
 }
 
+// train.report-every: a lease of 5 here (async_step_lease(false, 4) gives
+// 8), filled by one answer per batch of reports.
+BOOST_AUTO_TEST_CASE(a_batch_of_reports_completes_each_step_and_fills_the_lease_again) {
+  BOOST_REQUIRE(async_step_lease(false, 4) == 8);
+  desk d(14, 10, 0, 5);
+  auto a = d.fill(0); // the first ask fills the whole lease at once
+  BOOST_TEST((a.what == desk::outcome::granted));
+  BOOST_TEST(a.steps == (std::vector<int64_t>{0, 1, 2, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(d.fill(1).steps.size() == 5u); // 5..9
+  // Worker 0 reports 4 steps in one batch, one of them a refused update:
+  // three count, the refused one goes back and is granted again first.
+  BOOST_TEST((d.settle(report(0, 0)) == desk::settled::completed));
+  BOOST_TEST((d.settle(report(0, 1)) == desk::settled::completed));
+  BOOST_TEST((d.settle(report(0, 2, false)) == desk::settled::revoked));
+  BOOST_TEST((d.settle(report(0, 3)) == desk::settled::completed));
+  BOOST_TEST((d.settle(report(0, 3)) == desk::settled::nothing)); // counted already
+  BOOST_TEST(d.global_step() == 3);
+  // It holds step 4; 5 steps not granted (2, 10..13) over 2 workers: it
+  // may hold 3, the revoked step first.
+  a = d.fill(0);
+  BOOST_TEST(a.steps == (std::vector<int64_t>{2, 10}), boost::test_tools::per_element());
+  // A fence: no new steps; a worker that still holds steps gets none and
+  // goes on, one that holds none waits.
+  d.hold();
+  for (auto step : {5, 6, 7, 8})
+    d.settle(report(1, step));
+  a = d.fill(1);
+  BOOST_TEST((a.what == desk::outcome::granted));
+  BOOST_TEST(a.steps.empty());
+  d.settle(report(1, 9));
+  BOOST_TEST((d.fill(1).what == desk::outcome::waiting));
+  for (auto step : {2, 4, 10})
+    d.settle(report(0, step));
+  BOOST_TEST(d.quiescent());
+  d.resume();
+  a = d.fill(0);
+  BOOST_TEST(a.steps == (std::vector<int64_t>{11, 12, 13}), boost::test_tools::per_element());
+  for (auto step : {11, 12, 13})
+    d.settle(report(0, step));
+  BOOST_TEST(d.global_step() == 14);
+  BOOST_TEST((d.fill(0).what == desk::outcome::finished));
+}
+
+// As the steps not granted run out, a worker holds at most its share of
+// them, so that no worker is left computing a whole lease at the end.
+BOOST_AUTO_TEST_CASE(near_the_end_a_fill_gives_no_more_than_a_fair_share) {
+  desk d(24, 10, 0, 10);
+  BOOST_TEST(d.fill(0).steps.size() == 10u); // 0..9: 24 not granted, one worker
+  BOOST_TEST(d.fill(1).steps.size() == 7u);  // 10..16: 14 over two
+  for (int64_t step = 0; step < 16; ++step)
+    d.settle(report(step < 10 ? 0 : 1, step));
+  // 7 not granted (17..23) over 2 workers: worker 0 may hold 4; then 3
+  // over 2, and worker 1, holding 16, gets 1 more.
+  auto a = d.fill(0);
+  BOOST_TEST(a.steps == (std::vector<int64_t>{17, 18, 19, 20}), boost::test_tools::per_element());
+  a = d.fill(1);
+  BOOST_TEST(a.steps == (std::vector<int64_t>{21}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_past_the_refusal_limit_diverges) {
+  desk d(10, 1, 0, async_step_lease(false, 2));
+  d.fill(0);
+  BOOST_TEST((d.settle(report(0, 0, false)) == desk::settled::revoked));
+  BOOST_TEST((d.settle(report(0, 1, false)) == desk::settled::diverged));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

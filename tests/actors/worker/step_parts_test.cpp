@@ -10,6 +10,7 @@
 
 #include "actors/worker/param_buffers.hpp"
 #include "actors/worker/recovery_wait.hpp"
+#include "actors/worker/report_batch.hpp"
 #include "actors/worker/step_lease.hpp"
 #include "actors/worker/step_pipeline.hpp"
 
@@ -149,6 +150,37 @@ BOOST_AUTO_TEST_CASE(one_step_under_way_the_next_held_and_only_the_latest_end_co
   BOOST_TEST(lease.size() == 1);
   BOOST_TEST(!lease.busy());
   BOOST_TEST(lease.holds_none());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(report_batch_tests)
+
+BOOST_AUTO_TEST_CASE(reports_go_when_the_batch_is_full_or_the_worker_would_run_dry) {
+  report_batch batch;
+  batch.reset(1);
+  BOOST_TEST(!batch.batched());
+  batch.reset(3);
+  BOOST_TEST(batch.batched());
+  step_report r;
+  for (int64_t step : {4, 7}) {
+    r.step = step;
+    BOOST_TEST(!batch.add(r, 10)); // 10 steps still to start
+  }
+  r.step = 9;
+  BOOST_TEST(batch.add(r, 10)); // full
+  auto sent = batch.take();
+  BOOST_REQUIRE(sent.size() == 3u);
+  BOOST_TEST(sent[0].step == 4); // in the order computed
+  BOOST_TEST(sent[2].step == 9);
+  BOOST_TEST(batch.empty());
+  r.step = 10;
+  BOOST_TEST(!batch.add(r, 2));
+  BOOST_TEST(batch.add(r, 2)); // as many reports as steps left to start: it goes
+  batch.take();
+  BOOST_TEST(batch.add(r, 0)); // nothing else held: at once
+  batch.reset(3);              // a new plan voids what is pending
+  BOOST_TEST(batch.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -27,6 +27,9 @@ BOOST_AUTO_TEST_CASE(a_plan_that_does_not_tile_a_variable_is_refused) {
       },
       [plan](ready_atom, int32_t) -> caf::result<training_plan> { return plan; },
       [](report_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
+      [](reports_atom, const std::vector<step_report>&) -> caf::result<std::vector<step_grant>> {
+        return std::vector<step_grant>{};
+      },
       [](nonfinite_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
       [](step_done_atom, const step_summary&) {},
       [](follow_atom) -> caf::result<checkpoint_source_actor> { return checkpoint_source_actor{}; },

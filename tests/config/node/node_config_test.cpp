@@ -118,6 +118,11 @@ BOOST_AUTO_TEST_CASE(ssp_wire_precision_and_a_fixed_size_table_load_from_the_fil
   BOOST_TEST(out.setup.train.staleness == 0);
   out = load(base() + "mode = \"ssp\"\nstaleness = -2\n", worker0);
   BOOST_TEST(!out.errors.empty());
+  out = load(base() + "report-every = 32\n", worker0);
+  BOOST_REQUIRE(out.errors.empty());
+  BOOST_TEST(out.setup.train.report_every == 32);
+  out = load(base() + "mode = \"sync\"\nreport-every = 32\n", worker0);
+  BOOST_TEST(!out.errors.empty());
   out = load(base() + "wire-precision = \"bf16\"\n", worker0);
   BOOST_REQUIRE(out.errors.empty());
   BOOST_TEST((out.setup.train.wire_precision == wire_precision::bf16));

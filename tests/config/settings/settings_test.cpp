@@ -101,6 +101,22 @@ BOOST_AUTO_TEST_CASE(wire_precision_and_push_topk_are_checked_and_dense_only) {
                                 "model fm moves its rows at fp32"));
 }
 
+BOOST_AUTO_TEST_CASE(report_every_is_bounded_and_async_only) {
+  training_settings t;
+  for (int32_t bad : {0, -3, 1025}) {
+    t.report_every = bad;
+    BOOST_TEST(names(problems(t), "is outside 1..1024 (steps a worker reports at a time)"));
+  }
+  t.report_every = 64;
+  BOOST_TEST(problems(t).empty());
+  for (auto mode : {update_mode::sync, update_mode::ssp}) {
+    t.mode = mode;
+    BOOST_TEST(names(problems(t), "train.report-every works in async mode only"));
+  }
+  t.report_every = 1;
+  BOOST_TEST(problems(t).empty());
+}
+
 BOOST_AUTO_TEST_CASE(a_fixed_size_table_needs_its_vocabulary_and_no_admission_or_eviction) {
   training_settings t;
   t.model = model_kind::fm;
