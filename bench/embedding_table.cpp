@@ -7,6 +7,7 @@
 // its own, so that one run's freed memory does not hide the next one's.
 //
 //   troupe-bench-embedding [--quick]     (--quick: 10^6 rows only)
+//   troupe-bench-embedding --table DIM ROWS uniform|zipf1.2   one table line
 //   troupe-bench-embedding --checkpoint [ROWS]   benchmark 6: a shard's
 //     checkpoint of a table of ROWS rows (default 10^7, dim 16, Adagrad):
 //     the copy taken between two updates (the shard's pause), the file
@@ -299,6 +300,10 @@ void checkpoint_run(size_t rows) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--checkpoint") == 0) {
     checkpoint_run(argc > 2 ? std::stoul(argv[2]) : 10000000);
+    return 0;
+  }
+  if (argc > 4 && std::strcmp(argv[1], "--table") == 0) {
+    in_child([&] { table_run(std::stoul(argv[2]), std::stoul(argv[3]), argv[4]); });
     return 0;
   }
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
