@@ -114,40 +114,53 @@ double unit_draw(uint64_t base, uint64_t n) {
   return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53;
 }
 
-// A standard normal from counters 2n and 2n+1 (Box-Muller, one half used).
-double normal_draw(uint64_t base, uint64_t n) {
-  double u1 = unit_draw(base, 2 * n);
-  double u2 = unit_draw(base, 2 * n + 1);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+// Two standard normals from counters 2p and 2p+1 (Box-Muller, both
+// halves: one logarithm and one sincos for two elements).
+void normal_pair(uint64_t base, uint64_t p, double pair[2]) {
+  float radius = std::sqrt(-2.0f * std::log(static_cast<float>(unit_draw(base, 2 * p))));
+  float sine, cosine;
+  ::sincosf(static_cast<float>(2.0 * M_PI * unit_draw(base, 2 * p + 1)), &sine, &cosine);
+  pair[0] = radius * cosine;
+  pair[1] = radius * sine;
+}
+
+// Elements 2p and 2p+1 take pair p's cosine and sine halves. A truncated
+// element redraws from pairs p + H, p + 2H, ... (H past every first pair)
+// and keeps its half, so its value never depends on another element's
+// redraws.
+void normal_row(uint64_t base, bool truncated, double scale, float* out, uint32_t dim) {
+  const uint64_t stride = dim / 2 + 1;
+  for (uint32_t j = 0; j < dim; j += 2) {
+    double pair[2];
+    normal_pair(base, j / 2, pair);
+    for (uint32_t half = 0; half < 2 && j + half < dim; ++half) {
+      double v = pair[half];
+      for (uint64_t p = j / 2; truncated && std::abs(v) > 2.0;) {
+        double again[2];
+        normal_pair(base, p += stride, again);
+        v = again[half];
+      }
+      out[j + half] = static_cast<float>(v * scale);
+    }
+  }
 }
 
 } // namespace
 
 void initial_row(const row_init& init, uint64_t table, int64_t key, float* out, uint32_t dim) {
   uint64_t base = mix64(mix64(init.seed ^ 0x5bd1e9955bd1e995ULL) ^ table) ^ mix64(key);
-  for (uint32_t j = 0; j < dim; ++j) {
-    double v = 0;
-    switch (init.kind) {
-      case row_initializer::zeros:
-        break;
-      case row_initializer::uniform:
-        v = (2 * unit_draw(base, j) - 1) * init.scale;
-        break;
-      case row_initializer::normal:
-        v = normal_draw(base, j) * init.scale;
-        break;
-      case row_initializer::truncated_normal: {
-        // Redraws use counters past every element's first draw, so element
-        // j's value never depends on another element's redraws.
-        uint64_t n = j;
-        v = normal_draw(base, n);
-        while (std::abs(v) > 2.0)
-          v = normal_draw(base, n += dim + 1);
-        v *= init.scale;
-        break;
-      }
-    }
-    out[j] = static_cast<float>(v);
+  switch (init.kind) {
+    case row_initializer::zeros:
+      std::fill(out, out + dim, 0.0f);
+      break;
+    case row_initializer::uniform:
+      for (uint32_t j = 0; j < dim; ++j)
+        out[j] = static_cast<float>((2 * unit_draw(base, j) - 1) * init.scale);
+      break;
+    case row_initializer::normal:
+    case row_initializer::truncated_normal:
+      normal_row(base, init.kind == row_initializer::truncated_normal, init.scale, out, dim);
+      break;
   }
 }
 

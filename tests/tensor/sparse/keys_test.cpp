@@ -155,6 +155,29 @@ BOOST_AUTO_TEST_CASE(initial_rows_depend_on_seed_table_and_key_only) {
     }
   }
   BOOST_TEST(std::abs(sum / 64000) < 0.002);
+  // Normal rows: both halves of each Box-Muller pair are standard normals,
+  // uncorrelated (elements 2p and 2p+1); truncated at two deviations the
+  // variance is 0.774. An odd dimension's last element has a pair of its own.
+  for (auto kind : {row_initializer::normal, row_initializer::truncated_normal}) {
+    double n = 0, mean = 0, square = 0, cross = 0;
+    std::vector<float> row(33);
+    for (int64_t key = 0; key < 2000; ++key) {
+      initial_row(row_init{kind, 1, 3}, 1, key, row.data(), 33);
+      for (size_t j = 0; j < row.size(); ++j) {
+        mean += row[j];
+        square += double{row[j]} * row[j];
+        n += 1;
+      }
+      for (size_t j = 0; j + 1 < row.size(); j += 2)
+        cross += double{row[j]} * row[j + 1];
+    }
+    const bool truncated = kind == row_initializer::truncated_normal;
+    BOOST_TEST_CONTEXT("truncated " << truncated) {
+      BOOST_TEST(std::abs(mean / n) < 0.02);
+      BOOST_TEST(std::abs(square / n - (truncated ? 0.774 : 1.0)) < 0.03);
+      BOOST_TEST(std::abs(cross / (2000 * 16)) < 0.03);
+    }
+  }
   initial_row(row_init{row_initializer::zeros, 1, 1}, 1, 5, a.data(), 64);
   BOOST_TEST(std::all_of(a.begin(), a.end(), [](float v) { return v == 0; }));
 }
