@@ -68,8 +68,9 @@ public:
                     self->current_sender(),
                     "a batch holds 1.." + std::to_string(lease()) + " reports (the lease)");
     for (auto& r : rs)
-      if (r.worker != rs.front().worker)
-        return refuse("chief", "a batch of reports", self->current_sender(), "it mixes workers");
+      if (r.worker != rs.front().worker || r.run != rs.front().run)
+        return refuse("chief", "a batch of reports", self->current_sender(),
+                      "it mixes workers or runs");
     if (auto err = unless_admitted(self, rs.front(), "a batch of reports"))
       return err;
     const std::vector<step_grant> stop{step_grant{0, true}};

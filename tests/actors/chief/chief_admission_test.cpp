@@ -85,10 +85,14 @@ BOOST_AUTO_TEST_CASE(a_restarted_worker_takes_over_from_one_that_does_not_answer
 }
 
 // Reports claiming worker 0 from an actor that is not worker 0 are refused,
-// with or without the right run id; the chief counts exactly last_step.
+// with or without the right run id, alone or in a batch (train.report-every),
+// and so are malformed batches (empty, longer than the lease, or mixing
+// runs); the chief counts exactly last_step.
 BOOST_AUTO_TEST_CASE(reports_from_anyone_but_the_admitted_worker_are_refused) {
   training_result result;
-  auto run = cooperative_cluster(sys, small_settings(8), 1, 1, result);
+  auto settings = small_settings(8);
+  settings.report_every = 2;
+  auto run = cooperative_cluster(sys, settings, 1, 1, result);
   auto refusals = std::make_shared<int>(0);
   bool sent = false;
   observe_run(sched, [&](caf::abstract_actor*, const caf::type_erased_tuple&, run_id id) {
@@ -110,9 +114,21 @@ BOOST_AUTO_TEST_CASE(reports_from_anyone_but_the_admitted_worker_are_refused) {
                     ++*refusals;
                 });
       });
+      auto mixed = fake;
+      mixed.run = claimed_run + 7;
+      using batch = std::vector<step_report>;
+      for (auto reports : {batch{fake}, batch{}, batch(40, fake), batch{fake, mixed}})
+        sys.spawn([=, chief = run.chief](caf::event_based_actor* self) {
+          self->request(chief, caf::infinite, reports_atom::value, reports)
+            .then([](const std::vector<step_grant>&) {},
+                  [=](caf::error& err) {
+                    if (is(err, errc::unauthorized))
+                      ++*refusals;
+                  });
+        });
     }
   });
-  BOOST_TEST(*refusals == 2);
+  BOOST_TEST(*refusals == 10);
   BOOST_TEST(result.ok, result.error);
   BOOST_TEST(result.global_step == 8);
   BOOST_TEST(result.examples == 8u * 4u); // the fake's 1000 examples were not counted
