@@ -6,7 +6,8 @@
 # member is told its new share of the data and reads it from its next
 # epoch on; the leavers exit 0; the run ends "ok":true with every update
 # applied once (the chief's check of every shard's count).
-#   A  async
+#   A  async, reports 8 at a time (train.report-every): the leavers send
+#      their last batch before they exit
 #   B  sync with replicas-to-aggregate = "all": R follows, 2 -> 4 -> 1
 # Needs root, ip netns and bridges; skipped (exit 77) where missing.
 set -u
@@ -42,6 +43,7 @@ learning-rate = 0.1
 last-step = $3
 log-interval = 500
 replicas-to-aggregate = "all"
+report-every = $([ "$2" = async ] && echo 8 || echo 1)
 [middleman]
 heartbeat-interval = 1s
 connection-timeout = 6s
@@ -83,7 +85,7 @@ grow_and_shrink() { # RUN MODE LAST_STEP
   expect_exit 0 30 "${r}_ps" "${r}_w0"
 }
 
-echo "== A: async, 2 -> 4 -> 1 workers"
+echo "== A: async (reports 8 at a time), 2 -> 4 -> 1 workers"
 grow_and_shrink a async 10000
 
 echo "== B: sync, replicas-to-aggregate = \"all\", 2 -> 4 -> 1 workers"
