@@ -53,8 +53,8 @@ finish() { local f
 
 pids=(); declare -A pid=(); launch=()
 enter_scratch_dir() { tmp=$(mktemp -d) && cd "$tmp" || exit 1; trap leave_scratch_dir EXIT; }
-leave_scratch_dir() { local p
-  for p in "${pids[@]}"; do kill -CONT "$p"; kill -9 "$p"; done 2>/dev/null
+leave_scratch_dir() { local task # not p: the namespace tests' prefix, more_cleanup's
+  for task in "${pids[@]}"; do kill -CONT "$task"; kill -9 "$task"; done 2>/dev/null
   if declare -F more_cleanup >/dev/null; then more_cleanup; fi
   if [ -n "${TROUPE_KEEP_LOGS:-}" ]; then echo "logs in $tmp"; else rm -rf "$tmp"; fi; }
 
