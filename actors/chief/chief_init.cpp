@@ -61,8 +61,7 @@ training_plan plan_message(self_ptr self, int32_t index) {
   plan.slices = st.router->plan();
   plan.coordinator = st.coordinator;
   plan.lease = st.steps->lease();
-  if (st.config.train.mode == update_mode::async)
-    plan.report_every = st.config.train.report_every;
+  plan.report_every = st.config.train.report_every; // above 1 only in async mode (checked)
   plan.tables = st.tables;
   plan.sync = st.config.train.mode == update_mode::sync;
   auto now = st.membership->share_of(index);

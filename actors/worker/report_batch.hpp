@@ -21,9 +21,7 @@ public:
     pending_.clear();
   }
   bool batched() const noexcept { return every_ > 1; }
-  int32_t every() const noexcept { return every_; }
   bool empty() const noexcept { return pending_.empty(); }
-  size_t size() const noexcept { return pending_.size(); }
 
   /// A finished step's report; true when the batch should go now: it is
   /// full, or holds at least as many reports as the worker holds steps

@@ -100,7 +100,7 @@ node_config::node_config()
          "one (one step staler, links kept busy)")
     .add(train.report_every, "report-every",
          "async: workers report their steps to the chief this many at a time (1: each step; "
-         "8-32 for many workers cut the chief's messages per step by as much)")
+         "16-64 for many workers or short steps cut the chief's messages per step by as much)")
     .add(train.last_step, "last-step", "global steps to train; then the cluster stops")
     .add(train.epochs, "epochs",
          "if > 0: passes over the training set instead of last-step (sets last-step)")

@@ -114,14 +114,13 @@ double unit_draw(uint64_t base, uint64_t n) {
   return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53;
 }
 
-// Two standard normals from counters 2p and 2p+1 (Box-Muller, both
-// halves: one logarithm and one sincos for two elements).
-void normal_pair(uint64_t base, uint64_t p, double pair[2]) {
+// Two standard normals from counters 2p and 2p+1 (Box-Muller in float,
+// both halves: one logarithm and one sincos for two elements).
+void normal_pair(uint64_t base, uint64_t p, float pair[2]) {
   float radius = std::sqrt(-2.0f * std::log(static_cast<float>(unit_draw(base, 2 * p))));
-  float sine, cosine;
-  ::sincosf(static_cast<float>(2.0 * M_PI * unit_draw(base, 2 * p + 1)), &sine, &cosine);
-  pair[0] = radius * cosine;
-  pair[1] = radius * sine;
+  ::sincosf(static_cast<float>(2.0 * M_PI * unit_draw(base, 2 * p + 1)), &pair[1], &pair[0]);
+  pair[0] *= radius;
+  pair[1] *= radius;
 }
 
 // Elements 2p and 2p+1 take pair p's cosine and sine halves. A truncated
@@ -131,12 +130,12 @@ void normal_pair(uint64_t base, uint64_t p, double pair[2]) {
 void normal_row(uint64_t base, bool truncated, double scale, float* out, uint32_t dim) {
   const uint64_t stride = dim / 2 + 1;
   for (uint32_t j = 0; j < dim; j += 2) {
-    double pair[2];
+    float pair[2];
     normal_pair(base, j / 2, pair);
     for (uint32_t half = 0; half < 2 && j + half < dim; ++half) {
-      double v = pair[half];
-      for (uint64_t p = j / 2; truncated && std::abs(v) > 2.0;) {
-        double again[2];
+      float v = pair[half];
+      for (uint64_t p = j / 2; truncated && std::abs(v) > 2.0f;) {
+        float again[2];
         normal_pair(base, p += stride, again);
         v = again[half];
       }

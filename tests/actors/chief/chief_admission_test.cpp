@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 #include <caf/all.hpp>
 
+#include "actors/chief/grant_desk.hpp"
 #include "actors/cluster.hpp"
 #include "tests/support/actors.hpp"
 #include "tests/support/synthetic_data.hpp"
@@ -114,18 +115,29 @@ BOOST_AUTO_TEST_CASE(reports_from_anyone_but_the_admitted_worker_are_refused) {
                     ++*refusals;
                 });
       });
+      // Each batch is refused for its own reason: a stranger's whole batch
+      // as a stranger's report, a malformed one before anyone is asked.
       auto mixed = fake;
       mixed.run = claimed_run + 7;
       using batch = std::vector<step_report>;
-      for (auto reports : {batch{fake}, batch{}, batch(40, fake), batch{fake, mixed}})
-        sys.spawn([=, chief = run.chief](caf::event_based_actor* self) {
-          self->request(chief, caf::infinite, reports_atom::value, reports)
-            .then([](const std::vector<step_grant>&) {},
-                  [=](caf::error& err) {
-                    if (is(err, errc::unauthorized))
-                      ++*refusals;
-                  });
-        });
+      const std::string lease = "a batch holds 1.." + std::to_string(async_step_lease(false, 2));
+      const std::pair<batch, std::string> batches[] = {
+        {batch{fake}, claimed_run == id ? "only the worker admitted" : "another run"},
+        {batch{}, lease},
+        {batch(40, fake), lease},
+        {batch{fake, mixed}, "mixes workers or runs"}};
+      for (auto& [reports, reason] : batches)
+        sys.spawn(
+          [=, chief = run.chief, reports = reports, reason = reason](caf::event_based_actor* self) {
+            self->request(chief, caf::infinite, reports_atom::value, reports)
+              .then([](const std::vector<step_grant>&) {},
+                    [=](caf::error& err) {
+                      auto why = refusal_of(err);
+                      if (is(err, errc::unauthorized) && why
+                          && why->message.find(reason) != std::string::npos)
+                        ++*refusals;
+                    });
+          });
     }
   });
   BOOST_TEST(*refusals == 10);
