@@ -9,7 +9,8 @@
 //     buffers, which adds a host copy of each (13.1 MB) per step.
 // bench/gpu runs it beside the same step in PyTorch eager. One line per batch:
 //   troupe batch=B staged_ms=M p10_ms=A p90_ms=Z tensors_ms=T
-//   build/bin/troupe-bench-gpu [--steps N] [--device cuda:N]
+//   build/bin/troupe-bench-gpu [--steps N] [--device cuda:N] [--batch B]
+// (--batch times that batch size alone: bench/gpu-profile runs it under ncu)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,16 +28,19 @@ using clock_type = std::chrono::steady_clock;
 int main(int argc, char** argv) {
   int steps = 200;
   std::string device_name = "cuda:0";
+  std::vector<int64_t> batch_sizes = {100, 1024};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--steps") == 0)
       steps = std::max(10, std::atoi(argv[i + 1]));
     else if (std::strcmp(argv[i], "--device") == 0)
       device_name = argv[i + 1];
+    else if (std::strcmp(argv[i], "--batch") == 0)
+      batch_sizes = {std::max<int64_t>(1, std::atoll(argv[i + 1]))};
   }
   try {
     auto device = gpu::parse_device(device_name);
     gpu::check_device(device, {0.5});
-    for (int64_t batch_size : {100, 1024}) {
+    for (int64_t batch_size : batch_sizes) {
       auto net = gpu::make_device_model(make_model(model_kind::cnn), device, {0.5});
       auto params = initial_values(*net, 42);
       std::vector<tensor> grads;

@@ -13,6 +13,7 @@ import statistics
 import time
 
 import torch
+import torch.profiler
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -45,15 +46,32 @@ def median_ms(step, steps):
     return statistics.median(times)
 
 
+def profile(step, batch, steps=10):
+    for _ in range(20):
+        step()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    print(f"pytorch batch={batch}: CUDA time per compute step, by kernel ({steps} steps)")
+    for e in sorted(prof.key_averages(), key=lambda e: -e.device_time_total):
+        if e.device_time_total > 0:
+            print(f"  {e.device_time_total / steps:9.1f} us  x{e.count // steps:<3d} {e.key[:110]}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--device", default="cuda:0")
+    parser.add_argument("--batch", type=int, help="this batch size alone")
+    parser.add_argument("--profile", action="store_true",
+                        help="print each CUDA kernel's time per compute step instead")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False  # FP32, as Troupe computes
     torch.backends.cudnn.allow_tf32 = False
     device = torch.device(args.device)
-    for batch in (100, 1024):
+    for batch in ([args.batch] if args.batch else (100, 1024)):
         model = DeepNN().to(device).train()
         params = list(model.parameters())
         host_params = [p.detach().cpu().pin_memory() for p in params]
@@ -74,6 +92,9 @@ def main():
             for p, h in zip(params, host_grads):
                 h.copy_(p.grad, non_blocking=True)
 
+        if args.profile:
+            profile(compute, batch)
+            continue
         print(f"pytorch batch={batch} with_transfers_ms={median_ms(with_transfers, args.steps):.4f} "
               f"compute_only_ms={median_ms(compute, args.steps):.4f}", flush=True)
 

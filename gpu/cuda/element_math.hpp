@@ -22,25 +22,48 @@ struct geometry32 {
   int batch, h, w, c, kh, kw, stride, top, left, oh, ow;
 };
 
-/// col[i] for i over [count * oh * ow, kh * kw * c] rows of examples first...
+/// `width` floats moved as one access: 16-byte loads and stores on the
+/// device for width 4 (the caller checks the alignment).
+template <int width>
+struct alignas(sizeof(float) * width) float_group {
+  float v[width];
+};
+
+/// im2col over runs of `width` channels (g.c % width == 0): group i writes
+/// col[i * width, (i + 1) * width) of the [count * oh * ow, kh * kw * c]
+/// rows of examples first..., the same channels of one input position, or
+/// zeros in the padding. Width 4 quarters the threads and their index
+/// divisions, which bounded the one-float-per-thread kernel (2.9 ms of a
+/// 6.7 ms CNN step at batch 1024 on an H200).
+template <int width>
 TROUPE_HD inline void im2col(int i, const float* x, float* col, const geometry32& g, int first) {
-  int k = g.kh * g.kw * g.c;
-  int r = i / k, j = i - r * k;
-  int ci = j % g.c, kx = (j / g.c) % g.kw, ky = j / (g.c * g.kw);
-  int ox = r % g.ow, oy = (r / g.ow) % g.oh, b = first + r / (g.ow * g.oh);
+  int groups = g.c / width, per_row = g.kh * g.kw * groups;
+  int r = i / per_row, j = i - r * per_row;
+  int kxy = j / groups, cg = j - kxy * groups;
+  int ky = kxy / g.kw, kx = kxy - ky * g.kw;
+  int rows_per_example = g.ow * g.oh;
+  int e = r / rows_per_example, orow = r - e * rows_per_example;
+  int oy = orow / g.ow, ox = orow - oy * g.ow;
   int iy = oy * g.stride - g.top + ky, ix = ox * g.stride - g.left + kx;
-  col[i] = (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w)
-             ? x[(static_cast<size_t>(b) * g.h + iy) * g.w * g.c + ix * g.c + ci]
-             : 0.0f;
+  auto* out = reinterpret_cast<float_group<width>*>(col) + i;
+  if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w)
+    *out = *reinterpret_cast<const float_group<width>*>(
+      x + (static_cast<size_t>(first + e) * g.h + iy) * g.w * g.c + ix * g.c + cg * width);
+  else
+    *out = float_group<width>{};
 }
 
-/// dx of input element i of the chunk starting at example `first`: the sum
-/// of the unfolded entries taken from it (a gather, no atomics).
+/// dx of the run of `width` input channels i (g.c % width == 0) in the chunk
+/// starting at example `first`: the sums of the unfolded entries taken from
+/// them (a gather, no atomics), `width` channels per thread as in im2col.
+template <int width>
 TROUPE_HD inline void col2im(int i, const float* col, float* dx, const geometry32& g, int first) {
-  int ci = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h,
-      b = i / (g.c * g.w * g.h); // within the chunk
+  int groups = g.c / width;
+  int pixel = i / groups, cg = i - pixel * groups;
+  int row = pixel / g.w, ix = pixel - row * g.w;
+  int b = row / g.h, iy = row - b * g.h; // b within the chunk
   int k = g.kh * g.kw * g.c;
-  float sum = 0.0f;
+  float_group<width> sum{};
   for (int ky = 0; ky < g.kh; ++ky) {
     int ty = iy + g.top - ky;
     if (ty < 0 || ty % g.stride != 0 || ty / g.stride >= g.oh)
@@ -51,11 +74,14 @@ TROUPE_HD inline void col2im(int i, const float* col, float* dx, const geometry3
       if (tx < 0 || tx % g.stride != 0 || tx / g.stride >= g.ow)
         continue;
       int ox = tx / g.stride;
-      sum +=
-        col[(static_cast<size_t>(b * g.oh + oy) * g.ow + ox) * k + (ky * g.kw + kx) * g.c + ci];
+      auto taken = *reinterpret_cast<const float_group<width>*>(
+        col + (static_cast<size_t>(b * g.oh + oy) * g.ow + ox) * k + (ky * g.kw + kx) * g.c
+        + cg * width);
+      for (int v = 0; v < width; ++v)
+        sum.v[v] += taken.v[v];
     }
   }
-  dx[static_cast<size_t>(first) * g.h * g.w * g.c + i] = sum;
+  reinterpret_cast<float_group<width>*>(dx + static_cast<size_t>(first) * g.h * g.w * g.c)[i] = sum;
 }
 
 /// As the CPU's max(x, 0): a NaN stays NaN, -0 stays -0.

@@ -58,16 +58,18 @@ geometry32 narrow(const window_geometry& g) {
   } while (0)
 #endif
 
+template <int width>
 __global__ void im2col_kernel(const float* x, float* col, geometry32 g, int first, int total) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < total)
-    element::im2col(i, x, col, g, first);
+    element::im2col<width>(i, x, col, g, first);
 }
 
+template <int width>
 __global__ void col2im_kernel(const float* col, float* dx, geometry32 g, int first, int total) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < total)
-    element::col2im(i, col, dx, g, first);
+    element::col2im<width>(i, col, dx, g, first);
 }
 
 __global__ void add_bias_kernel(float* y, const float* bias, int cols, int total) {
@@ -141,20 +143,35 @@ struct square {
   __host__ __device__ double operator()(float v) const { return double(v) * double(v); }
 };
 
+// Whether im2col and col2im may move runs of 4 channels as 16-byte accesses:
+// every run starts at a multiple of 4 floats from aligned bases.
+bool by_fours(const window_geometry& g, const float* image, const float* col) {
+  auto aligned = [](const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return g.c % 4 == 0 && aligned(image) && aligned(col);
+}
+
 } // namespace
 
 void im2col(const float* x, float* col, const window_geometry& g, int64_t first, int64_t count,
             cudaStream_t stream) {
   int total = checked_int(count * g.oh * g.ow * g.kh * g.kw * g.c, "im2col");
-  TROUPE_LAUNCH(im2col_kernel, static_cast<size_t>(total), stream, x, col, narrow(g),
-                checked_int(first, "im2col"), total);
+  if (by_fours(g, x, col))
+    TROUPE_LAUNCH(im2col_kernel<4>, static_cast<size_t>(total / 4), stream, x, col, narrow(g),
+                  checked_int(first, "im2col"), total / 4);
+  else
+    TROUPE_LAUNCH(im2col_kernel<1>, static_cast<size_t>(total), stream, x, col, narrow(g),
+                  checked_int(first, "im2col"), total);
 }
 
 void col2im(const float* col, float* dx, const window_geometry& g, int64_t first, int64_t count,
             cudaStream_t stream) {
   int total = checked_int(count * g.h * g.w * g.c, "col2im");
-  TROUPE_LAUNCH(col2im_kernel, static_cast<size_t>(total), stream, col, dx, narrow(g),
-                checked_int(first, "col2im"), total);
+  if (by_fours(g, dx, col))
+    TROUPE_LAUNCH(col2im_kernel<4>, static_cast<size_t>(total / 4), stream, col, dx, narrow(g),
+                  checked_int(first, "col2im"), total / 4);
+  else
+    TROUPE_LAUNCH(col2im_kernel<1>, static_cast<size_t>(total), stream, col, dx, narrow(g),
+                  checked_int(first, "col2im"), total);
 }
 
 void add_bias(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream) {

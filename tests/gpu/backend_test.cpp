@@ -180,10 +180,10 @@ BOOST_AUTO_TEST_CASE(conv2d_layers) {
                  c{7, 7, 1, 2, 3, 2, padding::same, 2}, c{7, 6, 2, 2, 2, 2, padding::valid, 2},
                  c{28, 28, 1, 32, 5, 1, padding::same, 16},  // the seeds' conv1
                  c{14, 14, 32, 64, 5, 1, padding::same, 16}, // conv2
-                 // 26 MB of unfolded rows per example: 12 examples take two
-                 // chunks of at most 256 MB (im2col again in the backward,
+                 // 26 MB of unfolded rows per example: 48 examples take two
+                 // chunks of at most 1 GiB (im2col again in the backward,
                  // the weight gradient accumulated over chunks)
-                 c{64, 64, 64, 8, 5, 1, padding::same, 12}}) {
+                 c{64, 64, 64, 8, 5, 1, padding::same, 48}}) {
     auto l = make_conv2d("conv", p.filters, p.k, p.k, p.stride, p.pad, {}, {});
     check_parity(*l, {p.h, p.w, p.ch}, p.batch, 1e-5);
   }

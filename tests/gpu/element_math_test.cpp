@@ -111,7 +111,8 @@ BOOST_AUTO_TEST_CASE(convolution_as_the_kernels_compose_it) {
   for (auto p :
        {c{5, 5, 2, 3, 3, 1, padding::same, 3, 3}, c{6, 5, 2, 2, 3, 1, padding::valid, 3, 2},
         c{7, 7, 1, 2, 3, 2, padding::same, 2, 1}, c{7, 6, 2, 2, 2, 2, padding::valid, 3, 2},
-        c{8, 8, 3, 4, 5, 1, padding::same, 3, 1}, c{9, 9, 1, 8, 5, 2, padding::same, 2, 2}}) {
+        c{8, 8, 3, 4, 5, 1, padding::same, 3, 1}, c{9, 9, 1, 8, 5, 2, padding::same, 2, 2},
+        c{6, 6, 8, 3, 5, 1, padding::same, 3, 2}, c{7, 6, 4, 2, 3, 2, padding::valid, 2, 1}}) {
     auto l = make_conv2d("conv", p.filters, p.k, p.k, p.stride, p.pad, {}, {});
     auto out = l->configure({p.h, p.w, p.ch});
     std::vector<tensor> params{random_tensor({p.k, p.k, p.ch, p.filters}, 5),
@@ -123,13 +124,21 @@ BOOST_AUTO_TEST_CASE(convolution_as_the_kernels_compose_it) {
     int64_t k = p.k * p.k * p.ch, per_out = out[0] * out[1];
     std::vector<float> y(p.batch * per_out * p.filters), dw(k * p.filters),
       dx(p.batch * p.h * p.w * p.ch), col;
-    // Forward and backward chunk by chunk, as gpu/cuda/conv2d_layer.cu does.
+    // Forward and backward chunk by chunk, as gpu/cuda/conv2d_layer.cu does,
+    // unfolding runs of 4 channels at once where the channels allow.
+    auto unfold = [&](int64_t first, int64_t rows) {
+      if (p.ch % 4 == 0)
+        for (int i = 0; i < rows * k / 4; ++i)
+          el::im2col<4>(i, x.data(), col.data(), g, int(first));
+      else
+        for (int i = 0; i < rows * k; ++i)
+          el::im2col<1>(i, x.data(), col.data(), g, int(first));
+    };
     for (int64_t first = 0; first < p.batch; first += p.chunk) {
       auto count = std::min(p.chunk, p.batch - first);
       auto rows = count * per_out;
       col.assign(rows * k, -1.0f);
-      for (int i = 0; i < rows * k; ++i)
-        el::im2col(i, x.data(), col.data(), g, int(first));
+      unfold(first, rows);
       gemm(false, false, rows, p.filters, k, col.data(), params[0].data(),
            y.data() + first * per_out * p.filters);
     }
@@ -141,13 +150,16 @@ BOOST_AUTO_TEST_CASE(convolution_as_the_kernels_compose_it) {
       auto rows = count * per_out;
       const float* dy_chunk = dy.data() + first * per_out * p.filters;
       col.assign(rows * k, -1.0f);
-      for (int i = 0; i < rows * k; ++i)
-        el::im2col(i, x.data(), col.data(), g, int(first));
+      unfold(first, rows);
       gemm(true, false, k, p.filters, rows, col.data(), dy_chunk, dw.data(),
            first == 0 ? 0.0f : 1.0f);
       gemm(false, true, rows, k, p.filters, dy_chunk, params[0].data(), col.data());
-      for (int i = 0; i < count * p.h * p.w * p.ch; ++i)
-        el::col2im(i, col.data(), dx.data(), g, int(first));
+      if (p.ch % 4 == 0)
+        for (int i = 0; i < count * p.h * p.w * p.ch / 4; ++i)
+          el::col2im<4>(i, col.data(), dx.data(), g, int(first));
+      else
+        for (int i = 0; i < count * p.h * p.w * p.ch; ++i)
+          el::col2im<1>(i, col.data(), dx.data(), g, int(first));
     }
     auto what = l->describe() + " batch " + std::to_string(p.batch) + " chunk "
                 + std::to_string(p.chunk);
