@@ -28,13 +28,14 @@ uint64_t draw_ticket() {
 // buckets of each embedding table.
 snapshot_index take_copy(self_ptr self) {
   auto& st = self->state;
+  st.snapshot.clear(); // the earlier views end before new ones begin
   std::vector<table_snapshot> tables;
   size_t piece_rows = size_t{1} << 20;
   for (size_t t = 0; t < st.tables.size(); ++t) {
     tables.emplace_back(st.tables.table(t));
     piece_rows = std::min(piece_rows, static_cast<size_t>(st.tables.max_keys(t)));
   }
-  return st.snapshot.take(st.store->take_snapshot(), draw_ticket(), tables, piece_rows);
+  return st.snapshot.take(st.store->take_snapshot(), draw_ticket(), std::move(tables), piece_rows);
 }
 
 // A snapshot waiting for this version gets it now, between two updates; one
@@ -92,8 +93,8 @@ void reset_state(self_ptr self) {
   auto& st = self->state;
   st.store->reset();
   st.pending.reset();
+  st.snapshot.clear(); // its views of the tables end before the tables do
   st.tables.reset();
-  st.snapshot.clear();
   if (st.snapshot_wanted)
     st.snapshot_wanted->second.deliver(
       make_error({errc::training_stopped, st.label + " was re-initialised for a new run"}));
@@ -114,11 +115,14 @@ caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<s
                  st.chief_lost_since ? "new chief" : "recovering chief", run);
     reset_state(self);
   }
-  if (!options.tables.empty())
+  if (!options.tables.empty()) {
+    st.snapshot.clear(); // a copy's views of the tables end before the tables do
     if (auto err = st.tables.configure(options.tables, st.index, options.shards, options.sync,
                                        options.replicas_to_aggregate, options.first_step))
       return make_error(*err);
+  }
   if (auto err = st.store->initialize(names, std::move(values), options.first_step, run)) {
+    st.snapshot.clear();
     st.tables.reset();
     return make_error(*err);
   }

@@ -70,6 +70,7 @@ public:
 
   table_figures figures(size_t table, size_t hottest) const;
   const embedding_table& table(size_t table) const { return *tables_.at(table).rows; }
+  embedding_table& table(size_t table) { return *tables_.at(table).rows; }
   /// Sets rows from a checkpoint: keys (each this shard's), their
   /// frequencies and last updates, and payloads [keys, value + slots].
   maybe_failure restore(int32_t table, const std::vector<int64_t>& keys,

@@ -1,6 +1,7 @@
 #include "tensor/checkpoint/table_file.hpp"
 
 #include <cstring>
+#include <utility>
 
 namespace troupe {
 
@@ -17,35 +18,24 @@ std::string layout_of(const embedding_table_config& c) {
 
 } // namespace
 
-table_snapshot::table_snapshot(const embedding_table& table)
-  : prefix_("emb/" + table.config().name + "/"), layout_(layout_of(table.config())),
+table_snapshot::table_snapshot(embedding_table& table)
+  : table_(&table), prefix_("emb/" + table.config().name + "/"), layout_(layout_of(table.config())),
     dim_(table.dim()), slot_names_(sparse_slot_names(table.config().optimizer.kind)) {
-  // Field-major as the file wants it: a row's value goes to fields_[0],
-  // its slots to fields_[1..], so the rows are copied once.
-  fields_.resize(1 + slot_names_.size());
-  // Reserved once: growing vectors of gigabytes by doubling copies them
-  // again and again while the shard is paused. Rows added meanwhile (none
-  // between two updates) would only cost a regrowth.
-  auto rows = table.rows();
-  keys_.reserve(rows);
-  for (auto& field : fields_)
-    field.reserve(rows * dim_);
-  frequencies_.reserve(rows);
-  last_updates_.reserve(rows);
+  keys_.reserve(table.rows());
   bucket_rows_.reserve(table.config().buckets.count);
-  for (uint32_t b = 0; b < table.config().buckets.count; ++b) {
-    size_t before = keys_.size();
-    table.visit(b, [&](int64_t key, const float* row, row_counters c) {
-      keys_.push_back(key);
-      for (auto& field : fields_) {
-        field.insert(field.end(), row, row + dim_);
-        row += dim_;
-      }
-      frequencies_.push_back(c.frequency);
-      last_updates_.push_back(c.last_update);
-    });
-    bucket_rows_.push_back(static_cast<uint32_t>(keys_.size() - before));
-  }
+  generation_ = table.freeze(keys_, bucket_rows_);
+}
+
+table_snapshot::~table_snapshot() {
+  if (table_)
+    table_->thaw(generation_);
+}
+
+table_snapshot::table_snapshot(table_snapshot&& other) noexcept
+  : table_(std::exchange(other.table_, nullptr)), generation_(other.generation_),
+    prefix_(std::move(other.prefix_)), layout_(std::move(other.layout_)), dim_(other.dim_),
+    slot_names_(std::move(other.slot_names_)), keys_(std::move(other.keys_)),
+    bucket_rows_(std::move(other.bucket_rows_)) {
 }
 
 std::vector<safetensors_writer::entry> table_snapshot::entries() const {
@@ -65,20 +55,52 @@ std::pair<std::string, std::string> table_snapshot::metadata() const {
   return {prefix_.substr(0, prefix_.size() - 1), layout_};
 }
 
-std::vector<std::pair<const void*, size_t>> table_snapshot::blocks() const {
-  std::vector<std::pair<const void*, size_t>> out;
-  out.emplace_back(keys_.data(), keys_.size() * sizeof(int64_t));
-  for (auto& field : fields_)
-    out.emplace_back(field.data(), field.size() * sizeof(float));
-  out.emplace_back(frequencies_.data(), frequencies_.size() * sizeof(uint32_t));
-  out.emplace_back(last_updates_.data(), last_updates_.size() * sizeof(uint32_t));
-  out.emplace_back(bucket_rows_.data(), bucket_rows_.size() * sizeof(uint32_t));
-  return out;
+// The entries in order: keys, the value and each slot (dim floats of a
+// row's payload each), frequencies and last updates (the row's two counter
+// words after its payload), bucket_rows.
+size_t table_snapshot::row_bytes(size_t entry) const {
+  size_t fields = 1 + slot_names_.size();
+  if (entry == 0)
+    return sizeof(int64_t);
+  if (entry <= fields)
+    return size_t{dim_} * sizeof(float);
+  return sizeof(uint32_t);
+}
+
+void table_snapshot::copy_rows(size_t entry, size_t first, size_t n, void* out) const {
+  size_t fields = 1 + slot_names_.size();
+  size_t rows = entry == fields + 3 ? bucket_rows_.size() : keys_.size();
+  if (entry > fields + 3 || first > rows || n > rows - first)
+    throw troupe_error(prefix_ + ": rows " + std::to_string(first) + "+" + std::to_string(n)
+                       + " of entry " + std::to_string(entry) + " are not in the snapshot");
+  if (entry == 0)
+    std::memcpy(out, keys_.data() + first, n * sizeof(int64_t));
+  else if (entry == fields + 3)
+    std::memcpy(out, bucket_rows_.data() + first, n * sizeof(uint32_t));
+  else if (entry <= fields)
+    table_->read_frozen(generation_, keys_.data() + first, n,
+                        static_cast<uint32_t>((entry - 1) * dim_), dim_, out);
+  else // the counters follow the payload: fields * dim words
+    table_->read_frozen(generation_, keys_.data() + first, n,
+                        static_cast<uint32_t>(fields * dim_ + (entry - fields - 1)), 1, out);
 }
 
 void table_snapshot::append_to(safetensors_writer& writer) const {
-  for (auto [data, bytes] : blocks())
-    writer.append(data, bytes);
+  // In pieces, so that writing needs one piece of memory, not a field.
+  constexpr size_t piece_rows = size_t{1} << 16;
+  auto list = entries();
+  std::vector<char> piece;
+  for (size_t e = 0; e < list.size(); ++e) {
+    size_t rows = static_cast<size_t>(list[e].shape.at(0));
+    piece.resize(std::min(rows, piece_rows) * row_bytes(e));
+    size_t first = 0;
+    do {
+      size_t n = std::min(piece_rows, rows - first);
+      copy_rows(e, first, n, piece.data());
+      writer.append_part(piece.data(), n * row_bytes(e));
+      first += n;
+    } while (first < rows);
+  }
 }
 
 size_t restore_table_rows(const safetensors_file& file,

@@ -18,31 +18,44 @@
 
 namespace troupe {
 
-/// One shard's rows of a table, copied bucket by bucket, each bucket under
-/// its lock: a row's value, slots and counters always come from the same
-/// update (DeepRec#1023).
+/// One shard's rows of a table at one point, for its checkpoint: a frozen
+/// view of the live table (embedding_table::freeze), read piece by piece
+/// while updates go on. Taking it records the keys (8 bytes a row); a row
+/// is copied only if it changes or leaves before the view ends. Each row is
+/// read or copied under its bucket's lock, so its value, slots and counters
+/// always come from the same update (DeepRec#1023). The table must outlive
+/// the view; the view ends (the copies are freed) when it is destroyed.
 class table_snapshot {
 public:
-  explicit table_snapshot(const embedding_table& table);
+  explicit table_snapshot(embedding_table& table);
+  ~table_snapshot();
+  table_snapshot(table_snapshot&& other) noexcept;
+  table_snapshot& operator=(table_snapshot&&) = delete;
+  table_snapshot(const table_snapshot&) = delete;
+  table_snapshot& operator=(const table_snapshot&) = delete;
 
   size_t rows() const { return keys_.size(); }
   /// The file entries, in the order append_to writes them.
   std::vector<safetensors_writer::entry> entries() const;
   /// The metadata entry: "emb/<table>" -> the layout restore checks.
   std::pair<std::string, std::string> metadata() const;
+  /// Rows [first, first + n) of entries()[entry] as the file holds them
+  /// (bucket_rows: buckets), into out. Throws troupe_error when the view
+  /// was replaced by a newer one of the same table.
+  void copy_rows(size_t entry, size_t first, size_t n, void* out) const;
+  /// Bytes of one row of entries()[entry].
+  size_t row_bytes(size_t entry) const;
   void append_to(safetensors_writer& writer) const;
-  /// The entries' bytes, in entries() order (for a copy that travels
-  /// before it is written: a shard's checkpoint copy).
-  std::vector<std::pair<const void*, size_t>> blocks() const;
 
 private:
+  embedding_table* table_;
+  uint64_t generation_;
   std::string prefix_;
   std::string layout_;
   uint32_t dim_;
   std::vector<std::string> slot_names_;
   std::vector<int64_t> keys_;
-  std::vector<std::vector<float>> fields_; ///< values, then each slot: n x dim each
-  std::vector<uint32_t> frequencies_, last_updates_, bucket_rows_;
+  std::vector<uint32_t> bucket_rows_;
 };
 
 /// Restores the rows of `file` into the shards' tables in one pass over the

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 
 #include "tensor/core/flush_denormals.hpp"
 #include "tensor/sparse/lookup_batch.hpp"
@@ -71,8 +72,21 @@ void set_counters(float* row, uint32_t payload, row_counters c) {
 
 } // namespace
 
+// A bucket's part of a frozen view: the rows that were there at the freeze
+// all had a last update below `unchanged_below`, so a row at or past it
+// changed since (and was copied then) or came later; `copies` holds the
+// rows as they were, by key, each taken before its first change or removal.
+struct embedding_table::frozen_rows {
+  uint64_t generation = 0;
+  uint64_t unchanged_below = 0;
+  std::unordered_map<int64_t, uint32_t> copied; ///< key -> its row in copies
+  std::vector<float> copies;                    ///< stride_ floats a row
+};
+
 struct embedding_table::bucket {
   explicit bucket(uint64_t seed) : map(seed) {}
+  std::unique_ptr<frozen_rows> frozen;
+  uint64_t newest = 0; ///< no row's last update is later (a freeze reads no row)
   row_map map;
   std::vector<std::unique_ptr<float[]>> chunks;
   std::vector<uint32_t> free_rows;
@@ -225,6 +239,7 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
       std::copy(initial_slots_.begin(), initial_slots_.end(), dest + config_.dim);
     } else {
       dest = row_at(b, row);
+      keep_frozen(b, keys[i], dest);
       c = counters_of(dest, payload_);
     }
     apply_sparse_row(config_.optimizer, dest, dest + config_.dim, grads + i * config_.dim,
@@ -232,6 +247,7 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
     c.frequency += counts[i];
     c.last_update = static_cast<uint32_t>(step);
     set_counters(dest, payload_, c);
+    b.newest = std::max<uint64_t>(b.newest, c.last_update);
   }
   return std::nullopt;
 }
@@ -267,7 +283,9 @@ size_t embedding_table::evict_from(bucket& b,
   });
   for (int64_t key : keys) {
     uint64_t h = b.map.hash(key);
-    b.free_rows.push_back(b.map.find(key, h));
+    uint32_t row = b.map.find(key, h);
+    keep_frozen(b, key, row_at(b, row));
+    b.free_rows.push_back(row);
     b.map.erase(key, h);
   }
   return keys.size();
@@ -347,9 +365,83 @@ void embedding_table::restore(int64_t key, const float* payload, row_counters co
   std::unique_lock guard(b.lock);
   uint64_t h = b.map.hash(key);
   uint32_t row = b.map.find(key, h);
+  if (row != row_map::no_row)
+    keep_frozen(b, key, row_at(b, row));
   float* dest = row_at(b, row == row_map::no_row ? new_row(b, key, h) : row);
   std::memcpy(dest, payload, payload_ * sizeof(float));
   set_counters(dest, payload_, counters);
+  b.newest = std::max<uint64_t>(b.newest, counters.last_update);
+}
+
+void embedding_table::keep_frozen(bucket& b, int64_t key, const float* row) {
+  if (!b.frozen || counters_of(row, payload_).last_update >= b.frozen->unchanged_below)
+    return;
+  auto& f = *b.frozen;
+  auto [at, first] = f.copied.try_emplace(key, static_cast<uint32_t>(f.copies.size() / stride_));
+  if (first)
+    f.copies.insert(f.copies.end(), row, row + stride_);
+}
+
+uint64_t embedding_table::freeze(std::vector<int64_t>& keys, std::vector<uint32_t>& bucket_rows) {
+  uint64_t generation = ++generations_;
+  for (auto& b : buckets_) {
+    std::unique_lock guard(b->lock);
+    b->frozen = std::make_unique<frozen_rows>();
+    b->frozen->generation = generation;
+    size_t before = keys.size();
+    b->map.for_each([&](int64_t key, uint32_t) { keys.push_back(key); });
+    b->frozen->unchanged_below = b->newest + 1;
+    bucket_rows.push_back(static_cast<uint32_t>(keys.size() - before));
+  }
+  return generation;
+}
+
+void embedding_table::read_frozen(uint64_t generation, const int64_t* keys, size_t n, uint32_t from,
+                                  uint32_t words, void* out) const {
+  if (from + words > stride_)
+    throw troupe_error("embedding table " + config_.name + ": a frozen read past a row's words");
+  auto* dest = static_cast<char*>(out);
+  const bucket* held = nullptr;
+  std::shared_lock<std::shared_mutex> guard;
+  for (size_t i = 0; i < n; ++i, dest += size_t{words} * sizeof(float)) {
+    const bucket& b = bucket_of(keys[i]);
+    if (&b != held) {
+      if (held)
+        guard.unlock();
+      guard = std::shared_lock<std::shared_mutex>(b.lock);
+      held = &b;
+    }
+    if (!b.frozen || b.frozen->generation != generation)
+      throw troupe_error("embedding table " + config_.name
+                         + ": the checkpoint's view of the rows ended (a newer one replaced it)");
+    const float* row = nullptr;
+    if (auto copy = b.frozen->copied.find(keys[i]); copy != b.frozen->copied.end())
+      row = b.frozen->copies.data() + size_t{copy->second} * stride_;
+    else if (uint32_t live = b.map.find(keys[i], b.map.hash(keys[i])); live != row_map::no_row)
+      row = row_at(b, live);
+    if (!row || counters_of(row, payload_).last_update >= b.frozen->unchanged_below)
+      throw troupe_error("embedding table " + config_.name + ": key " + std::to_string(keys[i])
+                         + " is not in the checkpoint's view of the rows");
+    std::memcpy(dest, row + from, size_t{words} * sizeof(float));
+  }
+}
+
+void embedding_table::thaw(uint64_t generation) {
+  for (auto& b : buckets_) {
+    std::unique_lock guard(b->lock);
+    if (b->frozen && b->frozen->generation == generation)
+      b->frozen.reset();
+  }
+}
+
+size_t embedding_table::frozen_copies() const {
+  size_t total = 0;
+  for (auto& b : buckets_) {
+    std::shared_lock guard(b->lock);
+    if (b->frozen)
+      total += b->frozen->copied.size();
+  }
+  return total;
 }
 
 } // namespace troupe

@@ -6,7 +6,10 @@
 // rules of `eviction_rules`. Pulls may run on other threads than pushes:
 // every bucket has its own reader-writer lock, and a bucket's value, slots
 // and counters change under one lock, so a checkpoint never sees a row's
-// value and slots from different updates (DeepRec#1023).
+// value and slots from different updates (DeepRec#1023). A checkpoint reads
+// a frozen view (freeze): rows as they were at one point, while updates go
+// on, each row copied aside only when it is about to change or leave.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -103,8 +106,29 @@ public:
   /// Sets a row from a checkpoint (value and slots, payload_floats()).
   void restore(int64_t key, const float* payload, row_counters counters);
 
+  /// Keeps the rows as they are now readable (read_frozen) while updates go
+  /// on: each bucket's keys are recorded under its lock, and from then on a
+  /// row about to change or leave is first copied aside (copy-on-write), so
+  /// a checkpoint costs the rows that change while it is read, not a second
+  /// table. Appends the keys, bucket by bucket, to `keys` and each bucket's
+  /// count to `bucket_rows`; returns the view's generation. A new freeze
+  /// ends the view before it.
+  uint64_t freeze(std::vector<int64_t>& keys, std::vector<uint32_t>& bucket_rows);
+  /// Words [from, from + words) of the rows of `n` keys of view `generation`
+  /// (a row's words: its payload, then frequency and last update) as they
+  /// were frozen, into out[n * words]. Throws troupe_error when the view
+  /// ended (thawed or replaced) or a key was not in it.
+  void read_frozen(uint64_t generation, const int64_t* keys, size_t n, uint32_t from,
+                   uint32_t words, void* out) const;
+  /// Ends view `generation` (nothing if another replaced it) and frees the
+  /// rows copied for it.
+  void thaw(uint64_t generation);
+  /// Rows copied aside for the current view.
+  size_t frozen_copies() const;
+
 private:
   struct bucket;
+  struct frozen_rows;
   bucket& bucket_of(int64_t key) const;
   template <class F>
   void each_under_shared_lock(const uint32_t* bucket_indices, size_t n, F&& f) const;
@@ -113,6 +137,9 @@ private:
   uint32_t new_row(bucket& b, int64_t key, uint64_t h);
   maybe_failure check_push(const int64_t* keys, const float* grads, size_t n) const;
   size_t evict_from(bucket& b, const std::function<bool(const float*, row_counters)>& doomed);
+  /// Before `row` of `key` changes or leaves: copies it aside if a frozen
+  /// view still needs it as it is. Under the bucket's exclusive lock.
+  void keep_frozen(bucket& b, int64_t key, const float* row);
 
   embedding_table_config config_;
   uint64_t id_;
@@ -120,6 +147,7 @@ private:
   uint32_t stride_;                  ///< payload + the two counters, in 4-byte words
   std::vector<float> initial_slots_; ///< a new row's slots
   std::vector<std::unique_ptr<bucket>> buckets_;
+  std::atomic<uint64_t> generations_{0};
 };
 
 } // namespace troupe

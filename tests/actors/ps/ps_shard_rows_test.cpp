@@ -5,6 +5,9 @@
 #include <boost/test/unit_test.hpp>
 #include <caf/all.hpp>
 
+#include <algorithm>
+#include <cstring>
+
 #include "actors/ps/ps_shard.hpp"
 #include "tests/support/actors.hpp"
 
@@ -67,6 +70,46 @@ BOOST_AUTO_TEST_CASE(rows_read_initial_values_and_pushes_apply_at_once) {
   BOOST_REQUIRE(stats->tables.size() == 1u);
   BOOST_TEST(stats->tables[0].rows == 1u);
   BOOST_TEST(stats->keys_pushed == 1u);
+}
+
+// A checkpoint's copy of a table is a frozen view: pushes after the
+// snapshot, to a saved row and to a new one, do not reach the fetched file.
+BOOST_AUTO_TEST_CASE(a_snapshots_rows_are_those_of_its_version_whatever_is_pushed_after) {
+  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
+  sched.run();
+  shard_options options;
+  options.tables = {small_table()};
+  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"bias"},
+                                  std::vector<tensor>{tensor({1}, 0.0f)}, options));
+  auto push = [&](int64_t key) {
+    return ask<int64_t>(s, push_rows_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
+                        int32_t{0}, row_keys{{key}, {1}}, tensor({1, 2}, 0.25f));
+  };
+  auto version = push(3);
+  BOOST_REQUIRE(version);
+  auto saved = ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{{3}, {}});
+  auto index = ask<snapshot_index>(s, snapshot_atom::value, test_run, *version);
+  BOOST_REQUIRE(index);
+  BOOST_REQUIRE(push(3));
+  BOOST_REQUIRE(push(8));
+  auto at = [&](const std::string& name) {
+    auto it = std::find(index->names.begin(), index->names.end(), name);
+    BOOST_REQUIRE(it != index->names.end());
+    return static_cast<int32_t>(it - index->names.begin());
+  };
+  auto keys = ask<tensor>(s, fetch_atom::value, test_run, index->ticket, at("emb/embedding/keys"));
+  auto values = ask<tensor>(s, fetch_atom::value, test_run, index->ticket,
+                            at("emb/embedding/values"));
+  BOOST_REQUIRE(keys);
+  BOOST_REQUIRE(values);
+  BOOST_REQUIRE(keys->size() == 2u); // one I64 key, in the floats that hold its bytes
+  int64_t key;
+  std::memcpy(&key, keys->data(), sizeof key);
+  BOOST_TEST(key == 3);
+  BOOST_TEST(values->shape() == (shape_t{1, 2}));
+  BOOST_TEST((*values)[0] == (*saved)[0]); // not the second push's value
+  auto now = ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{{3}, {}});
+  BOOST_TEST((*now)[0] == (*saved)[0] - 0.25f);
 }
 
 BOOST_AUTO_TEST_CASE(a_sync_shard_without_variables_completes_steps_on_rows) {

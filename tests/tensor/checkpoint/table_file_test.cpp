@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -66,7 +67,7 @@ std::vector<float> pull(shards_t& shards, int64_t key) {
   return out;
 }
 
-std::string save(const embedding_table& table, const std::string& path) {
+std::string save(embedding_table& table, const std::string& path) {
   table_snapshot snapshot(table);
   safetensors_writer writer(path, snapshot.entries(), {snapshot.metadata()});
   snapshot.append_to(writer);
@@ -249,6 +250,69 @@ BOOST_AUTO_TEST_CASE(a_save_during_pushes_never_pairs_a_value_with_other_slots) 
   }
   pusher.join();
   BOOST_TEST(checked > 0);
+}
+
+// A checkpoint reads a frozen view of the live table: rows changed, evicted
+// or added after the freeze do not show in the file, and only the rows that
+// changed or left were copied aside (the save's cost), freed when it ends.
+BOOST_AUTO_TEST_CASE(a_save_reads_the_rows_as_frozen_and_copies_only_those_that_change) {
+  scratch dir;
+  embedding_table table(table_config());
+  std::vector<int64_t> all(300), recent(250), changed(50), added(20);
+  std::iota(all.begin(), all.end(), 0);
+  std::iota(recent.begin(), recent.end(), 0);
+  std::iota(changed.begin(), changed.end(), 0);
+  std::iota(added.begin(), added.end(), 1000);
+  auto push_keys = [&](const std::vector<int64_t>& keys, int64_t step) {
+    std::vector<uint32_t> counts(keys.size(), 1);
+    std::vector<float> grads(keys.size() * 4, 0.25f);
+    BOOST_REQUIRE(!table.apply(keys.data(), counts.data(), grads.data(), keys.size(), step));
+  };
+  push_keys(all, 0);
+  for (int64_t step = 1; step < 10; ++step)
+    push_keys(recent, step); // keys 250..299 stay at step 0
+  auto before = safetensors_file(save(table, dir.file("before.safetensors")));
+  {
+    table_snapshot view(table);
+    BOOST_TEST(view.rows() == 300u);
+    BOOST_TEST(table.frozen_copies() == 0u);
+    push_keys(changed, 10);
+    push_keys(changed, 11);                        // a row is copied once, before its first change
+    push_keys(added, 10);                          // new rows are not in the view
+    BOOST_TEST(table.evict({5, 0, 0}, 11) == 50u); // keys 250..299
+    BOOST_TEST(table.frozen_copies() == 100u);
+    safetensors_writer writer(dir.file("during.safetensors"), view.entries(), {view.metadata()});
+    view.append_to(writer);
+    writer.finish();
+  }
+  BOOST_TEST(table.frozen_copies() == 0u);
+  push_keys(changed, 12);
+  BOOST_TEST(table.frozen_copies() == 0u); // the view ended: nothing is copied any more
+  safetensors_file during(dir.file("during.safetensors"));
+  BOOST_TEST(during.read_i64("emb/items/keys") == before.read_i64("emb/items/keys"));
+  for (auto field : {"values", "Adagrad"}) {
+    auto a = before.read(std::string("emb/items/") + field);
+    auto b = during.read(std::string("emb/items/") + field);
+    BOOST_TEST(std::equal(a.values().begin(), a.values().end(), b.values().begin()), field);
+  }
+  for (auto field : {"frequencies", "last_updates", "bucket_rows"})
+    BOOST_TEST(during.read_u32(std::string("emb/items/") + field)
+                 == before.read_u32(std::string("emb/items/") + field),
+               field);
+}
+
+BOOST_AUTO_TEST_CASE(a_view_replaced_by_a_newer_one_refuses_to_be_read) {
+  embedding_table table(table_config());
+  std::vector<int64_t> keys = {1, 2, 3};
+  std::vector<uint32_t> counts(3, 1);
+  std::vector<float> grads(12, 0.5f);
+  BOOST_REQUIRE(!table.apply(keys.data(), counts.data(), grads.data(), 3, 0));
+  table_snapshot older(table);
+  table_snapshot newer(table);
+  std::vector<float> out(3 * 4);
+  BOOST_CHECK_THROW(older.copy_rows(1, 0, 3, out.data()), troupe_error);
+  BOOST_CHECK_NO_THROW(newer.copy_rows(1, 0, 3, out.data()));
+  BOOST_CHECK_THROW(newer.copy_rows(1, 2, 2, out.data()), troupe_error); // past its rows
 }
 
 BOOST_AUTO_TEST_SUITE_END()
