@@ -198,6 +198,28 @@ maybe_failure embedding_table::check_push(const int64_t* keys, const float* grad
   return std::nullopt;
 }
 
+void embedding_table::apply_row(bucket& b, int64_t key, uint64_t h, uint32_t count,
+                                const float* grad, int64_t step) {
+  uint32_t row = b.map.find(key, h);
+  float* dest;
+  row_counters c;
+  if (row == row_map::no_row) {
+    // The row starts where a pull of the unseen key read it.
+    dest = row_at(b, new_row(b, key, h));
+    initial_row(config_.init, id_, key, dest, config_.dim);
+    std::copy(initial_slots_.begin(), initial_slots_.end(), dest + config_.dim);
+  } else {
+    dest = row_at(b, row);
+    keep_frozen(b, key, dest);
+    c = counters_of(dest, payload_);
+  }
+  apply_sparse_row(config_.optimizer, dest, dest + config_.dim, grad, config_.dim, step);
+  c.frequency += count;
+  c.last_update = static_cast<uint32_t>(step);
+  set_counters(dest, payload_, c);
+  b.newest = std::max<uint64_t>(b.newest, c.last_update);
+}
+
 uint32_t embedding_table::new_row(bucket& b, int64_t key, uint64_t h) {
   uint32_t row;
   if (!b.free_rows.empty()) {
@@ -218,36 +240,34 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
   if (auto bad = check_push(keys, grads, n))
     return bad;
   flush_denormals arithmetic;
+  // In groups, as lookup does: the map slots of a whole group are fetched
+  // before any is read, so that their cache misses overlap (a push's keys
+  // may come in any order of buckets). Changes come from one thread, so
+  // this one reads the maps' slot arrays for the prefetch without a lock:
+  // readers never change them.
+  constexpr size_t group = 16;
+  bucket* owners[group];
+  uint64_t hashes[group];
   bucket* held = nullptr;
   std::unique_lock<std::shared_mutex> guard;
-  for (size_t i = 0; i < n; ++i) {
-    bucket& b = bucket_of(keys[i]);
-    if (&b != held) {
-      if (held)
-        guard.unlock();
-      guard = std::unique_lock<std::shared_mutex>(b.lock);
-      held = &b;
+  for (size_t first = 0; first < n; first += group) {
+    size_t m = std::min(group, n - first);
+    for (size_t j = 0; j < m; ++j) {
+      owners[j] = &bucket_of(keys[first + j]);
+      hashes[j] = owners[j]->map.hash(keys[first + j]);
+      owners[j]->map.prefetch(hashes[j]);
     }
-    uint64_t h = b.map.hash(keys[i]);
-    uint32_t row = b.map.find(keys[i], h);
-    float* dest;
-    row_counters c;
-    if (row == row_map::no_row) {
-      // The row starts where a pull of the unseen key read it.
-      dest = row_at(b, new_row(b, keys[i], h));
-      initial_row(config_.init, id_, keys[i], dest, config_.dim);
-      std::copy(initial_slots_.begin(), initial_slots_.end(), dest + config_.dim);
-    } else {
-      dest = row_at(b, row);
-      keep_frozen(b, keys[i], dest);
-      c = counters_of(dest, payload_);
+    for (size_t j = 0; j < m; ++j) {
+      bucket& b = *owners[j];
+      if (&b != held) {
+        if (held)
+          guard.unlock();
+        guard = std::unique_lock<std::shared_mutex>(b.lock);
+        held = &b;
+      }
+      apply_row(b, keys[first + j], hashes[j], counts[first + j], grads + (first + j) * config_.dim,
+                step);
     }
-    apply_sparse_row(config_.optimizer, dest, dest + config_.dim, grads + i * config_.dim,
-                     config_.dim, step);
-    c.frequency += counts[i];
-    c.last_update = static_cast<uint32_t>(step);
-    set_counters(dest, payload_, c);
-    b.newest = std::max<uint64_t>(b.newest, c.last_update);
   }
   return std::nullopt;
 }

@@ -6,7 +6,8 @@
 // rules of `eviction_rules`. Pulls may run on other threads than pushes:
 // every bucket has its own reader-writer lock, and a bucket's value, slots
 // and counters change under one lock, so a checkpoint never sees a row's
-// value and slots from different updates (DeepRec#1023). A checkpoint reads
+// value and slots from different updates (DeepRec#1023). Changes (apply,
+// evict, restore) come from one thread at a time (a shard's). A checkpoint reads
 // a frozen view (freeze): rows as they were at one point, while updates go
 // on, each row copied aside only when it is about to change or leave.
 #include <atomic>
@@ -133,6 +134,9 @@ private:
   template <class F>
   void each_under_shared_lock(const uint32_t* bucket_indices, size_t n, F&& f) const;
   float* row_at(const bucket& b, uint32_t row) const;
+  /// One key's update in `b`, under its exclusive lock (h: the key's hash).
+  void apply_row(bucket& b, int64_t key, uint64_t h, uint32_t count, const float* grad,
+                 int64_t step);
   /// A row for a key not in `b`, entered in its map; the caller fills it.
   uint32_t new_row(bucket& b, int64_t key, uint64_t h);
   maybe_failure check_push(const int64_t* keys, const float* grads, size_t n) const;
