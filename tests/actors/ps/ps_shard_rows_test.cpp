@@ -30,17 +30,26 @@ table_setup small_table() {
 
 using names = std::vector<std::string>;
 
+// A shard initialised for test_run with one variable, "bias", and
+// small_table().
+struct table_shard_fixture : deterministic_fixture {
+  auto shard_with_table() {
+    auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
+    sched.run();
+    shard_options options;
+    options.tables = {small_table()};
+    BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"bias"},
+                                    std::vector<tensor>{tensor({1}, 0.0f)}, options));
+    return s;
+  }
+};
+
 } // namespace
 
-BOOST_FIXTURE_TEST_SUITE(ps_shard_rows, deterministic_fixture)
+BOOST_FIXTURE_TEST_SUITE(ps_shard_rows, table_shard_fixture)
 
 BOOST_AUTO_TEST_CASE(rows_read_initial_values_and_pushes_apply_at_once) {
-  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
-  sched.run();
-  shard_options options;
-  options.tables = {small_table()};
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"bias"},
-                                  std::vector<tensor>{tensor({1}, 0.0f)}, options));
+  auto s = shard_with_table();
   auto first = ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{{3, 8}, {}});
   BOOST_REQUIRE(first);
   BOOST_TEST(first->shape() == (shape_t{2, 2}));
@@ -75,12 +84,7 @@ BOOST_AUTO_TEST_CASE(rows_read_initial_values_and_pushes_apply_at_once) {
 // A checkpoint's copy of a table is a frozen view: pushes after the
 // snapshot, to a saved row and to a new one, do not reach the fetched file.
 BOOST_AUTO_TEST_CASE(a_snapshots_rows_are_those_of_its_version_whatever_is_pushed_after) {
-  auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
-  sched.run();
-  shard_options options;
-  options.tables = {small_table()};
-  BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"bias"},
-                                  std::vector<tensor>{tensor({1}, 0.0f)}, options));
+  auto s = shard_with_table();
   auto push = [&](int64_t key) {
     return ask<int64_t>(s, push_rows_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
                         int32_t{0}, row_keys{{key}, {1}}, tensor({1, 2}, 0.25f));
