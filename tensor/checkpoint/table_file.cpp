@@ -73,6 +73,8 @@ void table_snapshot::copy_rows(size_t entry, size_t first, size_t n, void* out) 
   if (entry > fields + 3 || first > rows || n > rows - first)
     throw troupe_error(prefix_ + ": rows " + std::to_string(first) + "+" + std::to_string(n)
                        + " of entry " + std::to_string(entry) + " are not in the snapshot");
+  if (n == 0)
+    return; // an empty table's entries: no bytes, and maybe no buffer to copy from
   if (entry == 0)
     std::memcpy(out, keys_.data() + first, n * sizeof(int64_t));
   else if (entry == fields + 3)
