@@ -254,9 +254,9 @@ void checkpoint_run(size_t rows) {
   double pause_s = seconds_since(start);
   double after_freeze = double(resident_bytes()) / (1 << 20);
   // The file is written on another thread while this one goes on updating
-  // the table as a shard under training would: a push of 4096 distinct
-  // Zipf(1.2) keys every 10 ms (409,600 rows/s), so that the view copies
-  // the rows that change before they are written.
+  // the table as a shard under training would: pushes of up to 4096
+  // distinct Zipf(1.2) keys, 10 ms apart, so that the view copies the rows
+  // that change before they are written.
   auto path = std::filesystem::temp_directory_path()
               / ("troupe-bench-ckpt-" + std::to_string(getpid()));
   uint64_t bytes = 0;
@@ -315,7 +315,7 @@ void checkpoint_run(size_t rows) {
               table_mib);
   std::printf("  freeze between two updates (the shard's pause): %.3f s\n", pause_s);
   std::printf("  file: %.0f MiB written in %.3f s, %.0f MB/s, beside %zu pushes of up to %zu "
-              "Zipf(1.2) keys every 10 ms\n",
+              "Zipf(1.2) keys, 10 ms apart\n",
               double(bytes) / (1 << 20), write_s, double(bytes) / write_s / 1e6, pushes, batch);
   std::printf("  rows copied aside (changed before they were written): %zu of %zu (%.1f%%)\n",
               copied, rows, 100.0 * double(copied) / double(rows));

@@ -122,7 +122,7 @@ caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<s
       return make_error(*err);
   }
   if (auto err = st.store->initialize(names, std::move(values), options.first_step, run)) {
-    st.snapshot.clear();
+    st.snapshot.clear(); // tables kept from before may be under a copy's view
     st.tables.reset();
     return make_error(*err);
   }

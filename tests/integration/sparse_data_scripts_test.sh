@@ -48,13 +48,14 @@ expect "oracle.json: auc in [0.72, 0.84] ($auc)" between "$auc" 0.72 0.84
 expect "oracle.json: logloss in [0.35, 0.55] ($loss)" between "$loss" 0.35 0.55
 expect "oracle.json: positive fraction in [0.21, 0.29] ($pos), over the 2000 test rows ($rows)" \
   eval 'between "$pos" 0.21 0.29 && test "$rows" = 2000'
-# The bounds on a learner: hiding what it cannot see costs AUC (at this
-# size, with 200 and 1000 ids per field seen a few times, clearly).
+# The bounds on a learner: at this size many ids are seen a few times or
+# not at all, and some integer fields are empty, so hiding either costs AUC
+# (the data is seeded: the same figures every run).
 seen1=$(json a/oracle.json auc_ids_seen_1); seen5=$(json a/oracle.json auc_ids_seen_5)
 as0=$(json a/oracle.json auc_empty_ints_as_0)
-expect "oracle.json: the bounds of a learner ($seen5 <= $seen1 <= $auc + 0.01; empty ints as 0: $as0)" \
+expect "oracle.json: the bounds of a learner ($seen5 <= $seen1 <= $auc, both below it at 5; empty ints as 0: $as0 < $auc)" \
   awk -v a="$auc" -v s1="$seen1" -v s5="$seen5" -v z="$as0" \
-  'BEGIN { exit !(s1 != "" && s5 != "" && z != "" && s5 <= s1 + 0.005 && s1 <= a + 0.01 && s5 > 0.5 && z > 0.5 && z <= a + 0.01) }'
+  'BEGIN { exit !(s1 != "" && s5 != "" && z != "" && s5 <= s1 && s1 <= a && s5 < a - 0.001 && s5 > 0.5 && z > 0.5 && z < a - 0.001) }'
 labels=$(cut -f1 a/test.tsv | awk '{ s += $1 } END { print s / NR }')
 expect "the positive fraction is test.tsv's ($labels)" awk -v a="$labels" -v b="$pos" 'BEGIN { exit !(a == b) }'
 "$ctr" lr --rows 5000 --model lr --vocab 50 --test-fraction 0.25 --zipf 1.3 --seed 3 >lr.log 2>&1
