@@ -48,6 +48,40 @@ std::string openssl_reason() {
   return text;
 }
 
+// The write side of a TLS channel: OpenSSL's records go straight to the end
+// of the channel's output buffer (BIO data: that std::vector<char>), which
+// flush() sends. A memory BIO would zero its new bytes, copy the record in,
+// and copy it out again into that buffer.
+int append_write(BIO* bio, const char* data, int n) {
+  auto* out = static_cast<std::vector<char>*>(BIO_get_data(bio));
+  if (!out || n < 0)
+    return -1;
+  out->insert(out->end(), data, data + n);
+  return n;
+}
+
+long append_ctrl(BIO*, int cmd, long, void*) {
+  return cmd == BIO_CTRL_FLUSH ? 1 : 0; // flush() sends; nothing else applies
+}
+
+int append_create(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+const BIO_METHOD* append_method() {
+  static BIO_METHOD* method = [] {
+    auto* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "troupe channel output");
+    if (m) {
+      BIO_meth_set_write(m, append_write);
+      BIO_meth_set_ctrl(m, append_ctrl);
+      BIO_meth_set_create(m, append_create);
+    }
+    return m;
+  }();
+  return method;
+}
+
 int passphrase_callback(char* buf, int size, int, void* user) {
   auto* pass = static_cast<const std::string*>(user);
   auto n = std::min<int>(size, static_cast<int>(pass->size()));
@@ -81,10 +115,20 @@ void socket_fd::reset() noexcept {
 
 // -- channel ------------------------------------------------------------------
 
+channel::channel(socket_fd fd, SSL* ssl) : fd_(std::move(fd)), ssl_(ssl) {
+  bind_output();
+}
+
 channel::channel(channel&& other) noexcept
   : fd_(std::move(other.fd_)), ssl_(other.ssl_), want_(other.want_), out_(std::move(other.out_)),
     out_at_(other.out_at_) {
   other.ssl_ = nullptr;
+  bind_output();
+}
+
+void channel::bind_output() noexcept {
+  if (ssl_)
+    BIO_set_data(SSL_get_wbio(ssl_), &out_);
 }
 
 channel& channel::operator=(channel&& other) noexcept {
@@ -97,29 +141,14 @@ channel& channel::operator=(channel&& other) noexcept {
     out_ = std::move(other.out_);
     out_at_ = other.out_at_;
     other.ssl_ = nullptr;
+    bind_output();
   }
   return *this;
-}
-
-void channel::collect_output() {
-  BIO* sink = SSL_get_wbio(ssl_);
-  auto pending = BIO_ctrl_pending(sink);
-  if (pending == 0)
-    return;
-  if (out_at_ == out_.size()) {
-    out_.clear();
-    out_at_ = 0;
-  }
-  auto at = out_.size();
-  out_.resize(at + pending);
-  auto got = BIO_read(sink, out_.data() + at, static_cast<int>(pending));
-  out_.resize(at + static_cast<size_t>(std::max(got, 0)));
 }
 
 bool channel::flush(maybe_failure& error) {
   if (!ssl_)
     return true;
-  collect_output();
   while (out_at_ < out_.size()) {
     auto sent = socket_call(
       [&] { return ::send(fd_.get(), out_.data() + out_at_, out_.size() - out_at_, MSG_NOSIGNAL); },
@@ -135,6 +164,8 @@ bool channel::flush(maybe_failure& error) {
     }
     out_at_ += static_cast<size_t>(*sent);
   }
+  out_.clear(); // keeps its capacity for the next records
+  out_at_ = 0;
   return true;
 }
 
@@ -193,25 +224,31 @@ ssize_t channel::read_some(void* into, size_t n, maybe_failure& error) {
 
 ssize_t channel::write_some(const iovec* chunks, size_t count, maybe_failure& error) {
   if (ssl_) {
-    // The records of up to 256 KiB of chunks go to the memory buffer, then
+    // The records of up to 256 KiB of chunks go to the output buffer, then
     // to the socket in one call: a small frame's header, values and tail are
     // one system call, as in the clear. What the socket does not take now
     // waits in out_ (flush).
     if (!flush(error))
       return error ? -1 : 0;
+    // Partial writes are on, so SSL_write seals one record (16 KiB) a call:
+    // calling again for the rest of a chunk keeps a frame one send, not one
+    // a record. A chunk cut by the batch ends the loop (taken == batch).
     constexpr size_t batch = size_t{256} << 10;
     size_t taken = 0;
     for (size_t i = 0; i < count && taken < batch; ++i) {
-      if (chunks[i].iov_len == 0)
-        continue;
-      auto n = static_cast<int>(std::min(chunks[i].iov_len, batch));
-      ERR_clear_error();
-      auto wrote = tls_result(SSL_write(ssl_, chunks[i].iov_base, n), error, true);
-      if (wrote < 0)
-        return -1;
-      taken += static_cast<size_t>(wrote);
-      if (static_cast<size_t>(wrote) < chunks[i].iov_len)
-        break;
+      auto* from = static_cast<const char*>(chunks[i].iov_base);
+      size_t left = std::min(chunks[i].iov_len, batch - taken);
+      while (left > 0) {
+        ERR_clear_error();
+        auto wrote = tls_result(SSL_write(ssl_, from, static_cast<int>(left)), error, true);
+        if (wrote < 0)
+          return -1;
+        if (wrote == 0) // blocked: cannot happen with the output buffer, but stop cleanly
+          return static_cast<ssize_t>(taken);
+        taken += static_cast<size_t>(wrote);
+        from += wrote;
+        left -= static_cast<size_t>(wrote);
+      }
     }
     if (!flush(error) && error)
       return -1;
@@ -305,7 +342,7 @@ channel tls_context::handshake(socket_fd fd, bool server, deadline until,
                                maybe_failure& error) const {
   SSL* ssl = SSL_new(ctx_);
   BIO* reads = BIO_new_socket(fd.get(), BIO_NOCLOSE);
-  BIO* writes = BIO_new(BIO_s_mem()); // records collect here; channel::flush sends them
+  BIO* writes = append_method() ? BIO_new(append_method()) : nullptr; // flush() sends what it holds
   if (!ssl || !reads || !writes) {
     if (ssl)
       SSL_free(ssl);

@@ -46,7 +46,7 @@ public:
   /// Plain TCP.
   explicit channel(socket_fd fd) : fd_(std::move(fd)) {}
   /// TLS over fd, its handshake done (tls_context).
-  channel(socket_fd fd, SSL* ssl) : fd_(std::move(fd)), ssl_(ssl) {}
+  channel(socket_fd fd, SSL* ssl);
   channel(channel&& other) noexcept;
   channel& operator=(channel&& other) noexcept;
   channel(const channel&) = delete;
@@ -77,9 +77,9 @@ public:
 private:
   friend class tls_context;
   ssize_t tls_result(int ret, maybe_failure& error, bool writing);
-  // Moves what TLS wrote into its memory buffer to out_: TLS writes a
-  // frame's records there, and the socket gets them in one system call.
-  void collect_output();
+  // Points the session's write BIO at out_ (again after a move): TLS
+  // appends a frame's records there, and the socket gets them in one call.
+  void bind_output() noexcept;
   socket_fd fd_;
   SSL* ssl_ = nullptr;
   short want_ = 0;        // the events the last blocked TLS call waits for
