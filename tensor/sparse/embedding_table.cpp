@@ -70,6 +70,15 @@ void set_counters(float* row, uint32_t payload, row_counters c) {
   std::memcpy(row + payload + 1, &c.last_update, 4);
 }
 
+// Every cache line of [at, at + bytes): a row's stride is rarely a multiple
+// of 64 bytes, so its values mostly straddle one more line than their size.
+void prefetch_lines(const float* at, size_t bytes) {
+  auto first = reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63};
+  auto end = reinterpret_cast<uintptr_t>(at) + bytes;
+  for (auto line = first; line < end; line += 64)
+    __builtin_prefetch(reinterpret_cast<const void*>(line));
+}
+
 } // namespace
 
 // A bucket's part of a frozen view: the rows that were there at the freeze
@@ -158,11 +167,8 @@ void embedding_table::lookup(const int64_t* keys, size_t n, float* out) const {
                            [&](size_t i, const bucket& b) { b.map.prefetch(hashes[i]); });
     each_under_shared_lock(indices, m, [&](size_t i, const bucket& b) {
       uint32_t row = b.map.find(k[i], hashes[i]);
-      if (row != row_map::no_row) {
-        const char* at = reinterpret_cast<const char*>(row_at(b, row));
-        for (size_t line = 0; line < config_.dim * sizeof(float); line += 64)
-          __builtin_prefetch(at + line);
-      }
+      if (row != row_map::no_row)
+        prefetch_lines(row_at(b, row), config_.dim * sizeof(float));
     });
     each_under_shared_lock(indices, m, [&](size_t i, const bucket& b) {
       float* dest = out + (first + i) * config_.dim;
@@ -240,11 +246,11 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
   if (auto bad = check_push(keys, grads, n))
     return bad;
   flush_denormals arithmetic;
-  // In groups, as lookup does: the map slots of a whole group are fetched
-  // before any is read, so that their cache misses overlap (a push's keys
-  // may come in any order of buckets). Changes come from one thread, so
-  // this one reads the maps' slot arrays for the prefetch without a lock:
-  // readers never change them.
+  // In groups, as lookup does: the map slots of a whole group are fetched,
+  // then its rows, before any is changed, so that their cache misses
+  // overlap (a push's keys may come in any order of buckets). Changes come
+  // from one thread, so this one reads the maps and chunks for the
+  // prefetch without a lock: readers never change them.
   constexpr size_t group = 16;
   bucket* owners[group];
   uint64_t hashes[group];
@@ -256,6 +262,11 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
       owners[j] = &bucket_of(keys[first + j]);
       hashes[j] = owners[j]->map.hash(keys[first + j]);
       owners[j]->map.prefetch(hashes[j]);
+    }
+    for (size_t j = 0; j < m; ++j) {
+      uint32_t row = owners[j]->map.find(keys[first + j], hashes[j]);
+      if (row != row_map::no_row)
+        prefetch_lines(row_at(*owners[j], row), stride_ * sizeof(float));
     }
     for (size_t j = 0; j < m; ++j) {
       bucket& b = *owners[j];
