@@ -121,7 +121,7 @@ channel::channel(socket_fd fd, SSL* ssl) : fd_(std::move(fd)), ssl_(ssl) {
 
 channel::channel(channel&& other) noexcept
   : fd_(std::move(other.fd_)), ssl_(other.ssl_), want_(other.want_), out_(std::move(other.out_)),
-    out_at_(other.out_at_) {
+    out_at_(other.out_at_), staged_(std::move(other.staged_)) {
   other.ssl_ = nullptr;
   bind_output();
 }
@@ -140,6 +140,7 @@ channel& channel::operator=(channel&& other) noexcept {
     want_ = other.want_;
     out_ = std::move(other.out_);
     out_at_ = other.out_at_;
+    staged_ = std::move(other.staged_);
     other.ssl_ = nullptr;
     bind_output();
   }
@@ -222,6 +223,24 @@ ssize_t channel::read_some(void* into, size_t n, maybe_failure& error) {
   return *got;
 }
 
+bool channel::seal(const char* from, size_t n, maybe_failure& error) {
+  // Partial writes are on, so SSL_write seals one record a call; the output
+  // buffer takes every record, so it never stops short.
+  while (n > 0) {
+    ERR_clear_error();
+    auto wrote = tls_result(SSL_write(ssl_, from, static_cast<int>(std::min<size_t>(n, 1 << 30))),
+                            error, true);
+    if (wrote <= 0) {
+      if (!error)
+        error = stopped("TLS write stopped short of its output buffer");
+      return false;
+    }
+    from += wrote;
+    n -= static_cast<size_t>(wrote);
+  }
+  return true;
+}
+
 ssize_t channel::write_some(const iovec* chunks, size_t count, maybe_failure& error) {
   if (ssl_) {
     // The records of up to 256 KiB of chunks go to the output buffer, then
@@ -230,25 +249,37 @@ ssize_t channel::write_some(const iovec* chunks, size_t count, maybe_failure& er
     // waits in out_ (flush).
     if (!flush(error))
       return error ? -1 : 0;
-    // Partial writes are on, so SSL_write seals one record (16 KiB) a call:
-    // calling again for the rest of a chunk keeps a frame one send, not one
-    // a record. A chunk cut by the batch ends the loop (taken == batch).
+    // A frame's header and small tensors share a record with what follows
+    // (each record costs a seal here and an open at the peer beside its
+    // bytes): chunks are cut into whole 16 KiB records, and what is left of
+    // one waits in staged_ for the next chunk or the end of the call.
     constexpr size_t batch = size_t{256} << 10;
+    constexpr size_t record = size_t{16} << 10; // TLS's largest
     size_t taken = 0;
     for (size_t i = 0; i < count && taken < batch; ++i) {
       auto* from = static_cast<const char*>(chunks[i].iov_base);
       size_t left = std::min(chunks[i].iov_len, batch - taken);
-      while (left > 0) {
-        ERR_clear_error();
-        auto wrote = tls_result(SSL_write(ssl_, from, static_cast<int>(left)), error, true);
-        if (wrote < 0)
+      taken += left;
+      if (!staged_.empty()) {
+        size_t top = std::min(left, record - staged_.size());
+        staged_.insert(staged_.end(), from, from + top);
+        from += top;
+        left -= top;
+        if (staged_.size() < record)
+          continue;
+        if (!seal(staged_.data(), staged_.size(), error))
           return -1;
-        if (wrote == 0) // blocked: cannot happen with the output buffer, but stop cleanly
-          return static_cast<ssize_t>(taken);
-        taken += static_cast<size_t>(wrote);
-        from += wrote;
-        left -= static_cast<size_t>(wrote);
+        staged_.clear();
       }
+      size_t whole = left - left % record;
+      if (whole > 0 && !seal(from, whole, error))
+        return -1;
+      staged_.insert(staged_.end(), from + whole, from + left);
+    }
+    if (!staged_.empty()) {
+      if (!seal(staged_.data(), staged_.size(), error))
+        return -1;
+      staged_.clear();
     }
     if (!flush(error) && error)
       return -1;

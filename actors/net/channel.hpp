@@ -77,6 +77,8 @@ public:
 private:
   friend class tls_context;
   ssize_t tls_result(int ret, maybe_failure& error, bool writing);
+  /// All n bytes into records in out_; false with `error` set otherwise.
+  bool seal(const char* from, size_t n, maybe_failure& error);
   // Points the session's write BIO at out_ (again after a move): TLS
   // appends a frame's records there, and the socket gets them in one call.
   void bind_output() noexcept;
@@ -85,6 +87,7 @@ private:
   short want_ = 0;        // the events the last blocked TLS call waits for
   std::vector<char> out_; // encrypted bytes the socket did not take yet
   size_t out_at_ = 0;
+  std::vector<char> staged_; // plaintext short of a whole record (write_some)
 };
 
 /// What a node's mutual TLS is made of: the [openssl] section's files,

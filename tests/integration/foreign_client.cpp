@@ -223,7 +223,8 @@ int main(int argc, char** argv) {
   self->send(*shard, stop_atom::value);
   self->send(*shard, stop_atom::value, std::string("forged abort"));
   std::printf("sent: replicas, stop and abort to the shard\n");
-  self->send(*chief, step_done_atom::value, step_summary{999999, 0, 0, 0, 0, 0, 0, {}, {}, {}});
+  self->send(*chief, step_done_atom::value,
+             step_summary{999999, 0, 0, 0, 0, 0, 0, {}, {}, {}, {}, {}});
   std::printf("sent: step_done to the chief\n");
   // Let the one-way messages leave, and their refusals name this address,
   // before the exit message costs this process its connection: kill would
