@@ -72,11 +72,19 @@ void set_counters(float* row, uint32_t payload, row_counters c) {
 
 // Every cache line of [at, at + bytes): a row's stride is rarely a multiple
 // of 64 bytes, so its values mostly straddle one more line than their size.
+// On x86 an asm statement: GCC 12 at -O2 emitted no instruction at all for
+// __builtin_prefetch in lookup's row pass (the find feeding it went too),
+// so every row was read cold (tests/integration/prefetch_emitted_test.sh).
 void prefetch_lines(const float* at, size_t bytes) {
   auto first = reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63};
   auto end = reinterpret_cast<uintptr_t>(at) + bytes;
-  for (auto line = first; line < end; line += 64)
+  for (auto line = first; line < end; line += 64) {
+#if defined(__x86_64__) || defined(__i386__)
+    asm volatile("prefetcht0 %0" : : "m"(*reinterpret_cast<const char*>(line)));
+#else
     __builtin_prefetch(reinterpret_cast<const void*>(line));
+#endif
+  }
 }
 
 } // namespace
@@ -150,10 +158,11 @@ void embedding_table::each_under_shared_lock(const uint32_t* bucket_indices, siz
 
 void embedding_table::lookup(const int64_t* keys, size_t n, float* out) const {
   // In groups: the map slots, then the rows, of a whole group are fetched
-  // before any is read, so that their cache misses overlap. Each pass looks
-  // the key up again under its lock: the row may have been evicted (and
-  // reused) in between.
-  constexpr size_t group = 16;
+  // before any is read, so that their cache misses overlap (64 keys: 10.4-
+  // 10.8 M lookups/s over 10^7 rows, 9.5-10.7 with 16). Each pass looks the
+  // key up again under its lock: the row may have been evicted (and reused)
+  // in between.
+  constexpr size_t group = 64;
   uint32_t indices[group];
   uint64_t hashes[group];
   for (size_t first = 0; first < n; first += group) {
