@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <optional>
 
 #include <openssl/err.h>
@@ -56,7 +57,11 @@ int append_write(BIO* bio, const char* data, int n) {
   auto* out = static_cast<std::vector<char>*>(BIO_get_data(bio));
   if (!out || n < 0)
     return -1;
-  out->insert(out->end(), data, data + n);
+  try {
+    out->insert(out->end(), data, data + n);
+  } catch (const std::bad_alloc&) {
+    return -1; // no exception through OpenSSL's C frames: the write fails
+  }
   return n;
 }
 
