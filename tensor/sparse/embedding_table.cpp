@@ -8,6 +8,7 @@
 
 #include "tensor/core/flush_denormals.hpp"
 #include "tensor/sparse/lookup_batch.hpp"
+#include "tensor/sparse/prefetch.hpp"
 
 namespace troupe {
 
@@ -68,23 +69,6 @@ row_counters counters_of(const float* row, uint32_t payload) {
 void set_counters(float* row, uint32_t payload, row_counters c) {
   std::memcpy(row + payload, &c.frequency, 4);
   std::memcpy(row + payload + 1, &c.last_update, 4);
-}
-
-// Every cache line of [at, at + bytes): a row's stride is rarely a multiple
-// of 64 bytes, so its values mostly straddle one more line than their size.
-// On x86 an asm statement: GCC 12 at -O2 emitted no instruction at all for
-// __builtin_prefetch in lookup's row pass (the find feeding it went too),
-// so every row was read cold (tests/integration/prefetch_emitted_test.sh).
-void prefetch_lines(const float* at, size_t bytes) {
-  auto first = reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63};
-  auto end = reinterpret_cast<uintptr_t>(at) + bytes;
-  for (auto line = first; line < end; line += 64) {
-#if defined(__x86_64__) || defined(__i386__)
-    asm volatile("prefetcht0 %0" : : "m"(*reinterpret_cast<const char*>(line)));
-#else
-    __builtin_prefetch(reinterpret_cast<const void*>(line));
-#endif
-  }
 }
 
 } // namespace
@@ -213,9 +197,8 @@ maybe_failure embedding_table::check_push(const int64_t* keys, const float* grad
   return std::nullopt;
 }
 
-void embedding_table::apply_row(bucket& b, int64_t key, uint64_t h, uint32_t count,
+void embedding_table::apply_row(bucket& b, int64_t key, uint64_t h, uint32_t row, uint32_t count,
                                 const float* grad, int64_t step) {
-  uint32_t row = b.map.find(key, h);
   float* dest;
   row_counters c;
   if (row == row_map::no_row) {
@@ -263,6 +246,7 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
   constexpr size_t group = 16;
   bucket* owners[group];
   uint64_t hashes[group];
+  uint32_t rows[group];
   bucket* held = nullptr;
   std::unique_lock<std::shared_mutex> guard;
   for (size_t first = 0; first < n; first += group) {
@@ -272,10 +256,12 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
       hashes[j] = owners[j]->map.hash(keys[first + j]);
       owners[j]->map.prefetch(hashes[j]);
     }
+    // A row found here stays the key's through the group: a push names a
+    // key once, and new rows never take one in use.
     for (size_t j = 0; j < m; ++j) {
-      uint32_t row = owners[j]->map.find(keys[first + j], hashes[j]);
-      if (row != row_map::no_row)
-        prefetch_lines(row_at(*owners[j], row), stride_ * sizeof(float));
+      rows[j] = owners[j]->map.find(keys[first + j], hashes[j]);
+      if (rows[j] != row_map::no_row)
+        prefetch_lines(row_at(*owners[j], rows[j]), stride_ * sizeof(float));
     }
     for (size_t j = 0; j < m; ++j) {
       bucket& b = *owners[j];
@@ -285,8 +271,8 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
         guard = std::unique_lock<std::shared_mutex>(b.lock);
         held = &b;
       }
-      apply_row(b, keys[first + j], hashes[j], counts[first + j], grads + (first + j) * config_.dim,
-                step);
+      apply_row(b, keys[first + j], hashes[j], rows[j], counts[first + j],
+                grads + (first + j) * config_.dim, step);
     }
   }
   return std::nullopt;

@@ -134,9 +134,10 @@ private:
   template <class F>
   void each_under_shared_lock(const uint32_t* bucket_indices, size_t n, F&& f) const;
   float* row_at(const bucket& b, uint32_t row) const;
-  /// One key's update in `b`, under its exclusive lock (h: the key's hash).
-  void apply_row(bucket& b, int64_t key, uint64_t h, uint32_t count, const float* grad,
-                 int64_t step);
+  /// One key's update in `b`, under its exclusive lock (h: the key's hash;
+  /// row: its row, row_map::no_row for a key not yet in the table).
+  void apply_row(bucket& b, int64_t key, uint64_t h, uint32_t row, uint32_t count,
+                 const float* grad, int64_t step);
   /// A row for a key not in `b`, entered in its map; the caller fills it.
   uint32_t new_row(bucket& b, int64_t key, uint64_t h);
   maybe_failure check_push(const int64_t* keys, const float* grads, size_t n) const;

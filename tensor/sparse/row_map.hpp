@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "tensor/sparse/keys.hpp"
+#include "tensor/sparse/prefetch.hpp"
 
 namespace troupe {
 
@@ -47,7 +48,7 @@ public:
 
   void prefetch(uint64_t h) const {
     if (size_ != 0)
-      __builtin_prefetch(&slots_[position(h)]);
+      prefetch_line(&slots_[position(h)]);
   }
 
   uint32_t size() const { return size_; }

@@ -98,7 +98,7 @@ void seed_messages(caf::actor_system& sys, const fs::path& messages) {
   seed(sys, messages, 7, "step_report", report);
   seed(sys, messages, 8, "step_grant", step_grant{13, false});
   seed(sys, messages, 9, "step_summary",
-       step_summary{13, 0.4, 90, 100, 1.5, 1, 2, {0, 1}, {3, 4}, {17, 5}});
+       step_summary{13, 0.4, 90, 100, 1.5, 1, 2, {0, 1}, {3, 4}, {17, 5}, {}, {}});
   seed(sys, messages, 10, "variable_traffic", variable_traffic{"w", 100, 200});
   seed(sys, messages, 11, "variable_traffics", std::vector<variable_traffic>{{"w", 1, 2}});
   shard_traffic traffic;

@@ -10,9 +10,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/net/socket.hpp"
+#include "tests/support/frame_turns.hpp"
 
 using namespace troupe;
 using namespace troupe::bulk;
+using troupe::testing::interleave;
 
 namespace {
 
@@ -50,21 +52,6 @@ maybe_failure read_raw(const std::string& bytes, frame_limits limits = {}) {
 
 std::string header_bytes(frame_header head) {
   return std::string(reinterpret_cast<const char*>(&head), sizeof(head));
-}
-
-// Sends with `writer` on p.a and reads with `reader` on p.b in turns, as two
-// peers would, until the reader has a frame (paused: its head), an error,
-// or the deadline.
-bool interleave(frame_writer& writer, frame_reader& reader, socket_pair& p, maybe_failure& error,
-                deadline until) {
-  bool received = false;
-  while (!received && !error && std::chrono::steady_clock::now() < until) {
-    if (!writer.done())
-      writer.send_some(p.a, error);
-    if (!error)
-      received = reader.receive_some(p.b, error);
-  }
-  return received;
 }
 
 bool mentions(const maybe_failure& f, const std::string& what) {
@@ -176,7 +163,7 @@ BOOST_AUTO_TEST_CASE(frames_round_trip_bit_exact_into_lent_storage) {
   for (int round = 0; round < 2; ++round) {
     frame_writer writer{frame_kind::push, 9u + static_cast<uint64_t>(round), meta, &sent};
     maybe_failure error;
-    bool received = interleave(writer, reader, p, error, soon());
+    bool received = interleave(writer, reader, p.a, p.b, error, soon());
     BOOST_REQUIRE_MESSAGE(received, (error ? error->message : "no frame"));
     BOOST_TEST(reader.header().request == 9u + static_cast<uint64_t>(round));
     auto fields = reader.fields();
@@ -207,7 +194,7 @@ BOOST_AUTO_TEST_CASE(a_reader_pausing_before_the_data_allocates_nothing_until_to
   reader.pause_before_data(true);
   maybe_failure error;
   auto until = soon();
-  bool headed = interleave(writer, reader, p, error, until);
+  bool headed = interleave(writer, reader, p.a, p.b, error, until);
   BOOST_REQUIRE_MESSAGE(headed, (error ? error->message : "no header"));
   BOOST_TEST(reader.paused());
   BOOST_TEST(reader.tensors().empty());
@@ -218,7 +205,7 @@ BOOST_AUTO_TEST_CASE(a_reader_pausing_before_the_data_allocates_nothing_until_to
   const float* lent = storage[0].data();
   reader.lend(std::move(storage));
   reader.read_data();
-  bool received = interleave(writer, reader, p, error, until);
+  bool received = interleave(writer, reader, p.a, p.b, error, until);
   BOOST_REQUIRE_MESSAGE(received, (error ? error->message : "no data"));
   BOOST_TEST(!reader.paused());
   BOOST_TEST(reader.tensors()[0].bit_equal(sent[0]));

@@ -13,6 +13,7 @@
 #include <openssl/pem.h>
 
 #include "actors/net/socket.hpp"
+#include "tests/support/frame_turns.hpp"
 #include "tests/support/self_signed.hpp"
 
 using namespace troupe;
@@ -76,21 +77,6 @@ struct tls_pair {
   }
 };
 
-// Sends on `from` and reads on `to` in turns, as two peers would, until the
-// reader has the frame, an error, or the deadline.
-bool interleave(frame_writer& writer, frame_reader& reader, channel& from, channel& to,
-                maybe_failure& error) {
-  auto until = soon();
-  bool received = false;
-  while (!received && !error && std::chrono::steady_clock::now() < until) {
-    if (!writer.done())
-      writer.send_some(from, error);
-    if (!error)
-      received = reader.receive_some(to, error);
-  }
-  return received;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(tls_channel)
@@ -117,7 +103,7 @@ BOOST_AUTO_TEST_CASE(frames_of_every_size_cross_a_moved_tls_channel_bit_exact) {
       frame_reader reader{{}};
       auto& from = direction ? p.b : p.a;
       auto& to = direction ? p.a : p.b;
-      bool received = interleave(writer, reader, from, to, error);
+      bool received = testing::interleave(writer, reader, from, to, error, soon());
       BOOST_REQUIRE_MESSAGE(received, (error ? error->message : "no frame") << " at " << n);
       BOOST_TEST(reader.header().request == request);
       auto fields = reader.fields();
