@@ -131,8 +131,6 @@ short bulk_link::events() const noexcept {
   short wanted = POLLIN;
   if (!out_.done())
     wanted |= POLLOUT;
-  if (ch_.encrypted()) // TLS may need the other direction to go on
-    wanted |= ch_.wanted(!out_.done());
   return wanted;
 }
 
@@ -141,8 +139,7 @@ bool bulk_link::progress(bool readable, bool writable) {
     return true;
   maybe_failure error;
   readable = readable || ch_.has_buffered();
-  // Under TLS a write may wait for the socket to be readable: try on either.
-  if ((writable || (readable && ch_.encrypted())) && !out_.done())
+  if (writable && !out_.done())
     out_.send_some(ch_, error);
   if (!error && readable && in_.receive_some(ch_, error)) {
     finish();

@@ -13,6 +13,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "actors/net/record_cipher.hpp"
+
 namespace troupe::bulk {
 
 namespace {
@@ -50,11 +52,11 @@ std::string openssl_reason() {
 }
 
 // The write side of a TLS channel: OpenSSL's records go straight to the end
-// of the channel's output buffer (BIO data: that std::vector<char>), which
+// of the channel's output buffer (BIO data: that wire_buffer), which
 // flush() sends. A memory BIO would zero its new bytes, copy the record in,
 // and copy it out again into that buffer.
 int append_write(BIO* bio, const char* data, int n) {
-  auto* out = static_cast<std::vector<char>*>(BIO_get_data(bio));
+  auto* out = static_cast<wire_buffer*>(BIO_get_data(bio));
   if (!out || n < 0)
     return -1;
   try {
@@ -120,49 +122,68 @@ void socket_fd::reset() noexcept {
 
 // -- channel ------------------------------------------------------------------
 
-channel::channel(socket_fd fd, SSL* ssl) : fd_(std::move(fd)), ssl_(ssl) {
-  bind_output();
-}
+struct channel::records {
+  struct ssl_free {
+    void operator()(SSL* ssl) const noexcept { SSL_free(ssl); }
+  };
+  std::unique_ptr<SSL, ssl_free> session; // kept: each key generation is exported from it
+  record_cipher sealer;
+  record_cipher opener;
+  // Received bytes: [opened_at, opened_end) decrypted and not yet read,
+  // [begin, end) not yet opened. Sized for the largest record.
+  wire_buffer in;
+  size_t opened_at = 0, opened_end = 0, begin = 0, end = 0;
 
-channel::channel(channel&& other) noexcept
-  : fd_(std::move(other.fd_)), ssl_(other.ssl_), want_(other.want_), out_(std::move(other.out_)),
-    out_at_(other.out_at_), staged_(std::move(other.staged_)) {
-  other.ssl_ = nullptr;
-  bind_output();
-}
+  records(std::unique_ptr<SSL, ssl_free> ssl, bool server)
+    : session(std::move(ssl)), sealer(true, exported(session.get(), !server)),
+      opener(false, exported(session.get(), server)) {}
 
-void channel::bind_output() noexcept {
-  if (ssl_)
-    BIO_set_data(SSL_get_wbio(ssl_), &out_);
-}
-
-channel& channel::operator=(channel&& other) noexcept {
-  if (this != &other) {
-    if (ssl_)
-      SSL_free(ssl_);
-    fd_ = std::move(other.fd_);
-    ssl_ = other.ssl_;
-    want_ = other.want_;
-    out_ = std::move(other.out_);
-    out_at_ = other.out_at_;
-    staged_ = std::move(other.staged_);
-    other.ssl_ = nullptr;
-    bind_output();
+  // The keys of one direction (client to server or back), generation by
+  // generation, from the session's exporter: both ends derive the same.
+  static record_cipher::key_source exported(SSL* ssl, bool client_to_server) {
+    return [ssl, client_to_server](uint64_t generation, unsigned char* key_and_iv) {
+      constexpr size_t one = record_cipher::key_bytes + record_cipher::iv_bytes;
+      static const char label[] = "EXPORTER-troupe-bulk-records";
+      unsigned char context[8];
+      for (int i = 0; i < 8; ++i)
+        context[i] = static_cast<unsigned char>(generation >> (8 * (7 - i)));
+      unsigned char both[2 * one];
+      bool ok = SSL_export_keying_material(ssl, both, sizeof(both), label, sizeof(label) - 1,
+                                           context, sizeof(context), 1)
+                == 1;
+      if (ok)
+        std::memcpy(key_and_iv, both + (client_to_server ? 0 : one), one);
+      OPENSSL_cleanse(both, sizeof(both));
+      return ok;
+    };
   }
-  return *this;
+
+  // A whole record waits between begin and end.
+  bool whole_record() const noexcept {
+    if (end - begin < record_cipher::header_bytes)
+      return false;
+    maybe_failure ignored;
+    auto payload = record_cipher::payload_length(in.data() + begin, ignored);
+    // A bad header counts as whole: the next read reports it.
+    return !payload
+           || end - begin >= record_cipher::header_bytes + *payload + record_cipher::tag_bytes;
+  }
+};
+
+channel::channel() = default;
+channel::channel(socket_fd fd) : fd_(std::move(fd)) {
 }
+channel::channel(channel&&) noexcept = default;
+channel& channel::operator=(channel&&) noexcept = default;
+channel::~channel() = default; // no close_notify: the peer sees the connection close either way
 
 bool channel::flush(maybe_failure& error) {
-  if (!ssl_)
-    return true;
   while (out_at_ < out_.size()) {
     auto sent = socket_call(
       [&] { return ::send(fd_.get(), out_.data() + out_at_, out_.size() - out_at_, MSG_NOSIGNAL); },
       "send", error);
-    if (!sent) {
-      want_ = POLLOUT;
+    if (!sent)
       return false;
-    }
     if (*sent <= 0) {
       if (!error)
         error = stopped(std::string("send failed: ") + std::strerror(errno));
@@ -175,49 +196,9 @@ bool channel::flush(maybe_failure& error) {
   return true;
 }
 
-channel::~channel() {
-  if (ssl_)
-    SSL_free(ssl_); // no close_notify: the peer sees the connection close either way
-}
-
-ssize_t channel::tls_result(int ret, maybe_failure& error, bool writing) {
-  if (ret > 0) {
-    want_ = 0;
-    return ret;
-  }
-  switch (SSL_get_error(ssl_, ret)) {
-    case SSL_ERROR_WANT_READ:
-      want_ = POLLIN;
-      return 0;
-    case SSL_ERROR_WANT_WRITE:
-      want_ = POLLOUT;
-      return 0;
-    case SSL_ERROR_ZERO_RETURN:
-      error = stopped("closed by the peer");
-      return -1;
-    case SSL_ERROR_SYSCALL:
-      error = ret == 0 || errno == 0 ? stopped("closed by the peer")
-                                     : stopped(std::string(writing ? "send" : "receive")
-                                               + " failed: " + std::strerror(errno));
-      ERR_clear_error();
-      return -1;
-    default:
-      error = stopped(std::string("TLS ") + (writing ? "write" : "read")
-                      + " failed: " + openssl_reason());
-      return -1;
-  }
-}
-
 ssize_t channel::read_some(void* into, size_t n, maybe_failure& error) {
-  if (ssl_) {
-    ERR_clear_error();
-    auto got = tls_result(SSL_read(ssl_, into, static_cast<int>(std::min<size_t>(n, 1 << 30))),
-                          error, false);
-    // A read may have to answer (a key update, an alert): send it.
-    if (got >= 0 && !flush(error))
-      return error ? -1 : got;
-    return got;
-  }
+  if (records_)
+    return read_records(into, n, error);
   auto got = socket_call([&] { return ::recv(fd_.get(), into, n, 0); }, "receive", error);
   if (!got)
     return 0;
@@ -228,64 +209,99 @@ ssize_t channel::read_some(void* into, size_t n, maybe_failure& error) {
   return *got;
 }
 
-bool channel::seal(const char* from, size_t n, maybe_failure& error) {
-  // Partial writes are on, so SSL_write seals one record a call; the output
-  // buffer takes every record, so it never stops short.
-  while (n > 0) {
-    ERR_clear_error();
-    auto wrote = tls_result(SSL_write(ssl_, from, static_cast<int>(std::min<size_t>(n, 1 << 30))),
-                            error, true);
-    if (wrote <= 0) {
-      if (!error)
-        error = stopped("TLS write stopped short of its output buffer");
-      return false;
+ssize_t channel::read_records(void* into, size_t n, maybe_failure& error) {
+  auto& r = *records_;
+  constexpr size_t overhead = record_cipher::header_bytes + record_cipher::tag_bytes;
+  for (;;) {
+    if (r.opened_at < r.opened_end) {
+      size_t take = std::min(n, r.opened_end - r.opened_at);
+      std::memcpy(into, r.in.data() + r.opened_at, take);
+      r.opened_at += take;
+      return static_cast<ssize_t>(take);
     }
-    from += wrote;
-    n -= static_cast<size_t>(wrote);
+    size_t whole = record_cipher::header_bytes; // what the next record needs here, at least
+    if (r.end - r.begin >= record_cipher::header_bytes) {
+      auto payload = record_cipher::payload_length(r.in.data() + r.begin, error);
+      if (!payload)
+        return -1;
+      whole = *payload + overhead;
+      if (r.end - r.begin >= whole) {
+        // A record the reader takes whole (a tensor: the writer seals each
+        // large one apart) is decrypted straight into its destination.
+        bool direct = *payload <= n;
+        if (!r.opener.open(r.in.data() + r.begin, *payload,
+                           direct ? static_cast<char*>(into) : nullptr, error))
+          return -1;
+        if (direct) {
+          r.begin += whole;
+          return static_cast<ssize_t>(*payload);
+        }
+        r.opened_at = r.begin + record_cipher::header_bytes;
+        r.opened_end = r.opened_at + *payload;
+        r.begin += whole;
+        continue;
+      }
+    }
+    // Room for the rest of the record: what is left of it moves to the
+    // front (all before it has been read).
+    if (r.in.empty())
+      r.in.resize(record_cipher::max_payload + overhead);
+    if (r.begin == r.end) {
+      r.begin = r.end = 0;
+    } else if (r.in.size() - r.begin < whole) {
+      std::memmove(r.in.data(), r.in.data() + r.begin, r.end - r.begin);
+      r.end -= r.begin;
+      r.begin = 0;
+    }
+    r.opened_at = r.opened_end = 0;
+    auto got = socket_call(
+      [&] { return ::recv(fd_.get(), r.in.data() + r.end, r.in.size() - r.end, 0); }, "receive",
+      error);
+    if (!got)
+      return 0;
+    if (*got <= 0) {
+      if (!error)
+        error = stopped("closed by the peer");
+      return -1;
+    }
+    r.end += static_cast<size_t>(*got);
   }
-  return true;
 }
 
 ssize_t channel::write_some(const iovec* chunks, size_t count, maybe_failure& error) {
-  if (ssl_) {
-    // The records of up to 256 KiB of chunks go to the output buffer, then
-    // to the socket in one call: a small frame's header, values and tail are
-    // one system call, as in the clear. What the socket does not take now
-    // waits in out_ (flush).
+  if (records_) {
+    // Up to 256 KiB of chunks become records in the output buffer, then go
+    // to the socket in one call, as in the clear. Small chunks (a frame's
+    // header) share a record; a large one (a tensor) has records of its
+    // own, which the reader decrypts straight into the tensor. What the
+    // socket does not take now waits in out_ (flush).
     if (!flush(error))
       return error ? -1 : 0;
-    // A frame's header and small tensors share a record with what follows
-    // (each record costs a seal here and an open at the peer beside its
-    // bytes): chunks are cut into whole 16 KiB records, and what is left of
-    // one waits in staged_ for the next chunk or the end of the call.
-    constexpr size_t batch = size_t{256} << 10;
-    constexpr size_t record = size_t{16} << 10; // TLS's largest
-    size_t taken = 0;
-    for (size_t i = 0; i < count && taken < batch; ++i) {
-      auto* from = static_cast<const char*>(chunks[i].iov_base);
-      size_t left = std::min(chunks[i].iov_len, batch - taken);
-      taken += left;
-      if (!staged_.empty()) {
-        size_t top = std::min(left, record - staged_.size());
-        staged_.insert(staged_.end(), from, from + top);
-        from += top;
-        left -= top;
-        if (staged_.size() < record)
-          continue;
-        if (!seal(staged_.data(), staged_.size(), error))
+    constexpr size_t own_records = 4096;
+    auto& sealer = records_->sealer;
+    size_t taken = 0, gathered = 0, first = 0;
+    auto seal_gathered = [&](size_t end) {
+      bool ok = gathered == 0 || sealer.seal(chunks + first, end - first, gathered, out_, error);
+      gathered = 0;
+      return ok;
+    };
+    size_t i = 0;
+    for (; i < count && taken < record_cipher::max_payload; ++i) {
+      size_t len = std::min(chunks[i].iov_len, record_cipher::max_payload - taken);
+      if (len >= own_records) {
+        if (!seal_gathered(i) || !sealer.seal(chunks + i, 1, len, out_, error))
           return -1;
-        staged_.clear();
+      } else if (len > 0) {
+        if (gathered == 0)
+          first = i;
+        gathered += len;
       }
-      size_t whole = left - left % record;
-      if (whole > 0 && !seal(from, whole, error))
-        return -1;
-      staged_.insert(staged_.end(), from + whole, from + left);
+      taken += len;
     }
-    if (!staged_.empty()) {
-      if (!seal(staged_.data(), staged_.size(), error))
-        return -1;
-      staged_.clear();
-    }
+    if (!seal_gathered(i))
+      return -1;
+    if (taken == 0)
+      return 0;
     if (!flush(error) && error)
       return -1;
     return static_cast<ssize_t>(taken);
@@ -298,22 +314,13 @@ ssize_t channel::write_some(const iovec* chunks, size_t count, maybe_failure& er
 }
 
 short channel::wanted(bool writing) const noexcept {
-  if (ssl_ && out_at_ < out_.size())
+  if (out_at_ < out_.size())
     return POLLOUT;
-  if (ssl_ && want_ != 0)
-    return want_;
   return writing ? POLLOUT : POLLIN;
 }
 
 bool channel::has_buffered() const noexcept {
-  if (!ssl_)
-    return false;
-  if (SSL_pending(ssl_) > 0)
-    return true; // decrypted, waiting
-  // Records read ahead but not yet decrypted count too (poll would not see
-  // them), unless the last read found only part of a record there: then the
-  // rest must come first, and poll says when.
-  return SSL_has_pending(ssl_) == 1 && want_ != POLLIN;
+  return records_ && (records_->opened_at < records_->opened_end || records_->whole_record());
 }
 
 void channel::shutdown() noexcept {
@@ -333,15 +340,15 @@ std::shared_ptr<const tls_context> tls_context::make(const tls_files& files, may
   if (!ctx)
     return fail("no TLS context");
   std::shared_ptr<const tls_context> out{new tls_context(ctx)};
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  // Whole records per read call, not a header and then a body, and up to
-  // 256 KiB of them: a frame costs a system call or two, as in the clear.
-  SSL_CTX_set_read_ahead(ctx, 1);
-  SSL_CTX_set_default_read_buffer_len(ctx, size_t{256} << 10);
-  // AES-128-GCM first: as safe for a cluster's traffic, and cheaper per byte.
-  SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
-                                "TLS_CHACHA20_POLY1305_SHA256");
+  // TLS 1.3 only (both ends are Troupe nodes): its exporter keys the
+  // records that follow the handshake (record_cipher.hpp). No session
+  // tickets: nothing of TLS may follow the handshake's last message but the
+  // server's ready record. No read-ahead: OpenSSL must not take bytes past
+  // that record off the socket.
+  SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+  SSL_CTX_set_num_tickets(ctx, 0);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+  SSL_CTX_set_read_ahead(ctx, 0);
   auto pass = files.passphrase;
   SSL_CTX_set_default_passwd_cb(ctx, passphrase_callback);
   SSL_CTX_set_default_passwd_cb_userdata(ctx, &pass);
@@ -374,49 +381,84 @@ channel tls_context::connect(socket_fd fd, deadline until, maybe_failure& error)
   return handshake(std::move(fd), false, until, error);
 }
 
+namespace {
+
+// The server's first and only TLS record after the handshake: the client
+// reads it through TLS, so a session the server refused (its client
+// certificate check failed after the client's side had finished) ends in the
+// client's handshake with TLS's own alert, and both ends switch to records
+// at a known point of the stream.
+constexpr char ready_record[] = "troupe records 1";
+
+} // namespace
+
 channel tls_context::handshake(socket_fd fd, bool server, deadline until,
                                maybe_failure& error) const {
-  SSL* ssl = SSL_new(ctx_);
+  std::unique_ptr<SSL, channel::records::ssl_free> ssl{SSL_new(ctx_)};
   BIO* reads = BIO_new_socket(fd.get(), BIO_NOCLOSE);
   BIO* writes = append_method() ? BIO_new(append_method()) : nullptr; // flush() sends what it holds
   if (!ssl || !reads || !writes) {
-    if (ssl)
-      SSL_free(ssl);
     BIO_free(reads);
     BIO_free(writes);
     error = stopped("no TLS session: " + openssl_reason());
     return {};
   }
-  SSL_set_bio(ssl, reads, writes);
-  channel out{std::move(fd), ssl}; // frees the session on every return
+  channel out{std::move(fd)};
+  BIO_set_data(writes, &out.out_);
+  SSL_set_bio(ssl.get(), reads, writes);
+  auto refused = [&] {
+    auto verify = SSL_get_verify_result(ssl.get());
+    error = failure{errc::unauthorized,
+                    "bulk connection: TLS handshake failed: "
+                      + (verify != X509_V_OK ? std::string(X509_verify_cert_error_string(verify))
+                                             : openssl_reason())
+                      + " (both sides need a certificate of the cluster CA)"};
+    return channel{};
+  };
+  bool shaken = false, ready = false;
   for (;;) {
     ERR_clear_error();
-    int ret = server ? SSL_accept(ssl) : SSL_connect(ssl);
+    int ret = 1;
+    if (!shaken) {
+      ret = server ? SSL_accept(ssl.get()) : SSL_connect(ssl.get());
+      shaken = ret == 1;
+      if (shaken && server) {
+        if (SSL_write(ssl.get(), ready_record, sizeof(ready_record)) <= 0) // into out_: whole
+          return refused();
+        ready = true;
+      }
+    }
+    if (shaken && !server && !ready) {
+      char got[sizeof(ready_record) + 1];
+      ret = SSL_read(ssl.get(), got, sizeof(got));
+      if (ret > 0) {
+        if (ret != sizeof(ready_record) || std::memcmp(got, ready_record, sizeof(got) - 1) != 0) {
+          error = failure{errc::protocol_mismatch,
+                          "bulk connection: the TLS peer is no Troupe node of this version"};
+          return {};
+        }
+        ready = true;
+      }
+    }
     maybe_failure sent;
     bool flushed = out.flush(sent);
     if (sent) {
       error = sent;
       return {};
     }
-    if (ret == 1 && flushed)
-      return out;
+    if (ready && flushed)
+      break;
     short events = POLLOUT;
-    switch (ret == 1 ? SSL_ERROR_WANT_WRITE : SSL_get_error(ssl, ret)) {
-      case SSL_ERROR_WANT_READ:
-        events = flushed ? POLLIN : POLLIN | POLLOUT;
-        break;
-      case SSL_ERROR_WANT_WRITE:
-        events = POLLOUT;
-        break;
-      default: {
-        auto verify = SSL_get_verify_result(ssl);
-        error = failure{errc::unauthorized,
-                        "bulk connection: TLS handshake failed: "
-                          + (verify != X509_V_OK
-                               ? std::string(X509_verify_cert_error_string(verify))
-                               : openssl_reason())
-                          + " (both sides need a certificate of the cluster CA)"};
-        return {};
+    if (!ready) {
+      switch (SSL_get_error(ssl.get(), ret)) {
+        case SSL_ERROR_WANT_READ:
+          events = flushed ? POLLIN : POLLIN | POLLOUT;
+          break;
+        case SSL_ERROR_WANT_WRITE:
+          events = POLLOUT;
+          break;
+        default:
+          return refused();
       }
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -432,6 +474,16 @@ channel tls_context::handshake(socket_fd fd, bool server, deadline until,
       return {};
     }
   }
+  // TLS is done with the socket: whatever it read past the ready record
+  // would be lost to the records.
+  if (SSL_has_pending(ssl.get()) == 1) {
+    error = failure{errc::protocol_mismatch,
+                    "bulk connection: TLS data after the handshake (another Troupe version?)"};
+    return {};
+  }
+  BIO_set_data(SSL_get_wbio(ssl.get()), nullptr); // a stray TLS write fails, not out_
+  out.records_ = std::make_unique<channel::records>(std::move(ssl), server);
+  return out;
 }
 
 } // namespace troupe::bulk

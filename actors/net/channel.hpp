@@ -1,8 +1,9 @@
 #pragma once
 // A bulk connection's byte stream: a connected non-blocking socket, plain
 // or under mutual TLS (the cluster's certificates, the peer checked against
-// the cluster CA, as CAF's openssl module checks BASP peers). Frames are
-// read and written through it, the same either way. Free of CAF.
+// the cluster CA, as CAF's openssl module checks BASP peers; after the TLS
+// 1.3 handshake, frames go in records of record_cipher.hpp). Frames are read
+// and written through it, the same either way. Free of CAF.
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -12,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "actors/net/wire_buffer.hpp"
 #include "tensor/core/error.hpp"
 
-typedef struct ssl_st SSL;
 typedef struct ssl_ctx_st SSL_CTX;
 
 namespace troupe::bulk {
@@ -42,11 +43,9 @@ private:
 
 class channel {
 public:
-  channel() = default;
+  channel();
   /// Plain TCP.
-  explicit channel(socket_fd fd) : fd_(std::move(fd)) {}
-  /// TLS over fd, its handshake done (tls_context).
-  channel(socket_fd fd, SSL* ssl);
+  explicit channel(socket_fd fd);
   channel(channel&& other) noexcept;
   channel& operator=(channel&& other) noexcept;
   channel(const channel&) = delete;
@@ -55,7 +54,7 @@ public:
 
   int fd() const noexcept { return fd_.get(); }
   explicit operator bool() const noexcept { return static_cast<bool>(fd_); }
-  bool encrypted() const noexcept { return ssl_ != nullptr; }
+  bool encrypted() const noexcept { return records_ != nullptr; }
 
   /// >0: bytes read; 0: nothing now (would block); -1: closed or failed,
   /// with `error` set.
@@ -66,28 +65,22 @@ public:
   /// Sends what write_some took and the socket has not yet; true once all
   /// is out (always, in the clear).
   bool flush(maybe_failure& error);
-  /// The poll events the channel waits for after a call that would block:
-  /// a read may need the socket writable under TLS, and a write readable.
+  /// The poll events the channel waits for after a call that would block.
   short wanted(bool writing) const noexcept;
-  /// Decrypted bytes waiting inside TLS: a read needs no poll first.
+  /// Bytes received and decrypted, or a whole record, waiting in the
+  /// channel: a read needs no poll first.
   bool has_buffered() const noexcept;
   /// Wakes a thread polling this channel's socket (both directions).
   void shutdown() noexcept;
 
 private:
   friend class tls_context;
-  ssize_t tls_result(int ret, maybe_failure& error, bool writing);
-  /// All n bytes into records in out_; false with `error` set otherwise.
-  bool seal(const char* from, size_t n, maybe_failure& error);
-  // Points the session's write BIO at out_ (again after a move): TLS
-  // appends a frame's records there, and the socket gets them in one call.
-  void bind_output() noexcept;
+  struct records; // under TLS: the session and both directions' ciphers (record_cipher)
+  ssize_t read_records(void* into, size_t n, maybe_failure& error);
   socket_fd fd_;
-  SSL* ssl_ = nullptr;
-  short want_ = 0;        // the events the last blocked TLS call waits for
-  std::vector<char> out_; // encrypted bytes the socket did not take yet
+  std::unique_ptr<records> records_;
+  wire_buffer out_; // sealed records (or handshake bytes) the socket did not take yet
   size_t out_at_ = 0;
-  std::vector<char> staged_; // plaintext short of a whole record (write_some)
 };
 
 /// What a node's mutual TLS is made of: the [openssl] section's files,

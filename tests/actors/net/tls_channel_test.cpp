@@ -12,6 +12,7 @@
 #include <boost/test/unit_test.hpp>
 #include <openssl/pem.h>
 
+#include "actors/net/record_cipher.hpp"
 #include "actors/net/socket.hpp"
 #include "tests/support/frame_turns.hpp"
 #include "tests/support/self_signed.hpp"
@@ -114,6 +115,28 @@ BOOST_AUTO_TEST_CASE(frames_of_every_size_cross_a_moved_tls_channel_bit_exact) {
         BOOST_TEST(reader.tensors()[i].bit_equal(sent[i]), "tensor " << i << " of " << n);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(bytes_forged_onto_the_wire_are_refused_with_the_connection) {
+  identity_files identity;
+  maybe_failure error;
+  auto tls = tls_context::make(identity.files, error);
+  BOOST_REQUIRE_MESSAGE(tls, (error ? error->message : "no context"));
+  tls_pair p{*tls};
+  // A well-formed record header and 32 bytes that no key sealed, written
+  // on the socket past the channel, as a man in the middle would.
+  std::vector<char> forged(4 + 16 + record_cipher::tag_bytes, 'x');
+  forged[0] = forged[1] = forged[2] = 0;
+  forged[3] = 16;
+  BOOST_REQUIRE(::send(p.b.fd(), forged.data(), forged.size(), 0) == ssize_t(forged.size()));
+  char got[64];
+  ssize_t n = 0;
+  for (int turn = 0; turn < 100 && n == 0; ++turn)
+    if (wait_for(p.a, false, soon(), error))
+      n = p.a.read_some(got, sizeof(got), error);
+  BOOST_TEST(n == -1);
+  BOOST_REQUIRE(error);
+  BOOST_TEST(error->message.find("integrity") != std::string::npos, error->message);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
