@@ -18,6 +18,8 @@ root=$2
 enter_scratch_dir
 num() { grep -o "\"$2\":[0-9.e+-]*" "$1" | tail -1 | cut -d: -f2; }
 above() { awk -v x="$1" -v lo="$2" 'BEGIN { exit !(x != "" && x + 0 > lo) }'; }
+# Two printed scores within one unit of their 6th decimal, both present.
+within_print() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(a != "" && b != "" && d <= 1.5e-6 && d >= -1.5e-6) }'; }
 
 "$root/scripts/make-ctr-data" data/ctr --rows 60000 --vocab 10-20000 --seed 5 >ctr.log 2>&1
 oracle=$(grep -o '"auc": [0-9.]*' data/ctr/oracle.json | cut -d' ' -f2)
@@ -87,8 +89,12 @@ deep_scores=$(grep -o '"test_auc":[^,]*,"test_logloss":[^,]*' deep.out)
 expect "ctr-deep restored onto 3 shards: the same test scores ($(grep -o '"test_auc":[^,]*' deep3.out))" \
   test "$(grep -o '"test_auc":[^,]*,"test_logloss":[^,]*' deep3.out)" = "$deep_scores"
 "$(dirname "$bin")/troupe-eval" logs/deep/export data/ctr/test.tsv >deep-eval.out 2>&1
+# The network's matrix products run over batches of 256 rows in troupe-eval,
+# of 1,000 in the run's evaluator: float sums differ in order, and a score can print one
+# unit apart in its 6th decimal (0.628519 against 0.628518 in one CI run).
 expect "troupe-eval on ctr-deep's export: the run's AUC and log loss ($(num deep-eval.out auc) vs $auc)" \
-  test "$(num deep-eval.out auc) $(num deep-eval.out logloss)" = "$auc $(num deep.out test_logloss)"
+  eval 'within_print "$(num deep-eval.out auc)" "$auc" &&
+        within_print "$(num deep-eval.out logloss)" "$(num deep.out test_logloss)"'
 
 # -- C: a checkpoint holds the table by key, numpy-readable; restored onto 1, 2 and 3
 # shards it predicts exactly what was saved --
