@@ -19,10 +19,6 @@ namespace troupe::bulk {
 
 namespace {
 
-failure stopped(std::string what) {
-  return {errc::training_stopped, "bulk connection: " + std::move(what)};
-}
-
 // call() (a send or a receive on a non-blocking socket), again when a signal
 // interrupted it: its result (>= 0); nullopt when the socket would block; -1
 // with `error` naming `what` when it failed.
@@ -36,67 +32,16 @@ std::optional<ssize_t> socket_call(Call call, const char* what, maybe_failure& e
       continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK)
       return std::nullopt;
-    error = stopped(std::string(what) + " failed: " + std::strerror(errno));
+    error = connection_stopped(std::string(what) + " failed: " + std::strerror(errno));
     return -1;
   }
-}
-
-std::string openssl_reason() {
-  auto code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0)
-    return "no reason given";
-  char text[256];
-  ERR_error_string_n(code, text, sizeof(text));
-  return text;
-}
-
-// The write side of a TLS channel: OpenSSL's records go straight to the end
-// of the channel's output buffer (BIO data: that wire_buffer), which
-// flush() sends. A memory BIO would zero its new bytes, copy the record in,
-// and copy it out again into that buffer.
-int append_write(BIO* bio, const char* data, int n) {
-  auto* out = static_cast<wire_buffer*>(BIO_get_data(bio));
-  if (!out || n < 0)
-    return -1;
-  try {
-    out->insert(out->end(), data, data + n);
-  } catch (const std::bad_alloc&) {
-    return -1; // no exception through OpenSSL's C frames: the write fails
-  }
-  return n;
-}
-
-long append_ctrl(BIO*, int cmd, long, void*) {
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0; // flush() sends; nothing else applies
-}
-
-int append_create(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-const BIO_METHOD* append_method() {
-  static BIO_METHOD* method = [] {
-    auto* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "troupe channel output");
-    if (m) {
-      BIO_meth_set_write(m, append_write);
-      BIO_meth_set_ctrl(m, append_ctrl);
-      BIO_meth_set_create(m, append_create);
-    }
-    return m;
-  }();
-  return method;
-}
-
-int passphrase_callback(char* buf, int size, int, void* user) {
-  auto* pass = static_cast<const std::string*>(user);
-  auto n = std::min<int>(size, static_cast<int>(pass->size()));
-  std::copy_n(pass->data(), n, buf);
-  return n;
 }
 
 } // namespace
+
+failure connection_stopped(std::string what) {
+  return {errc::training_stopped, "bulk connection: " + std::move(what)};
+}
 
 // -- socket_fd ----------------------------------------------------------------
 
@@ -170,6 +115,10 @@ struct channel::records {
   }
 };
 
+void channel::start_records(SSL* session, bool server) {
+  records_ = std::make_unique<records>(std::unique_ptr<SSL, records::ssl_free>(session), server);
+}
+
 channel::channel() = default;
 channel::channel(socket_fd fd) : fd_(std::move(fd)) {
 }
@@ -186,7 +135,7 @@ bool channel::flush(maybe_failure& error) {
       return false;
     if (*sent <= 0) {
       if (!error)
-        error = stopped(std::string("send failed: ") + std::strerror(errno));
+        error = connection_stopped(std::string("send failed: ") + std::strerror(errno));
       return false;
     }
     out_at_ += static_cast<size_t>(*sent);
@@ -203,7 +152,7 @@ ssize_t channel::read_some(void* into, size_t n, maybe_failure& error) {
   if (!got)
     return 0;
   if (*got == 0) {
-    error = stopped("closed by the peer");
+    error = connection_stopped("closed by the peer");
     return -1;
   }
   return *got;
@@ -261,7 +210,7 @@ ssize_t channel::read_records(void* into, size_t n, maybe_failure& error) {
       return 0;
     if (*got <= 0) {
       if (!error)
-        error = stopped("closed by the peer");
+        error = connection_stopped("closed by the peer");
       return -1;
     }
     r.end += static_cast<size_t>(*got);
@@ -326,164 +275,6 @@ bool channel::has_buffered() const noexcept {
 void channel::shutdown() noexcept {
   if (fd_)
     ::shutdown(fd_.get(), SHUT_RDWR);
-}
-
-// -- tls_context --------------------------------------------------------------
-
-std::shared_ptr<const tls_context> tls_context::make(const tls_files& files, maybe_failure& error) {
-  auto fail = [&](const std::string& what) {
-    error = failure{errc::invalid_setting,
-                    "bulk path TLS: " + what + " (" + openssl_reason() + ")"};
-    return nullptr;
-  };
-  SSL_CTX* ctx = SSL_CTX_new(TLS_method());
-  if (!ctx)
-    return fail("no TLS context");
-  std::shared_ptr<const tls_context> out{new tls_context(ctx)};
-  // TLS 1.3 only (both ends are Troupe nodes): its exporter keys the
-  // records that follow the handshake (record_cipher.hpp). No session
-  // tickets: nothing of TLS may follow the handshake's last message but the
-  // server's ready record. No read-ahead: OpenSSL must not take bytes past
-  // that record off the socket.
-  SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
-  SSL_CTX_set_num_tickets(ctx, 0);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
-  SSL_CTX_set_read_ahead(ctx, 0);
-  auto pass = files.passphrase;
-  SSL_CTX_set_default_passwd_cb(ctx, passphrase_callback);
-  SSL_CTX_set_default_passwd_cb_userdata(ctx, &pass);
-  if (SSL_CTX_use_certificate_chain_file(ctx, files.certificate.c_str()) != 1)
-    return fail("cannot load the certificate '" + files.certificate + "'");
-  if (SSL_CTX_use_PrivateKey_file(ctx, files.key.c_str(), SSL_FILETYPE_PEM) != 1)
-    return fail("cannot load the key '" + files.key + "'");
-  SSL_CTX_set_default_passwd_cb_userdata(ctx, nullptr); // pass goes out of scope
-  if (SSL_CTX_check_private_key(ctx) != 1)
-    return fail("the key does not belong to the certificate");
-  const char* cafile = files.cafile.empty() ? nullptr : files.cafile.c_str();
-  const char* capath = files.capath.empty() ? nullptr : files.capath.c_str();
-  if (SSL_CTX_load_verify_locations(ctx, cafile, capath) != 1)
-    return fail("cannot load the cluster CA");
-  // Both sides show a certificate of the cluster CA, as under CAF's openssl
-  // module (which checks no host name either: the CA is the cluster).
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
-  return out;
-}
-
-tls_context::~tls_context() {
-  SSL_CTX_free(ctx_);
-}
-
-channel tls_context::accept(socket_fd fd, deadline until, maybe_failure& error) const {
-  return handshake(std::move(fd), true, until, error);
-}
-
-channel tls_context::connect(socket_fd fd, deadline until, maybe_failure& error) const {
-  return handshake(std::move(fd), false, until, error);
-}
-
-namespace {
-
-// The server's first and only TLS record after the handshake: the client
-// reads it through TLS, so a session the server refused (its client
-// certificate check failed after the client's side had finished) ends in the
-// client's handshake with TLS's own alert, and both ends switch to records
-// at a known point of the stream.
-constexpr char ready_record[] = "troupe records 1";
-
-} // namespace
-
-channel tls_context::handshake(socket_fd fd, bool server, deadline until,
-                               maybe_failure& error) const {
-  std::unique_ptr<SSL, channel::records::ssl_free> ssl{SSL_new(ctx_)};
-  BIO* reads = BIO_new_socket(fd.get(), BIO_NOCLOSE);
-  BIO* writes = append_method() ? BIO_new(append_method()) : nullptr; // flush() sends what it holds
-  if (!ssl || !reads || !writes) {
-    BIO_free(reads);
-    BIO_free(writes);
-    error = stopped("no TLS session: " + openssl_reason());
-    return {};
-  }
-  channel out{std::move(fd)};
-  BIO_set_data(writes, &out.out_);
-  SSL_set_bio(ssl.get(), reads, writes);
-  auto refused = [&] {
-    auto verify = SSL_get_verify_result(ssl.get());
-    error = failure{errc::unauthorized,
-                    "bulk connection: TLS handshake failed: "
-                      + (verify != X509_V_OK ? std::string(X509_verify_cert_error_string(verify))
-                                             : openssl_reason())
-                      + " (both sides need a certificate of the cluster CA)"};
-    return channel{};
-  };
-  bool shaken = false, ready = false;
-  for (;;) {
-    ERR_clear_error();
-    int ret = 1;
-    if (!shaken) {
-      ret = server ? SSL_accept(ssl.get()) : SSL_connect(ssl.get());
-      shaken = ret == 1;
-      if (shaken && server) {
-        if (SSL_write(ssl.get(), ready_record, sizeof(ready_record)) <= 0) // into out_: whole
-          return refused();
-        ready = true;
-      }
-    }
-    if (shaken && !server && !ready) {
-      char got[sizeof(ready_record) + 1];
-      ret = SSL_read(ssl.get(), got, sizeof(got));
-      if (ret > 0) {
-        if (ret != sizeof(ready_record) || std::memcmp(got, ready_record, sizeof(got) - 1) != 0) {
-          error = failure{errc::protocol_mismatch,
-                          "bulk connection: the TLS peer is no Troupe node of this version"};
-          return {};
-        }
-        ready = true;
-      }
-    }
-    maybe_failure sent;
-    bool flushed = out.flush(sent);
-    if (sent) {
-      error = sent;
-      return {};
-    }
-    if (ready && flushed)
-      break;
-    short events = POLLOUT;
-    if (!ready) {
-      switch (SSL_get_error(ssl.get(), ret)) {
-        case SSL_ERROR_WANT_READ:
-          events = flushed ? POLLIN : POLLIN | POLLOUT;
-          break;
-        case SSL_ERROR_WANT_WRITE:
-          events = POLLOUT;
-          break;
-        default:
-          return refused();
-      }
-    }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      until - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      error = stopped("no TLS handshake before the deadline");
-      return {};
-    }
-    pollfd p{out.fd(), events, 0};
-    if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30))) < 0
-        && errno != EINTR) {
-      error = stopped(std::string("poll failed: ") + std::strerror(errno));
-      return {};
-    }
-  }
-  // TLS is done with the socket: whatever it read past the ready record
-  // would be lost to the records.
-  if (SSL_has_pending(ssl.get()) == 1) {
-    error = failure{errc::protocol_mismatch,
-                    "bulk connection: TLS data after the handshake (another Troupe version?)"};
-    return {};
-  }
-  BIO_set_data(SSL_get_wbio(ssl.get()), nullptr); // a stray TLS write fails, not out_
-  out.records_ = std::make_unique<channel::records>(std::move(ssl), server);
-  return out;
 }
 
 } // namespace troupe::bulk

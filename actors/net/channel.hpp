@@ -18,7 +18,13 @@
 
 typedef struct ssl_ctx_st SSL_CTX;
 
+typedef struct ssl_st SSL;
+
 namespace troupe::bulk {
+
+/// A bulk connection that cannot go on: training_stopped, with the message
+/// "bulk connection: " + what.
+failure connection_stopped(std::string what);
 
 using deadline = std::chrono::steady_clock::time_point;
 
@@ -76,6 +82,9 @@ public:
 private:
   friend class tls_context;
   struct records; // under TLS: the session and both directions' ciphers (record_cipher)
+  /// After a TLS handshake (tls_context): frames go in records from now on,
+  /// keyed from `session`, which the channel then owns.
+  void start_records(SSL* session, bool server);
   ssize_t read_records(void* into, size_t n, maybe_failure& error);
   socket_fd fd_;
   std::unique_ptr<records> records_;

@@ -17,10 +17,6 @@ namespace troupe::bulk {
 
 namespace {
 
-failure stopped(std::string what) {
-  return {errc::training_stopped, "bulk connection: " + std::move(what)};
-}
-
 // The first IPv4 or IPv6 address of host.
 bool resolve(const std::string& host, uint16_t port, sockaddr_storage& out, socklen_t& len) {
   addrinfo hints{};
@@ -71,19 +67,19 @@ socket_fd connect_to(const std::string& host, uint16_t port, deadline until, may
   sockaddr_storage addr{};
   socklen_t len = 0;
   if (!resolve(host, port, addr, len)) {
-    error = stopped("cannot resolve '" + host + "'");
+    error = connection_stopped("cannot resolve '" + host + "'");
     return {};
   }
   socket_fd fd{::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   if (!fd) {
-    error = stopped(std::string("no socket: ") + std::strerror(errno));
+    error = connection_stopped(std::string("no socket: ") + std::strerror(errno));
     return {};
   }
   prepare(fd.get());
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     if (errno != EINPROGRESS) {
-      error = stopped("cannot connect to " + host + ":" + std::to_string(port) + ": "
-                      + std::strerror(errno));
+      error = connection_stopped("cannot connect to " + host + ":" + std::to_string(port) + ": "
+                                 + std::strerror(errno));
       return {};
     }
     pollfd p{fd.get(), POLLOUT, 0};
@@ -91,16 +87,16 @@ socket_fd connect_to(const std::string& host, uint16_t port, deadline until, may
       until - std::chrono::steady_clock::now());
     if (left.count() <= 0
         || ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30))) <= 0) {
-      error = stopped("cannot connect to " + host + ":" + std::to_string(port)
-                      + " before the deadline");
+      error = connection_stopped("cannot connect to " + host + ":" + std::to_string(port)
+                                 + " before the deadline");
       return {};
     }
     int status = 0;
     socklen_t size = sizeof(status);
     ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &status, &size);
     if (status != 0) {
-      error = stopped("cannot connect to " + host + ":" + std::to_string(port) + ": "
-                      + std::strerror(status));
+      error = connection_stopped("cannot connect to " + host + ":" + std::to_string(port) + ": "
+                                 + std::strerror(status));
       return {};
     }
   }
@@ -114,7 +110,7 @@ bool wait_for(const channel& ch, bool writable, deadline until, maybe_failure& e
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       until - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      error = stopped("no progress before the deadline");
+      error = connection_stopped("no progress before the deadline");
       return false;
     }
     pollfd p{ch.fd(), ch.wanted(writable), 0};
@@ -122,7 +118,7 @@ bool wait_for(const channel& ch, bool writable, deadline until, maybe_failure& e
     if (ready > 0)
       return true;
     if (ready < 0 && errno != EINTR) {
-      error = stopped(std::string("poll failed: ") + std::strerror(errno));
+      error = connection_stopped(std::string("poll failed: ") + std::strerror(errno));
       return false;
     }
   }

@@ -34,6 +34,15 @@ expect "  and no worker fell back to BASP" bash -c "! grep -q 'no bulk path' w0.
 wait_for_line ps0.log "refused a bulk connection from 127.0.0.1:[0-9]*: .*TLS handshake failed" 10
 expect "  a plain connection to it fails the TLS handshake, logged with its address" \
   grep -q "refused a bulk connection from 127.0.0.1:[0-9]*: .*TLS handshake failed" ps0.log
+# A peer with a cluster certificate that goes on speaking TLS after the
+# handshake (openssl s_client) sends TLS records where the bulk path's own
+# belong: refused, and named.
+echo hello | timeout 5 openssl s_client -quiet -cert "$tmp/certs/worker-1.pem" \
+  -key "$tmp/certs/worker-1.key" -CAfile "$tmp/certs/ca.pem" -connect "127.0.0.1:${bulk_port:-1}" \
+  >/dev/null 2>&1
+wait_for_line ps0.log "bulk connection from 127.0.0.1:[0-9]*: .*TLS record where a Troupe record belongs" 10
+expect "  a certified peer speaking TLS records after the handshake is refused, and named" \
+  grep -q "bulk connection from 127.0.0.1:[0-9]*: .*TLS record where a Troupe record belongs" ps0.log
 ps_before=$(peak_mib "${pid[ps0]}"); chief_before=$(peak_mib "${pid[chief]}")
 
 # Garbage, and a BASP header claiming a 3 GiB payload: over plain TCP CAF 0.17

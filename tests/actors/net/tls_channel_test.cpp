@@ -31,11 +31,11 @@ deadline soon() {
 struct identity_files {
   std::string dir;
   tls_files files;
-  identity_files() {
+  explicit identity_files(const char* common_name = "troupe-test") {
     char name[] = "/tmp/troupe-tls-channel-XXXXXX";
     BOOST_REQUIRE(::mkdtemp(name));
     dir = name;
-    troupe::testing::self_signed_identity id{"troupe-test"};
+    troupe::testing::self_signed_identity id{common_name};
     BOOST_REQUIRE(id.ok);
     files = {dir + "/node.pem", dir + "/node.key", "", dir + "/node.pem", ""};
     FILE* pem = std::fopen(files.certificate.c_str(), "w");
@@ -137,6 +137,34 @@ BOOST_AUTO_TEST_CASE(bytes_forged_onto_the_wire_are_refused_with_the_connection)
   BOOST_TEST(n == -1);
   BOOST_REQUIRE(error);
   BOOST_TEST(error->message.find("integrity") != std::string::npos, error->message);
+}
+
+BOOST_AUTO_TEST_CASE(a_client_the_server_refuses_learns_it_in_its_handshake) {
+  // Under TLS 1.3 a client's side of the handshake ends before the server
+  // has checked its certificate: the ready record is where it hears "no".
+  identity_files server_identity{"troupe-cluster"}, stranger{"troupe-stranger"};
+  tls_files trusts_the_server = stranger.files;
+  trusts_the_server.cafile = server_identity.files.certificate;
+  maybe_failure error;
+  auto server_tls = tls_context::make(server_identity.files, error);
+  auto client_tls = tls_context::make(trusts_the_server, error);
+  BOOST_REQUIRE_MESSAGE(server_tls && client_tls, (error ? error->message : "no context"));
+  int fds[2];
+  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+  prepare(fds[0]);
+  prepare(fds[1]);
+  maybe_failure server_error, client_error;
+  std::thread accepting{[&] { server_tls->accept(socket_fd{fds[0]}, soon(), server_error); }};
+  channel client = client_tls->connect(socket_fd{fds[1]}, soon(), client_error);
+  accepting.join();
+  BOOST_TEST(!client);
+  BOOST_REQUIRE(server_error);
+  BOOST_TEST(server_error->message.find("TLS handshake failed") != std::string::npos,
+             server_error->message);
+  BOOST_REQUIRE(client_error);
+  BOOST_TEST(client_error->message.find("TLS handshake failed") != std::string::npos,
+             client_error->message);
+  BOOST_TEST(client_error->message.find("alert") != std::string::npos, client_error->message);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
