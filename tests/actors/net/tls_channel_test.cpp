@@ -78,16 +78,26 @@ struct tls_pair {
   }
 };
 
+std::shared_ptr<const tls_context> context_for(const tls_files& files) {
+  maybe_failure error;
+  auto tls = tls_context::make(files, error);
+  BOOST_REQUIRE_MESSAGE(tls, (error ? error->message : "no context"));
+  return tls;
+}
+
+// One identity both ends use, and a handshaken pair of channels.
+struct connected {
+  identity_files identity;
+  std::shared_ptr<const tls_context> tls = context_for(identity.files);
+  tls_pair p{*tls};
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(tls_channel)
 
-BOOST_AUTO_TEST_CASE(frames_of_every_size_cross_a_moved_tls_channel_bit_exact) {
-  identity_files identity;
+BOOST_FIXTURE_TEST_CASE(frames_of_every_size_cross_a_moved_tls_channel_bit_exact, connected) {
   maybe_failure error;
-  auto tls = tls_context::make(identity.files, error);
-  BOOST_REQUIRE_MESSAGE(tls, (error ? error->message : "no context"));
-  tls_pair p{*tls};
   // Sizes around a TLS record (16 KiB) and far beyond the socket buffers.
   std::vector<size_t> sizes{1, 4095, 4096, 4097, 7850, 16384, 300'000};
   uint64_t request = 0;
@@ -117,12 +127,8 @@ BOOST_AUTO_TEST_CASE(frames_of_every_size_cross_a_moved_tls_channel_bit_exact) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(bytes_forged_onto_the_wire_are_refused_with_the_connection) {
-  identity_files identity;
+BOOST_FIXTURE_TEST_CASE(bytes_forged_onto_the_wire_are_refused_with_the_connection, connected) {
   maybe_failure error;
-  auto tls = tls_context::make(identity.files, error);
-  BOOST_REQUIRE_MESSAGE(tls, (error ? error->message : "no context"));
-  tls_pair p{*tls};
   // A well-formed record header and 32 bytes that no key sealed, written
   // on the socket past the channel, as a man in the middle would.
   std::vector<char> forged(4 + 16 + record_cipher::tag_bytes, 'x');
@@ -145,10 +151,8 @@ BOOST_AUTO_TEST_CASE(a_client_the_server_refuses_learns_it_in_its_handshake) {
   identity_files server_identity{"troupe-cluster"}, stranger{"troupe-stranger"};
   tls_files trusts_the_server = stranger.files;
   trusts_the_server.cafile = server_identity.files.certificate;
-  maybe_failure error;
-  auto server_tls = tls_context::make(server_identity.files, error);
-  auto client_tls = tls_context::make(trusts_the_server, error);
-  BOOST_REQUIRE_MESSAGE(server_tls && client_tls, (error ? error->message : "no context"));
+  auto server_tls = context_for(server_identity.files);
+  auto client_tls = context_for(trusts_the_server);
   int fds[2];
   BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
   prepare(fds[0]);
