@@ -67,10 +67,11 @@ void socket_fd::reset() noexcept {
 
 // -- channel ------------------------------------------------------------------
 
+void ssl_free::operator()(SSL* ssl) const noexcept {
+  SSL_free(ssl);
+}
+
 struct channel::records {
-  struct ssl_free {
-    void operator()(SSL* ssl) const noexcept { SSL_free(ssl); }
-  };
   std::unique_ptr<SSL, ssl_free> session; // kept: each key generation is exported from it
   record_cipher sealer;
   record_cipher opener;
@@ -116,7 +117,7 @@ struct channel::records {
 };
 
 void channel::start_records(SSL* session, bool server) {
-  records_ = std::make_unique<records>(std::unique_ptr<SSL, records::ssl_free>(session), server);
+  records_ = std::make_unique<records>(std::unique_ptr<SSL, ssl_free>(session), server);
 }
 
 channel::channel() = default;

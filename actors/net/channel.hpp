@@ -26,6 +26,11 @@ namespace troupe::bulk {
 /// "bulk connection: " + what.
 failure connection_stopped(std::string what);
 
+/// Frees an OpenSSL session (a unique_ptr's deleter).
+struct ssl_free {
+  void operator()(SSL* ssl) const noexcept;
+};
+
 using deadline = std::chrono::steady_clock::time_point;
 
 /// Owns a socket; closes it when destroyed.

@@ -78,10 +78,6 @@ int passphrase_callback(char* buf, int size, int, void* user) {
 // (record_cipher.hpp) at a known point of the stream.
 constexpr char ready_record[] = "troupe records 1";
 
-struct ssl_free {
-  void operator()(SSL* ssl) const noexcept { SSL_free(ssl); }
-};
-
 // One connection's handshake, attempt by attempt on a non-blocking socket:
 // TLS's own, then the ready record (the server writes it, the client reads
 // it), then whatever of it the socket has not taken yet.
