@@ -5,6 +5,10 @@
 #                                  prints why and fails where they cannot be made
 #   add_host PREFIX HOST ADDRESS   (the switch namespace is PREFIXsw)
 #   remove_hosts PREFIX            deletes every namespace whose name starts with PREFIX
+#   stop_tasks PID...              kills each task started in the background and
+#                                  what it started: `timeout CMD` runs CMD in a
+#                                  process group of its own (led by timeout), and
+#                                  a SIGKILL to timeout alone leaves CMD running
 add_switch() {
   ip netns add "$1sw" 2>/dev/null || { echo "cannot create network namespaces"; return 1; }
   ip -n "$1sw" link add br0 type bridge 2>/dev/null || { echo "cannot create a bridge"; return 1; }
@@ -25,4 +29,8 @@ add_host() {
   ip -n "$p$host" link set eth0 up
   ip -n "$p$host" link set lo up
   ip -n "${p}sw" link set "$p${host}s" master br0 up
+}
+stop_tasks() {
+  local pid
+  for pid in "$@"; do kill -9 -- "-$pid" "$pid" 2>/dev/null; done
 }
