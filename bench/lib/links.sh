@@ -21,8 +21,8 @@ ip netns add "${p}sw" 2>/dev/null || exit 77
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
-  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
-  for ns in $(ip netns list | awk -v p="$p" '$1 ~ "^"p { print $1 }'); do ip netns del "$ns"; done
+  stop_tasks "${pids[@]}"
+  remove_hosts "$p"
   rm -rf "$tmp"
 }
 trap cleanup EXIT
