@@ -4,7 +4,7 @@ The model Troupe's embedding tables are compared with (benchmark 4), on the
 Criteo-layout TSV of scripts/make-ctr-data OUTDIR (train.tsv, test.tsv,
 oracle.json; a line is label, I1..I13, C1..C26, tab-separated, any field but
 the label may be empty):
-  logit = bias + sum_f w[key_f] + dot(d, log(1 + I))
+  logit = bias + sum_f w[key_f] + dot(d, [log(1 + I), I is empty])
           + 0.5 * sum_k ((sum_f v_fk)^2 - sum_f v_fk^2)
 over the 26 categorical fields f. w is nn.EmbeddingBag(mode="sum",
 sparse=True) of dimension 1, summing the 26 keys of a row in one call; v is
@@ -12,8 +12,9 @@ nn.Embedding(dim, sparse=True): the pairwise term needs each field's vector,
 not only their sum that an EmbeddingBag returns. Both tables hold every field
 (one key per (field, value)); row 0 is the padding row (padding_idx, zero, never
 updated) that an empty field points at, so an empty field contributes nothing,
-and an empty or negative integer field gives the feature 0. bias and d are
-dense. Loss: BCEWithLogits, the mean over the batch. Optimizer: Adagrad (lr,
+and an empty or negative integer field gives the feature 0; each integer field
+also has an indicator, 1 where it is empty, as Troupe's reader gives it.
+bias and d are dense. Loss: BCEWithLogits, the mean over the batch. Optimizer: Adagrad (lr,
 initial_accumulator_value 0.1 as TF's), one instance for the sparse tables and
 one for the dense parameters. The default lr 1.0 gave the best test logloss
 (and about the best AUC) after one epoch over 1M rows of make-ctr-data among
@@ -108,8 +109,8 @@ def _hex8(buf, st, en):
 
 
 def parse_tsv(path, max_rows=0):
-    """Returns labels float32 [n], ints float32 [n, 13] as log(1 + max(I, 0))
-    (empty: 0), cats int64 [n, 26] as the hex value (empty: -1). Vectorised
+    """Returns labels float32 [n], ints float32 [n, 26]: log(1 + max(I, 0))
+    (empty: 0) then 1 where I is empty, cats int64 [n, 26] as the hex value (empty: -1). Vectorised
     with numpy over the bytes of 32 MiB chunks of whole lines."""
     nf = 1 + NI + NC
     labels, ints, cats = [], [], []
@@ -139,12 +140,13 @@ def parse_tsv(path, max_rows=0):
             if r is None or r[1].any() or not np.isin(r[0], (0.0, 1.0)).all():
                 _bad(path, lines, n, "a label that is not 0 or 1")
             labels.append(r[0].astype(np.float32))
-            iv = np.empty((nr, NI), np.float32)
+            iv = np.empty((nr, 2 * NI), np.float32)
             for j in range(NI):
                 r = _decimal(buf, st[:, 1 + j], en[:, 1 + j])
                 if r is None:
                     _bad(path, lines, n, "field I%d is not an integer" % (j + 1))
                 iv[:, j] = np.log1p(np.maximum(r[0], 0.0))   # empty: 0
+                iv[:, NI + j] = r[1]
             ints.append(iv)
             cv = np.empty((nr, NC), np.int64)
             for j in range(NC):
@@ -193,7 +195,7 @@ class FM(nn.Module):
         with torch.no_grad():
             self.v.weight[0].zero_()
         self.bias = nn.Parameter(torch.zeros(()))
-        self.dense = nn.Parameter(torch.zeros(NI))
+        self.dense = nn.Parameter(torch.zeros(2 * NI))
 
     def forward(self, keys, x):
         v = self.v(keys)                      # [B, 26, dim]

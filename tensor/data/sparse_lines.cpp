@@ -65,6 +65,8 @@ void parse_criteo_line(std::string_view line, sparse_example& out) {
                        + "' is not an integer");
     out.dense.push_back(static_cast<float>(value));
   }
+  for (int i = 1; i <= criteo::integer_fields; ++i)
+    out.dense.push_back(fields[i].empty() ? 1.0f : 0.0f);
   for (uint32_t c = 0; c < criteo::categorical_fields; ++c) {
     auto value = fields[1 + criteo::integer_fields + c];
     if (!value.empty())

@@ -28,11 +28,15 @@ struct sparse_example {
 namespace criteo {
 constexpr int integer_fields = 13;
 constexpr int categorical_fields = 26;
+/// I1..I13, then one indicator per integer field: an empty field is not a
+/// count of 0 (in click logs a missing value says something of its own), so
+/// a model gets a weight for "I_i is empty" beside the one on its value.
+constexpr int dense_values = 2 * integer_fields;
 } // namespace criteo
 
-/// Criteo: label 0 or 1; I1..I13 as dense values (an empty field reads 0);
-/// C1..C26 as 26 fields of one key each (field_key(f, value)) or none where
-/// the field is empty.
+/// Criteo: label 0 or 1; dense values I1..I13 (an empty field reads 0), then
+/// 13 indicators (1 where I_i is empty, else 0); C1..C26 as 26 fields of one
+/// key each (field_key(f, value)) or none where the field is empty.
 void parse_criteo_line(std::string_view line, sparse_example& out);
 
 /// libsvm: a real label, then index:value pairs (index a non-negative

@@ -62,9 +62,13 @@ private:
   void lay_out(raw_record& out) {
     out.features.assign(static_cast<size_t>(keys_.width()), 0.0f);
     float* row = out.features.data();
+    // Counts span orders of magnitude: the model sees sign(x) log(1 + |x|).
+    // Criteo's empty-field indicators after them are 0 or 1 and stay so.
+    size_t counts = format_ == data_format::criteo ? criteo::integer_fields : 0;
     for (size_t i = 0; i < example_.dense.size(); ++i) {
       double x = example_.dense[i];
-      row[i] = static_cast<float>(std::copysign(std::log1p(std::fabs(x)), x));
+      row[i] = i < counts ? static_cast<float>(std::copysign(std::log1p(std::fabs(x)), x))
+                          : example_.dense[i];
     }
     float* slots = row + keys_.dense;
     for (size_t f = 0; f < example_.fields(); ++f) {
@@ -114,7 +118,7 @@ private:
 
 std::unique_ptr<record_reader> open_criteo(const std::string& path, const csv_layout& layout) {
   return std::make_unique<sparse_line_reader>(
-    path, data_format::criteo, key_layout{criteo::integer_fields, criteo::categorical_fields, 1},
+    path, data_format::criteo, key_layout{criteo::dense_values, criteo::categorical_fields, 1},
     layout);
 }
 

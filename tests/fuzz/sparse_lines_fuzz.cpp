@@ -2,7 +2,7 @@
 // The first byte picks the format (even: Criteo, odd: libsvm); the rest is
 // split into lines at '\n'. Every line ends in an example whose fields tile
 // its keys, whose keys are non-negative, whose values are finite (Criteo's
-// label 0 or 1, 13 dense values and 26 fields; libsvm's one field with a
+// label 0 or 1, 26 dense values and 26 fields; libsvm's one field with a
 // weight per key), or in a bad_record.
 #include <cmath>
 #include <cstdlib>
@@ -32,7 +32,7 @@ void check(const troupe::sparse_example& e, bool criteo) {
   for (auto w : e.weights)
     FUZZ_CHECK(std::isfinite(w));
   if (criteo)
-    FUZZ_CHECK((e.label == 0 || e.label == 1) && e.dense.size() == 13 && e.weights.empty());
+    FUZZ_CHECK((e.label == 0 || e.label == 1) && e.dense.size() == 26 && e.weights.empty());
   else
     FUZZ_CHECK(e.dense.empty() && e.weights.size() == e.keys.size());
 }

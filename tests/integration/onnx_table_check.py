@@ -64,7 +64,7 @@ def criteo_inputs(path, card):
     for line in open(path):
         f = line.rstrip("\r\n").split("\t")
         dense.append([math.copysign(math.log1p(abs(int(x))), int(x)) if x else 0.0
-                      for x in f[1:14]])
+                      for x in f[1:14]] + [0.0 if x else 1.0 for x in f[1:14]])
         ids.append([field_row(x, sizes[c], mapping) if x else -1 for c, x in enumerate(f[14:40])])
     return {"ids": np.array(ids, dtype=np.int64), "dense": np.array(dense, dtype=np.float32)}
 

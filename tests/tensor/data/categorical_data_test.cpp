@@ -96,7 +96,7 @@ BOOST_AUTO_TEST_CASE(criteo_files_stream_log_dense_values_keys_and_binary_labels
   auto& split = *catalog.train;
   BOOST_TEST(name_of(split.format) == "criteo");
   BOOST_TEST(split.classes == 2);
-  BOOST_TEST(split.keys.dense == 13);
+  BOOST_TEST(split.keys.dense == 26); // 13 values, 13 empty-field indicators
   BOOST_TEST(split.keys.fields == 26);
   stream_options so;
   so.shuffle = false;
@@ -110,12 +110,14 @@ BOOST_AUTO_TEST_CASE(criteo_files_stream_log_dense_values_keys_and_binary_labels
     BOOST_TEST(b.labels[e] == static_cast<int32_t>(e % 2));
     double x = e == 3 ? -7.0 : double(e);
     BOOST_TEST(row[0] == static_cast<float>(std::copysign(std::log1p(std::fabs(x)), x)));
-    BOOST_TEST(row[1] == 0.0f); // an empty integer field
-    int64_t first = unpack_key(row + 13);
+    BOOST_TEST(row[1] == 0.0f);  // an empty integer field
+    BOOST_TEST(row[13] == 0.0f); // I1 is written: its indicator is 0
+    BOOST_TEST(row[14] == 1.0f); // I2 is empty
+    int64_t first = unpack_key(row + 26);
     BOOST_TEST(first
                == (e == 4 ? key_layout::no_key : field_key(0, "68fd1e6" + std::to_string(e))));
-    BOOST_TEST(unpack_key(row + 13 + 2 * 4) == key_layout::no_key); // C3 is empty
-    BOOST_TEST(unpack_key(row + 13 + 25 * 4) == field_key(25, "abc26"));
+    BOOST_TEST(unpack_key(row + 26 + 2 * 4) == key_layout::no_key); // C3 is empty
+    BOOST_TEST(unpack_key(row + 26 + 25 * 4) == field_key(25, "abc26"));
   }
 }
 

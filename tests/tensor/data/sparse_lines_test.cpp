@@ -41,9 +41,12 @@ BOOST_AUTO_TEST_CASE(criteo_fields_with_empty_values) {
   sparse_example e;
   parse_criteo_line(criteo_line("1", "", "05db9164") + "\r", e);
   BOOST_TEST(e.label == 1.0f);
-  BOOST_TEST(e.dense.size() == 13u);
-  BOOST_TEST(e.dense[0] == 0.0f); // empty I1
+  BOOST_TEST(e.dense.size() == 26u);
+  BOOST_TEST(e.dense[0] == 0.0f); // empty I1 reads 0 ...
   BOOST_TEST(e.dense[12] == 13.0f);
+  BOOST_TEST(e.dense[13] == 1.0f); // ... and its indicator says it was empty
+  BOOST_TEST(e.dense[14] == 0.0f);
+  BOOST_TEST(e.dense[25] == 0.0f);
   BOOST_TEST(e.fields() == 26u);
   // C5 is empty: an empty bag; the others one key each, tagged by field.
   BOOST_TEST(e.keys.size() == 25u);
@@ -56,6 +59,7 @@ BOOST_AUTO_TEST_CASE(criteo_fields_with_empty_values) {
   parse_criteo_line(criteo_line("0", "-1", ""), e);
   BOOST_TEST(e.label == 0.0f);
   BOOST_TEST(e.dense[0] == -1.0f);
+  BOOST_TEST(e.dense[13] == 0.0f); // a written I1, even a negative one, is not empty
   BOOST_TEST(e.keys.size() == 24u);
 }
 
