@@ -3,7 +3,6 @@
 // read); odd, a manifest (parsed as JSON, then checked field by field).
 // Whatever the bytes claim, the outcome is a value or a checkpoint_error /
 // parse_error naming the problem, and memory follows the bytes present.
-#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -17,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string rest(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     if (data[0] % 2 == 0) {
-      static const std::string path = "/tmp/troupe-checkpoint-fuzz-" + std::to_string(::getpid())
-                                      + ".safetensors";
+      static const troupe::fuzz::scratch_dir scratch("checkpoint");
+      static const std::string path = scratch.file("input.safetensors");
       std::ofstream(path, std::ios::binary | std::ios::trunc) << rest;
       troupe::safetensors_file file(path);
       for (auto& [name, entry] : file.entries())

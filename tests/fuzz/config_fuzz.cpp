@@ -2,7 +2,6 @@
 // file of the operator's, or on one command-line argument (first byte odd).
 // Every input must end in a result or in error messages, never in a crash,
 // a hang or unbounded recursion.
-#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -14,7 +13,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0)
     return 0;
-  static const std::string path = "/tmp/troupe-config-fuzz-" + std::to_string(::getpid()) + ".conf";
+  static const troupe::fuzz::scratch_dir scratch("config");
+  static const std::string path = scratch.file("input.conf");
   std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   std::vector<std::string> args{"troupe-node", "--job_name=ps", "--task_index=0"};
   if (data[0] % 2 == 0) {

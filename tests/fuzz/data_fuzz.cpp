@@ -5,7 +5,6 @@
 // Whatever the files claim, cataloguing and reading them ends in examples
 // that are finite with labels in range, or in a data_error naming the file;
 // memory follows the bytes present, never a header's claim.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,10 +24,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 3)
     return 0;
-  static const std::string stem = "/tmp/troupe-data-fuzz-" + std::to_string(::getpid());
+  static const troupe::fuzz::scratch_dir scratch("data");
   int format = data[0] % 4;
   static const char* suffix[] = {".idx", ".npy", ".csv", ".csv"};
-  auto first = stem + "-features" + suffix[format], second = stem + "-labels" + suffix[format];
+  auto first = scratch.file(std::string("features") + suffix[format]);
+  auto second = scratch.file(std::string("labels") + suffix[format]);
   size_t first_bytes = std::min<size_t>(size - 3, data[1] | size_t{data[2]} << 8);
   std::ofstream(first, std::ios::binary | std::ios::trunc)
     .write(reinterpret_cast<const char*>(data + 3), static_cast<std::streamsize>(first_bytes));
