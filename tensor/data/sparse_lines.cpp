@@ -63,7 +63,9 @@ void parse_criteo_line(std::string_view line, sparse_example& out) {
     if (!fields[i].empty() && !parse_number(fields[i], value))
       throw bad_record("I" + std::to_string(i) + " = '" + std::string(fields[i])
                        + "' is not an integer");
-    out.dense.push_back(static_cast<float>(value));
+    // Counts span orders of magnitude: the model sees sign(x) log(1 + |x|).
+    double x = static_cast<double>(value);
+    out.dense.push_back(static_cast<float>(std::copysign(std::log1p(std::fabs(x)), x)));
   }
   for (int i = 1; i <= criteo::integer_fields; ++i)
     out.dense.push_back(fields[i].empty() ? 1.0f : 0.0f);

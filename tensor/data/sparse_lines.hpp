@@ -34,8 +34,9 @@ constexpr int categorical_fields = 26;
 constexpr int dense_values = 2 * integer_fields;
 } // namespace criteo
 
-/// Criteo: label 0 or 1; dense values I1..I13 (an empty field reads 0), then
-/// 13 indicators (1 where I_i is empty, else 0); C1..C26 as 26 fields of one
+/// Criteo: label 0 or 1; dense values I1..I13 as a model reads them,
+/// sign(x) log(1 + |x|) (an empty field reads 0), then 13 indicators (1 where
+/// I_i is empty, else 0); C1..C26 as 26 fields of one
 /// key each (field_key(f, value)) or none where the field is empty.
 void parse_criteo_line(std::string_view line, sparse_example& out);
 

@@ -2,7 +2,7 @@
 // sparse_lines and laid out as a key_layout row (dense values, then key
 // slots), so that the catalog, the streams and the batches carry them as
 // they carry dense examples.
-#include <cmath>
+#include <algorithm>
 #include <string>
 
 #include "tensor/data/formats.hpp"
@@ -62,14 +62,7 @@ private:
   void lay_out(raw_record& out) {
     out.features.assign(static_cast<size_t>(keys_.width()), 0.0f);
     float* row = out.features.data();
-    // Counts span orders of magnitude: the model sees sign(x) log(1 + |x|).
-    // Criteo's empty-field indicators after them are 0 or 1 and stay so.
-    size_t counts = format_ == data_format::criteo ? criteo::integer_fields : 0;
-    for (size_t i = 0; i < example_.dense.size(); ++i) {
-      double x = example_.dense[i];
-      row[i] = i < counts ? static_cast<float>(std::copysign(std::log1p(std::fabs(x)), x))
-                          : example_.dense[i];
-    }
+    std::copy(example_.dense.begin(), example_.dense.end(), row);
     float* slots = row + keys_.dense;
     for (size_t f = 0; f < example_.fields(); ++f) {
       auto first = example_.field_offsets[f], end = example_.field_offsets[f + 1];
