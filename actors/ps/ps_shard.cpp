@@ -391,7 +391,9 @@ void on_tick(self_ptr self) {
   if (st.store->initialized())
     return;
   spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout); "
-                "is the chief running and does it list this address?",
+                "is the chief running and does it list this address? A chief checks every "
+                "training and test record before it starts: with large data files, raise "
+                "cluster.connect-timeout",
                 st.label);
   self->quit(make_error({errc::not_initialized, "no chief came"}));
 }
