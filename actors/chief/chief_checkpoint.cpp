@@ -217,74 +217,99 @@ void restore_slots(self_ptr self, std::function<void()> done) {
             });
 }
 
-// The checkpoint's embedding rows, each sent to the shard that owns its
-// bucket now (any shard count: whole buckets move), in messages of at most
-// 65,536 rows (and at most embedding.max-keys-per-request). Each file is
-// read once for all shards; a shard's rows are freed as its messages are
-// made.
-void restore_tables(self_ptr self, std::function<void()> done) {
+namespace {
+
+// The checkpoint's tables on their way to the shards: read a batch at a
+// time, with a few requests in flight, so that the chief holds a few
+// batches, never a table (10^8 rows would not fit).
+struct table_restore {
+  std::vector<std::unique_ptr<saved_table_reader>> readers; // by table
+  size_t table = 0;                                         // the reader being drained
+  size_t in_flight = 0;
+  bool over = false; // done, or the run aborted
+  std::function<void()> done;
+};
+
+constexpr size_t restore_requests_in_flight = 4;
+
+void log_restored(self_ptr self, const table_restore& job) {
+  auto& rows = job.readers[job.table]->rows_out();
+  for (size_t shard = 0; shard < rows.size(); ++shard)
+    spdlog::info("chief: restoring {} row(s) of table {} into ps:{}", rows[shard],
+                 self->state.tables[job.table].table.name, shard);
+}
+
+void send_restored_rows(self_ptr self, const std::shared_ptr<table_restore>& job) {
+  if (job->over)
+    return;
   auto& st = self->state;
-  auto& ckpt = *st.links.restore_from;
-  auto shards = static_cast<uint32_t>(st.links.shards.size());
-  std::vector<std::pair<size_t, restored_rows>> sends;
-  for (size_t t = 0; t < st.tables.size(); ++t) {
-    auto& config = st.tables[t].table;
-    // No more rows a message than a request may name (the shard's limit).
-    auto restore_batch = std::min<size_t>(65536, static_cast<size_t>(st.tables[t].max_keys));
-    std::vector<std::unique_ptr<embedding_table>> parts;
-    std::vector<embedding_table*> targets;
-    for (uint32_t shard = 0; shard < shards; ++shard) {
-      parts.push_back(std::make_unique<embedding_table>(config));
-      targets.push_back(parts.back().get());
+  std::optional<saved_rows> rows;
+  try {
+    while (job->table < job->readers.size() && !(rows = job->readers[job->table]->next())) {
+      log_restored(self, *job);
+      ++job->table;
     }
-    for (auto& [name, file] : ckpt.files())
-      if (file.metadata().count("emb/" + config.name))
-        restore_table_rows(file, targets);
-    for (uint32_t shard = 0; shard < shards; ++shard) {
-      auto& rows = *parts[shard];
-      size_t found = rows.rows();
-      restored_rows batch;
-      batch.table = static_cast<int32_t>(t);
-      std::vector<float> payloads;
-      auto width = rows.payload_floats();
-      auto flush = [&] {
-        if (batch.keys.empty())
-          return;
-        batch.payloads = tensor({static_cast<int64_t>(batch.keys.size()), int64_t{width}},
-                                std::move(payloads));
-        sends.emplace_back(shard, std::move(batch));
-        batch = restored_rows{};
-        batch.table = static_cast<int32_t>(t);
-        payloads.clear();
-      };
-      for (uint32_t b = 0; b < config.buckets.count; ++b)
-        rows.visit(b, [&](int64_t key, const float* payload, row_counters c) {
-          batch.keys.push_back(key);
-          batch.frequencies.push_back(c.frequency);
-          batch.last_updates.push_back(c.last_update);
-          payloads.insert(payloads.end(), payload, payload + width);
-          if (batch.keys.size() == restore_batch)
-            flush();
-        });
-      flush();
-      parts[shard].reset();
-      spdlog::info("chief: restoring {} row(s) of table {} into ps:{}", found, config.name, shard);
-    }
-  }
-  if (sends.empty()) {
-    done();
+  } catch (const std::exception& e) {
+    job->over = true;
+    abort_run(self, std::string("restoring the embedding tables failed: ") + e.what());
     return;
   }
-  auto join = make_fan_in(sends.size(), std::move(done));
-  for (auto& [shard, batch] : sends)
-    self
-      ->request(st.links.shards[shard], st.config.runtime.request_timeout, restore_atom::value,
-                st.run, std::move(batch))
-      .then([join](caf::ok_atom) { join->arrive(); },
-            [self, shard = shard](caf::error& err) {
-              abort_run(self, "restoring embedding rows into ps:" + std::to_string(shard)
-                                + " failed: " + describe(err));
-            });
+  if (!rows) {
+    if (job->in_flight == 0) {
+      job->over = true;
+      job->done();
+    }
+    return;
+  }
+  auto shard = rows->shard;
+  auto n = static_cast<int64_t>(rows->keys.size());
+  auto width = static_cast<int64_t>(rows->payloads.size()) / n;
+  restored_rows batch{static_cast<int32_t>(job->table), std::move(rows->keys),
+                      std::move(rows->frequencies), std::move(rows->last_updates),
+                      tensor({n, width}, std::move(rows->payloads))};
+  ++job->in_flight;
+  self
+    ->request(st.links.shards[shard], st.config.runtime.request_timeout, restore_atom::value,
+              st.run, std::move(batch))
+    .then(
+      [self, job](caf::ok_atom) {
+        --job->in_flight;
+        send_restored_rows(self, job);
+      },
+      [self, job, shard](caf::error& err) {
+        job->over = true;
+        abort_run(self, "restoring embedding rows into ps:" + std::to_string(shard)
+                          + " failed: " + describe(err));
+      });
+}
+
+} // namespace
+
+// The checkpoint's embedding rows, each sent to the shard that owns its
+// bucket now (any shard count: whole buckets move), in messages of at most
+// 65,536 rows (and at most embedding.max-keys-per-request).
+void restore_tables(self_ptr self, std::function<void()> done) {
+  auto& st = self->state;
+  auto job = std::make_shared<table_restore>();
+  job->done = std::move(done);
+  auto shards = static_cast<uint32_t>(st.links.shards.size());
+  try {
+    for (auto& setup : st.tables) {
+      std::vector<const safetensors_file*> files;
+      for (auto& [name, file] : st.links.restore_from->files())
+        if (file.metadata().count("emb/" + setup.table.name))
+          files.push_back(&file);
+      // No more rows a message than a request may name (the shard's limit).
+      auto batch = std::min<size_t>(65536, static_cast<size_t>(setup.max_keys));
+      job->readers.push_back(
+        std::make_unique<saved_table_reader>(std::move(files), setup.table, shards, batch));
+    }
+  } catch (const std::exception& e) {
+    abort_run(self, std::string("restoring the embedding tables failed: ") + e.what());
+    return;
+  }
+  for (size_t i = 0; i < restore_requests_in_flight; ++i)
+    send_restored_rows(self, job);
 }
 
 } // namespace troupe::chief_run

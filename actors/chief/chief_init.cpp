@@ -112,13 +112,7 @@ void initialize_shards(self_ptr self) {
   }
   auto join = make_fan_in(st.links.shards.size(), [self] {
     if (self->state.links.restore_from)
-      restore_slots(self, [self] {
-        try {
-          restore_tables(self, [self] { on_initialized(self); });
-        } catch (const std::exception& e) {
-          abort_run(self, std::string("restoring the embedding tables failed: ") + e.what());
-        }
-      });
+      restore_slots(self, [self] { restore_tables(self, [self] { on_initialized(self); }); });
     else
       on_initialized(self);
   });

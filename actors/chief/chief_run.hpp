@@ -156,7 +156,8 @@ void save_final_then(self_ptr self, std::function<void()> then);
 /// sent to the shards after their init; calls `done` once all are in.
 void restore_slots(self_ptr self, std::function<void()> done);
 /// The checkpoint's embedding rows, each into the shard that owns its bucket
-/// now; then `done`. Throws checkpoint_error for a table that does not fit.
+/// now, read and sent a batch at a time; then `done`. A table that does not
+/// fit (checkpoint_error) or a refused batch aborts the run.
 void restore_tables(self_ptr self, std::function<void()> done);
 
 } // namespace troupe::chief_run

@@ -286,11 +286,21 @@ const safetensors_file::entry& safetensors_file::find(const std::string& name,
 }
 
 void safetensors_file::read_bytes(const std::string& name, const entry& e, void* out) const {
+  read_part(name, e.type, 0, e.end - e.begin, out);
+}
+
+void safetensors_file::read_part(const std::string& name, element_type type, uint64_t offset,
+                                 uint64_t bytes, void* out) const {
+  auto& e = find(name, type);
+  if (offset > e.end - e.begin || bytes > e.end - e.begin - offset)
+    fail(path_, "bytes " + std::to_string(offset) + "+" + std::to_string(bytes) + " of tensor '"
+                  + name + "' are outside its " + std::to_string(e.end - e.begin));
+  if (bytes == 0)
+    return;
   file_ptr f{std::fopen(path_.c_str(), "rb")};
   if (!f)
     fail(path_, "cannot open: " + system_error());
-  size_t bytes = e.end - e.begin;
-  if (std::fseek(f.get(), static_cast<long>(data_start_ + e.begin), SEEK_SET) != 0
+  if (std::fseek(f.get(), static_cast<long>(data_start_ + e.begin + offset), SEEK_SET) != 0
       || std::fread(out, 1, bytes, f.get()) != bytes)
     fail(path_, "cannot read tensor '" + name + "' (truncated?)");
 }

@@ -103,9 +103,16 @@ public:
   /// absent, of another type, or unreadable.
   std::vector<int64_t> read_i64(const std::string& name) const;
   std::vector<uint32_t> read_u32(const std::string& name) const;
+  /// Bytes [offset, offset + bytes) of tensor `name`'s data, which must be
+  /// of `type`: a part of a tensor too large to read whole. Throws
+  /// checkpoint_error if absent, of another type, the range outside it, or
+  /// unreadable.
+  void read_part(const std::string& name, element_type type, uint64_t offset, uint64_t bytes,
+                 void* out) const;
+  /// Tensor `name`, which must be of `type` (throws checkpoint_error).
+  const entry& find(const std::string& name, element_type type) const;
 
 private:
-  const entry& find(const std::string& name, element_type type) const;
   void read_bytes(const std::string& name, const entry& e, void* out) const;
 
   std::string path_;

@@ -1,5 +1,6 @@
 #include "tensor/checkpoint/table_file.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -105,6 +106,123 @@ void table_snapshot::append_to(safetensors_writer& writer) const {
   }
 }
 
+saved_table_reader::saved_table_reader(std::vector<const safetensors_file*> files,
+                                       const embedding_table_config& config, uint32_t shards,
+                                       size_t batch)
+  : config_(config), prefix_("emb/" + config.name + "/"), batch_(std::max<size_t>(batch, 1)),
+    pending_(shards), rows_out_(shards, 0),
+    values_(1 + sparse_slot_names(config.optimizer.kind).size()) {
+  auto fail = [&](const std::string& why) {
+    throw checkpoint_error("checkpoint table " + config_.name + ": " + why);
+  };
+  if (shards == 0)
+    fail("restored onto no shard");
+  fields_.push_back("values");
+  for (auto& slot : sparse_slot_names(config_.optimizer.kind))
+    fields_.push_back(slot);
+  for (uint32_t s = 0; s < shards; ++s)
+    pending_[s].shard = s;
+  // Each file's header only: its rows are read a range at a time.
+  for (auto* file : files) {
+    auto layout = file->metadata().find("emb/" + config_.name);
+    if (layout == file->metadata().end())
+      fail("the file holds no layout for it (not saved by this table?)");
+    if (layout->second != layout_of(config_))
+      fail("saved as '" + layout->second + "', the run's table is '" + layout_of(config_)
+           + "': restore with the same dim, buckets, bucket seed and optimizer");
+    auto& keys = file->find(prefix_ + "keys", element_type::i64);
+    auto n = static_cast<size_t>((keys.end - keys.begin) / sizeof(int64_t));
+    auto bucket_rows = file->read_u32(prefix_ + "bucket_rows");
+    uint64_t listed = 0;
+    for (uint32_t rows : bucket_rows)
+      listed += rows;
+    auto counted = [&](const char* field) {
+      auto& e = file->find(prefix_ + field, element_type::u32);
+      return (e.end - e.begin) / sizeof(uint32_t);
+    };
+    if (counted("frequencies") != n || counted("last_updates") != n || listed != n
+        || bucket_rows.size() != config_.buckets.count)
+      fail("its keys, counters and bucket rows disagree in length");
+    for (auto& field : fields_)
+      if (file->find(prefix_ + field, element_type::f32).shape
+          != shape_t{static_cast<int64_t>(n), config_.dim})
+        fail("a field's shape is not [" + std::to_string(n) + ", " + std::to_string(config_.dim)
+             + "]");
+    files_.emplace_back(file, n);
+    rows_ += n;
+  }
+}
+
+// The next rows of the current file, each appended to its shard's batch.
+void saved_table_reader::read_range() {
+  auto& [file, rows] = files_[file_];
+  size_t n = std::min(batch_, rows - at_);
+  size_t dim = config_.dim;
+  keys_.resize(n);
+  frequencies_.resize(n);
+  last_updates_.resize(n);
+  file->read_part(prefix_ + "keys", element_type::i64, at_ * sizeof(int64_t), n * sizeof(int64_t),
+                  keys_.data());
+  file->read_part(prefix_ + "frequencies", element_type::u32, at_ * sizeof(uint32_t),
+                  n * sizeof(uint32_t), frequencies_.data());
+  file->read_part(prefix_ + "last_updates", element_type::u32, at_ * sizeof(uint32_t),
+                  n * sizeof(uint32_t), last_updates_.data());
+  for (size_t f = 0; f < fields_.size(); ++f) {
+    values_[f].resize(n * dim);
+    file->read_part(prefix_ + fields_[f], element_type::f32, at_ * dim * sizeof(float),
+                    n * dim * sizeof(float), values_[f].data());
+  }
+  auto shards = static_cast<uint32_t>(pending_.size());
+  for (size_t r = 0; r < n; ++r) {
+    int64_t key = keys_[r];
+    if (!config_.holds(key))
+      throw checkpoint_error(
+        "checkpoint table " + config_.name + ": key " + std::to_string(key)
+        + (key < 0 ? " is negative"
+                   : " is past the table's " + std::to_string(config_.rows) + " rows"));
+    auto& out = pending_[config_.shard_of(key, shards)];
+    out.keys.push_back(key);
+    out.frequencies.push_back(frequencies_[r]);
+    out.last_updates.push_back(last_updates_[r]);
+    for (auto& field : values_)
+      out.payloads.insert(out.payloads.end(), field.begin() + static_cast<std::ptrdiff_t>(r * dim),
+                          field.begin() + static_cast<std::ptrdiff_t>((r + 1) * dim));
+    if (out.keys.size() == batch_) {
+      ready_.push_back(std::move(out));
+      out = saved_rows{};
+      out.shard = ready_.back().shard;
+    }
+  }
+  at_ += n;
+}
+
+std::optional<saved_rows> saved_table_reader::next() {
+  while (ready_.empty()) {
+    if (file_ < files_.size()) {
+      if (at_ < files_[file_].second) {
+        read_range();
+      } else {
+        ++file_;
+        at_ = 0;
+      }
+      continue;
+    }
+    for (auto& rest : pending_)
+      if (!rest.keys.empty()) {
+        auto shard = rest.shard;
+        ready_.push_back(std::move(rest));
+        rest = saved_rows{};
+        rest.shard = shard;
+      }
+    if (ready_.empty())
+      return std::nullopt;
+  }
+  auto out = std::move(ready_.front());
+  ready_.pop_front();
+  rows_out_[out.shard] += out.keys.size();
+  return out;
+}
+
 size_t restore_table_rows(const safetensors_file& file,
                           const std::vector<embedding_table*>& shards) {
   embedding_table* any = nullptr;
@@ -112,51 +230,18 @@ size_t restore_table_rows(const safetensors_file& file,
     any = any ? any : t;
   if (!any)
     return 0;
-  const auto& config = any->config();
-  std::string name = "emb/" + config.name;
-  auto fail = [&](const std::string& why) {
-    throw checkpoint_error("checkpoint table " + config.name + ": " + why);
-  };
-  auto layout = file.metadata().find(name);
-  if (layout == file.metadata().end())
-    fail("the file holds no layout for it (not saved by this table?)");
-  if (layout->second != layout_of(config))
-    fail("saved as '" + layout->second + "', the run's table is '" + layout_of(config)
-         + "': restore with the same dim, buckets, bucket seed and optimizer");
-  auto keys = file.read_i64(name + "/keys");
-  auto frequencies = file.read_u32(name + "/frequencies");
-  auto last_updates = file.read_u32(name + "/last_updates");
-  auto bucket_rows = file.read_u32(name + "/bucket_rows");
-  size_t n = keys.size();
-  uint64_t listed = 0;
-  for (uint32_t rows : bucket_rows)
-    listed += rows;
-  if (frequencies.size() != n || last_updates.size() != n || listed != n
-      || bucket_rows.size() != config.buckets.count)
-    fail("its keys, counters and bucket rows disagree in length");
-  std::vector<tensor> fields = {file.read(name + "/values")};
-  for (auto& slot : sparse_slot_names(config.optimizer.kind))
-    fields.push_back(file.read(name + "/" + slot));
-  for (auto& f : fields)
-    if (f.shape() != shape_t{static_cast<int64_t>(n), config.dim})
-      fail("a field's shape is not [" + std::to_string(n) + ", " + std::to_string(config.dim)
-           + "]");
-  std::vector<float> payload(any->payload_floats());
-  auto count = static_cast<uint32_t>(shards.size());
+  constexpr size_t range = size_t{1} << 16;
+  saved_table_reader reader({&file}, any->config(), static_cast<uint32_t>(shards.size()), range);
+  size_t width = any->payload_floats();
   size_t restored = 0;
-  for (size_t r = 0; r < n; ++r) {
-    if (!config.holds(keys[r]))
-      fail("key " + std::to_string(keys[r])
-           + (keys[r] < 0 ? " is negative"
-                          : " is past the table's " + std::to_string(config.rows) + " rows"));
-    auto* table = shards[config.shard_of(keys[r], count)];
+  while (auto rows = reader.next()) {
+    auto* table = shards[rows->shard];
     if (!table)
       continue;
-    for (size_t field = 0; field < fields.size(); ++field)
-      std::memcpy(&payload[field * config.dim], fields[field].data() + r * config.dim,
-                  config.dim * sizeof(float));
-    table->restore(keys[r], payload.data(), {frequencies[r], last_updates[r]});
-    ++restored;
+    for (size_t r = 0; r < rows->keys.size(); ++r)
+      table->restore(rows->keys[r], rows->payloads.data() + r * width,
+                     {rows->frequencies[r], rows->last_updates[r]});
+    restored += rows->keys.size();
   }
   return restored;
 }

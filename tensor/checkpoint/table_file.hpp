@@ -10,6 +10,8 @@
 // and the table's layout in the file's metadata ("emb/<table>": dim,
 // buckets, bucket seed, optimizer), checked on restore.
 #include <cstdint>
+#include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,12 +60,62 @@ private:
   std::vector<uint32_t> bucket_rows_;
 };
 
+/// Rows of one table for one shard, read back from a checkpoint.
+struct saved_rows {
+  uint32_t shard = 0;
+  std::vector<int64_t> keys;
+  std::vector<uint32_t> frequencies;
+  std::vector<uint32_t> last_updates;
+  /// One payload after another (embedding_table::payload_floats() each):
+  /// the value, then each optimizer slot.
+  std::vector<float> payloads;
+};
+
+/// A table's rows in checkpoint files, handed out in batches of at most
+/// `batch` rows, each for the shard of `shards` that owns its rows. The
+/// files are read `batch` rows at a time, so that a restore holds a few
+/// batches, never the whole table. Opening checks each file: it holds the
+/// table under the same layout (dim, buckets, seed, optimizer), and its
+/// tensors agree in length; a key the table cannot hold is refused when its
+/// rows are read. Both throw checkpoint_error naming the table.
+class saved_table_reader {
+public:
+  saved_table_reader(std::vector<const safetensors_file*> files,
+                     const embedding_table_config& config, uint32_t shards, size_t batch);
+
+  /// The next batch: a full one while rows remain to be read, then what is
+  /// left for each shard; none once every row was handed out.
+  std::optional<saved_rows> next();
+  /// Rows in the files, all of them.
+  size_t rows() const { return rows_; }
+  /// Rows handed out so far for each shard.
+  const std::vector<size_t>& rows_out() const { return rows_out_; }
+
+private:
+  void read_range();
+
+  embedding_table_config config_;
+  std::string prefix_;
+  std::vector<std::string> fields_; ///< "values", then the slots' names
+  std::vector<std::pair<const safetensors_file*, size_t>> files_; ///< each with its rows
+  size_t batch_;
+  size_t rows_ = 0;
+  size_t file_ = 0;                 ///< the file being read
+  size_t at_ = 0;                   ///< its next row
+  std::vector<saved_rows> pending_; ///< by shard, filling
+  std::deque<saved_rows> ready_;
+  std::vector<size_t> rows_out_;
+  // One range as read, reused: keys, counters, each field's [n, dim].
+  std::vector<int64_t> keys_;
+  std::vector<uint32_t> frequencies_, last_updates_;
+  std::vector<std::vector<float>> values_;
+};
+
 /// Restores the rows of `file` into the shards' tables in one pass over the
-/// file: a row goes to shards[s] where shard s of shards.size() owns its
-/// bucket (a null entry: rows not restored here); how many were restored.
-/// Every table must have the same config. Throws checkpoint_error naming
-/// the table when the file holds none or its layout (dim, buckets, seed,
-/// optimizer) differs, or the file's tensors disagree in length.
+/// file, a range of rows at a time: a row goes to shards[s] where shard s of
+/// shards.size() owns its bucket (a null entry: rows not restored here); how
+/// many were restored. Every table must have the same config. Throws
+/// checkpoint_error as saved_table_reader does.
 size_t restore_table_rows(const safetensors_file& file,
                           const std::vector<embedding_table*>& shards);
 /// The same for one shard of `shards`.

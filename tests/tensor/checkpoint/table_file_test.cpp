@@ -147,6 +147,73 @@ BOOST_DATA_TEST_CASE(saved_by_two_shards_restored_onto_three_and_one_bit_equal,
   }
 }
 
+// What the chief sends on restore: batches of at most `batch` rows, each
+// row once, each batch for the shard that owns its rows, with the row's
+// payload (value and slots) and counters as saved; read a range at a time
+// across both files.
+BOOST_DATA_TEST_CASE(the_reader_hands_out_each_row_once_to_its_shard_in_bounded_batches,
+                     boost::unit_test::data::make({1, 7, 1000}), batch) {
+  scratch dir;
+  auto config = table_config();
+  auto two = make_shards(2, config);
+  std::vector<int64_t> keys(300);
+  std::iota(keys.begin(), keys.end(), 1000);
+  push(two, keys, 0.25f, 3);
+  push(two, {1000, 1001, 1299}, -0.5f, 4);
+  safetensors_file ps0(save(*two[0], dir.file("ps0.safetensors")));
+  safetensors_file ps1(save(*two[1], dir.file("ps1.safetensors")));
+  saved_table_reader reader({&ps0, &ps1}, config, 3, static_cast<size_t>(batch));
+  BOOST_TEST(reader.rows() == 300u);
+  std::map<int64_t, int> seen;
+  std::vector<size_t> per_shard(3, 0);
+  size_t width = two[0]->payload_floats();
+  while (auto rows = reader.next()) {
+    BOOST_TEST_REQUIRE(!rows->keys.empty());
+    BOOST_TEST(rows->keys.size() <= static_cast<size_t>(batch));
+    BOOST_TEST_REQUIRE(rows->frequencies.size() == rows->keys.size());
+    BOOST_TEST_REQUIRE(rows->last_updates.size() == rows->keys.size());
+    BOOST_TEST_REQUIRE(rows->payloads.size() == rows->keys.size() * width);
+    per_shard[rows->shard] += rows->keys.size();
+    for (size_t r = 0; r < rows->keys.size(); ++r) {
+      int64_t key = rows->keys[r];
+      ++seen[key];
+      BOOST_TEST(config.shard_of(key, 3) == rows->shard);
+      // The row as its shard holds it: value, slots, counters.
+      embedding_table one(config);
+      one.restore(key, rows->payloads.data() + r * width,
+                  {rows->frequencies[r], rows->last_updates[r]});
+      BOOST_TEST(one.rows() == 1u);
+      std::vector<float> value(4);
+      one.lookup(&key, 1, value.data());
+      BOOST_TEST(value == pull(two, key));
+      bool pushed_twice = key == 1000 || key == 1001 || key == 1299;
+      BOOST_TEST(rows->frequencies[r] == (pushed_twice ? 2u : 1u));
+      BOOST_TEST(rows->last_updates[r] == (pushed_twice ? 4u : 3u));
+    }
+  }
+  BOOST_TEST(seen.size() == 300u);
+  for (auto& [key, times] : seen)
+    BOOST_TEST(times == 1, "key " << key << " handed out " << times << " times");
+  BOOST_TEST(reader.rows_out() == per_shard);
+  BOOST_TEST(!reader.next()); // and stays at the end
+}
+
+BOOST_AUTO_TEST_CASE(a_part_outside_its_tensor_is_refused) {
+  scratch dir;
+  auto one = make_shards(1, table_config());
+  push(one, {1, 2}, 0.1f, 0);
+  safetensors_file file(save(*one[0], dir.file("t.safetensors")));
+  int64_t key = 0;
+  file.read_part("emb/items/keys", element_type::i64, 8, 8, &key);
+  BOOST_TEST((key == 1 || key == 2));
+  BOOST_CHECK_THROW(file.read_part("emb/items/keys", element_type::i64, 8, 16, &key),
+                    checkpoint_error);
+  BOOST_CHECK_THROW(file.read_part("emb/items/keys", element_type::i64, 24, 0, &key),
+                    checkpoint_error);
+  BOOST_CHECK_THROW(file.read_part("emb/items/keys", element_type::u32, 0, 4, &key),
+                    checkpoint_error);
+}
+
 BOOST_AUTO_TEST_CASE(the_file_holds_typed_tensors_under_tfs_slot_names) {
   scratch dir;
   auto two = make_shards(1, table_config());
