@@ -124,6 +124,10 @@ void step(caf::event_based_actor* self, std::shared_ptr<writing> w) {
         throw checkpoint_error("ps:" + std::to_string(w->shard) + " sent " + copy.names[index]
                                + " in another shape than its copy announced");
       w->file->append_part(value.data(), bytes);
+      // Free the piece now: advance fetches the next one before this
+      // returns (a fetch completes within start), so each piece kept here
+      // would live until the whole save is written.
+      outcomes.clear();
       ++w->next;
       advance(self, w);
     } catch (const std::exception& e) {

@@ -300,10 +300,8 @@ std::string write_model_export(const std::string& dir, const model_card& card,
                              + to_string(variables[i].shape));
     entries.push_back({variables[i].name, variables[i].shape});
   }
-  table_rows rows;
   if (table) {
-    rows = rows_of(*table);
-    auto n = static_cast<int64_t>(rows.keys.size());
+    auto n = static_cast<int64_t>(table->rows());
     entries.push_back({table_keys_name, {n}, element_type::i64});
     entries.push_back({table_values_name, {n, int64_t{table->dim()}}});
   }
@@ -313,10 +311,8 @@ std::string write_model_export(const std::string& dir, const model_card& card,
                               {{"format", "troupe-model"}, {"step", std::to_string(card.step)}});
     for (auto& v : values)
       writer.append(v);
-    if (table) {
-      writer.append(rows.keys.data(), rows.keys.size() * sizeof(int64_t));
-      writer.append(rows.values.data(), rows.values.size() * sizeof(float));
-    }
+    if (table)
+      append_table_rows(writer, *table);
     writer.finish();
   }
   std::filesystem::rename(weights + ".tmp", weights, ec);

@@ -40,14 +40,28 @@ void fill(embedding_table& table, const std::vector<int64_t>& keys, const tensor
 
 } // namespace
 
-table_rows rows_of(const embedding_table& table) {
-  table_rows out;
-  for (uint32_t b = 0; b < table.config().buckets.count; ++b)
-    table.visit(b, [&](int64_t key, const float* payload, row_counters) {
-      out.keys.push_back(key);
-      out.values.insert(out.values.end(), payload, payload + table.dim());
+void append_table_rows(safetensors_writer& writer, const embedding_table& table) {
+  if (table.rows() == 0) { // two empty entries
+    writer.append_part(nullptr, 0);
+    writer.append_part(nullptr, 0);
+    return;
+  }
+  std::vector<int64_t> keys;
+  for (uint32_t b = 0; b < table.config().buckets.count; ++b) {
+    keys.clear();
+    table.visit(b, [&](int64_t key, const float*, row_counters) { keys.push_back(key); });
+    if (!keys.empty())
+      writer.append_part(keys.data(), keys.size() * sizeof(int64_t));
+  }
+  std::vector<float> values;
+  for (uint32_t b = 0; b < table.config().buckets.count; ++b) {
+    values.clear();
+    table.visit(b, [&](int64_t, const float* payload, row_counters) {
+      values.insert(values.end(), payload, payload + table.dim());
     });
-  return out;
+    if (!values.empty())
+      writer.append_part(values.data(), values.size() * sizeof(float));
+  }
 }
 
 std::shared_ptr<embedding_table> table_from_checkpoint(const checkpoint_reader& reader,

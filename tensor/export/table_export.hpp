@@ -19,13 +19,10 @@ struct model_card;
 constexpr const char* table_keys_name = "embedding/keys";
 constexpr const char* table_values_name = "embedding/values";
 
-/// Rows by key, in bucket order.
-struct table_rows {
-  std::vector<int64_t> keys;
-  std::vector<float> values; ///< keys × dim
-};
-
-table_rows rows_of(const embedding_table& table);
+/// Appends the table's keys (I64[rows()]), then its values (F32[rows(),
+/// dim]), both in bucket order, to the writer's next two entries, a bucket
+/// at a time: no copy of the whole table.
+void append_table_rows(safetensors_writer& writer, const embedding_table& table);
 
 /// The table of `card`'s model (values only, its initial rows as trained),
 /// filled from every file of `reader` that holds "emb/embedding/...".
