@@ -221,7 +221,7 @@ namespace {
 
 // The checkpoint's tables on their way to the shards: read a batch at a
 // time, with a few requests in flight, so that the chief holds a few
-// batches, never a table (10^8 rows would not fit).
+// batches, never a table (which may be larger than the chief's memory).
 struct table_restore {
   std::vector<std::unique_ptr<saved_table_reader>> readers; // by table
   size_t table = 0;                                         // the reader being drained
