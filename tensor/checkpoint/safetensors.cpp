@@ -285,13 +285,13 @@ const safetensors_file::entry& safetensors_file::find(const std::string& name,
   return i->second;
 }
 
-void safetensors_file::read_bytes(const std::string& name, const entry& e, void* out) const {
-  read_part(name, e.type, 0, e.end - e.begin, out);
-}
-
 void safetensors_file::read_part(const std::string& name, element_type type, uint64_t offset,
                                  uint64_t bytes, void* out) const {
-  auto& e = find(name, type);
+  read_bytes(name, find(name, type), offset, bytes, out);
+}
+
+void safetensors_file::read_bytes(const std::string& name, const entry& e, uint64_t offset,
+                                  uint64_t bytes, void* out) const {
   if (offset > e.end - e.begin || bytes > e.end - e.begin - offset)
     fail(path_, "bytes " + std::to_string(offset) + "+" + std::to_string(bytes) + " of tensor '"
                   + name + "' are outside its " + std::to_string(e.end - e.begin));
@@ -308,21 +308,21 @@ void safetensors_file::read_part(const std::string& name, element_type type, uin
 tensor safetensors_file::read(const std::string& name) const {
   auto& e = find(name, element_type::f32);
   std::vector<float> values((e.end - e.begin) / sizeof(float));
-  read_bytes(name, e, values.data());
+  read_bytes(name, e, 0, e.end - e.begin, values.data());
   return tensor(e.shape, std::move(values));
 }
 
 std::vector<int64_t> safetensors_file::read_i64(const std::string& name) const {
   auto& e = find(name, element_type::i64);
   std::vector<int64_t> values((e.end - e.begin) / sizeof(int64_t));
-  read_bytes(name, e, values.data());
+  read_bytes(name, e, 0, e.end - e.begin, values.data());
   return values;
 }
 
 std::vector<uint32_t> safetensors_file::read_u32(const std::string& name) const {
   auto& e = find(name, element_type::u32);
   std::vector<uint32_t> values((e.end - e.begin) / sizeof(uint32_t));
-  read_bytes(name, e, values.data());
+  read_bytes(name, e, 0, e.end - e.begin, values.data());
   return values;
 }
 

@@ -113,7 +113,8 @@ public:
   const entry& find(const std::string& name, element_type type) const;
 
 private:
-  void read_bytes(const std::string& name, const entry& e, void* out) const;
+  void read_bytes(const std::string& name, const entry& e, uint64_t offset, uint64_t bytes,
+                  void* out) const;
 
   std::string path_;
   uint64_t data_start_ = 0;

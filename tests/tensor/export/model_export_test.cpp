@@ -14,6 +14,7 @@
 
 #include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/export/model_export.hpp"
+#include "tensor/export/table_export.hpp"
 #include "tests/support/data_files.hpp"
 
 using namespace troupe;
@@ -226,6 +227,46 @@ BOOST_AUTO_TEST_CASE(an_embedding_model_exports_its_table_by_key) {
   BOOST_TEST(
     contains(error_of([&] { write_model_export(d.file("bad"), card, net->variables(), values); }),
              "needs its embedding table"));
+}
+
+// The table's rows go into the file a bucket at a time: every key once,
+// each with its own values, over many buckets; an empty table gives two
+// empty entries.
+BOOST_AUTO_TEST_CASE(the_tables_rows_are_written_bucket_by_bucket_keys_beside_their_values) {
+  temp_dir d;
+  embedding_table_config config;
+  config.name = "embedding";
+  config.dim = 3;
+  config.buckets.count = 64;
+  config.optimizer.kind = sparse_optimizer_kind::sgd;
+  for (int64_t count : {int64_t{0}, int64_t{500}}) {
+    embedding_table table(config);
+    for (int64_t k = 0; k < count; ++k) {
+      float row[3] = {float(k), float(k) + 0.5f, -float(k)};
+      table.restore(k * 7919, row, {});
+    }
+    auto path = d.file("rows-" + std::to_string(count) + ".safetensors");
+    {
+      safetensors_writer writer(
+        path, {{table_keys_name, {count}, element_type::i64}, {table_values_name, {count, 3}}}, {});
+      append_table_rows(writer, table);
+      writer.finish();
+    }
+    safetensors_file file(path);
+    auto keys = file.read_i64(table_keys_name);
+    auto values = file.read(table_values_name);
+    BOOST_TEST_REQUIRE(keys.size() == static_cast<size_t>(count));
+    std::vector<bool> seen(static_cast<size_t>(count), false);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      BOOST_TEST_REQUIRE(keys[i] % 7919 == 0);
+      auto k = static_cast<size_t>(keys[i] / 7919);
+      BOOST_TEST(!seen[k]);
+      seen[k] = true;
+      BOOST_TEST(values[i * 3] == float(k));
+      BOOST_TEST(values[i * 3 + 1] == float(k) + 0.5f);
+      BOOST_TEST(values[i * 3 + 2] == -float(k));
+    }
+  }
 }
 
 // A custom network over an embedding layer (dim 3, `combiner`) for one
