@@ -7,6 +7,7 @@
 
 #include "apps/model_tools.hpp"
 #include "tensor/core/json_writer.hpp"
+#include "tensor/export/table_export.hpp"
 
 using namespace troupe;
 
@@ -19,18 +20,21 @@ int main(int argc, char** argv) {
     "              model.onnx (not for a hash table) and model.json (the network, input\n"
     "              shape, classes, labels, normalisation)\n"
     "  --card      the run's model.json, when it is not in CHECKPOINT/..\n";
-  return tools::run_model_tool(
-    "troupe-export", argc, argv, {"card"}, usage, 2,
-    [](exported_model& model, const tools::command_line& cl) {
-      auto written = write_model_export(cl.positional[1], model.card, model.net->variables(),
-                                        model.params, model.table.get());
-      json_writer line;
-      line.begin_object().key("event").string("export").key("dir").string(cl.positional[1]);
-      line.key("files").string(written);
-      line.key("step").integer(model.card.step).key("variables").integer(model.params.size());
-      if (model.table)
-        line.key("embedding_rows").integer(model.table->rows());
-      std::printf("%s\n", line.end_object().text().c_str());
-      return tools::exit_ok;
-    });
+  auto cl = tools::parse_command_line(argc, argv, {"card"}, usage, 2);
+  return tools::run_tool("troupe-export", [&] {
+    // A hash table's rows go from the checkpoint's files to the export a
+    // range at a time, never loaded whole.
+    auto loaded = load_model_to_export(cl.positional[0], cl.option("card"));
+    auto& model = loaded.model;
+    auto written = write_model_export(cl.positional[1], model.card, model.net->variables(),
+                                      model.params, loaded.rows.get());
+    json_writer line;
+    line.begin_object().key("event").string("export").key("dir").string(cl.positional[1]);
+    line.key("files").string(written);
+    line.key("step").integer(model.card.step).key("variables").integer(model.params.size());
+    if (loaded.rows)
+      line.key("embedding_rows").integer(loaded.rows->rows());
+    std::printf("%s\n", line.end_object().text().c_str());
+    return tools::exit_ok;
+  });
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -61,10 +62,14 @@ void export_model(const node_setup& setup, const training_result& result) {
   try {
     auto net = make_model(setup.train.model, model_options_of(setup.train));
     auto card = card_of(setup, result.global_step);
-    std::shared_ptr<embedding_table> table;
-    if (card.has_table()) // its rows: the final checkpoint's, saved at this step
-      table = table_from_checkpoint(
-        checkpoint_reader(dir + "/ckpt-" + std::to_string(result.global_step)), card);
+    // An embedding table's rows: the final checkpoint's, saved at this step
+    // (a hash table's streamed from its files into the export).
+    std::optional<checkpoint_reader> saved;
+    std::unique_ptr<table_rows> table;
+    if (card.has_table()) {
+      saved.emplace(dir + "/ckpt-" + std::to_string(result.global_step));
+      table = rows_of_checkpoint(*saved, card);
+    }
     auto written = write_model_export(dir + "/export", card, net->variables(), result.values,
                                       table.get());
     spdlog::info("model exported to {}/export ({})", dir, written);

@@ -281,7 +281,7 @@ model_card model_card::from_json(const json::value& v, const std::string& path) 
 
 std::string write_model_export(const std::string& dir, const model_card& card,
                                const std::vector<variable_spec>& variables,
-                               const std::vector<tensor>& values, const embedding_table* table) {
+                               const std::vector<tensor>& values, const table_rows* table) {
   if (card.has_table() != (table != nullptr))
     throw checkpoint_error(dir + ": model " + card.model
                            + (table ? " has no embedding table" : " needs its embedding table"));
@@ -303,7 +303,7 @@ std::string write_model_export(const std::string& dir, const model_card& card,
   if (table) {
     auto n = static_cast<int64_t>(table->rows());
     entries.push_back({table_keys_name, {n}, element_type::i64});
-    entries.push_back({table_values_name, {n, int64_t{table->dim()}}});
+    entries.push_back({table_values_name, {n, int64_t{card.table_dim()}}});
   }
   auto weights = dir + "/model.safetensors";
   {
@@ -312,7 +312,7 @@ std::string write_model_export(const std::string& dir, const model_card& card,
     for (auto& v : values)
       writer.append(v);
     if (table)
-      append_table_rows(writer, *table);
+      table->append_to(writer);
     writer.finish();
   }
   std::filesystem::rename(weights + ".tmp", weights, ec);
@@ -326,13 +326,22 @@ std::string write_model_export(const std::string& dir, const model_card& card,
   } else {
     std::filesystem::remove(dir + "/model.onnx", ec); // an older export's
     try {
-      write_file_atomically(dir + "/model.onnx", onnx_table_model(card, values, *table));
+      write_file_atomically(dir + "/model.onnx", onnx_table_model(card, values, table->table()));
     } catch (const troupe_error& e) {
       written = std::string("model.safetensors, model.json; ") + e.what();
     }
   }
   write_file_atomically(dir + "/model.json", json::write(card.to_json()) + "\n");
   return written;
+}
+
+std::string write_model_export(const std::string& dir, const model_card& card,
+                               const std::vector<variable_spec>& variables,
+                               const std::vector<tensor>& values, const embedding_table& table) {
+  // The caller's table, not owned (an aliasing pointer with no owner).
+  auto rows = rows_of_table(
+    std::shared_ptr<const embedding_table>(std::shared_ptr<void>(), &table));
+  return write_model_export(dir, card, variables, values, rows.get());
 }
 
 namespace {
@@ -396,7 +405,13 @@ exported_model read_model_export(const std::string& dir) {
   return out;
 }
 
-exported_model load_model(const std::string& path, const std::string& card) {
+namespace {
+
+// load_model's work, with a checkpoint's table left in its files: their
+// reader comes back in `checkpoint` (null for an export directory, whose
+// table is loaded).
+exported_model load_model_parts(const std::string& path, const std::string& card,
+                                std::unique_ptr<checkpoint_reader>& checkpoint) {
   namespace fs = std::filesystem;
   if (card.empty() && fs::exists(path + "/model.json"))
     return read_model_export(path);
@@ -408,11 +423,29 @@ exported_model load_model(const std::string& path, const std::string& card) {
                  + " (the run's model card, written at its start) is missing; pass the card "
                    "with --card");
   auto out = read_card(card_path);
-  checkpoint_reader reader(path); // checks every file once
-  out.params = variables_of(reader, out.net->variables());
-  out.card.step = reader.manifest().step;
-  if (out.card.has_table())
-    out.table = table_from_checkpoint(reader, out.card);
+  checkpoint = std::make_unique<checkpoint_reader>(path); // checks every file once
+  out.params = variables_of(*checkpoint, out.net->variables());
+  out.card.step = checkpoint->manifest().step;
+  return out;
+}
+
+} // namespace
+
+exported_model load_model(const std::string& path, const std::string& card) {
+  std::unique_ptr<checkpoint_reader> checkpoint;
+  auto out = load_model_parts(path, card, checkpoint);
+  if (checkpoint && out.card.has_table())
+    out.table = table_from_checkpoint(*checkpoint, out.card);
+  return out;
+}
+
+model_to_export load_model_to_export(const std::string& path, const std::string& card) {
+  model_to_export out;
+  out.model = load_model_parts(path, card, out.checkpoint);
+  if (out.model.table)
+    out.rows = rows_of_table(out.model.table);
+  else if (out.model.card.has_table())
+    out.rows = rows_of_checkpoint(*out.checkpoint, out.model.card);
   return out;
 }
 

@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/checkpoint/json.hpp"
 #include "tensor/data/catalog.hpp"
+#include "tensor/export/table_export.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/sparse/embedding_table.hpp"
 
@@ -75,7 +77,11 @@ std::vector<std::string> layer_specs(const model& net);
 std::string write_model_export(const std::string& dir, const model_card& card,
                                const std::vector<variable_spec>& variables,
                                const std::vector<tensor>& values,
-                               const embedding_table* table = nullptr);
+                               const table_rows* table = nullptr);
+/// The same with a table in memory.
+std::string write_model_export(const std::string& dir, const model_card& card,
+                               const std::vector<variable_spec>& variables,
+                               const std::vector<tensor>& values, const embedding_table& table);
 
 /// A model read back: the card, the network rebuilt from it, and its values
 /// in the network's variable order.
@@ -103,6 +109,17 @@ exported_model read_model_export(const std::string& dir);
 /// run's model.json (`card`, where given, instead). Throws checkpoint_error
 /// naming what is missing.
 exported_model load_model(const std::string& path, const std::string& card = "");
+
+/// A model to write out again (troupe-export): load_model's, but a
+/// checkpoint's table is not loaded; its rows stay in the files and come
+/// from `rows` (rows_of_checkpoint: a hash table's streamed), which needs
+/// `checkpoint` alive.
+struct model_to_export {
+  exported_model model;
+  std::unique_ptr<checkpoint_reader> checkpoint; ///< null for an export directory
+  std::unique_ptr<table_rows> rows;              ///< null for a model without a table
+};
+model_to_export load_model_to_export(const std::string& path, const std::string& card = "");
 
 /// How to read `files` for `card`: its shape, classes, label names,
 /// normalisation; `labelled` false for inputs without labels. The files'

@@ -311,7 +311,7 @@ namespace {
 constexpr int64_t max_onnx_table_floats = int64_t{1} << 28;
 
 // What onnx_table_model cannot express, named.
-void check_table_export(const model_card& card, const embedding_table& table) {
+void check_table_export(const model_card& card, const embedding_table* table) {
   auto why = [&](const std::string& what) {
     throw troupe_error("no model.onnx for " + card.model + ": " + what);
   };
@@ -320,8 +320,10 @@ void check_table_export(const model_card& card, const embedding_table& table) {
         "says what it exports to");
   if (card.keys.keys_per_field != 1)
     why("its fields hold several weighted keys (libsvm)");
-  if (table.config().rows * table.dim() > max_onnx_table_floats)
-    why("its table of " + std::to_string(table.config().rows) + " rows is above 2^28 floats");
+  if (!table)
+    why("its table was not loaded whole");
+  if (table->config().rows * table->dim() > max_onnx_table_floats)
+    why("its table of " + std::to_string(table->config().rows) + " rows is above 2^28 floats");
 }
 
 // The dense values as the model reads them: the reader's, normalised with
@@ -365,8 +367,9 @@ std::string custom_network(graph_state& s, const model_card& card,
 } // namespace
 
 std::string onnx_table_model(const model_card& card, const std::vector<tensor>& params,
-                             const embedding_table& table) {
-  check_table_export(card, table);
+                             const embedding_table* loaded) {
+  check_table_export(card, loaded);
+  auto& table = *loaded;
   graph_state s;
   auto& g = s.g;
   auto fields = card.keys.fields, dense = card.keys.dense, factors = card.embedding_dim;

@@ -28,8 +28,9 @@ std::string onnx_model(const model& net, const model_card& card, const std::vect
 /// them, before data.normalize, which the graph applies). The whole table
 /// [rows, dim] is an initializer (rows never pushed at their initial value),
 /// looked up with Gather. Throws troupe_error naming what it cannot
-/// express: a hash table, several keys per field, a table above 2^28 floats.
+/// express: a hash table, several keys per field, a table above 2^28 floats
+/// (or none given: `table` null).
 std::string onnx_table_model(const model_card& card, const std::vector<tensor>& params,
-                             const embedding_table& table);
+                             const embedding_table* table);
 
 } // namespace troupe

@@ -1,5 +1,12 @@
 #include "tensor/export/table_export.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
 #include "tensor/export/model_export.hpp"
 
 namespace troupe {
@@ -36,6 +43,186 @@ void fill(embedding_table& table, const std::vector<int64_t>& keys, const tensor
                              + (keys[i] < 0 ? ", negative" : ", past its fixed size"));
     table.restore(keys[i], values.data() + i * static_cast<size_t>(dim), {});
   }
+}
+
+class table_in_memory final : public table_rows {
+public:
+  explicit table_in_memory(std::shared_ptr<const embedding_table> table)
+    : table_(std::move(table)) {}
+  size_t rows() const override { return table_->rows(); }
+  void append_to(safetensors_writer& writer) const override { append_table_rows(writer, *table_); }
+  const embedding_table* table() const override { return table_.get(); }
+
+private:
+  std::shared_ptr<const embedding_table> table_;
+};
+
+// Rows read per range: a few MB of values at the usual dims.
+constexpr size_t rows_per_range = size_t{1} << 16;
+
+class saved_table_rows final : public table_rows {
+public:
+  saved_table_rows(const std::vector<std::pair<std::string, const safetensors_file*>>& files,
+                   const model_card& card);
+  size_t rows() const override { return rows_; }
+  void append_to(safetensors_writer& writer) const override;
+  const embedding_table* table() const override { return nullptr; }
+
+private:
+  struct saved_file {
+    std::string where;
+    const safetensors_file* file;
+    size_t rows;
+    std::vector<uint32_t> bucket_rows;
+  };
+  void append_keys(const saved_file& f, safetensors_writer& writer) const;
+  void append_values(const saved_file& f, safetensors_writer& writer) const;
+
+  uint32_t dim_;
+  bucket_layout buckets_;
+  std::vector<saved_file> files_;
+  size_t rows_ = 0;
+};
+
+// "dim=16 buckets=1024 bucket_seed=0 optimizer=adagrad": the value of `name`.
+std::string layout_field(const std::string& layout, const std::string& name) {
+  auto at = (" " + layout).find(" " + name + "=");
+  if (at == std::string::npos)
+    return {};
+  auto begin = at + name.size() + 1;
+  return layout.substr(begin, layout.find(' ', begin) - begin);
+}
+
+uint64_t layout_number(const std::string& where, const std::string& layout,
+                       const std::string& name) {
+  auto text = layout_field(layout, name);
+  char* end = nullptr;
+  errno = 0;
+  auto n = text.empty() ? 0 : std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || errno != 0 || *end != '\0')
+    throw checkpoint_error(where + ": the table's layout '" + layout + "' has no number for "
+                           + name);
+  return n;
+}
+
+saved_table_rows::saved_table_rows(
+  const std::vector<std::pair<std::string, const safetensors_file*>>& files, const model_card& card)
+  : dim_(card.table_dim()) {
+  std::string first_layout;
+  std::vector<const std::string*> bucket_owner;
+  for (auto& [where, file] : files) {
+    auto layout = file->metadata().find("emb/embedding");
+    if (layout == file->metadata().end())
+      throw checkpoint_error(where + ": holds the table's rows but not its layout");
+    auto& text = layout->second;
+    if (layout_field(text, "kind") == "fixed")
+      throw checkpoint_error(where + ": a fixed-size table, where the model card has a hash table");
+    if (layout_number(where, text, "dim") != dim_)
+      throw checkpoint_error(where + ": the table's rows hold " + layout_field(text, "dim")
+                             + " values, the model's " + std::to_string(dim_));
+    if (first_layout.empty()) {
+      first_layout = text;
+      buckets_.count = static_cast<uint32_t>(
+        std::min<uint64_t>(layout_number(where, text, "buckets"), UINT32_MAX));
+      buckets_.seed = layout_number(where, text, "bucket_seed");
+      if (auto bad = buckets_.check())
+        throw checkpoint_error(where + ": " + bad->message);
+      bucket_owner.assign(buckets_.count, nullptr);
+    } else if (layout_field(text, "buckets") != layout_field(first_layout, "buckets")
+               || layout_field(text, "bucket_seed") != layout_field(first_layout, "bucket_seed")) {
+      throw checkpoint_error(where + ": the table's buckets ('" + text + "') differ from '"
+                             + first_layout + "' in another file of the checkpoint");
+    }
+    auto& keys = file->find("emb/embedding/keys", element_type::i64);
+    auto n = static_cast<size_t>((keys.end - keys.begin) / sizeof(int64_t));
+    if (file->find("emb/embedding/values", element_type::f32).shape
+        != shape_t{static_cast<int64_t>(n), static_cast<int64_t>(dim_)})
+      throw checkpoint_error(where + ": the table's values are not [" + std::to_string(n) + ", "
+                             + std::to_string(dim_) + "], one row per key");
+    auto bucket_rows = file->read_u32("emb/embedding/bucket_rows");
+    uint64_t listed = 0;
+    for (uint32_t b = 0; b < bucket_rows.size() && b < buckets_.count; ++b) {
+      listed += bucket_rows[b];
+      if (bucket_rows[b] == 0)
+        continue;
+      if (bucket_owner[b])
+        throw checkpoint_error(where + ": bucket " + std::to_string(b) + " has rows in "
+                               + *bucket_owner[b] + " too; a bucket is one shard's");
+      bucket_owner[b] = &where;
+    }
+    if (bucket_rows.size() != buckets_.count || listed != n)
+      throw checkpoint_error(where + ": its rows per bucket (" + std::to_string(bucket_rows.size())
+                             + " buckets, " + std::to_string(listed) + " rows) disagree with its "
+                             + std::to_string(buckets_.count) + " buckets and " + std::to_string(n)
+                             + " keys");
+    files_.push_back({where, file, n, std::move(bucket_rows)});
+    rows_ += n;
+  }
+}
+
+// A range of keys at a time, each checked against the bucket its file
+// lists it in, and against the others of that bucket (sorted at its end).
+void saved_table_rows::append_keys(const saved_file& f, safetensors_writer& writer) const {
+  std::vector<int64_t> keys, in_bucket;
+  uint32_t bucket = 0;
+  uint32_t left = f.bucket_rows.empty() ? 0 : f.bucket_rows[0];
+  auto bucket_done = [&] {
+    std::sort(in_bucket.begin(), in_bucket.end());
+    auto twice = std::adjacent_find(in_bucket.begin(), in_bucket.end());
+    if (twice != in_bucket.end())
+      throw checkpoint_error(f.where + ": key " + std::to_string(*twice)
+                             + " is in the table twice");
+    in_bucket.clear();
+  };
+  for (size_t at = 0; at < f.rows; at += rows_per_range) {
+    size_t n = std::min(rows_per_range, f.rows - at);
+    keys.resize(n);
+    f.file->read_part("emb/embedding/keys", element_type::i64, at * sizeof(int64_t),
+                      n * sizeof(int64_t), keys.data());
+    for (int64_t key : keys) {
+      while (left == 0) { // the rows listed add up to f.rows: a bucket with rows is ahead
+        bucket_done();
+        left = f.bucket_rows[++bucket];
+      }
+      if (key < 0)
+        throw checkpoint_error(f.where + ": the table holds key " + std::to_string(key)
+                               + ", negative");
+      if (buckets_.bucket_of(key) != bucket)
+        throw checkpoint_error(f.where + ": key " + std::to_string(key) + " is listed in bucket "
+                               + std::to_string(bucket) + ", but belongs to bucket "
+                               + std::to_string(buckets_.bucket_of(key)));
+      in_bucket.push_back(key);
+      --left;
+    }
+    writer.append_part(keys.data(), n * sizeof(int64_t));
+  }
+  bucket_done();
+}
+
+void saved_table_rows::append_values(const saved_file& f, safetensors_writer& writer) const {
+  std::vector<float> values;
+  for (size_t at = 0; at < f.rows; at += rows_per_range) {
+    size_t n = std::min(rows_per_range, f.rows - at) * dim_;
+    values.resize(n);
+    f.file->read_part("emb/embedding/values", element_type::f32, at * dim_ * sizeof(float),
+                      n * sizeof(float), values.data());
+    for (float v : values)
+      if (!std::isfinite(v))
+        throw checkpoint_error(f.where + ": the table holds a value that is not finite");
+    writer.append_part(values.data(), n * sizeof(float));
+  }
+}
+
+void saved_table_rows::append_to(safetensors_writer& writer) const {
+  if (rows_ == 0) { // two empty entries
+    writer.append_part(nullptr, 0);
+    writer.append_part(nullptr, 0);
+    return;
+  }
+  for (auto& f : files_)
+    append_keys(f, writer);
+  for (auto& f : files_)
+    append_values(f, writer);
 }
 
 } // namespace
@@ -78,6 +265,29 @@ std::shared_ptr<embedding_table> table_from_checkpoint(const checkpoint_reader& 
   if (files == 0)
     throw checkpoint_error(reader.dir() + ": holds no embedding table (emb/embedding/keys)");
   return table;
+}
+
+std::unique_ptr<table_rows> rows_of_table(std::shared_ptr<const embedding_table> table) {
+  return std::make_unique<table_in_memory>(std::move(table));
+}
+
+std::unique_ptr<table_rows>
+rows_of_saved_table(const std::vector<std::pair<std::string, const safetensors_file*>>& files,
+                    const model_card& card) {
+  return std::make_unique<saved_table_rows>(files, card);
+}
+
+std::unique_ptr<table_rows> rows_of_checkpoint(const checkpoint_reader& reader,
+                                               const model_card& card) {
+  if (!card.vocabulary.empty())
+    return rows_of_table(table_from_checkpoint(reader, card));
+  std::vector<std::pair<std::string, const safetensors_file*>> files;
+  for (auto& [name, file] : reader.files())
+    if (file.entries().count("emb/embedding/keys") != 0)
+      files.emplace_back(reader.dir() + "/" + name, &file);
+  if (files.empty())
+    throw checkpoint_error(reader.dir() + ": holds no embedding table (emb/embedding/keys)");
+  return rows_of_saved_table(files, card);
 }
 
 std::shared_ptr<embedding_table> table_from_export(const safetensors_file& weights,

@@ -153,6 +153,11 @@ expect "troupe-eval on the checkpoint: the same ($(num eval-ckpt.out auc))" \
 "$tools/troupe-predict" logs/ctr/export data/ctr/test.tsv >predict.out 2>predict.err
 expect "troupe-predict: one row per test line, two probabilities each" \
   eval 'test "$(($(wc -l <predict.out) - 1))" = "$(wc -l <data/ctr/test.tsv)" && sed -n 2p predict.out | grep -Eq "^0,[01],0\.[0-9]+,0\.[0-9]+$"'
+# troupe-export streams a hash table from the checkpoint's files, as the
+# chief's export did: the same file, byte for byte.
+"$tools/troupe-export" logs/ctr/ckpt-* offline >offline.out 2>&1
+expect "troupe-export on the checkpoint: the run's model.safetensors byte for byte ($(grep -o '"embedding_rows":[0-9]*' offline.out))" \
+  eval 'grep -q "\"embedding_rows\":[1-9]" offline.out && cmp -s offline/model.safetensors logs/ctr/export/model.safetensors'
 
 # -- C2: a fixed-size table (TF's partitioned variable, each field's tokens
 # hashed into 3000 rows): trained over 2 shards by TF's mod partition,

@@ -6,13 +6,16 @@
 #define BOOST_TEST_MODULE export
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include <unistd.h>
 
 #include "tensor/checkpoint/checkpoint.hpp"
+#include "tensor/checkpoint/table_file.hpp"
 #include "tensor/export/model_export.hpp"
 #include "tensor/export/table_export.hpp"
 #include "tests/support/data_files.hpp"
@@ -200,7 +203,7 @@ BOOST_AUTO_TEST_CASE(an_embedding_model_exports_its_table_by_key) {
   float row[4] = {0.5f, 1, 2, 3};
   table.restore(int64_t{1} << 50, row, {});
   auto values = initial_values(*net, 1);
-  write_model_export(d.file("export"), card, net->variables(), values, &table);
+  write_model_export(d.file("export"), card, net->variables(), values, table);
   BOOST_TEST(!std::filesystem::exists(d.file("export/model.onnx")));
   auto loaded = load_model(d.file("export"));
   BOOST_TEST(loaded.card.table_init.seed == 0xfedcba9876543210ull);
@@ -311,7 +314,7 @@ BOOST_AUTO_TEST_CASE(a_custom_network_over_an_embedding_layer_exports_its_layers
   float row[3] = {0.5f, -1, 2};
   table.restore(42, row, {});
   auto values = random_values(*net, 3);
-  write_model_export(d.file("export"), card, net->variables(), values, &table);
+  write_model_export(d.file("export"), card, net->variables(), values, table);
   BOOST_TEST(!std::filesystem::exists(d.file("export/model.onnx")));
   auto loaded = load_model(d.file("export"));
   BOOST_TEST(loaded.card.layers == card.layers);
@@ -350,7 +353,7 @@ BOOST_AUTO_TEST_CASE(a_custom_network_over_a_fixed_table_exports_onnx) {
   config.rows = 12;
   embedding_table table(config);
   auto values = random_values(*net, 3);
-  auto written = write_model_export(d.file("export"), card, net->variables(), values, &table);
+  auto written = write_model_export(d.file("export"), card, net->variables(), values, table);
   BOOST_TEST(written == "model.safetensors, model.onnx, model.json");
   auto onnx = read_file_bounded(d.file("export/model.onnx"), 1 << 20);
   for (auto op : {"Gather", "Gemm", "Relu", "Concat", "Softmax", "inv_stddev", "mean"})
@@ -358,8 +361,144 @@ BOOST_AUTO_TEST_CASE(a_custom_network_over_a_fixed_table_exports_onnx) {
   card.vocabulary.clear(); // a hash table: no ONNX, and why
   config.kind = table_kind::hash;
   embedding_table hashed(config);
-  BOOST_TEST(contains(write_model_export(d.file("hashed"), card, net->variables(), values, &hashed),
+  BOOST_TEST(contains(write_model_export(d.file("hashed"), card, net->variables(), values, hashed),
                       "its table is a hash table"));
+}
+
+// A hash table's checkpoint files as two shards save them (Adagrad: slots
+// the export leaves out), streamed into the export: every key once with its
+// own values, the same rows as the table rebuilt in memory exports.
+BOOST_AUTO_TEST_CASE(a_hash_table_streams_from_checkpoint_files_into_the_export) {
+  temp_dir d;
+  custom_table_model m("sum");
+  auto config = m.config;
+  config.optimizer.kind = sparse_optimizer_kind::adagrad;
+  config.buckets.count = 64;
+  std::vector<std::unique_ptr<embedding_table>> shards;
+  shards.push_back(std::make_unique<embedding_table>(config));
+  shards.push_back(std::make_unique<embedding_table>(config));
+  auto whole = std::make_shared<embedding_table>(m.config);
+  for (int64_t k = 0; k < 300; ++k) {
+    int64_t key = k * 104729 + (k % 3 == 0 ? int64_t{1} << 50 : 0);
+    float row[9] = {float(k), -float(k), 0.5f * float(k), 1, 1, 1, 1, 1, 1};
+    shards[config.shard_of(key, 2)]->restore(key, row, {});
+    whole->restore(key, row, {});
+  }
+  std::vector<std::unique_ptr<safetensors_file>> files;
+  std::vector<std::pair<std::string, const safetensors_file*>> named;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    auto path = d.file("shard-" + std::to_string(s) + ".safetensors");
+    {
+      table_snapshot snapshot(*shards[s]);
+      safetensors_writer writer(path, snapshot.entries(), {snapshot.metadata()});
+      snapshot.append_to(writer);
+      writer.finish();
+    }
+    files.push_back(std::make_unique<safetensors_file>(path));
+    named.emplace_back(path, files.back().get());
+  }
+  BOOST_TEST_REQUIRE(shards[0]->rows() > 0u);
+  BOOST_TEST_REQUIRE(shards[1]->rows() > 0u);
+  auto values = initial_values(*m.net, 1);
+  auto streamed = rows_of_saved_table(named, m.card);
+  BOOST_TEST(streamed->rows() == 300u);
+  BOOST_TEST(!streamed->table());
+  write_model_export(d.file("streamed"), m.card, m.net->variables(), values, streamed.get());
+  write_model_export(d.file("in-memory"), m.card, m.net->variables(), values, *whole);
+  std::map<int64_t, std::vector<float>> by_key[2];
+  for (int e = 0; e < 2; ++e) {
+    safetensors_file file(d.file(e == 0 ? "streamed" : "in-memory") + "/model.safetensors");
+    auto keys = file.read_i64(table_keys_name);
+    auto rows = file.read(table_values_name);
+    BOOST_TEST_REQUIRE(rows.shape() == (shape_t{300, 3}));
+    for (size_t i = 0; i < keys.size(); ++i)
+      by_key[e][keys[i]].assign(rows.data() + 3 * i, rows.data() + 3 * i + 3);
+  }
+  BOOST_TEST(by_key[0].size() == 300u); // every key once
+  BOOST_TEST((by_key[0] == by_key[1]));
+  auto loaded = load_model(d.file("streamed"));
+  BOOST_TEST_REQUIRE(loaded.table);
+  int64_t key = 7 * 104729;
+  float back[3];
+  loaded.table->lookup(&key, 1, back);
+  BOOST_TEST(back[0] == 7.0f);
+  BOOST_TEST(back[2] == 3.5f);
+}
+
+namespace {
+
+// A table's rows in a file written by hand, as a checkpoint holds them
+// (dim 3, 64 buckets), each key listed in bucket `buckets[i]`.
+std::string hand_written_rows(const std::string& path, const std::vector<int64_t>& keys,
+                              const std::vector<uint32_t>& buckets, std::vector<float> values,
+                              const std::string& layout = "dim=3 buckets=64 bucket_seed=0") {
+  std::vector<uint32_t> bucket_rows(64, 0);
+  for (auto b : buckets)
+    ++bucket_rows.at(b);
+  auto n = static_cast<int64_t>(keys.size());
+  safetensors_writer writer(path,
+                            {{"emb/embedding/keys", {n}, element_type::i64},
+                             {"emb/embedding/values", {n, 3}},
+                             {"emb/embedding/bucket_rows", {64}, element_type::u32}},
+                            {{"emb/embedding", layout + " optimizer=sgd"}});
+  writer.append(keys.data(), keys.size() * sizeof(int64_t));
+  values.resize(keys.size() * 3, 0.5f);
+  writer.append(values.data(), values.size() * sizeof(float));
+  writer.append(bucket_rows.data(), bucket_rows.size() * sizeof(uint32_t));
+  writer.finish();
+  return path;
+}
+
+} // namespace
+
+// Files that lie about the table are refused by name, before the export
+// moves into place: a bucket in two files, a key outside the bucket its
+// file lists, a key twice, a negative key, a value not finite, rows per
+// bucket that do not add up, another dim, buckets that differ between files.
+BOOST_AUTO_TEST_CASE(checkpoint_rows_that_lie_are_refused_by_name) {
+  temp_dir d;
+  custom_table_model m("sum");
+  auto values = initial_values(*m.net, 1);
+  bucket_layout layout{64, 0};
+  int64_t a = 11, b = 12;
+  while (layout.bucket_of(b) == layout.bucket_of(a))
+    ++b;
+  if (layout.bucket_of(a) > layout.bucket_of(b)) // a file lists its rows in bucket order
+    std::swap(a, b);
+  uint32_t ba = layout.bucket_of(a), bb = layout.bucket_of(b);
+  auto refusal = [&](std::vector<std::string> paths) {
+    std::vector<std::unique_ptr<safetensors_file>> files;
+    std::vector<std::pair<std::string, const safetensors_file*>> named;
+    for (auto& p : paths) {
+      files.push_back(std::make_unique<safetensors_file>(p));
+      named.emplace_back(p, files.back().get());
+    }
+    return error_of([&] {
+      auto rows = rows_of_saved_table(named, m.card);
+      write_model_export(d.file("out"), m.card, m.net->variables(), values, rows.get());
+    });
+  };
+  auto good = hand_written_rows(d.file("good"), {a, b}, {ba, bb}, {});
+  BOOST_TEST(refusal({good}) == "no error");
+  auto msg = refusal({good, good});
+  BOOST_TEST(contains(msg, "has rows in"), msg);
+  msg = refusal({hand_written_rows(d.file("moved"), {a, b}, {ba, ba}, {})});
+  BOOST_TEST(contains(msg, "key " + std::to_string(b) + " is listed in bucket"), msg);
+  msg = refusal({hand_written_rows(d.file("twice"), {a, a}, {ba, ba}, {})});
+  BOOST_TEST(contains(msg, "key " + std::to_string(a) + " is in the table twice"), msg);
+  msg = refusal({hand_written_rows(d.file("negative"), {-a}, {layout.bucket_of(-a)}, {})});
+  BOOST_TEST(contains(msg, "negative"), msg);
+  msg = refusal({hand_written_rows(d.file("nan"), {a, b}, {ba, bb}, {1, 2, 3, 4, std::nanf("")})});
+  BOOST_TEST(contains(msg, "not finite"), msg);
+  // rows per bucket that add up to 2, beside 3 keys
+  msg = refusal({hand_written_rows(d.file("uneven"), {a, b, b + 64}, {ba, bb}, {})});
+  BOOST_TEST(contains(msg, "disagree"), msg);
+  msg = refusal(
+    {hand_written_rows(d.file("dim"), {a}, {ba}, {}, "dim=4 buckets=64 bucket_seed=0")});
+  BOOST_TEST(contains(msg, "hold 4 values, the model's 3"), msg);
+  msg = refusal(
+    {good, hand_written_rows(d.file("seed"), {}, {}, {}, "dim=3 buckets=64 bucket_seed=9")});
+  BOOST_TEST(contains(msg, "differ"), msg);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
