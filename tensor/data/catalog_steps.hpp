@@ -62,9 +62,22 @@ struct file_scan {
   std::string label_column;
 };
 
+/// How a scan splits a plain text file (CSV, Criteo, libsvm): into at most
+/// `ranges` pieces of at least `min_bytes`, each read on a thread of its
+/// own. The default: the machine's hardware threads (at most 8), 32 MiB.
+struct scan_split {
+  unsigned ranges = 1;
+  uint64_t min_bytes = 0;
+};
+scan_split default_scan_split();
+
 /// Reads every record of `file` once: records, bad ones, labels as written.
-/// Throws data_error for a bad record where the split's policy is fail.
-file_scan scan_file(const data_split& split, const data_file& file);
+/// Throws data_error for a bad record where the split's policy is fail. A
+/// file split into ranges gives the same counts; where a range fails, the
+/// whole file is read again in order, so that the error names the first
+/// bad record as a single reader finds it.
+file_scan scan_file(const data_split& split, const data_file& file,
+                    const scan_split& how = default_scan_split());
 
 // Counts bad labels (no class) per file from the scans; with fail, names
 // the first.

@@ -113,6 +113,8 @@ public:
     }
   }
 
+  bool restrict_to(uint64_t begin, uint64_t end) override { return file_.restrict_to(begin, end); }
+
   int64_t features() const override { return features_; }
   key_layout keys() const override { return keys_; }
   const shape_t& item_shape() const override { return shape_; }

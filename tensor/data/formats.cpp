@@ -1,5 +1,7 @@
 #include "tensor/data/formats.hpp"
 
+#include "tensor/data/byte_file.hpp"
+
 #include <cstring>
 
 namespace troupe {
@@ -24,6 +26,10 @@ data_format format_of_name(const std::string& path) {
     if (ends_with(path, suffix))
       return data_format::libsvm;
   return data_format::idx;
+}
+
+int64_t plain_text_bytes(const std::string& path) {
+  return formats::byte_file(path).plain_size();
 }
 
 std::unique_ptr<record_reader> open_records(data_format format, const std::string& features,

@@ -98,7 +98,15 @@ public:
   /// The file stores bytes 0..255 (uint8 IDX, .npy): data.normalize = auto
   /// scales them to [0, 1].
   virtual bool holds_bytes() const { return false; }
+  /// From here on, only the records whose lines start in bytes [begin, end)
+  /// of the file (a line that starts before `begin` is the range before's),
+  /// so that threads can each read a range of one file. False where the
+  /// reader cannot: binary formats, gzipped files.
+  virtual bool restrict_to(uint64_t /*begin*/, uint64_t /*end*/) { return false; }
 };
+
+/// The size of `path` where it is plain text (not gzipped), else -1.
+int64_t plain_text_bytes(const std::string& path);
 
 /// IDX: `features` holds the items (magic 0x0000TTDD: type TT, DD dims),
 /// `labels` one integer per item (empty: none, every label reads 0). Both

@@ -2,6 +2,9 @@
 // and labels as written; the training set's labels then give the classes
 // (and their names), and every set's bad records are counted against them.
 #include <algorithm>
+#include <exception>
+#include <optional>
+#include <thread>
 
 #include "tensor/data/catalog_steps.hpp"
 
@@ -66,17 +69,17 @@ void refuse_missing_classes(const data_split& split, const std::map<std::string,
 
 } // namespace
 
-file_scan scan_file(const data_split& split, const data_file& file) {
-  auto reader = open_records(split.format, file.features, file.labels, split.csv);
-  file_scan out;
-  out.item_shape = reader->item_shape();
-  out.holds_bytes = reader->holds_bytes();
-  out.keys = reader->keys();
-  out.label_column = reader->label_name();
+namespace {
+
+// Reads the records `reader` gives into `out`: records, bad ones, labels as
+// written. Throws data_error for a bad record where the split's policy is
+// fail, naming it.
+void scan_records(const data_split& split, const data_file& file, record_reader& reader,
+                  file_scan& out) {
   raw_record record;
   for (;;) {
     try {
-      if (!reader->next(record))
+      if (!reader.next(record))
         break;
     } catch (const bad_record& e) {
       ++out.records;
@@ -92,7 +95,7 @@ file_scan scan_file(const data_split& split, const data_file& file) {
         continue;
       ++out.bad_rows;
       if (split.bad_records == bad_record_policy::fail)
-        throw data_error(reader->where() + ": target '" + std::string(record.label_text)
+        throw data_error(reader.where() + ": target '" + std::string(record.label_text)
                          + "' is not a finite number (data.bad-records = skip passes over such "
                            "records)");
       continue;
@@ -110,9 +113,86 @@ file_scan scan_file(const data_split& split, const data_file& file) {
       out.label_counts.emplace(std::move(text), 1);
     }
   }
+}
+
+file_scan scan_whole(const data_split& split, const data_file& file) {
+  auto reader = open_records(split.format, file.features, file.labels, split.csv);
+  file_scan out;
+  out.item_shape = reader->item_shape();
+  out.holds_bytes = reader->holds_bytes();
+  out.keys = reader->keys();
+  out.label_column = reader->label_name();
+  scan_records(split, file, *reader, out);
   if (out.records == 0)
     throw data_error(file.features + ": holds no records (an empty file?)");
   return out;
+}
+
+// The file in `ranges` pieces of bytes, each scanned by a reader of its own
+// on a thread of its own, their counts added up; nullopt where the file
+// cannot be split (gzipped, binary, too small) or a piece failed, which the
+// whole scan then reports as it finds it.
+std::optional<file_scan> scan_in_ranges(const data_split& split, const data_file& file,
+                                        const scan_split& how) {
+  if (how.ranges < 2 || !labels_in_text(split.format))
+    return std::nullopt;
+  auto bytes = plain_text_bytes(file.features);
+  if (bytes < 0)
+    return std::nullopt;
+  auto ranges = static_cast<size_t>(std::min<uint64_t>(
+    how.ranges, static_cast<uint64_t>(bytes) / std::max<uint64_t>(how.min_bytes, 1)));
+  if (ranges < 2)
+    return std::nullopt;
+  std::vector<file_scan> scans(ranges);
+  std::vector<std::exception_ptr> failures(ranges);
+  auto scan_range = [&](size_t r) {
+    try {
+      auto reader = open_records(split.format, file.features, file.labels, split.csv);
+      auto size = static_cast<uint64_t>(bytes);
+      if (!reader->restrict_to(size * r / ranges, size * (r + 1) / ranges))
+        throw data_error(file.features + ": cannot be read by range");
+      scan_records(split, file, *reader, scans[r]);
+      if (r == 0) {
+        scans[0].item_shape = reader->item_shape();
+        scans[0].holds_bytes = reader->holds_bytes();
+        scans[0].keys = reader->keys();
+        scans[0].label_column = reader->label_name();
+      }
+    } catch (...) {
+      failures[r] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t r = 1; r < ranges; ++r)
+    threads.emplace_back(scan_range, r);
+  scan_range(0);
+  for (auto& t : threads)
+    t.join();
+  for (auto& failure : failures)
+    if (failure)
+      return std::nullopt;
+  auto out = std::move(scans[0]);
+  for (size_t r = 1; r < ranges; ++r) {
+    out.records += scans[r].records;
+    out.bad_rows += scans[r].bad_rows;
+    for (auto& [text, count] : scans[r].label_counts)
+      out.label_counts[text] += count;
+  }
+  if (out.label_counts.size() > max_distinct_labels || out.records == 0)
+    return std::nullopt;
+  return out;
+}
+
+} // namespace
+
+scan_split default_scan_split() {
+  return {std::clamp(std::thread::hardware_concurrency(), 1u, 8u), uint64_t{32} << 20};
+}
+
+file_scan scan_file(const data_split& split, const data_file& file, const scan_split& how) {
+  if (auto out = scan_in_ranges(split, file, how))
+    return std::move(*out);
+  return scan_whole(split, file);
 }
 
 // Counts bad labels (no class) per file from the scans; with fail, names

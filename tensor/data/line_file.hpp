@@ -2,6 +2,7 @@
 // A text file read line by line through byte_file (so it may be gzipped),
 // without holding more than a read buffer and the current line: what the
 // CSV, Criteo and libsvm readers share.
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -23,8 +24,11 @@ public:
   /// false at the end of the file.
   bool next_line() {
     line_.clear();
+    if (buffer_offset_ + at_ >= stop_at_)
+      return false; // the next line starts past the range (restrict_to)
     for (;;) {
       if (at_ == end_) {
+        buffer_offset_ += end_;
         end_ = file_->read_some(buffer_.data(), buffer_.size());
         at_ = 0;
         if (end_ == 0) {
@@ -57,9 +61,33 @@ public:
   void rewind_to(uint64_t line) {
     file_->seek(0);
     at_ = end_ = 0;
+    buffer_offset_ = 0;
     line_number_ = 0;
     while (line_number_ < line && next_line()) {
     }
+  }
+
+  /// From here on, only the lines that start in bytes [begin, end) of the
+  /// file: a line that starts before `begin` belongs to the range before
+  /// it (so ranges that meet read every line once). Line numbers then count
+  /// from `begin`. False for a gzipped file, whose bytes cannot be reached
+  /// by offset.
+  bool restrict_to(uint64_t begin, uint64_t end) {
+    if (file_->plain_size() < 0)
+      return false;
+    stop_at_ = end;
+    if (begin == 0)
+      return true; // from where the reader is (past a CSV header)
+    file_->seek(begin - 1);
+    buffer_offset_ = begin - 1;
+    at_ = end_ = 0;
+    // The rest of the line that holds byte begin - 1 (just its '\n' where
+    // a line starts at begin) is the range before's.
+    stop_at_ = UINT64_MAX;
+    next_line();
+    stop_at_ = end;
+    line_number_ = 0;
+    return true;
   }
 
   const std::string& line() const noexcept { return line_; }
@@ -72,6 +100,8 @@ private:
   std::string hint_;
   std::vector<char> buffer_ = std::vector<char>(size_t{1} << 17);
   size_t at_ = 0, end_ = 0;
+  uint64_t buffer_offset_ = 0;    ///< the file offset of buffer_[0]
+  uint64_t stop_at_ = UINT64_MAX; ///< no line starting here or later (restrict_to)
   std::string line_;
   uint64_t line_number_ = 0;
 };
