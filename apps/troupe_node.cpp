@@ -6,6 +6,7 @@
 // a run leaves behind), where the tests can reach it.
 #include <csignal>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include <caf/actor_system.hpp>
@@ -90,7 +91,8 @@ int run_evaluator_task(node_config& cfg, const node_setup& setup, uint64_t model
   }
 }
 
-int run_task(node_config& cfg, const node_setup& setup, const warden_limits& limits) {
+int run_task(node_config& cfg, const node_setup& setup, const warden_limits& limits,
+             chief_lobby* lobby) {
   auto bulk = bulk_path_of(cfg, setup);
   if (!bulk)
     return exit_failure;
@@ -98,7 +100,7 @@ int run_task(node_config& cfg, const node_setup& setup, const warden_limits& lim
     caf::actor_system sys{cfg};
     int code = setup.whole_cluster            ? run_whole_cluster(sys, setup)
                : setup.job == job_kind::ps    ? run_ps(sys, setup, limits, *bulk)
-               : setup.job == job_kind::chief ? run_chief(sys, setup, limits, *bulk)
+               : setup.job == job_kind::chief ? run_chief(sys, setup, limits, *bulk, lobby)
                                               : run_worker(sys, setup, *bulk);
     log_peak_memory();
     exit_if_shutdown_hangs(code);
@@ -120,7 +122,13 @@ int main(int argc, char** argv) {
   keep_freed_tensor_memory();
   node_config cfg;
   register_protocol(cfg);
-  auto outcome = load_node_config(cfg, argc, argv);
+  // A chief holds its port while it reads its data, so that its shards and
+  // workers see it alive (chief_lobby.hpp).
+  std::unique_ptr<chief_lobby> lobby;
+  auto outcome = load_node_config(cfg, argc, argv, [&lobby](const node_setup& s) {
+    if (!s.whole_cluster && s.job == job_kind::chief && !s.cluster.chief.empty())
+      lobby = std::make_unique<chief_lobby>(s.cluster.chief[0]);
+  });
   if (auto code = answer_without_running(outcome, cfg))
     return *code;
   auto& setup = outcome.setup;
@@ -141,5 +149,5 @@ int main(int argc, char** argv) {
   guard_frames(cfg, setup, model_bytes);
   if (!setup.whole_cluster && setup.job == job_kind::evaluator)
     return run_evaluator_task(cfg, setup, model_bytes);
-  return run_task(cfg, setup, limits);
+  return run_task(cfg, setup, limits, lobby.get());
 }

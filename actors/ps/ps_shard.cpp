@@ -10,6 +10,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/net/socket.hpp"
 #include "actors/protocol/grant_proof.hpp"
 #include "actors/ps/shard_endpoint.hpp"
 #include "actors/ps/shard_run.hpp"
@@ -377,18 +378,47 @@ void on_abort(self_ptr self, const std::string& why) {
   self->quit(make_error({errc::training_stopped, "the chief ended the run: " + why}));
 }
 
+// Whether something accepts connections on the chief's port: a chief that
+// reads its data before it can init holds it. Blocks the shard for at most a
+// second, while it waits for a chief and has nothing else to do.
+bool chief_port_answers(const ps_shard_config& config) {
+  if (config.chief_port == 0)
+    return false;
+  maybe_failure error;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  return static_cast<bool>(bulk::connect_to(config.chief_host, config.chief_port, until, error));
+}
+
+// The chief's port answers while the wait ran out: wait as long again.
+bool wait_on_for_chief(self_ptr self, std::chrono::milliseconds wait, const char* setting) {
+  auto& st = self->state;
+  if (!chief_port_answers(st.config))
+    return false;
+  spdlog::info("{}: no chief's init within {} ms ({}), but {}:{} accepts connections (a chief "
+               "still reading its data?): waiting {} ms more",
+               st.label, wait.count(), setting, st.config.chief_host, st.config.chief_port,
+               wait.count());
+  self->delayed_send(self, wait, tick_atom::value);
+  return true;
+}
+
 // No chief came in time (at start), or no new one after the chief was lost.
 void on_tick(self_ptr self) {
   auto& st = self->state;
   if (st.chief_lost_since) {
     if (std::chrono::steady_clock::now() - *st.chief_lost_since < st.config.recovery_timeout)
       return;
+    if (wait_on_for_chief(self, st.config.recovery_timeout, "cluster.recovery-timeout")) {
+      st.chief_lost_since = std::chrono::steady_clock::now();
+      return;
+    }
     spdlog::error("{}: no new chief within {} ms (cluster.recovery-timeout); shutting down",
                   st.label, st.config.recovery_timeout.count());
     self->quit(make_error({errc::training_stopped, "no new chief came"}));
     return;
   }
-  if (st.store->initialized())
+  if (st.store->initialized()
+      || wait_on_for_chief(self, st.config.init_timeout, "cluster.connect-timeout"))
     return;
   spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout); "
                 "is the chief running and does it list this address? A chief checks every "

@@ -40,6 +40,11 @@ struct ps_shard_config {
   std::string bulk_host{};
   /// Mutual TLS on the bulk path (null: plain TCP).
   std::shared_ptr<const bulk::tls_context> bulk_tls{};
+  /// The chief's address (port 0: none known). When a wait above runs out
+  /// while something accepts connections there (a chief still reading its
+  /// data holds its port: apps/node/chief_lobby.hpp), the shard waits on.
+  std::string chief_host{};
+  uint16_t chief_port = 0;
 };
 
 struct ps_shard_state {

@@ -84,6 +84,8 @@ int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits&
     config.bulk_host = address.host;
     config.bulk_tls = bulk.tls;
   }
+  config.chief_host = setup.cluster.chief[0].host;
+  config.chief_port = setup.cluster.chief[0].port;
   ps_shard_actor shard = sys.spawn(ps_shard, config); // published without its timer
   if (!publish(sys, setup, shard, address)) {
     // kill: the shard's exit handler ignores anonymous exit messages
@@ -98,9 +100,10 @@ int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits&
 }
 
 int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
-              const bulk_path& bulk) {
-  // Before it reaches any shard: a second start of the chief touches nothing.
-  if (!address_is_free(setup, setup.cluster.chief[0]))
+              const bulk_path& bulk, chief_lobby* lobby) {
+  // Before it reaches any shard: a second start of the chief touches nothing
+  // (a lobby that holds the port found it free).
+  if (!(lobby && lobby->held()) && !address_is_free(setup, setup.cluster.chief[0]))
     return exit_failure;
   std::vector<ps_shard_actor> shards;
   if (!connect_shards(sys, setup, shards))
@@ -115,6 +118,8 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
     sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.worker.size()), shards,
     test, [&result](const training_result& r) { result = r; }, spawn_mode::detached,
     setup.restore_from, reconnect_to_peers(sys, setup), bulk_peers_of(setup, bulk), checkpoints);
+  if (lobby)
+    lobby->close(); // the shards have their init on its way: the port is the chief's now
   if (!publish(sys, setup, chief, setup.cluster.chief[0])) {
     // Lost a race for the port: its shards refuse a second chief's init.
     caf::anon_send_exit(chief, caf::exit_reason::user_shutdown);

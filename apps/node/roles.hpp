@@ -5,6 +5,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/net/connection_warden.hpp"
+#include "apps/node/chief_lobby.hpp"
 #include "apps/node/peers.hpp"
 #include "config/node/node_config.hpp"
 
@@ -13,8 +14,10 @@ namespace troupe::node {
 int run_whole_cluster(caf::actor_system& sys, const node_setup& setup);
 int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
            const bulk_path& bulk);
+/// `lobby`: the chief's port as held while it read its data (null: none);
+/// freed once the shards are initialised, for the chief to publish on.
 int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
-              const bulk_path& bulk);
+              const bulk_path& bulk, chief_lobby* lobby = nullptr);
 int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path& bulk);
 
 } // namespace troupe::node

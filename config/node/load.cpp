@@ -382,7 +382,8 @@ void settle_settings(node_config& cfg, node_setup& setup, std::vector<std::strin
 
 } // namespace
 
-load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
+load_outcome load_node_config(node_config& cfg, int argc, char** argv,
+                              const std::function<void(const node_setup&)>& cluster_known) {
   load_outcome out;
   auto cl = split_command_line(argc, argv, out);
   if (out.what == load_outcome::action::help)
@@ -406,6 +407,8 @@ load_outcome load_node_config(node_config& cfg, int argc, char** argv) {
   if (!cl.config_file.empty())
     ini::coerce_reals(cfg, cl.config_file, cl.args);
   settle_cluster(cfg, cl, file_keys, tasks_named, out.setup, out.errors);
+  if (cluster_known && out.errors.empty() && out.what != load_outcome::action::dump_config)
+    cluster_known(out.setup);
   settle_settings(cfg, out.setup, out.errors);
   if (!out.errors.empty())
     out.what = load_outcome::action::fail;

@@ -8,6 +8,7 @@
 //   ini_checks.cpp what CAF's INI parser lets through (unknown keys, types)
 //   load.cpp       argv + file -> node_setup, and the checks only a node can do
 //   describe.cpp   --help and --dump-config
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -114,8 +115,11 @@ struct load_outcome {
 
 /// Parses argv and the config file (--config-file=F, else caf-application.conf
 /// in the working directory if present, else the embedded defaults) into cfg,
-/// then validates everything.
-load_outcome load_node_config(node_config& cfg, int argc, char** argv);
+/// then validates everything. `cluster_known`, where given, is called once
+/// the cluster and this task's job are known and valid, before the data is
+/// read (which can take minutes): the chief holds its port from there.
+load_outcome load_node_config(node_config& cfg, int argc, char** argv,
+                              const std::function<void(const node_setup&)>& cluster_known = {});
 
 /// --help: every option with its type, default and meaning.
 std::string help_text(const node_config& cfg);

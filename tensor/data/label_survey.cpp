@@ -2,8 +2,8 @@
 // and labels as written; the training set's labels then give the classes
 // (and their names), and every set's bad records are counted against them.
 #include <algorithm>
-#include <exception>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "tensor/data/catalog_steps.hpp"
@@ -136,7 +136,12 @@ std::optional<file_scan> scan_in_ranges(const data_split& split, const data_file
                                         const scan_split& how) {
   if (how.ranges < 2 || !labels_in_text(split.format))
     return std::nullopt;
-  auto bytes = plain_text_bytes(file.features);
+  int64_t bytes = -1;
+  try {
+    bytes = plain_text_bytes(file.features);
+  } catch (const troupe_error&) {
+    return std::nullopt; // the whole scan names what is wrong with the file
+  }
   if (bytes < 0)
     return std::nullopt;
   auto ranges = static_cast<size_t>(std::min<uint64_t>(
@@ -144,7 +149,7 @@ std::optional<file_scan> scan_in_ranges(const data_split& split, const data_file
   if (ranges < 2)
     return std::nullopt;
   std::vector<file_scan> scans(ranges);
-  std::vector<std::exception_ptr> failures(ranges);
+  std::vector<char> failed(ranges, 0);
   auto scan_range = [&](size_t r) {
     try {
       auto reader = open_records(split.format, file.features, file.labels, split.csv);
@@ -159,18 +164,22 @@ std::optional<file_scan> scan_in_ranges(const data_split& split, const data_file
         scans[0].label_column = reader->label_name();
       }
     } catch (...) {
-      failures[r] = std::current_exception();
+      failed[r] = 1;
     }
   };
   std::vector<std::thread> threads;
-  for (size_t r = 1; r < ranges; ++r)
-    threads.emplace_back(scan_range, r);
+  for (size_t r = 1; r < ranges; ++r) {
+    try {
+      threads.emplace_back(scan_range, r);
+    } catch (const std::system_error&) {
+      scan_range(r); // no thread to be had: this one reads the range
+    }
+  }
   scan_range(0);
   for (auto& t : threads)
     t.join();
-  for (auto& failure : failures)
-    if (failure)
-      return std::nullopt;
+  if (std::find(failed.begin(), failed.end(), 1) != failed.end())
+    return std::nullopt;
   auto out = std::move(scans[0]);
   for (size_t r = 1; r < ranges; ++r) {
     out.records += scans[r].records;

@@ -57,10 +57,47 @@ check "a closed stdout does not kill the node" 0 "could not be written to stdout
            cat '$tmp/pipe.log'; exit \$rc"
 # A PS whose chief never comes gives up after connect-timeout (exit 1, no hang).
 sed 's/^connect-timeout = 60s/connect-timeout = 2s/' "$conf" >"$tmp/short.conf"
+move_to_free_ports "$tmp/short.conf" # sets chief_addr
 check "ps without a chief exits 1 after connect-timeout" 1 "no chief initialised" \
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=ps --task_index=0
 check "worker without a chief exits 1 after connect-timeout" 1 "no chief reachable" \
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=worker --task_index=0
+# hold_port PORT SECONDS: a stand-in for a chief that reads its data (its
+# lobby, apps/node/chief_lobby): accepts each connection and closes it.
+hold_port() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16); s.settimeout(0.2)
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    try:
+        c, _ = s.accept(); c.close()
+    except socket.timeout:
+        pass
+PY
+}
+# A ps whose connect-timeout runs out while the chief's port answers waits
+# on; once it is free, it gives up as before. The stand-in holds it 6 s.
+hold_port "${chief_addr#*:}" 6 &
+stand_in=$!
+sleep 0.5
+started=$SECONDS
+check "ps waits on while the chief's port answers" 1 "accepts connections (a chief still reading its data?)" \
+  timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=ps --task_index=0
+waited=$((SECONDS - started))
+wait $stand_in
+expect "... and gives up once it is free, after the stand-in's 6 s (${waited} s; 2 s without the wait)" \
+  eval 'grep -q "no chief initialised" "$tmp/out" && test "$waited" -ge 5'
+# A worker meets the same port (here held 5 s, its connect-timeout 2 s):
+# each try fails at once, and it gives up in time, saying why.
+hold_port "${chief_addr#*:}" 5 &
+stand_in=$!
+sleep 0.5
+check "a worker whose chief still reads its data gives up after connect-timeout, saying so" 1 \
+  "as a chief still reading its data does" \
+  timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=worker --task_index=0
+wait $stand_in
 # A GPU worker where there is no GPU stops before it joins, naming the device.
 if ls /dev/nvidia0 >/dev/null 2>&1; then
   echo "skip: this machine has a GPU; the no-device checks do not apply"

@@ -4,7 +4,11 @@
 #include <boost/test/unit_test.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
+#include <poll.h>
+#include <sys/socket.h>
 
+#include "actors/net/socket.hpp"
+#include "apps/node/chief_lobby.hpp"
 #include "apps/node/peers.hpp"
 #include "apps/node/process.hpp"
 #include "tests/support/loopback.hpp"
@@ -39,6 +43,38 @@ BOOST_AUTO_TEST_CASE(a_task_started_twice_finds_its_address_taken) {
     BOOST_TEST(!address_is_free(setup, {"127.0.0.1", port}));
   }
   BOOST_TEST(address_is_free(setup, {"127.0.0.1", port}));
+}
+
+// The chief's lobby holds its port while it reads its data: a connect
+// succeeds and is closed at once (end of stream); the port is taken, for a
+// second lobby too; close() frees it for the chief to publish on.
+BOOST_AUTO_TEST_CASE(the_chief_lobby_answers_on_its_port_until_closed) {
+  node_setup setup;
+  uint16_t port = 0;
+  {
+    testing::loopback_listener probe{1};
+    port = probe.port;
+  }
+  chief_lobby lobby({"127.0.0.1", port});
+  BOOST_TEST_REQUIRE(lobby.held());
+  BOOST_TEST(!address_is_free(setup, {"127.0.0.1", port}));
+  BOOST_TEST(!chief_lobby({"127.0.0.1", port}).held());
+  for (int i = 0; i < 3; ++i) { // each connection is closed at once: no wait
+    maybe_failure error;
+    auto fd = bulk::connect_to("127.0.0.1", port,
+                               std::chrono::steady_clock::now() + std::chrono::seconds(2), error);
+    BOOST_TEST_REQUIRE(static_cast<bool>(fd));
+    pollfd p{fd.get(), POLLIN, 0};
+    BOOST_TEST_REQUIRE(::poll(&p, 1, 2000) == 1);
+    char byte;
+    BOOST_TEST(::recv(fd.get(), &byte, 1, 0) <= 0);
+  }
+  lobby.close();
+  lobby.close(); // idempotent
+  BOOST_TEST(address_is_free(setup, {"127.0.0.1", port}));
+  maybe_failure error;
+  BOOST_TEST(!bulk::connect_to("127.0.0.1", port,
+                               std::chrono::steady_clock::now() + std::chrono::seconds(2), error));
 }
 
 BOOST_AUTO_TEST_CASE(the_bulk_path_goes_to_each_shards_host_unless_off) {
