@@ -420,11 +420,14 @@ void on_tick(self_ptr self) {
   if (st.store->initialized()
       || wait_on_for_chief(self, st.config.init_timeout, "cluster.connect-timeout"))
     return;
-  spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout); "
-                "is the chief running and does it list this address? A chief checks every "
-                "training and test record before it starts: with large data files, raise "
-                "cluster.connect-timeout",
-                st.label);
+  auto port = st.config.chief_port == 0
+                ? std::string()
+                : ", and nothing answers on the chief's port " + st.config.chief_host + ":"
+                    + std::to_string(st.config.chief_port);
+  spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout){}; is the "
+                "chief running (a chief reading its data holds its port), and does it list this "
+                "address?",
+                st.label, port);
   self->quit(make_error({errc::not_initialized, "no chief came"}));
 }
 
