@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 namespace troupe::bulk {
 
@@ -101,6 +102,28 @@ socket_fd connect_to(const std::string& host, uint16_t port, deadline until, may
     }
   }
   return fd;
+}
+
+bool chief_is_reading(const std::string& host, uint16_t port, deadline until) {
+  maybe_failure error;
+  auto fd = connect_to(host, port, until, error);
+  if (!fd)
+    return false;
+  std::string said;
+  char buffer[64];
+  const std::string_view greeting = chief_lobby_greeting;
+  while (said.size() < greeting.size()) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - std::chrono::steady_clock::now());
+    pollfd p{fd.get(), POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0)
+      return false;
+    auto got = ::recv(fd.get(), buffer, sizeof(buffer), 0);
+    if (got <= 0)
+      return false;
+    said.append(buffer, static_cast<size_t>(got));
+  }
+  return said.compare(0, greeting.size(), greeting) == 0;
 }
 
 bool wait_for(const channel& ch, bool writable, deadline until, maybe_failure& error) {

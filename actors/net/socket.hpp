@@ -18,6 +18,13 @@ socket_fd listen_on(const std::string& host, uint16_t& port, maybe_failure& erro
 /// A connected, non-blocking socket to host:port, or a failure within the deadline.
 socket_fd connect_to(const std::string& host, uint16_t port, deadline until, maybe_failure& error);
 
+/// What a chief still reading its data answers on its port before it closes
+/// the connection (apps/node/chief_lobby.hpp).
+constexpr const char* chief_lobby_greeting = "troupe: the chief is reading its data\n";
+
+/// Whether host:port answers with chief_lobby_greeting within the deadline.
+bool chief_is_reading(const std::string& host, uint16_t port, deadline until);
+
 /// Makes an accepted socket non-blocking, with TCP_NODELAY.
 void prepare(int fd);
 

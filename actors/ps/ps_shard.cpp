@@ -378,24 +378,18 @@ void on_abort(self_ptr self, const std::string& why) {
   self->quit(make_error({errc::training_stopped, "the chief ended the run: " + why}));
 }
 
-// Whether something accepts connections on the chief's port: a chief that
-// reads its data before it can init holds it. Blocks the shard for at most a
+// The chief's port says the chief still reads its data (its lobby) when the
+// wait ran out: wait as long again. A chief that runs but did not init this
+// shard says nothing of the kind. The probe blocks the shard for at most a
 // second, while it waits for a chief and has nothing else to do.
-bool chief_port_answers(const ps_shard_config& config) {
-  if (config.chief_port == 0)
-    return false;
-  maybe_failure error;
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  return static_cast<bool>(bulk::connect_to(config.chief_host, config.chief_port, until, error));
-}
-
-// The chief's port answers while the wait ran out: wait as long again.
 bool wait_on_for_chief(self_ptr self, std::chrono::milliseconds wait, const char* setting) {
   auto& st = self->state;
-  if (!chief_port_answers(st.config))
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  if (st.config.chief_port == 0
+      || !bulk::chief_is_reading(st.config.chief_host, st.config.chief_port, until))
     return false;
-  spdlog::info("{}: no chief's init within {} ms ({}), but {}:{} accepts connections (a chief "
-               "still reading its data?): waiting {} ms more",
+  spdlog::info("{}: no chief's init within {} ms ({}), but the chief at {}:{} says it is still "
+               "reading its data: waiting {} ms more",
                st.label, wait.count(), setting, st.config.chief_host, st.config.chief_port,
                wait.count());
   self->delayed_send(self, wait, tick_atom::value);
@@ -422,11 +416,10 @@ void on_tick(self_ptr self) {
     return;
   auto port = st.config.chief_port == 0
                 ? std::string()
-                : ", and nothing answers on the chief's port " + st.config.chief_host + ":"
-                    + std::to_string(st.config.chief_port);
+                : " (" + st.config.chief_host + ":" + std::to_string(st.config.chief_port)
+                    + " does not say it is reading its data)";
   spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout){}; is the "
-                "chief running (a chief reading its data holds its port), and does it list this "
-                "address?",
+                "chief running, and does it list this address?",
                 st.label, port);
   self->quit(make_error({errc::not_initialized, "no chief came"}));
 }

@@ -41,8 +41,8 @@ struct ps_shard_config {
   /// Mutual TLS on the bulk path (null: plain TCP).
   std::shared_ptr<const bulk::tls_context> bulk_tls{};
   /// The chief's address (port 0: none known). When a wait above runs out
-  /// while something accepts connections there (a chief still reading its
-  /// data holds its port: apps/node/chief_lobby.hpp), the shard waits on.
+  /// while the chief's port says it still reads its data (its lobby:
+  /// apps/node/chief_lobby.hpp, bulk::chief_is_reading), the shard waits on.
   std::string chief_host{};
   uint16_t chief_port = 0;
 };

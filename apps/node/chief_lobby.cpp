@@ -1,5 +1,6 @@
 #include "apps/node/chief_lobby.hpp"
 
+#include <cstring>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,8 +38,12 @@ void chief_lobby::accept_until_closed() {
     if (::poll(&p, 1, 100) <= 0)
       continue;
     int peer = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (peer >= 0)
-      ::close(peer); // not ready: the peer retries
+    if (peer < 0)
+      continue;
+    // Not ready: a ps task reads why and waits on, a worker retries.
+    [[maybe_unused]] auto sent = ::send(peer, bulk::chief_lobby_greeting,
+                                        std::strlen(bulk::chief_lobby_greeting), MSG_NOSIGNAL);
+    ::close(peer);
   }
 }
 

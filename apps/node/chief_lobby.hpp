@@ -1,10 +1,11 @@
 #pragma once
 // The chief's port, held while the chief reads its data (minutes for data
-// of gigabytes) and before it can publish itself: each connection is
-// accepted and closed at once. A ps task whose wait for the chief's init
-// runs out tries the chief's port and waits on while it answers
-// (ps_shard_config::chief), and a worker's connect fails fast and retries,
-// instead of hanging on a port that never speaks.
+// of gigabytes) and before it can publish itself: each connection gets
+// chief_lobby_greeting and is closed. A ps task whose wait for the chief's
+// init runs out tries the chief's port and waits on while it gives that
+// greeting (ps_shard_config::chief; a chief that runs but does not list the
+// shard gives none), and a worker's connect fails fast and retries, instead
+// of hanging on a port that never speaks.
 #include <atomic>
 #include <thread>
 

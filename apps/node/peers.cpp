@@ -69,12 +69,16 @@ caf::expected<Handle> connect_to(caf::actor_system& sys, const node_setup& setup
     sleep_unless_stopped(backoff);
     backoff = std::min(backoff * 3 / 2, std::chrono::milliseconds(1000));
   }
-  // A chief that still reads its data holds its port and closes each
-  // connection at once (chief_lobby.hpp): CAF sees a disconnect.
-  auto hint = last == caf::sec::disconnect_during_handshake && what == "chief"
-                ? "; the port closed each connection, as a chief still reading its data does: "
-                  "raise cluster.connect-timeout to cover the read"
-                : "; is that task running and listening there?";
+  // A chief that still reads its data holds its port, greets each
+  // connection with a line and closes it (chief_lobby.hpp): CAF sees a
+  // malformed header or a disconnect.
+  auto lobby = last == caf::sec::malformed_basp_message
+               || last == caf::sec::disconnect_during_handshake;
+  auto hint =
+    lobby && what == "chief"
+      ? "; the port answered and closed each connection, as a chief still reading its data "
+        "does: raise cluster.connect-timeout to cover the read"
+      : "; is that task running and listening there?";
   return caf::make_error(caf::sec::cannot_connect_to_node,
                          "no " + what + " reachable at " + address.to_string() + " within "
                            + std::to_string(within.count()) + " ms: " + sys.render(last) + hint);

@@ -62,17 +62,20 @@ check "ps without a chief exits 1 after connect-timeout" 1 "no chief initialised
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=ps --task_index=0
 check "worker without a chief exits 1 after connect-timeout" 1 "no chief reachable" \
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=worker --task_index=0
-# hold_port PORT SECONDS: a stand-in for a chief that reads its data (its
-# lobby, apps/node/chief_lobby): accepts each connection and closes it.
+# hold_port PORT SECONDS [GREETING]: a stand-in for a chief that reads its
+# data (its lobby, apps/node/chief_lobby): accepts each connection, sends
+# GREETING (the lobby's by default; "" for a server that says nothing) and
+# closes it.
 hold_port() {
-  /usr/bin/python3 - "$1" "$2" <<'PY'
+  /usr/bin/python3 - "$1" "$2" "${3-troupe: the chief is reading its data}" <<'PY'
 import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16); s.settimeout(0.2)
 end = time.time() + float(sys.argv[2])
+greeting = (sys.argv[3] + "\n").encode() if sys.argv[3] else b""
 while time.time() < end:
     try:
-        c, _ = s.accept(); c.close()
+        c, _ = s.accept(); c.sendall(greeting); c.close()
     except socket.timeout:
         pass
 PY
@@ -83,12 +86,22 @@ hold_port "${chief_addr#*:}" 6 &
 stand_in=$!
 sleep 0.5
 started=$SECONDS
-check "ps waits on while the chief's port answers" 1 "accepts connections (a chief still reading its data?)" \
+check "ps waits on while the chief's port answers" 1 "says it is still reading its data" \
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=ps --task_index=0
 waited=$((SECONDS - started))
 wait $stand_in
 expect "... and gives up once it is free, after the stand-in's 6 s (${waited} s; 2 s without the wait)" \
   eval 'grep -q "no chief initialised" "$tmp/out" && test "$waited" -ge 5'
+# A port that accepts but does not say the chief is reading (another
+# server, a chief that does not list this ps) does not keep the ps waiting.
+hold_port "${chief_addr#*:}" 6 "" &
+stand_in=$!
+sleep 0.5
+started=$SECONDS
+check "ps does not wait on a port that does not say the chief is reading" 1 "does not say it is reading its data" \
+  timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=ps --task_index=0
+expect "... it gives up after its connect-timeout ($((SECONDS - started)) s)" test $((SECONDS - started)) -le 4
+wait $stand_in
 # A worker meets the same port (here held 5 s, its connect-timeout 2 s):
 # each try fails at once, and it gives up in time, saying why.
 hold_port "${chief_addr#*:}" 5 &

@@ -45,9 +45,10 @@ BOOST_AUTO_TEST_CASE(a_task_started_twice_finds_its_address_taken) {
   BOOST_TEST(address_is_free(setup, {"127.0.0.1", port}));
 }
 
-// The chief's lobby holds its port while it reads its data: a connect
-// succeeds and is closed at once (end of stream); the port is taken, for a
-// second lobby too; close() frees it for the chief to publish on.
+// The chief's lobby holds its port while it reads its data: a connect gets
+// the lobby's greeting and is closed (end of stream); the port is taken,
+// for a second lobby too; close() frees it for the chief to publish on. A
+// listener that says nothing is not a chief reading its data.
 BOOST_AUTO_TEST_CASE(the_chief_lobby_answers_on_its_port_until_closed) {
   node_setup setup;
   uint16_t port = 0;
@@ -64,10 +65,24 @@ BOOST_AUTO_TEST_CASE(the_chief_lobby_answers_on_its_port_until_closed) {
     auto fd = bulk::connect_to("127.0.0.1", port,
                                std::chrono::steady_clock::now() + std::chrono::seconds(2), error);
     BOOST_TEST_REQUIRE(static_cast<bool>(fd));
-    pollfd p{fd.get(), POLLIN, 0};
-    BOOST_TEST_REQUIRE(::poll(&p, 1, 2000) == 1);
-    char byte;
-    BOOST_TEST(::recv(fd.get(), &byte, 1, 0) <= 0);
+    std::string said;
+    char buffer[256];
+    for (;;) {
+      pollfd p{fd.get(), POLLIN, 0};
+      BOOST_TEST_REQUIRE(::poll(&p, 1, 2000) == 1);
+      auto got = ::recv(fd.get(), buffer, sizeof(buffer), 0);
+      if (got <= 0)
+        break; // closed
+      said.append(buffer, static_cast<size_t>(got));
+    }
+    BOOST_TEST(said == bulk::chief_lobby_greeting);
+  }
+  BOOST_TEST(bulk::chief_is_reading("127.0.0.1", port,
+                                    std::chrono::steady_clock::now() + std::chrono::seconds(2)));
+  {
+    testing::loopback_listener silent{4};
+    BOOST_TEST(!bulk::chief_is_reading(
+      "127.0.0.1", silent.port, std::chrono::steady_clock::now() + std::chrono::milliseconds(300)));
   }
   lobby.close();
   lobby.close(); // idempotent
