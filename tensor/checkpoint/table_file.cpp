@@ -1,6 +1,10 @@
 #include "tensor/checkpoint/table_file.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -17,7 +21,41 @@ std::string layout_of(const embedding_table_config& c) {
               : "");
 }
 
+// "dim=16 buckets=1024 bucket_seed=0 ...": the value of `name`, or "".
+std::string layout_field(const std::string& layout, const std::string& name) {
+  auto at = (" " + layout).find(" " + name + "=");
+  if (at == std::string::npos)
+    return {};
+  auto begin = at + name.size() + 1;
+  return layout.substr(begin, layout.find(' ', begin) - begin);
+}
+
 } // namespace
+
+saved_layout read_saved_layout(const safetensors_file& file, const std::string& table,
+                               const std::string& where) {
+  auto it = file.metadata().find("emb/" + table);
+  if (it == file.metadata().end())
+    throw checkpoint_error(where + ": holds table " + table + "'s rows but not its layout");
+  saved_layout out;
+  out.text = it->second;
+  auto number = [&](const char* name) {
+    auto text = layout_field(out.text, name);
+    char* end = nullptr;
+    errno = 0;
+    auto n = text.empty() ? 0 : std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || errno != 0 || *end != '\0')
+      throw checkpoint_error(where + ": the layout '" + out.text + "' has no number for " + name);
+    return n;
+  };
+  out.dim = static_cast<uint32_t>(std::min<uint64_t>(number("dim"), UINT32_MAX));
+  out.buckets.count = static_cast<uint32_t>(std::min<uint64_t>(number("buckets"), UINT32_MAX));
+  out.buckets.seed = number("bucket_seed");
+  out.kind = layout_field(out.text, "kind") == "fixed" ? table_kind::fixed : table_kind::hash;
+  if (auto bad = out.buckets.check())
+    throw checkpoint_error(where + ": " + bad->message);
+  return out;
+}
 
 table_snapshot::table_snapshot(embedding_table& table)
   : table_(&table), prefix_("emb/" + table.config().name + "/"), layout_(layout_of(table.config())),

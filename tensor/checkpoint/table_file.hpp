@@ -60,6 +60,21 @@ private:
   std::vector<uint32_t> bucket_rows_;
 };
 
+/// A table's layout as a file records it (its metadata's "emb/<table>"):
+/// what a reader that does not know the run's config needs.
+struct saved_layout {
+  uint32_t dim = 0;
+  bucket_layout buckets;
+  table_kind kind = table_kind::hash;
+  std::string text; ///< as recorded, for messages
+};
+
+/// The layout of table `table` in `file`; throws checkpoint_error naming
+/// `where` when the file records none, or one that does not parse or names
+/// an invalid bucket layout.
+saved_layout read_saved_layout(const safetensors_file& file, const std::string& table,
+                               const std::string& where);
+
 /// Rows of one table for one shard, read back from a checkpoint.
 struct saved_rows {
   uint32_t shard = 0;

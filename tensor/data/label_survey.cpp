@@ -115,13 +115,18 @@ void scan_records(const data_split& split, const data_file& file, record_reader&
   }
 }
 
+// What the reader says of every record of its file, before any is read.
+void describe_records(const record_reader& reader, file_scan& out) {
+  out.item_shape = reader.item_shape();
+  out.holds_bytes = reader.holds_bytes();
+  out.keys = reader.keys();
+  out.label_column = reader.label_name();
+}
+
 file_scan scan_whole(const data_split& split, const data_file& file) {
   auto reader = open_records(split.format, file.features, file.labels, split.csv);
   file_scan out;
-  out.item_shape = reader->item_shape();
-  out.holds_bytes = reader->holds_bytes();
-  out.keys = reader->keys();
-  out.label_column = reader->label_name();
+  describe_records(*reader, out);
   scan_records(split, file, *reader, out);
   if (out.records == 0)
     throw data_error(file.features + ": holds no records (an empty file?)");
@@ -156,13 +161,8 @@ std::optional<file_scan> scan_in_ranges(const data_split& split, const data_file
       auto size = static_cast<uint64_t>(bytes);
       if (!reader->restrict_to(size * r / ranges, size * (r + 1) / ranges))
         throw data_error(file.features + ": cannot be read by range");
+      describe_records(*reader, scans[r]);
       scan_records(split, file, *reader, scans[r]);
-      if (r == 0) {
-        scans[0].item_shape = reader->item_shape();
-        scans[0].holds_bytes = reader->holds_bytes();
-        scans[0].keys = reader->keys();
-        scans[0].label_column = reader->label_name();
-      }
     } catch (...) {
       failed[r] = 1;
     }

@@ -335,15 +335,6 @@ std::string write_model_export(const std::string& dir, const model_card& card,
   return written;
 }
 
-std::string write_model_export(const std::string& dir, const model_card& card,
-                               const std::vector<variable_spec>& variables,
-                               const std::vector<tensor>& values, const embedding_table& table) {
-  // The caller's table, not owned (an aliasing pointer with no owner).
-  auto rows = rows_of_table(
-    std::shared_ptr<const embedding_table>(std::shared_ptr<void>(), &table));
-  return write_model_export(dir, card, variables, values, rows.get());
-}
-
 namespace {
 
 // The card at `card_path` and the network it describes.

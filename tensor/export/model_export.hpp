@@ -78,10 +78,6 @@ std::string write_model_export(const std::string& dir, const model_card& card,
                                const std::vector<variable_spec>& variables,
                                const std::vector<tensor>& values,
                                const table_rows* table = nullptr);
-/// The same with a table in memory.
-std::string write_model_export(const std::string& dir, const model_card& card,
-                               const std::vector<variable_spec>& variables,
-                               const std::vector<tensor>& values, const embedding_table& table);
 
 /// A model read back: the card, the network rebuilt from it, and its values
 /// in the network's variable order.

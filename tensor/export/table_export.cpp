@@ -1,12 +1,10 @@
 #include "tensor/export/table_export.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <climits>
-#include <cmath>
-#include <cstdint>
-#include <cstdlib>
+#include <optional>
 
+#include "tensor/checkpoint/table_file.hpp"
+#include "tensor/core/tensor.hpp"
 #include "tensor/export/model_export.hpp"
 
 namespace troupe {
@@ -84,54 +82,25 @@ private:
   size_t rows_ = 0;
 };
 
-// "dim=16 buckets=1024 bucket_seed=0 optimizer=adagrad": the value of `name`.
-std::string layout_field(const std::string& layout, const std::string& name) {
-  auto at = (" " + layout).find(" " + name + "=");
-  if (at == std::string::npos)
-    return {};
-  auto begin = at + name.size() + 1;
-  return layout.substr(begin, layout.find(' ', begin) - begin);
-}
-
-uint64_t layout_number(const std::string& where, const std::string& layout,
-                       const std::string& name) {
-  auto text = layout_field(layout, name);
-  char* end = nullptr;
-  errno = 0;
-  auto n = text.empty() ? 0 : std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || errno != 0 || *end != '\0')
-    throw checkpoint_error(where + ": the table's layout '" + layout + "' has no number for "
-                           + name);
-  return n;
-}
-
 saved_table_rows::saved_table_rows(
   const std::vector<std::pair<std::string, const safetensors_file*>>& files, const model_card& card)
   : dim_(card.table_dim()) {
-  std::string first_layout;
+  std::optional<saved_layout> first;
   std::vector<const std::string*> bucket_owner;
   for (auto& [where, file] : files) {
-    auto layout = file->metadata().find("emb/embedding");
-    if (layout == file->metadata().end())
-      throw checkpoint_error(where + ": holds the table's rows but not its layout");
-    auto& text = layout->second;
-    if (layout_field(text, "kind") == "fixed")
+    auto layout = read_saved_layout(*file, "embedding", where);
+    if (layout.kind == table_kind::fixed)
       throw checkpoint_error(where + ": a fixed-size table, where the model card has a hash table");
-    if (layout_number(where, text, "dim") != dim_)
-      throw checkpoint_error(where + ": the table's rows hold " + layout_field(text, "dim")
+    if (layout.dim != dim_)
+      throw checkpoint_error(where + ": the table's rows hold " + std::to_string(layout.dim)
                              + " values, the model's " + std::to_string(dim_));
-    if (first_layout.empty()) {
-      first_layout = text;
-      buckets_.count = static_cast<uint32_t>(
-        std::min<uint64_t>(layout_number(where, text, "buckets"), UINT32_MAX));
-      buckets_.seed = layout_number(where, text, "bucket_seed");
-      if (auto bad = buckets_.check())
-        throw checkpoint_error(where + ": " + bad->message);
+    if (!first) {
+      first = layout;
+      buckets_ = layout.buckets;
       bucket_owner.assign(buckets_.count, nullptr);
-    } else if (layout_field(text, "buckets") != layout_field(first_layout, "buckets")
-               || layout_field(text, "bucket_seed") != layout_field(first_layout, "bucket_seed")) {
-      throw checkpoint_error(where + ": the table's buckets ('" + text + "') differ from '"
-                             + first_layout + "' in another file of the checkpoint");
+    } else if (layout.buckets.count != buckets_.count || layout.buckets.seed != buckets_.seed) {
+      throw checkpoint_error(where + ": the table's buckets ('" + layout.text + "') differ from '"
+                             + first->text + "' in another file of the checkpoint");
     }
     auto& keys = file->find("emb/embedding/keys", element_type::i64);
     auto n = static_cast<size_t>((keys.end - keys.begin) / sizeof(int64_t));
@@ -206,9 +175,8 @@ void saved_table_rows::append_values(const saved_file& f, safetensors_writer& wr
     values.resize(n);
     f.file->read_part("emb/embedding/values", element_type::f32, at * dim_ * sizeof(float),
                       n * sizeof(float), values.data());
-    for (float v : values)
-      if (!std::isfinite(v))
-        throw checkpoint_error(f.where + ": the table holds a value that is not finite");
+    if (first_non_finite(values.data(), n) != n)
+      throw checkpoint_error(f.where + ": the table holds a value that is not finite");
     writer.append_part(values.data(), n * sizeof(float));
   }
 }

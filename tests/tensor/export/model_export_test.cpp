@@ -199,11 +199,11 @@ BOOST_AUTO_TEST_CASE(an_embedding_model_exports_its_table_by_key) {
   config.dim = 4;
   config.init = card.table_init;
   config.optimizer.kind = sparse_optimizer_kind::sgd;
-  embedding_table table(config);
+  auto table = std::make_shared<embedding_table>(config);
   float row[4] = {0.5f, 1, 2, 3};
-  table.restore(int64_t{1} << 50, row, {});
+  table->restore(int64_t{1} << 50, row, {});
   auto values = initial_values(*net, 1);
-  write_model_export(d.file("export"), card, net->variables(), values, table);
+  write_model_export(d.file("export"), card, net->variables(), values, rows_of_table(table).get());
   BOOST_TEST(!std::filesystem::exists(d.file("export/model.onnx")));
   auto loaded = load_model(d.file("export"));
   BOOST_TEST(loaded.card.table_init.seed == 0xfedcba9876543210ull);
@@ -215,7 +215,7 @@ BOOST_AUTO_TEST_CASE(an_embedding_model_exports_its_table_by_key) {
   loaded.table->lookup(keys, 2, back);
   BOOST_TEST(back[3] == 3.0f);
   float initial[4];
-  table.lookup(keys + 1, 1, initial); // the unseen key: the same initial row
+  table->lookup(keys + 1, 1, initial); // the unseen key: the same initial row
   BOOST_TEST(back[4] == initial[0]);
   batch b;
   b.images = tensor({1, o.keys.width()});
@@ -310,11 +310,11 @@ BOOST_AUTO_TEST_CASE(a_custom_network_over_an_embedding_layer_exports_its_layers
   auto& [o, net, card, config] = m;
   BOOST_TEST(card.layers.front() == "embedding name=embedding0 dim=3 combiner=sum");
   BOOST_TEST(card.table_dim() == 3u);
-  embedding_table table(config);
+  auto table = std::make_shared<embedding_table>(config);
   float row[3] = {0.5f, -1, 2};
-  table.restore(42, row, {});
+  table->restore(42, row, {});
   auto values = random_values(*net, 3);
-  write_model_export(d.file("export"), card, net->variables(), values, table);
+  write_model_export(d.file("export"), card, net->variables(), values, rows_of_table(table).get());
   BOOST_TEST(!std::filesystem::exists(d.file("export/model.onnx")));
   auto loaded = load_model(d.file("export"));
   BOOST_TEST(loaded.card.layers == card.layers);
@@ -332,7 +332,7 @@ BOOST_AUTO_TEST_CASE(a_custom_network_over_an_embedding_layer_exports_its_layers
   int64_t ids[2] = {42, 7};
   rows.keys.assign(ids, 2);
   rows.values.resize(6);
-  table.lookup(rows.keys.keys().data(), 2, rows.values.data());
+  table->lookup(rows.keys.keys().data(), 2, rows.values.data());
   tensor expected, outputs;
   net->predict_rows(values, b, rows, expected);
   predict_batch(loaded, b, outputs);
@@ -351,18 +351,19 @@ BOOST_AUTO_TEST_CASE(a_custom_network_over_a_fixed_table_exports_onnx) {
   card.vocabulary = {5, 7};
   config.kind = table_kind::fixed;
   config.rows = 12;
-  embedding_table table(config);
+  auto table = rows_of_table(std::make_shared<embedding_table>(config));
   auto values = random_values(*net, 3);
-  auto written = write_model_export(d.file("export"), card, net->variables(), values, table);
+  auto written = write_model_export(d.file("export"), card, net->variables(), values, table.get());
   BOOST_TEST(written == "model.safetensors, model.onnx, model.json");
   auto onnx = read_file_bounded(d.file("export/model.onnx"), 1 << 20);
   for (auto op : {"Gather", "Gemm", "Relu", "Concat", "Softmax", "inv_stddev", "mean"})
     BOOST_TEST(contains(onnx, op), op);
   card.vocabulary.clear(); // a hash table: no ONNX, and why
   config.kind = table_kind::hash;
-  embedding_table hashed(config);
-  BOOST_TEST(contains(write_model_export(d.file("hashed"), card, net->variables(), values, hashed),
-                      "its table is a hash table"));
+  auto hashed = rows_of_table(std::make_shared<embedding_table>(config));
+  BOOST_TEST(
+    contains(write_model_export(d.file("hashed"), card, net->variables(), values, hashed.get()),
+             "its table is a hash table"));
 }
 
 // A hash table's checkpoint files as two shards save them (Adagrad: slots
@@ -404,7 +405,8 @@ BOOST_AUTO_TEST_CASE(a_hash_table_streams_from_checkpoint_files_into_the_export)
   BOOST_TEST(streamed->rows() == 300u);
   BOOST_TEST(!streamed->table());
   write_model_export(d.file("streamed"), m.card, m.net->variables(), values, streamed.get());
-  write_model_export(d.file("in-memory"), m.card, m.net->variables(), values, *whole);
+  write_model_export(d.file("in-memory"), m.card, m.net->variables(), values,
+                     rows_of_table(whole).get());
   std::map<int64_t, std::vector<float>> by_key[2];
   for (int e = 0; e < 2; ++e) {
     safetensors_file file(d.file(e == 0 ? "streamed" : "in-memory") + "/model.safetensors");
