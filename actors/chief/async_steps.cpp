@@ -14,17 +14,34 @@ namespace troupe::chief_run {
 namespace {
 
 // A parked worker's answer, one grant: to its report, or to its batch of
-// reports (train.report-every).
+// reports (train.report-every), over BASP or on its report connection.
 struct parked_reply {
   caf::typed_response_promise<step_grant> one;
   caf::typed_response_promise<std::vector<step_grant>> batch;
+  std::function<void(const std::vector<step_grant>&)> relay;
   void deliver(const step_grant& grant) {
-    if (batch.pending())
+    if (relay)
+      relay({grant});
+    else if (batch.pending())
       batch.deliver(std::vector<step_grant>{grant});
     else
       one.deliver(grant);
   }
 };
+
+// The reply to park for the message being handled: on its report
+// connection when it was relayed, else a promise of the kind asked for.
+parked_reply park_reply(self_ptr self, bool batch) {
+  parked_reply reply;
+  reply.relay = relayed_reply(self);
+  if (reply.relay)
+    return reply; // the promises stay empty: the handler's result says "delegated"
+  if (batch)
+    reply.batch = self->make_response_promise<std::vector<step_grant>>();
+  else
+    reply.one = self->make_response_promise<step_grant>();
+  return reply;
+}
 
 using desk = grant_desk<parked_reply>;
 
@@ -99,8 +116,7 @@ public:
         return grants;
       }
       case desk::outcome::waiting: {
-        parked_reply reply;
-        reply.batch = self->make_response_promise<std::vector<step_grant>>();
+        auto reply = park_reply(self, true);
         desk_.park(worker, reply);
         return reply.batch;
       }
@@ -194,8 +210,7 @@ private:
       case desk::outcome::waiting: {
         // Every remaining step is held by another worker; one may yet be
         // revoked, so this worker waits instead of leaving.
-        parked_reply reply;
-        reply.one = self->make_response_promise<step_grant>();
+        auto reply = park_reply(self, false);
         desk_.park(worker, reply);
         return reply.one;
       }

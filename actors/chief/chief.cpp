@@ -108,6 +108,7 @@ void set_up_run(self_ptr self) {
   st.roster.emplace(worker_capacity(st.config.runtime, st.config.num_workers));
   st.membership.emplace(st.config.num_workers);
   st.created = st.last_worker_seen = chief_state::clock::now();
+  open_report_desk(self);
 }
 
 void on_down(self_ptr self, const caf::down_msg& msg) {
@@ -179,6 +180,9 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     },
     [self](follow_atom) { return on_follow(self); },
     [self](stop_atom) { on_stop(self); },
+    [self](relayed_atom, uint64_t key, uint64_t request, std::vector<step_report>& reports) {
+      on_relayed(self, key, request, reports);
+    },
   };
 }
 

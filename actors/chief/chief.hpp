@@ -24,6 +24,7 @@
 #include "actors/chief/worker_roster.hpp"
 #include "actors/common/progress_meter.hpp"
 #include "actors/net/bulk_client.hpp"
+#include "actors/net/report_channel.hpp"
 #include "actors/protocol/grant_proof.hpp"
 #include "actors/protocol/peer_reconnect.hpp"
 #include "actors/protocol/protocol.hpp"
@@ -117,6 +118,17 @@ struct chief_state {
   // shutdown: quit once every shard has gone down after the stop (or at the next tick)
   size_t shards_down = 0;
   caf::error exit_reason;
+  // Async, workers in other processes: their reports and grants on
+  // connections of their own (report_relay.cpp).
+  std::unique_ptr<report_server> report_desk;
+  uint64_t admissions = 0;                  // admissions so far: each one's number
+  std::map<int32_t, uint64_t> admission_of; // of each held worker index
+  struct relay_target {
+    uint64_t key = 0; // the connection
+    uint64_t request = 0;
+    int32_t worker = -1;
+  };
+  std::optional<relay_target> relaying; // while a relayed batch is settled
 };
 
 chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, chief_config config,

@@ -64,6 +64,11 @@ training_plan plan_message(self_ptr self, int32_t index) {
   plan.report_every = st.config.train.report_every; // above 1 only in async mode (checked)
   plan.tables = st.tables;
   plan.sync = st.config.train.mode == update_mode::sync;
+  if (auto admission = st.admission_of.find(index);
+      st.report_desk && admission != st.admission_of.end()) {
+    plan.report_port = st.report_desk->port();
+    plan.report_ticket = st.report_desk->issue_ticket(index, admission->second);
+  }
   auto now = st.membership->share_of(index);
   plan.share_rank = plan.next_share_rank = now.rank;
   plan.share_count = plan.next_share_count = now.count;

@@ -54,6 +54,17 @@ void on_worker_down(self_ptr self, int32_t index, const caf::error& reason);
 /// admitted under its index, or not of this run.
 caf::error unless_admitted(self_ptr self, const step_report& r, const char* what);
 
+/// Async with workers in other processes (links.bulk.chief_host set): the
+/// report channel's server on the chief's host; none (reports over BASP,
+/// with a warning) where it cannot listen.
+void open_report_desk(self_ptr self);
+/// A batch relayed from report connection `key`: settled as the same batch
+/// over BASP would be, and answered on that connection, now or once parked.
+void on_relayed(self_ptr self, uint64_t key, uint64_t request, std::vector<step_report>& reports);
+/// Where a reply parked now goes: the relayed batch under way (null when
+/// none is, and the reply is a response promise).
+std::function<void(const std::vector<step_grant>&)> relayed_reply(self_ptr self);
+
 /// last_step reached: reads the final values, has them evaluated, collects
 /// the shards' traffic, reports the result and stops every task.
 void finish(self_ptr self);

@@ -34,6 +34,7 @@ void reshare(self_ptr self, int32_t except) {
 void admit(self_ptr self, int32_t index, const worker_actor& worker) {
   auto& st = self->state;
   st.roster->admit(index, worker.address());
+  st.admission_of[index] = ++st.admissions; // its report connections carry this number
   self->monitor(worker);
   if (st.membership->joined(index)) {
     spdlog::info("chief: worker:{} joined at step {}", index, global_step(self));
@@ -127,6 +128,9 @@ caf::result<training_plan> on_ready(self_ptr self, int32_t index) {
 void on_worker_down(self_ptr self, int32_t index, const caf::error& reason) {
   auto& st = self->state;
   st.last_worker_seen = chief_state::clock::now();
+  st.admission_of.erase(index);
+  if (st.report_desk)
+    st.report_desk->close_worker(index);
   bool running = st.now == chief_state::phase::initializing
                  || st.now == chief_state::phase::training;
   bool normal = !reason || reason == caf::exit_reason::normal;
@@ -158,7 +162,9 @@ caf::error unless_admitted(self_ptr self, const step_report& r, const char* what
   auto& st = self->state;
   auto sender = self->current_sender();
   auto holder = st.roster->holder(r.worker);
-  if (r.run == st.run && holder && sender && sender->address() == *holder)
+  // A relayed batch's connection was checked against the admission already.
+  bool relayed = st.relaying && st.relaying->worker == r.worker;
+  if (r.run == st.run && holder && (relayed || (sender && sender->address() == *holder)))
     return caf::none;
   return refuse("chief", std::string(what) + " claiming worker:" + std::to_string(r.worker), sender,
                 r.run != st.run ? "it belongs to another run"

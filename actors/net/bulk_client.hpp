@@ -91,10 +91,14 @@ private:
   int32_t shard_ = -1;
 };
 
-/// Where a task reaches the shards in other processes on the bulk path.
+/// Where a task reaches the shards in other processes on the bulk path,
+/// and the chief's report channel (report_channel.hpp).
 struct bulk_peers {
   std::vector<std::string> shard_hosts;         ///< each shard's host (empty: over BASP)
   std::shared_ptr<const bulk::tls_context> tls; ///< mutual TLS (null: plain TCP)
+  /// The chief's host: where it listens for report connections and its
+  /// workers open them (empty: reports over BASP).
+  std::string chief_host;
 };
 
 /// Runs every started exchange to its reply, all at once, and what `then`

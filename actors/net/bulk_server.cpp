@@ -46,17 +46,6 @@ frame_writer refusal(uint64_t request, const failure& why) {
   return frame_writer{frame_kind::refusal, request, meta};
 }
 
-std::string peer_name(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  char host[NI_MAXHOST] = "?";
-  char port[NI_MAXSERV] = "?";
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof(host), port, sizeof(port),
-                  NI_NUMERICHOST | NI_NUMERICSERV);
-  return std::string(host) + ":" + port;
-}
-
 } // namespace
 
 bulk_server::bulk_server(bulk_endpoint endpoint, bulk_server_options options, maybe_failure& error)

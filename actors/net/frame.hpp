@@ -45,9 +45,15 @@ enum class frame_kind : uint16_t {
   /// rows), counts [n] (each uint32 occurrence count's bits in a float) and
   /// summed gradients [n, dim]; answered by a push_reply
   push_rows = 10,
+  /// worker -> chief, on the report channel (report_channel.hpp): a batch
+  /// of step reports (count, then each report's fields); answered by grants
+  report = 11,
+  /// chief -> worker: the grants answering a batch (count, then each
+  /// grant's step, stop and proof)
+  grants = 12,
 };
 /// The last kind: check_header refuses any above it.
-constexpr frame_kind last_frame_kind = frame_kind::push_rows;
+constexpr frame_kind last_frame_kind = frame_kind::grants;
 
 struct frame_header {
   uint32_t magic = frame_magic;

@@ -41,6 +41,17 @@ void prepare(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+std::string peer_name(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  char host[NI_MAXHOST] = "?";
+  char port[NI_MAXSERV] = "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof(host), port, sizeof(port),
+                  NI_NUMERICHOST | NI_NUMERICSERV);
+  return std::string(host) + ":" + port;
+}
+
 socket_fd listen_on(const std::string& host, uint16_t& port, maybe_failure& error) {
   sockaddr_storage addr{};
   socklen_t len = 0;

@@ -28,6 +28,9 @@ bool chief_is_reading(const std::string& host, uint16_t port, deadline until);
 /// Makes an accepted socket non-blocking, with TCP_NODELAY.
 void prepare(int fd);
 
+/// "host:port" of a connected socket's peer, for log lines ("?" unknown).
+std::string peer_name(int fd);
+
 /// Waits until the channel can read (or write) or the deadline passes;
 /// false with `error` set on the deadline or a poll failure.
 bool wait_for(const channel& ch, bool writable, deadline until, maybe_failure& error);

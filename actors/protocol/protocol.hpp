@@ -30,7 +30,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 13;
+constexpr uint32_t protocol_version = 14;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -67,6 +67,10 @@ using saved_atom = caf::atom_constant<caf::atom("saved")>;           ///< checkp
 using shard_back_atom = caf::atom_constant<caf::atom("shard_back")>; ///< reconnector -> chief
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;         ///< worker: find a new chief
 using leave_atom = caf::atom_constant<caf::atom("leave")>; ///< worker: SIGTERM, leave the run
+/// The report channel's connection threads -> the chief: a batch of reports
+using relayed_atom = caf::atom_constant<caf::atom("relayed")>;
+/// The report channel's reader thread -> its worker: grants, or the loss of the channel
+using granted_atom = caf::atom_constant<caf::atom("granted")>;
 
 // -- message types -----------------------------------------------------------
 
@@ -270,13 +274,18 @@ struct training_plan {
   /// say which shard owns a key), in the model's order.
   std::vector<table_setup> tables;
   bool sync = false; ///< every step pushes rows to every shard
+  /// Async, a worker in another process: where the chief's report channel
+  /// listens (on the chief's host) and the ticket that opens one
+  /// connection for this worker; 0, 0: report over BASP.
+  uint16_t report_port = 0;
+  uint64_t report_ticket = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, training_plan& x) {
   return f(caf::meta::type_name("training_plan"), x.run, x.slices, x.coordinator, x.data_epoch,
            x.data_offset, x.share_rank, x.share_count, x.next_share_rank, x.next_share_count,
-           x.lease, x.report_every, x.tables, x.sync);
+           x.lease, x.report_every, x.tables, x.sync, x.report_port, x.report_ticket);
 }
 
 /// A worker (not published: the chief reaches it through its ready request).
@@ -477,7 +486,9 @@ using chief_impl = chief_actor::extend<
   caf::reacts_to<tick_atom>,
   caf::reacts_to<saved_atom, int64_t, bool, std::string, uint64_t, double>,
   caf::reacts_to<shard_back_atom, int32_t, ps_shard_actor>,
-  caf::reacts_to<shard_back_atom, int32_t, std::string>, caf::reacts_to<stop_atom>>;
+  caf::reacts_to<shard_back_atom, int32_t, std::string>, caf::reacts_to<stop_atom>,
+  // a report channel's connection (key, request): a worker's batch
+  caf::reacts_to<relayed_atom, uint64_t, uint64_t, std::vector<step_report>>>;
 
 /// The worker as implemented: plus the message that starts its next step,
 /// the one that makes it look for a new chief and its helper's answer (the
@@ -485,7 +496,11 @@ using chief_impl = chief_actor::extend<
 using worker_impl = worker_actor::extend<
   caf::reacts_to<run_atom, uint64_t>, caf::reacts_to<rejoin_atom>,
   caf::reacts_to<rejoin_atom, chief_actor>, caf::reacts_to<rejoin_atom, std::string>,
-  caf::reacts_to<tick_atom>, caf::reacts_to<leave_atom>>;
+  caf::reacts_to<tick_atom>, caf::reacts_to<leave_atom>,
+  // its report channel (key, request): the grants answering a batch
+  caf::reacts_to<granted_atom, uint64_t, uint64_t, std::vector<step_grant>>,
+  // its report channel (key): lost, and why
+  caf::reacts_to<granted_atom, uint64_t, std::string>>;
 
 // -- registration ---------------------------------------------------------------
 

@@ -118,6 +118,10 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
         leave(self);
     },
     [self](tick_atom) { on_tick(self); },
+    [self](granted_atom, uint64_t key, uint64_t request, std::vector<step_grant>& grants) {
+      on_line_grants(self, key, request, grants);
+    },
+    [self](granted_atom, uint64_t key, const std::string& why) { on_line_lost(self, key, why); },
     [self](stop_atom) {
       if (!from_chief_or_here(self, self->current_sender())) {
         refuse(self->state.label, "a stop", self->current_sender(), "only its chief stops it");

@@ -10,6 +10,7 @@
 // Spawn it detached: compute and the bulk path block.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "actors/common/progress_meter.hpp"
 #include "actors/exchange/row_exchange.hpp"
 #include "actors/net/bulk_client.hpp"
+#include "actors/net/report_channel.hpp"
 #include "actors/protocol/peer_reconnect.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/worker/gradient_guard.hpp"
@@ -103,6 +105,12 @@ struct worker_state {
   batch_rows looked_up;
   std::vector<int64_t> batch_ids; // the batch's keys, occurrence by occurrence
   std::vector<float> clip_scales; // embedding.max-norm's, for the backward pass
+  // Async, a chief in another process: the report channel, the key its
+  // messages to this worker carry, and its requests not yet answered with
+  // the recovery generation each was asked in (worker_reports.cpp).
+  std::unique_ptr<report_link> report_line;
+  uint64_t report_key = 0;
+  std::map<uint64_t, uint64_t> asked_on_line;
 };
 
 worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,

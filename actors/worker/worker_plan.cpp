@@ -128,7 +128,10 @@ void on_plan(self_ptr self, training_plan& plan) {
     self, *st.exchange, st.links.shards, st.links.bulk,
     {st.report.run, st.config.index, st.label, st.config.request_timeout},
     [self, gen] { return self->state.recovery.current(gen); },
-    [self] { ask_for_first_steps(self); },
+    [self, plan] {
+      open_report_line(self, plan);
+      ask_for_first_steps(self);
+    },
     [self](size_t s, const caf::error& err) {
       wait_for_recovery(self, "asking ps:" + std::to_string(s) + " for its bulk path failed", err);
     });

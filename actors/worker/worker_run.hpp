@@ -5,6 +5,7 @@
 // plan and opens the bulk links; worker_recovery.cpp waits for a lost shard
 // or chief to come back.
 #include <string>
+#include <vector>
 
 #include <caf/system_messages.hpp>
 
@@ -32,6 +33,24 @@ void start_next_step(self_ptr self);
 /// SIGTERM (a scale-down): the step under way is pushed and reported, then
 /// the worker ends normally, which the chief takes as leaving the run.
 void leave(self_ptr self);
+
+// -- reports (worker_reports.cpp) --
+
+/// One step's report to the coordinator (train.report-every = 1, and the
+/// first asks); the grant answering it starts the next step.
+void report_step(self_ptr self, const step_report& report);
+/// The pending reports (at least an ask) to the chief in one batch
+/// (train.report-every > 1); the grants fill the lease again.
+void send_reports(self_ptr self);
+/// A non-finite gradient, to the chief (over BASP).
+void report_nonfinite(self_ptr self);
+/// The report channel the plan offers (async, a chief in another process),
+/// replacing the plan before's; without one, or where it cannot connect (a
+/// warning), reports go over BASP.
+void open_report_line(self_ptr self, const training_plan& plan);
+/// The report channel's answer to request `request`, or its loss.
+void on_line_grants(self_ptr self, uint64_t key, uint64_t request, std::vector<step_grant>& grants);
+void on_line_lost(self_ptr self, uint64_t key, const std::string& why);
 
 // -- the plan (worker_plan.cpp) --
 

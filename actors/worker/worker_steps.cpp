@@ -1,6 +1,7 @@
 // The worker's steps: ask for a step, compute it when its values are in,
 // hand the gradients to the step pipeline, count and report it, and ask for
-// the next; the lease says how many steps the worker holds at once.
+// the next; the lease says how many steps the worker holds at once. The
+// reports' paths are in worker_reports.cpp.
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
@@ -14,70 +15,6 @@
 namespace troupe::worker_run {
 
 namespace {
-
-void on_grant(self_ptr self, const step_grant& grant);
-
-// Reports the last step to `to`; the answer (the next step) arrives while
-// the worker computes a step it holds already, if any.
-template <class Atom, class Handle>
-void ask_for_step(self_ptr self, const Handle& to, const step_report& report) {
-  auto& st = self->state;
-  self->request(to, st.config.step_timeout, Atom::value, report)
-    .then(
-      [self, gen = st.recovery.generation()](const step_grant& grant) {
-        if (self->state.recovery.current(gen))
-          on_grant(self, grant);
-      },
-      [self, gen = st.recovery.generation()](caf::error& err) {
-        if (self->state.recovery.current(gen))
-          wait_for_recovery(self, "waiting for the next step failed", err);
-      });
-}
-
-// The answer to a report: a step to compute (now, or after the one under
-// way), or stop.
-void on_grant(self_ptr self, const step_grant& grant) {
-  auto& st = self->state;
-  if (grant.stop) {
-    spdlog::info("{}: stop after {} local step(s)", st.label, st.local_step);
-    self->quit(caf::exit_reason::normal);
-    return;
-  }
-  st.lease.grant(grant);
-  start_next_step(self);
-}
-
-// The answer to a batch of reports: the steps that fill the lease again
-// (none while the worker still holds some), or stop.
-void on_grants(self_ptr self, const std::vector<step_grant>& grants) {
-  auto& st = self->state;
-  for (auto& grant : grants)
-    if (grant.stop) {
-      on_grant(self, grant);
-      return;
-    }
-  for (auto& grant : grants)
-    st.lease.grant(grant);
-  start_next_step(self);
-}
-
-// Sends the pending reports (at least an ask) to the chief in one message.
-void send_reports(self_ptr self) {
-  auto& st = self->state;
-  auto batch = st.reports.take();
-  if (batch.empty())
-    batch.push_back(st.report); // an ask: the step in it is not one of this worker's
-  self->request(st.links.chief, st.config.step_timeout, reports_atom::value, std::move(batch))
-    .then(
-      [self, gen = st.recovery.generation()](const std::vector<step_grant>& grants) {
-        if (self->state.recovery.current(gen))
-          on_grants(self, grants);
-      },
-      [self, gen = st.recovery.generation()](caf::error& err) {
-        if (self->state.recovery.current(gen))
-          wait_for_recovery(self, "waiting for the next steps failed", err);
-      });
-}
 
 void train(self_ptr self);
 
@@ -211,7 +148,7 @@ void count_and_report(self_ptr self, const step_report& report) {
                    line->examples_per_sec);
   }
   if (!st.reports.batched())
-    ask_for_step<report_atom>(self, st.coordinator, report);
+    report_step(self, report);
   else if (st.reports.add(report, st.lease.queued()) || st.leaving)
     send_reports(self);
 }
@@ -232,6 +169,8 @@ void start_next_step(self_ptr self) {
     }
     if (!st.reports.empty())
       send_reports(self);
+    if (!st.asked_on_line.empty())
+      return; // the chief counts those steps before it sees this worker leave
     spdlog::info("{}: leaves the run after {} local step(s) (SIGTERM)", st.label, st.local_step);
     self->quit(caf::exit_reason::normal);
     return;
@@ -265,9 +204,7 @@ step_hooks hooks_of(self_ptr self) {
   hooks.report = [self](const step_report& report) { count_and_report(self, report); };
   // The chief decides: revoke and grant again (async) or end the run (sync,
   // where no step can complete without this worker's gradient).
-  hooks.nonfinite = [self] {
-    ask_for_step<nonfinite_atom>(self, self->state.links.chief, self->state.report);
-  };
+  hooks.nonfinite = [self] { report_nonfinite(self); };
   // The step under way is over (reported): on to the next one held, through
   // the mailbox (a step on the bulk path runs within one handler; the next
   // one must not nest in it, and grants and losses must get their turn).
@@ -287,7 +224,7 @@ void ask_for_first_steps(self_ptr self) {
     return;
   }
   for (int32_t i = 0; i < self->state.lease.size(); ++i)
-    ask_for_step<report_atom>(self, self->state.coordinator, self->state.report);
+    report_step(self, self->state.report);
 }
 
 } // namespace troupe::worker_run

@@ -172,6 +172,8 @@ bulk_peers bulk_peers_of(const node_setup& setup, const bulk_path& bulk) {
     for (auto& address : setup.cluster.ps)
       peers.shard_hosts.push_back(address.host);
     peers.tls = bulk.tls;
+    if (!setup.cluster.chief.empty())
+      peers.chief_host = setup.cluster.chief.front().host;
   }
   return peers;
 }

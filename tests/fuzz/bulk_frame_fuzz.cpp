@@ -1,4 +1,5 @@
-// Fuzz target: the bulk path's framing (actors/net/frame.hpp), as a shard
+// Fuzz target: the bulk path's framing (actors/net/frame.hpp) and the
+// report channel's fields (actors/protocol/report_frames.hpp), as a shard
 // (pausing before the data, as its turns do; inputs of odd length) or a
 // worker reads it from a socket. Whatever is accepted as a frame must
 // write and read again to the same header, fields and bits; anything else
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "actors/net/socket.hpp"
+#include "actors/protocol/report_frames.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 using namespace troupe;
@@ -80,6 +82,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case frame_kind::fetch:
       again.u64(fields.u64()).u64(fields.u64()).i32(fields.i32());
       break;
+    case frame_kind::report: { // the report channel's, as the chief reads them
+      std::vector<step_report> reports;
+      if (!read_reports(fields, 4096, reports))
+        return 0;
+      write_reports(again, reports);
+      break;
+    }
+    case frame_kind::grants: {
+      std::vector<step_grant> grants;
+      if (!read_grants(fields, 4096, grants))
+        return 0;
+      write_grants(again, grants);
+      break;
+    }
   }
   if (!fields.at_end())
     return 0; // malformed fields: the peers refuse it

@@ -10,48 +10,21 @@
 #include <thread>
 
 #include <boost/test/unit_test.hpp>
-#include <openssl/pem.h>
 
 #include "actors/net/record_cipher.hpp"
 #include "actors/net/socket.hpp"
 #include "tests/support/frame_turns.hpp"
-#include "tests/support/self_signed.hpp"
+#include "tests/support/identity_files.hpp"
 
 using namespace troupe;
 using namespace troupe::bulk;
+using troupe::testing::identity_files;
 
 namespace {
 
 deadline soon() {
   return std::chrono::steady_clock::now() + std::chrono::seconds(10);
 }
-
-// A throwaway identity both ends present and trust, in files as a node
-// reads them.
-struct identity_files {
-  std::string dir;
-  tls_files files;
-  explicit identity_files(const char* common_name = "troupe-test") {
-    char name[] = "/tmp/troupe-tls-channel-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(name));
-    dir = name;
-    troupe::testing::self_signed_identity id{common_name};
-    BOOST_REQUIRE(id.ok);
-    files = {dir + "/node.pem", dir + "/node.key", "", dir + "/node.pem", ""};
-    FILE* pem = std::fopen(files.certificate.c_str(), "w");
-    FILE* key = std::fopen(files.key.c_str(), "w");
-    BOOST_REQUIRE(pem && key);
-    BOOST_REQUIRE(PEM_write_X509(pem, id.cert) == 1);
-    BOOST_REQUIRE(PEM_write_PrivateKey(key, id.key, nullptr, nullptr, 0, nullptr, nullptr) == 1);
-    std::fclose(pem);
-    std::fclose(key);
-  }
-  ~identity_files() {
-    std::remove(files.certificate.c_str());
-    std::remove(files.key.c_str());
-    ::rmdir(dir.c_str());
-  }
-};
 
 // Two TLS channels over a socket pair with small buffers, so that a large
 // frame waits in the channel's output and goes out over many turns.
