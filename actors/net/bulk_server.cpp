@@ -144,14 +144,14 @@ bool bulk_server::welcome(connection& conn) {
   auto until = after(options_.hello_timeout);
   if (options_.tls) {
     maybe_failure error;
-    conn.ch = options_.tls->accept(std::move(conn.accepted), until, error);
+    conn.ch = options_.tls->accept(second_descriptor(conn.accepted), until, error);
     if (!conn.ch) {
       spdlog::warn("ps:{}: refused a bulk connection from {}: {}", options_.shard, conn.peer,
                    error ? error->message : "no TLS handshake");
       return false;
     }
   } else {
-    conn.ch = channel{std::move(conn.accepted)};
+    conn.ch = channel{second_descriptor(conn.accepted)};
   }
   // No tensor and no more than a hello's few fields may come before the
   // ticket is shown: nothing is allocated for a stranger.

@@ -130,7 +130,7 @@ public:
 
 private:
   struct connection {
-    bulk::socket_fd accepted; // until the connection's thread makes it a channel
+    bulk::socket_fd accepted; // kept for its life: `socket` stays its number (second_descriptor)
     bulk::channel ch;
     int socket = -1; // the descriptor, for shutdown from the server's thread
     std::string peer;

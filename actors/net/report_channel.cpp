@@ -80,7 +80,7 @@ constexpr frame_limits report_limits{0, 0, max_report_meta_bytes};
 // -- report_server --------------------------------------------------------------
 
 struct report_server::connection {
-  socket_fd accepted; // until its thread makes it a channel
+  socket_fd accepted; // kept for its life: `socket` stays its number (second_descriptor)
   channel ch;
   int socket = -1; // the descriptor, for shutdown from other threads
   std::string peer;
@@ -129,7 +129,6 @@ void report_server::accept_loop() {
     if (!fd || stopping_)
       continue;
     prepare(fd.get());
-    std::vector<std::shared_ptr<connection>> ended;
     std::lock_guard<std::mutex> guard{mutex_};
     for (auto it = connections_.begin(); it != connections_.end();)
       if (it->second->finished) {
@@ -241,8 +240,8 @@ void report_server::refuse(uint64_t key, uint64_t request, const failure& why) {
 bool report_server::welcome(connection& conn) {
   auto until = after(options_.hello_timeout);
   maybe_failure error;
-  conn.ch = options_.tls ? options_.tls->accept(std::move(conn.accepted), until, error)
-                         : channel{std::move(conn.accepted)};
+  conn.ch = options_.tls ? options_.tls->accept(second_descriptor(conn.accepted), until, error)
+                         : channel{second_descriptor(conn.accepted)};
   if (!conn.ch) {
     spdlog::warn("chief: refused a report connection from {}: {}", conn.peer,
                  error ? error->message : "no TLS handshake");

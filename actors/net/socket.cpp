@@ -41,6 +41,10 @@ void prepare(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+socket_fd second_descriptor(const socket_fd& fd) {
+  return socket_fd{::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0)};
+}
+
 std::string peer_name(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);

@@ -28,6 +28,12 @@ bool chief_is_reading(const std::string& host, uint16_t port, deadline until);
 /// Makes an accepted socket non-blocking, with TCP_NODELAY.
 void prepare(int fd);
 
+/// A second descriptor of the same socket (invalid where dup fails). A
+/// server hands it to the connection's channel, which may close it early (a
+/// failed handshake), and keeps the first for the connection's life: the
+/// number other threads shut down stays the connection's, never reused.
+socket_fd second_descriptor(const socket_fd& fd);
+
 /// "host:port" of a connected socket's peer, for log lines ("?" unknown).
 std::string peer_name(int fd);
 
