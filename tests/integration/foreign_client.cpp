@@ -226,6 +226,11 @@ int main(int argc, char** argv) {
   self->send(*chief, step_done_atom::value,
              step_summary{999999, 0, 0, 0, 0, 0, 0, {}, {}, {}, {}, {}});
   std::printf("sent: step_done to the chief\n");
+  // What the chief's report channel relays in its own process: a stranger
+  // does not know a connection's key.
+  self->send(caf::actor_cast<caf::actor>(*chief), relayed_atom::value, uint64_t{0x5eed},
+             uint64_t{1}, std::vector<step_report>{fake});
+  std::printf("sent: a relayed batch of reports to the chief\n");
   // Let the one-way messages leave, and their refusals name this address,
   // before the exit message costs this process its connection: kill would
   // end an actor whatever its exit handler says.

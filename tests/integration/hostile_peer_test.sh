@@ -70,6 +70,8 @@ expect "the shard logged the refused abort" grep -q "ps:0: refused an abort from
 expect "the stranger's exit message (kill) cost it its connection" \
   grep -q "closed the connection of 127.0.0.1:[0-9]*: type @exit is not part" ps0.log
 expect "the chief logged the forged step_done" grep -q "chief: refused a step_done" chief.log
+expect "  and the forged relayed batch of reports" \
+  grep -q "chief: refused a relayed batch of reports from .* at 127.0.0.1:" chief.log
 expect "the chief logged the fake worker's non-finite gradient with its address" \
   grep -q "chief: refused a non-finite gradient claiming worker:0 from .* at 127.0.0.1:" chief.log
 wait_exit "${pid[chief]}" 240

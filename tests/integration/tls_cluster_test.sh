@@ -43,6 +43,17 @@ echo hello | timeout 5 openssl s_client -quiet -cert "$tmp/certs/worker-1.pem" \
 wait_for_line ps0.log "bulk connection from 127.0.0.1:[0-9]*: .*TLS record where a Troupe record belongs" 10
 expect "  a certified peer speaking TLS records after the handshake is refused, and named" \
   grep -q "bulk connection from 127.0.0.1:[0-9]*: .*TLS record where a Troupe record belongs" ps0.log
+# The workers' reports go to the chief on the report channel, under the same TLS.
+report_port=$(sed -n 's/.*chief: report channel on 127.0.0.1:\([0-9]*\) (mutual TLS)$/\1/p' chief.log)
+expect "the chief takes its workers' reports under mutual TLS (port ${report_port:-none})" \
+  test -n "$report_port"
+expect "  and no worker fell back to BASP for them" \
+  bash -c "! grep -q 'no report channel' w0.log w1.log"
+(exec 3<>/dev/tcp/127.0.0.1/"${report_port:-1}" && { printf 'TRPB'; head -c 60 /dev/zero; } >&3
+ sleep 0.5; exec 3>&-) 2>/dev/null
+wait_for_line chief.log "refused a report connection from 127.0.0.1:[0-9]*: .*TLS handshake failed" 10
+expect "  a plain connection to it fails the TLS handshake, logged with its address" \
+  grep -q "refused a report connection from 127.0.0.1:[0-9]*: .*TLS handshake failed" chief.log
 ps_before=$(peak_mib "${pid[ps0]}"); chief_before=$(peak_mib "${pid[chief]}")
 
 # Garbage, and a BASP header claiming a 3 GiB payload: over plain TCP CAF 0.17
