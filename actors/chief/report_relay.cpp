@@ -95,7 +95,7 @@ void on_relayed(self_ptr self, uint64_t key, uint64_t request, std::vector<step_
   auto who = st.report_desk->worker_of(key);
   auto admission = who ? st.admission_of.find(who->worker) : st.admission_of.end();
   if (!who || admission == st.admission_of.end() || admission->second != who->owner
-      || reports.front().worker != who->worker) {
+      || reports.empty() || reports.front().worker != who->worker) {
     auto err = refuse("chief", "a batch of reports on the report channel", self->current_sender(),
                       "its connection was not opened by the worker admitted under that index");
     if (who)

@@ -200,7 +200,7 @@ BOOST_AUTO_TEST_CASE(a_newer_connection_of_the_worker_closes_the_older) {
   BOOST_CHECK(!old_events.losses.take(50ms)); // once
   BOOST_CHECK(!send_value(*older, 2));
   // The older connection's key no longer names a holder; its answer goes nowhere.
-  for (int i = 0; i < 100 && fx.server->worker_of(first->key); ++i)
+  for (int i = 0; i < 500 && fx.server->worker_of(first->key); ++i)
     std::this_thread::sleep_for(10ms);
   BOOST_CHECK(!fx.server->worker_of(first->key));
   bulk::meta_writer fields;
