@@ -12,10 +12,7 @@ std::unique_ptr<bulk_link> bulk_link::open(const std::string& host, uint16_t por
                                            uint64_t ticket, const std::string& label,
                                            deadline until, maybe_failure& error,
                                            const tls_context* tls) {
-  auto fd = connect_to(host, port, until, error);
-  if (!fd)
-    return nullptr;
-  auto ch = tls ? tls->connect(std::move(fd), until, error) : channel{std::move(fd)};
+  auto ch = connect_channel(host, port, tls, until, error);
   if (!ch)
     return nullptr;
   std::unique_ptr<bulk_link> link{
@@ -101,13 +98,12 @@ void bulk_link::finish() {
     return;
   }
   if (kind == frame_kind::refusal) {
-    auto code = static_cast<errc>(fields.u8());
-    auto message = fields.text();
-    if (!fields.at_end() || code <= errc::first_code_ || code >= errc::end_of_codes_) {
+    auto why = read_refusal(fields);
+    if (!why) {
       fail({errc::invalid_request, "bulk frame: a malformed refusal"});
       return;
     }
-    error_ = failure{code, message};
+    error_ = *why;
     // Only an unauthorized hello closes the connection; other refusals are answers.
     if (expected_ == frame_kind::welcome)
       broken_ = true;

@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <random>
 
 #include <spdlog/spdlog.h>
 
@@ -29,21 +28,6 @@ bulk_push push_fields(meta_reader& fields) {
 
 frame_limits current_limits() {
   return {max_wire_elements(), max_frame_bytes()};
-}
-
-uint64_t draw_ticket() {
-  std::random_device entropy;
-  return (static_cast<uint64_t>(entropy()) << 32) | entropy();
-}
-
-deadline after(std::chrono::milliseconds d) {
-  return std::chrono::steady_clock::now() + d;
-}
-
-frame_writer refusal(uint64_t request, const failure& why) {
-  meta_writer meta;
-  meta.u8(static_cast<uint8_t>(why.code)).text(why.message);
-  return frame_writer{frame_kind::refusal, request, meta};
 }
 
 } // namespace
@@ -73,13 +57,9 @@ bulk_server::~bulk_server() {
 
 void bulk_server::accept_loop() {
   while (!stopping_) {
-    pollfd p{listener_.get(), POLLIN, 0};
-    if (::poll(&p, 1, 1000) <= 0)
-      continue;
-    socket_fd fd{::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+    auto fd = accept_next(listener_, std::chrono::seconds(1));
     if (!fd || stopping_)
       continue;
-    prepare(fd.get());
     std::lock_guard<std::mutex> guard{mutex_};
     connections_.remove_if([](connection& c) {
       if (!c.finished)
@@ -105,53 +85,16 @@ void bulk_server::accept_loop() {
   }
 }
 
-// A ticket lives a minute unused; a peer asking for them without end fills
-// at most this many.
-constexpr auto ticket_life = std::chrono::minutes(1);
-constexpr size_t max_open_tickets = 4096;
-
-uint64_t bulk_server::issue_ticket(int32_t worker) {
-  auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> guard{tickets_mutex_};
-  for (auto it = tickets_.begin(); it != tickets_.end();)
-    it = now - it->second.issued > ticket_life ? tickets_.erase(it) : std::next(it);
-  if (tickets_.size() >= max_open_tickets) {
-    auto oldest = std::min_element(tickets_.begin(), tickets_.end(), [](auto& a, auto& b) {
-      return a.second.issued < b.second.issued;
-    });
-    tickets_.erase(oldest);
-  }
-  uint64_t ticket = 0;
-  while (ticket == 0 || tickets_.count(ticket) > 0)
-    ticket = draw_ticket();
-  tickets_[ticket] = {worker, now};
-  return ticket;
-}
-
-std::optional<int32_t> bulk_server::redeem(uint64_t ticket) {
-  std::lock_guard<std::mutex> guard{tickets_mutex_};
-  auto it = tickets_.find(ticket);
-  if (it == tickets_.end() || std::chrono::steady_clock::now() - it->second.issued > ticket_life)
-    return std::nullopt;
-  auto worker = it->second.worker;
-  tickets_.erase(it);
-  return worker;
-}
-
 // Under TLS the handshake first (a certificate of the cluster CA); then the
 // first frame must be a hello with a ticket the shard issued.
 bool bulk_server::welcome(connection& conn) {
   auto until = after(options_.hello_timeout);
-  if (options_.tls) {
-    maybe_failure error;
-    conn.ch = options_.tls->accept(second_descriptor(conn.accepted), until, error);
-    if (!conn.ch) {
-      spdlog::warn("ps:{}: refused a bulk connection from {}: {}", options_.shard, conn.peer,
-                   error ? error->message : "no TLS handshake");
-      return false;
-    }
-  } else {
-    conn.ch = channel{second_descriptor(conn.accepted)};
+  maybe_failure error;
+  conn.ch = accept_channel(conn.accepted, options_.tls.get(), until, error);
+  if (!conn.ch) {
+    spdlog::warn("ps:{}: refused a bulk connection from {}: {}", options_.shard, conn.peer,
+                 error ? error->message : "no channel");
+    return false;
   }
   // No tensor and no more than a hello's few fields may come before the
   // ticket is shown: nothing is allocated for a stranger.
@@ -171,14 +114,14 @@ bool bulk_server::welcome(connection& conn) {
     why = "its first frame is not a hello";
   else if (!fields.at_end())
     why = "a malformed hello";
-  else if (!(worker = redeem(ticket)))
+  else if (!(worker = tickets_.redeem(ticket)))
     why = "it does not show a ticket this shard issued, or shows one that opened a connection "
           "already or expired (a peer of this run asks for one over the control connection)";
   if (!why.empty()) {
     spdlog::warn("ps:{}: refused a bulk connection from {}: {}", options_.shard, conn.peer, why);
-    auto out = refusal(in.header().request,
-                       {errc::unauthorized, "ps:" + std::to_string(options_.shard)
-                                              + " refused the bulk connection: " + why});
+    auto out = refusal_frame(in.header().request,
+                             {errc::unauthorized, "ps:" + std::to_string(options_.shard)
+                                                    + " refused the bulk connection: " + why});
     send_frame(conn.ch, out, after(options_.hello_timeout));
     return false;
   }
@@ -247,8 +190,8 @@ bool bulk_server::complete_request(connection& conn, frame_reader& in, const met
 }
 
 bool bulk_server::refuse_malformed(connection& conn, frame_reader& in, const char* what) {
-  reply(conn, refusal(in.header().request,
-                      {errc::invalid_request, std::string("bulk frame: a malformed ") + what}));
+  reply(conn, refusal_frame(in.header().request, {errc::invalid_request,
+                                                  std::string("bulk frame: a malformed ") + what}));
   return false; // its data, if any, was never read: the connection closes
 }
 
@@ -260,7 +203,7 @@ bool bulk_server::reply_values(connection& conn, uint64_t request, const maybe_f
     if (refused->code == errc::unauthorized)
       spdlog::warn("ps:{}: refused a bulk {} from {}: {}", options_.shard, what, conn.peer,
                    refused->message);
-    return reply(conn, refusal(request, *refused));
+    return reply(conn, refusal_frame(request, *refused));
   }
   meta_writer meta{values};
   meta.i64(version);
@@ -348,7 +291,7 @@ bool bulk_server::refuse_other_worker(connection& conn, frame_reader& in, int32_
   in.skip_data(); // read, not stored: the sender reads the refusal
   if (receive_frame(conn.ch, in, after(options_.request_timeout)))
     return false;
-  return reply(conn, refusal(in.header().request, {errc::unauthorized, why}));
+  return reply(conn, refusal_frame(in.header().request, {errc::unauthorized, why}));
 }
 
 bool bulk_server::within_row_bound(connection& conn, frame_reader& in, int64_t keys) {
@@ -359,7 +302,7 @@ bool bulk_server::within_row_bound(connection& conn, frame_reader& in, int64_t k
              + std::to_string(keys) + " embedding keys: at most " + std::to_string(bound)
              + " per request" + (bound == 0 ? " (this server serves no rows)" : "");
   spdlog::warn("{} (from {})", why, conn.peer);
-  reply(conn, refusal(in.header().request, {errc::invalid_request, why}));
+  reply(conn, refusal_frame(in.header().request, {errc::invalid_request, why}));
   return false; // its data was never read
 }
 
@@ -406,7 +349,7 @@ bool bulk_server::apply_push(connection& conn, frame_reader& in, bulk_push reque
     meta.i64(*answer.version);
     out.emplace(frame_kind::push_reply, id, meta);
   } else if (answer.refused) {
-    out = refusal(id, *answer.refused);
+    out = refusal_frame(id, *answer.refused);
   }
   // No answer (the shard is gone, or timed out): the peer sees the connection close.
   return out && reply(conn, *out);
@@ -436,8 +379,8 @@ bool bulk_server::answer_rows(connection& conn, frame_reader& in, bulk_endpoint:
   if (!rows && endpoint_.open_row_puller)
     rows = endpoint_.open_row_puller();
   if (!rows)
-    return reply(conn, refusal(in.header().request,
-                               {errc::invalid_request, "this server holds no embedding rows"}));
+    return reply(conn, refusal_frame(in.header().request, {errc::invalid_request,
+                                                           "this server holds no embedding rows"}));
   auto answer = rows(run, table, std::move(keys), options_.request_timeout);
   if (!answer.answered)
     return false; // the peer sees the connection close

@@ -28,6 +28,7 @@
 #include <functional>
 
 #include "actors/net/socket.hpp"
+#include "actors/net/ticket_book.hpp"
 
 namespace troupe {
 
@@ -126,11 +127,11 @@ public:
   uint16_t port() const noexcept { return port_; }
   /// A ticket that opens one connection, whose pushes must name `worker`
   /// (-1: none may push). Thread-safe.
-  uint64_t issue_ticket(int32_t worker);
+  uint64_t issue_ticket(int32_t worker) { return tickets_.issue(worker); }
 
 private:
   struct connection {
-    bulk::socket_fd accepted; // kept for its life: `socket` stays its number (second_descriptor)
+    bulk::socket_fd accepted; // kept for its life: `socket` stays its number (accept_channel)
     bulk::channel ch;
     int socket = -1; // the descriptor, for shutdown from the server's thread
     std::string peer;
@@ -141,12 +142,6 @@ private:
     std::vector<tensor> row_keys; // a pull of rows' keys, storage kept between requests
     std::vector<tensor> row_push; // a push of rows' keys, counts and gradients, likewise
   };
-  struct ticket_entry {
-    int32_t worker = -1;
-    std::chrono::steady_clock::time_point issued;
-  };
-  /// Takes a ticket out of the book: the worker it opens a connection for.
-  std::optional<int32_t> redeem(uint64_t ticket);
 
   void accept_loop();
   void serve(connection& conn);
@@ -191,8 +186,7 @@ private:
   std::mutex inbound_;
   std::vector<tensor> push_storage_; // guarded by inbound_
   std::mutex outbound_;
-  std::mutex tickets_mutex_;
-  std::map<uint64_t, ticket_entry> tickets_; // issued, not yet shown
+  ticket_book<int32_t> tickets_; // whose pushes each ticket's connection carries
   uint16_t port_ = 0;
   bulk::socket_fd listener_;
   std::atomic<bool> stopping_{false};

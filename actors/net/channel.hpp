@@ -33,6 +33,11 @@ struct ssl_free {
 
 using deadline = std::chrono::steady_clock::time_point;
 
+/// The deadline `d` from now.
+inline deadline after(std::chrono::milliseconds d) {
+  return std::chrono::steady_clock::now() + d;
+}
+
 /// Owns a socket; closes it when destroyed.
 class socket_fd {
 public:

@@ -374,4 +374,18 @@ frame_reader::progress frame_reader::skip_floats(channel& ch, maybe_failure& err
   return progress::go_on;
 }
 
+frame_writer refusal_frame(uint64_t request, const failure& why) {
+  meta_writer meta;
+  meta.u8(static_cast<uint8_t>(why.code)).text(why.message);
+  return frame_writer{frame_kind::refusal, request, meta};
+}
+
+std::optional<failure> read_refusal(meta_reader fields) {
+  auto code = static_cast<errc>(fields.u8());
+  auto message = fields.text();
+  if (!fields.at_end() || code <= errc::first_code_ || code >= errc::end_of_codes_)
+    return std::nullopt;
+  return failure{code, message};
+}
+
 } // namespace troupe::bulk

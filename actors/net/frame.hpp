@@ -8,6 +8,7 @@
 // shapes passed the limits. Free of CAF: the server and the client drive
 // these with their own sockets.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -150,6 +151,13 @@ tensor count_bits(const uint32_t* counts, size_t n);
 /// has another shape than keys [n, 2] or counts [n].
 bool keys_of(const tensor& bits, std::vector<int64_t>& out);
 bool counts_of(const tensor& bits, size_t n, std::vector<uint32_t>& out);
+
+class frame_writer;
+/// A refusal frame answering `request`: (uint8 errc, string message).
+frame_writer refusal_frame(uint64_t request, const failure& why);
+/// A refusal's fields, or nullopt where they are malformed (extra bytes, a
+/// code outside errc's).
+std::optional<failure> read_refusal(meta_reader fields);
 
 /// One frame to send: header and meta in one buffer, the tensors' floats
 /// referenced in place (they must outlive the writer).

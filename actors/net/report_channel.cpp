@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <random>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -17,18 +16,6 @@ namespace troupe {
 using namespace bulk;
 
 namespace {
-
-uint64_t draw_nonzero() {
-  std::random_device entropy;
-  uint64_t v = 0;
-  while (v == 0)
-    v = (static_cast<uint64_t>(entropy()) << 32) | entropy();
-  return v;
-}
-
-deadline after(std::chrono::milliseconds d) {
-  return std::chrono::steady_clock::now() + d;
-}
 
 // Waits until `ch` has bytes to read or `until` passes: true when readable.
 // Polls for reading only: the other direction belongs to another thread.
@@ -54,24 +41,6 @@ maybe_failure receive_before(channel& ch, frame_reader& in, deadline until) {
   }
 }
 
-// A refusal's fields, or nullopt when they are malformed.
-std::optional<failure> refusal_of(meta_reader fields) {
-  auto code = static_cast<errc>(fields.u8());
-  auto message = fields.text();
-  if (!fields.at_end() || code <= errc::first_code_ || code >= errc::end_of_codes_)
-    return std::nullopt;
-  return failure{code, message};
-}
-
-frame_writer refusal(uint64_t request, const failure& why) {
-  meta_writer meta;
-  meta.u8(static_cast<uint8_t>(why.code)).text(why.message);
-  return frame_writer{frame_kind::refusal, request, meta};
-}
-
-constexpr auto ticket_life = std::chrono::minutes(1);
-constexpr size_t max_open_tickets = 4096;
-
 // What a report connection may carry: fields only, no tensors.
 constexpr frame_limits report_limits{0, 0, max_report_meta_bytes};
 
@@ -80,7 +49,7 @@ constexpr frame_limits report_limits{0, 0, max_report_meta_bytes};
 // -- report_server --------------------------------------------------------------
 
 struct report_server::connection {
-  socket_fd accepted; // kept for its life: `socket` stays its number (second_descriptor)
+  socket_fd accepted; // kept for its life: `socket` stays its number (accept_channel)
   channel ch;
   int socket = -1; // the descriptor, for shutdown from other threads
   std::string peer;
@@ -122,13 +91,9 @@ report_server::~report_server() {
 
 void report_server::accept_loop() {
   while (!stopping_) {
-    pollfd p{listener_.get(), POLLIN, 0};
-    if (::poll(&p, 1, 1000) <= 0)
-      continue;
-    socket_fd fd{::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+    auto fd = accept_next(listener_, std::chrono::seconds(1));
     if (!fd || stopping_)
       continue;
-    prepare(fd.get());
     std::lock_guard<std::mutex> guard{mutex_};
     for (auto it = connections_.begin(); it != connections_.end();)
       if (it->second->finished) {
@@ -148,7 +113,7 @@ void report_server::accept_loop() {
     conn->accepted = std::move(fd);
     conn->peer = std::move(peer);
     do
-      conn->key = draw_nonzero();
+      conn->key = draw_secret();
     while (connections_.count(conn->key) > 0);
     connections_[conn->key] = conn;
     conn->thread = std::thread([this, conn] {
@@ -160,30 +125,7 @@ void report_server::accept_loop() {
 }
 
 uint64_t report_server::issue_ticket(int32_t worker, uint64_t owner) {
-  auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> guard{mutex_};
-  for (auto it = tickets_.begin(); it != tickets_.end();)
-    it = now - it->second.issued > ticket_life ? tickets_.erase(it) : std::next(it);
-  if (tickets_.size() >= max_open_tickets)
-    tickets_.erase(std::min_element(tickets_.begin(), tickets_.end(), [](auto& a, auto& b) {
-      return a.second.issued < b.second.issued;
-    }));
-  uint64_t ticket = 0;
-  do
-    ticket = draw_nonzero();
-  while (tickets_.count(ticket) > 0);
-  tickets_[ticket] = {{worker, owner}, now};
-  return ticket;
-}
-
-std::optional<report_server::holder> report_server::redeem(uint64_t ticket) {
-  std::lock_guard<std::mutex> guard{mutex_};
-  auto it = tickets_.find(ticket);
-  if (it == tickets_.end() || std::chrono::steady_clock::now() - it->second.issued > ticket_life)
-    return std::nullopt;
-  auto to = it->second.to;
-  tickets_.erase(it);
-  return to;
+  return tickets_.issue({worker, owner});
 }
 
 std::shared_ptr<report_server::connection> report_server::find(uint64_t key) const {
@@ -229,7 +171,7 @@ void report_server::refuse(uint64_t key, uint64_t request, const failure& why) {
   if (!conn)
     return;
   std::lock_guard<std::mutex> turn{conn->sending};
-  auto out = refusal(request, why);
+  auto out = refusal_frame(request, why);
   send_frame(conn->ch, out, after(options_.send_timeout));
   ::shutdown(conn->socket, SHUT_RDWR);
 }
@@ -240,11 +182,10 @@ void report_server::refuse(uint64_t key, uint64_t request, const failure& why) {
 bool report_server::welcome(connection& conn) {
   auto until = after(options_.hello_timeout);
   maybe_failure error;
-  conn.ch = options_.tls ? options_.tls->accept(second_descriptor(conn.accepted), until, error)
-                         : channel{second_descriptor(conn.accepted)};
+  conn.ch = accept_channel(conn.accepted, options_.tls.get(), until, error);
   if (!conn.ch) {
     spdlog::warn("chief: refused a report connection from {}: {}", conn.peer,
-                 error ? error->message : "no TLS handshake");
+                 error ? error->message : "no channel");
     return false;
   }
   frame_reader in{frame_limits{0, 0, max_hello_meta_bytes}};
@@ -262,13 +203,13 @@ bool report_server::welcome(connection& conn) {
     why = "its first frame is not a hello";
   else if (!fields.at_end())
     why = "a malformed hello";
-  else if (!(to = redeem(ticket)))
+  else if (!(to = tickets_.redeem(ticket)))
     why = "it does not show a ticket of this chief's plans, or one that opened a connection "
           "already or expired";
   if (!why.empty()) {
     spdlog::warn("chief: refused a report connection from {}: {}", conn.peer, why);
-    auto out = refusal(in.header().request,
-                       {errc::unauthorized, "the chief refused the report connection: " + why});
+    auto out = refusal_frame(
+      in.header().request, {errc::unauthorized, "the chief refused the report connection: " + why});
     send_frame(conn.ch, out, after(options_.hello_timeout));
     return false;
   }
@@ -316,7 +257,7 @@ void report_server::serve(const std::shared_ptr<connection>& conn) {
       spdlog::warn("chief: closed the report connection of worker:{} ({}): {}", conn->worker.load(),
                    conn->peer, refused->message);
       std::lock_guard<std::mutex> turn{conn->sending};
-      auto out = refusal(in.header().request, *refused);
+      auto out = refusal_frame(in.header().request, *refused);
       send_frame(conn->ch, out, after(options_.send_timeout));
       return;
     }
@@ -329,10 +270,7 @@ std::unique_ptr<report_link> report_link::open(const std::string& host, uint16_t
                                                uint64_t ticket, const std::string& label,
                                                deadline until, maybe_failure& error,
                                                const tls_context* tls) {
-  auto fd = connect_to(host, port, until, error);
-  if (!fd)
-    return nullptr;
-  auto ch = tls ? tls->connect(std::move(fd), until, error) : channel{std::move(fd)};
+  auto ch = connect_channel(host, port, tls, until, error);
   if (!ch)
     return nullptr;
   meta_writer meta;
@@ -342,7 +280,7 @@ std::unique_ptr<report_link> report_link::open(const std::string& host, uint16_t
   if ((error = send_frame(ch, hello, until)) || (error = receive_frame(ch, in, until)))
     return nullptr;
   if (in.header().kind == static_cast<uint16_t>(frame_kind::refusal)) {
-    auto why = refusal_of(in.fields());
+    auto why = read_refusal(in.fields());
     error = why ? *why : failure{errc::invalid_request, "report channel: a malformed refusal"};
     return nullptr;
   }
@@ -429,7 +367,7 @@ void report_link::read_loop() {
     auto request = in.header().request;
     auto kind = static_cast<frame_kind>(in.header().kind);
     if (kind == frame_kind::refusal) {
-      auto why = refusal_of(in.fields());
+      auto why = read_refusal(in.fields());
       lose(why ? *why : failure{errc::invalid_request, "report channel: a malformed refusal"});
       return;
     }

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "actors/net/frame.hpp"
+#include "actors/net/ticket_book.hpp"
 
 namespace troupe {
 
@@ -84,7 +85,6 @@ private:
   void accept_loop();
   void serve(const std::shared_ptr<connection>& conn);
   bool welcome(connection& conn);
-  std::optional<holder> redeem(uint64_t ticket);
   std::shared_ptr<connection> find(uint64_t key) const;
 
   batch_handler on_batch_;
@@ -92,13 +92,9 @@ private:
   uint16_t port_ = 0;
   bulk::socket_fd listener_;
   std::atomic<bool> stopping_{false};
-  mutable std::mutex mutex_;                                    // guards connections_ and tickets_
+  mutable std::mutex mutex_;                                    // guards connections_
   std::map<uint64_t, std::shared_ptr<connection>> connections_; // by key
-  struct ticket_entry {
-    holder to;
-    std::chrono::steady_clock::time_point issued;
-  };
-  std::map<uint64_t, ticket_entry> tickets_;
+  ticket_book<holder> tickets_;
   std::thread acceptor_;
 };
 

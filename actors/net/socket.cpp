@@ -41,8 +41,32 @@ void prepare(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-socket_fd second_descriptor(const socket_fd& fd) {
-  return socket_fd{::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0)};
+socket_fd accept_next(const socket_fd& listener, std::chrono::milliseconds wait) {
+  pollfd p{listener.get(), POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(wait.count())) <= 0)
+    return {};
+  socket_fd fd{::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+  if (fd)
+    prepare(fd.get());
+  return fd;
+}
+
+channel accept_channel(const socket_fd& accepted, const tls_context* tls, deadline until,
+                       maybe_failure& error) {
+  socket_fd second{::fcntl(accepted.get(), F_DUPFD_CLOEXEC, 0)};
+  if (!second) {
+    error = connection_stopped(std::string("cannot duplicate the socket: ") + std::strerror(errno));
+    return {};
+  }
+  return tls ? tls->accept(std::move(second), until, error) : channel{std::move(second)};
+}
+
+channel connect_channel(const std::string& host, uint16_t port, const tls_context* tls,
+                        deadline until, maybe_failure& error) {
+  auto fd = connect_to(host, port, until, error);
+  if (!fd)
+    return {};
+  return tls ? tls->connect(std::move(fd), until, error) : channel{std::move(fd)};
 }
 
 std::string peer_name(int fd) {

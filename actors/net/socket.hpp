@@ -28,11 +28,23 @@ bool chief_is_reading(const std::string& host, uint16_t port, deadline until);
 /// Makes an accepted socket non-blocking, with TCP_NODELAY.
 void prepare(int fd);
 
-/// A second descriptor of the same socket (invalid where dup fails). A
-/// server hands it to the connection's channel, which may close it early (a
-/// failed handshake), and keeps the first for the connection's life: the
+/// The next connection on `listener` within `wait`, non-blocking with
+/// TCP_NODELAY; invalid when none came (or the listener was shut down).
+socket_fd accept_next(const socket_fd& listener, std::chrono::milliseconds wait);
+
+/// A server's channel on an accepted socket: the TLS handshake under `tls`
+/// (plain TCP without) within the deadline, on a second descriptor of the
+/// socket. The channel may close its descriptor early (a failed handshake);
+/// the server keeps `accepted` for the connection's life, so that the
 /// number other threads shut down stays the connection's, never reused.
-socket_fd second_descriptor(const socket_fd& fd);
+/// Empty, with `error` set, when the handshake fails.
+channel accept_channel(const socket_fd& accepted, const tls_context* tls, deadline until,
+                       maybe_failure& error);
+
+/// A client's channel to host:port: connected, then the TLS handshake under
+/// `tls` (plain TCP without), within the deadline; empty with `error` set.
+channel connect_channel(const std::string& host, uint16_t port, const tls_context* tls,
+                        deadline until, maybe_failure& error);
 
 /// "host:port" of a connected socket's peer, for log lines ("?" unknown).
 std::string peer_name(int fd);

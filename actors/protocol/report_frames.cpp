@@ -30,9 +30,10 @@ bool count_of(bulk::meta_reader& in, size_t least, size_t most, size_t& n) {
 
 } // namespace
 
-void write_reports(bulk::meta_writer& out, const std::vector<step_report>& reports) {
-  out.i32(static_cast<int32_t>(reports.size()));
-  for (auto& r : reports)
+void write_reports(bulk::meta_writer& out, const step_report* reports, size_t n) {
+  out.i32(static_cast<int32_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    auto& r = reports[i];
     out.u64(r.run)
       .i32(r.worker)
       .i64(r.step)
@@ -44,6 +45,7 @@ void write_reports(bulk::meta_writer& out, const std::vector<step_report>& repor
       .u64(r.data_offset)
       .i32(r.share_rank)
       .i32(r.share_count);
+  }
 }
 
 bool read_reports(bulk::meta_reader& in, size_t most, std::vector<step_report>& out) {

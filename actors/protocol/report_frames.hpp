@@ -10,7 +10,10 @@
 
 namespace troupe {
 
-void write_reports(bulk::meta_writer& out, const std::vector<step_report>& reports);
+void write_reports(bulk::meta_writer& out, const step_report* reports, size_t n);
+inline void write_reports(bulk::meta_writer& out, const std::vector<step_report>& reports) {
+  write_reports(out, reports.data(), reports.size());
+}
 /// False (and `out` empty) when the fields are malformed, hold no report or
 /// more than `most`; nothing is allocated before the count is checked.
 bool read_reports(bulk::meta_reader& in, size_t most, std::vector<step_report>& out);

@@ -1,7 +1,6 @@
 #include "actors/ps/ps_shard.hpp"
 
 #include <algorithm>
-#include <random>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
@@ -11,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/net/socket.hpp"
+#include "actors/net/ticket_book.hpp"
 #include "actors/protocol/grant_proof.hpp"
 #include "actors/ps/shard_endpoint.hpp"
 #include "actors/ps/shard_run.hpp"
@@ -18,12 +18,6 @@
 namespace troupe {
 
 namespace shard_run {
-
-// What a fetch of a snapshot must show: only the chief learns it.
-uint64_t draw_ticket() {
-  std::random_device entropy;
-  return (static_cast<uint64_t>(entropy()) << 32) | entropy();
-}
 
 // The shard's state between two updates: its variables and slots, and its
 // buckets of each embedding table.
@@ -36,7 +30,8 @@ snapshot_index take_copy(self_ptr self) {
     tables.emplace_back(st.tables.table(t));
     piece_rows = std::min(piece_rows, static_cast<size_t>(st.tables.max_keys(t)));
   }
-  return st.snapshot.take(st.store->take_snapshot(), draw_ticket(), std::move(tables), piece_rows);
+  // The copy's ticket: what a fetch of it must show; only the chief learns it.
+  return st.snapshot.take(st.store->take_snapshot(), draw_secret(), std::move(tables), piece_rows);
 }
 
 // A snapshot waiting for this version gets it now, between two updates; one

@@ -12,8 +12,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <random>
 
+#include "actors/net/ticket_book.hpp"
 #include "actors/protocol/report_frames.hpp"
 #include "actors/worker/worker_run.hpp"
 
@@ -85,12 +85,12 @@ void drop_line(self_ptr self, const std::string& why) {
 // reports then go over BASP, ahead of its end on the same connection, so
 // that the chief counts them before it sees the worker gone) or has none;
 // false where the caller sends it over BASP.
-bool sent_on_line(self_ptr self, const std::vector<step_report>& reports) {
+bool sent_on_line(self_ptr self, const step_report* reports, size_t n) {
   auto& st = self->state;
   if (!st.report_line || st.leaving)
     return false;
   bulk::meta_writer fields;
-  write_reports(fields, reports);
+  write_reports(fields, reports, n);
   if (auto request = st.report_line->send(fields, st.config.step_timeout)) {
     st.asked_on_line[*request] = st.recovery.generation();
     return true;
@@ -99,18 +99,10 @@ bool sent_on_line(self_ptr self, const std::vector<step_report>& reports) {
   return false;
 }
 
-uint64_t draw_key() {
-  std::random_device entropy;
-  uint64_t key = 0;
-  while (key == 0)
-    key = (static_cast<uint64_t>(entropy()) << 32) | entropy();
-  return key;
-}
-
 } // namespace
 
 void report_step(self_ptr self, const step_report& report) {
-  if (!sent_on_line(self, {report}))
+  if (!sent_on_line(self, &report, 1))
     ask_over_basp<report_atom>(self, self->state.coordinator, report);
 }
 
@@ -123,7 +115,7 @@ void send_reports(self_ptr self) {
   auto batch = st.reports.take();
   if (batch.empty())
     batch.push_back(st.report); // an ask: the step in it is not one of this worker's
-  if (sent_on_line(self, batch))
+  if (sent_on_line(self, batch.data(), batch.size()))
     return;
   self->request(st.links.chief, st.config.step_timeout, reports_atom::value, std::move(batch))
     .then(
@@ -156,7 +148,7 @@ void open_report_line(self_ptr self, const training_plan& plan) {
                  st.label, error ? error->message : "refused");
     return;
   }
-  st.report_key = draw_key();
+  st.report_key = draw_secret();
   auto me = caf::actor_cast<caf::actor_addr>(self); // weak: the line must not keep it alive
   auto most = static_cast<size_t>(plan.lease);
   line->start(

@@ -100,6 +100,18 @@ struct link_events {
   }
 };
 
+// A link for `worker` (admission `owner`), its reader handing out to
+// `events`, which must outlive it.
+std::unique_ptr<report_link> open_started(server_fixture& fx, int32_t worker, uint64_t owner,
+                                          link_events& events,
+                                          const bulk::tls_context* tls = nullptr) {
+  maybe_failure error;
+  auto link = fx.open(fx.server->issue_ticket(worker, owner), error, tls);
+  BOOST_REQUIRE_MESSAGE(link, (error ? error->message : ""));
+  events.start(*link);
+  return link;
+}
+
 std::optional<uint64_t> send_value(report_link& link, int64_t value,
                                    std::chrono::milliseconds within = 10s) {
   bulk::meta_writer fields;
@@ -147,11 +159,8 @@ BOOST_AUTO_TEST_SUITE(report_channel)
 
 BOOST_AUTO_TEST_CASE(answers_name_their_requests_in_any_order) {
   server_fixture fx;
-  maybe_failure error;
   link_events events; // outlives the link, whose thread calls it
-  auto link = fx.open(fx.server->issue_ticket(3, 42), error);
-  BOOST_REQUIRE_MESSAGE(link, (error ? error->message : ""));
-  events.start(*link);
+  auto link = open_started(fx, 3, 42, events);
   overlapping_batches(fx, *link, events);
   auto b = fx.batches.take(10ms);
   BOOST_CHECK(!b);
@@ -187,9 +196,7 @@ BOOST_AUTO_TEST_CASE(a_newer_connection_of_the_worker_closes_the_older) {
   server_fixture fx;
   maybe_failure error;
   link_events old_events, events;
-  auto older = fx.open(fx.server->issue_ticket(1, 1), error);
-  BOOST_REQUIRE(older);
-  old_events.start(*older);
+  auto older = open_started(fx, 1, 1, old_events);
   BOOST_REQUIRE(send_value(*older, 1));
   auto first = fx.batches.take();
   BOOST_REQUIRE(first);
@@ -219,19 +226,14 @@ BOOST_AUTO_TEST_CASE(a_newer_connection_of_the_worker_closes_the_older) {
 
 BOOST_AUTO_TEST_CASE(close_worker_and_an_overdue_answer_end_the_link) {
   server_fixture fx;
-  maybe_failure error;
   link_events events, slow_events;
-  auto link = fx.open(fx.server->issue_ticket(2, 1), error);
-  BOOST_REQUIRE(link);
-  events.start(*link);
+  auto link = open_started(fx, 2, 1, events);
   BOOST_REQUIRE(send_value(*link, 1));
   BOOST_REQUIRE(fx.batches.take());
   fx.server->close_worker(2);
   BOOST_CHECK(events.losses.take());
 
-  auto slow = fx.open(fx.server->issue_ticket(2, 2), error);
-  BOOST_REQUIRE(slow);
-  slow_events.start(*slow);
+  auto slow = open_started(fx, 2, 2, slow_events);
   BOOST_REQUIRE(send_value(*slow, 1, 200ms)); // never answered
   auto lost = slow_events.losses.take();
   BOOST_REQUIRE(lost);
@@ -240,11 +242,8 @@ BOOST_AUTO_TEST_CASE(close_worker_and_an_overdue_answer_end_the_link) {
 
 BOOST_AUTO_TEST_CASE(a_malformed_batch_is_refused_by_name) {
   server_fixture fx;
-  maybe_failure error;
   link_events events;
-  auto link = fx.open(fx.server->issue_ticket(0, 1), error);
-  BOOST_REQUIRE(link);
-  events.start(*link);
+  auto link = open_started(fx, 0, 1, events);
   bulk::meta_writer fields;
   fields.i64(1).i64(2); // one field too many
   BOOST_REQUIRE(link->send(fields, 10s));
@@ -264,9 +263,7 @@ BOOST_AUTO_TEST_CASE(under_mutual_tls) {
   BOOST_REQUIRE(foreign_tls);
   server_fixture fx{tls};
   link_events events;
-  auto link = fx.open(fx.server->issue_ticket(3, 1), error, tls.get());
-  BOOST_REQUIRE_MESSAGE(link, (error ? error->message : ""));
-  events.start(*link);
+  auto link = open_started(fx, 3, 1, events, tls.get());
   overlapping_batches(fx, *link, events);
   // Another CA's certificate does not get as far as the ticket.
   error.reset();
