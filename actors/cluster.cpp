@@ -25,20 +25,23 @@ Handle spawn_as(caf::actor_system& sys, spawn_mode mode, Fun fun, Ts&&... xs) {
 
 training_data::training_data(std::shared_ptr<const dataset> train_set,
                              std::shared_ptr<const dataset> test_set)
-  : train(split_in_memory(std::move(train_set), "training set")), test(std::move(test_set)) {
+  : train(split_in_memory(std::move(train_set), "training set")),
+    test(std::make_shared<const evaluation_set>(std::move(test_set))) {
 }
 
 training_data::training_data(std::shared_ptr<const data_split> train_set,
-                             std::shared_ptr<const dataset> test_set)
+                             std::shared_ptr<const evaluation_set> test_set)
   : train(std::move(train_set)), test(std::move(test_set)) {
 }
 
-training_data training_data_of(const data_catalog& catalog) {
-  return {catalog.train, std::make_shared<const dataset>(load_all(catalog.evaluation()))};
+training_data training_data_of(const data_catalog& catalog, uint64_t eval_memory_bytes) {
+  return {catalog.train,
+          std::make_shared<const evaluation_set>(catalog.evaluation(), eval_memory_bytes)};
 }
 
 training_data load_training_data(const training_settings& settings) {
-  return training_data_of(catalog_data(settings.data, settings.data_dir));
+  return training_data_of(catalog_data(settings.data, settings.data_dir),
+                          static_cast<uint64_t>(settings.data.eval_memory_bytes));
 }
 
 ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
@@ -55,7 +58,8 @@ ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
 
 chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
                         const runtime_settings& runtime, int32_t num_workers,
-                        std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
+                        std::vector<ps_shard_actor> shards,
+                        std::shared_ptr<const evaluation_set> test,
                         std::function<void(const training_result&)> on_finish, spawn_mode mode,
                         std::shared_ptr<const checkpoint_reader> restore_from,
                         peer_reconnect reconnect, bulk_peers bulk,

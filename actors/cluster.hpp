@@ -27,20 +27,23 @@ namespace troupe {
 enum class spawn_mode { detached, cooperative };
 
 /// What a run trains and evaluates on: workers stream their shares of
-/// `train` (stream.hpp); the chief evaluates on `test`, held in memory.
+/// `train` (stream.hpp); the chief evaluates on `test` (evaluation_set.hpp:
+/// held in memory, or read from its files at each evaluation).
 struct training_data {
   std::shared_ptr<const data_split> train;
-  std::shared_ptr<const dataset> test;
+  std::shared_ptr<const evaluation_set> test;
   training_data() = default;
   /// Sets made in memory (tests, programs with their own data); not checked.
   training_data(std::shared_ptr<const dataset> train_set, std::shared_ptr<const dataset> test_set);
   training_data(std::shared_ptr<const data_split> train_set,
-                std::shared_ptr<const dataset> test_set);
+                std::shared_ptr<const evaluation_set> test_set);
 };
 
 /// The catalogued sets (catalog_data), with the evaluation set (validation,
-/// else test) loaded into memory.
-training_data training_data_of(const data_catalog& catalog);
+/// else test) loaded into memory when it takes at most `eval_memory_bytes`
+/// (data.eval-memory-bytes), else read from its files at each evaluation.
+training_data training_data_of(const data_catalog& catalog,
+                               uint64_t eval_memory_bytes = default_eval_memory_bytes);
 
 /// settings.data's files (Fashion-MNIST from settings.data_dir when it names
 /// none), catalogued and checked; throws data_error naming the problem.
@@ -62,7 +65,8 @@ ps_shard_actor spawn_ps_shard(caf::actor_system& sys, int32_t index,
 /// num_workers: N, the worker tasks of the run (R defaults to it in sync mode).
 chief_actor spawn_chief(caf::actor_system& sys, const training_settings& settings,
                         const runtime_settings& runtime, int32_t num_workers,
-                        std::vector<ps_shard_actor> shards, std::shared_ptr<const dataset> test,
+                        std::vector<ps_shard_actor> shards,
+                        std::shared_ptr<const evaluation_set> test,
                         std::function<void(const training_result&)> on_finish,
                         spawn_mode mode = spawn_mode::detached,
                         std::shared_ptr<const checkpoint_reader> restore_from = nullptr,

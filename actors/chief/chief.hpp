@@ -30,7 +30,7 @@
 #include "actors/protocol/protocol.hpp"
 #include "config/settings/settings.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
-#include "tensor/data/dataset.hpp"
+#include "tensor/data/evaluation_set.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/plan/training_plan.hpp"
 #include "tensor/summary/event_file.hpp"
@@ -52,8 +52,8 @@ struct chief_config {
 
 struct chief_links {
   std::vector<ps_shard_actor> shards;
-  std::shared_ptr<model> net;          ///< the placement's and evaluation's model
-  std::shared_ptr<const dataset> test; ///< evaluated at the end
+  std::shared_ptr<model> net;                 ///< the placement's and evaluation's model
+  std::shared_ptr<const evaluation_set> test; ///< evaluated during and at the end
   std::function<void(const training_result&)> on_finish;
   /// The checkpoint to start from (null: initialise from the seed).
   std::shared_ptr<const checkpoint_reader> restore_from;

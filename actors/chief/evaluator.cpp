@@ -36,19 +36,22 @@ void score_batch(evaluator_state& st) {
 
 void next_batch(evaluator_self self) {
   auto& st = self->state;
-  auto& test = *st.links.test;
-  if (st.next >= test.size()) {
-    auto n = static_cast<double>(test.size());
-    bool binary = test.targets.empty();
-    st.promise.deliver(n > 0 ? st.loss_sum / n : 0.0, st.correct,
-                       static_cast<uint64_t>(test.size()), binary ? st.scores.auc() : -1.0,
-                       binary ? st.scores.logloss() : -1.0);
+  bool more;
+  try {
+    more = st.examples->next(rows_batch, st.current);
+  } catch (const std::exception& e) {
+    fail(self, e.what());
+    return;
+  }
+  if (!more) {
+    auto size = st.links.test->size();
+    auto n = static_cast<double>(size);
+    bool binary = !st.links.test->regression();
+    st.promise.deliver(n > 0 ? st.loss_sum / n : 0.0, st.correct, size,
+                       binary ? st.scores.auc() : -1.0, binary ? st.scores.logloss() : -1.0);
     self->quit();
     return;
   }
-  auto count = std::min(rows_batch, test.size() - st.next);
-  copy_batch(test, st.next, count, st.current);
-  st.next += count;
   st.links.net->batch_keys(st.current, st.ids);
   st.looked_up.keys.assign(st.ids.data(), st.ids.size());
   st.rows->pull(st.links.run, st.looked_up, [self](const row_exchange::outcome& out) {
@@ -100,6 +103,7 @@ evaluator_actor::behavior_type evaluator(evaluator_self self, evaluation_links l
                                                static_cast<int32_t>(st.links.shards.size()), 0,
                                                net.tables()[0].dim);
       st.promise = self->make_response_promise<double, uint64_t, uint64_t, double, double>();
+      st.examples.emplace(*st.links.test);
       next_batch(self);
       return st.promise;
     },

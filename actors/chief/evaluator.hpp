@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <caf/replies_to.hpp>
@@ -17,7 +18,7 @@
 #include "actors/exchange/basp_path.hpp"
 #include "actors/exchange/row_exchange.hpp"
 #include "actors/protocol/protocol.hpp"
-#include "tensor/data/dataset.hpp"
+#include "tensor/data/evaluation_set.hpp"
 #include "tensor/nn/metric.hpp"
 #include "tensor/nn/model.hpp"
 
@@ -31,7 +32,7 @@ using evaluator_actor = caf::typed_actor<caf::replies_to<evaluate_atom, std::vec
 
 struct evaluation_links {
   std::shared_ptr<model> net;
-  std::shared_ptr<const dataset> test;
+  std::shared_ptr<const evaluation_set> test;
   /// Models with an embedding table: where its rows are, and the run.
   std::vector<ps_shard_actor> shards;
   run_id run = 0;
@@ -46,8 +47,7 @@ struct evaluator_state {
   std::unique_ptr<basp_path<evaluator_actor::stateful_base<evaluator_state>>> path;
   std::unique_ptr<shard_exchange> exchange; // every shard over BASP
   std::unique_ptr<row_exchange> rows;
-  // the batches scored so far
-  size_t next = 0;
+  std::optional<evaluation_set::reader> examples; ///< the batches not yet scored
   batch current;
   batch_rows looked_up;
   std::vector<int64_t> ids;

@@ -89,7 +89,7 @@ private:
 // Copies the listed checkpoint, scores it on the evaluation set, and logs
 // and writes the score (TensorBoard scalars under <log-dir>/eval).
 void evaluate_checkpoint(checkpoint_follower& chief, checkpoint_fetcher& fetcher,
-                         const checkpoint_listing& listing, const dataset& test,
+                         const checkpoint_listing& listing, const evaluation_set& test,
                          const node_setup& setup, std::unique_ptr<event_file>& events) {
   auto step = listing.step;
   auto copy = fetcher.fetch(listing, [&](const std::string& name, uint64_t offset) {
@@ -115,7 +115,8 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
                   chief_finder find_chief) {
   auto& dir = setup.train.checkpoint.log_dir;
   auto idle_limit = setup.train.checkpoint.save_interval + setup.runtime.recovery_timeout;
-  auto test = load_all(setup.data->evaluation());
+  evaluation_set test(setup.data->evaluation(),
+                      static_cast<uint64_t>(setup.train.data.eval_memory_bytes));
   // Values, optimizer slots (Adam: two), the manifest: far below this.
   checkpoint_fetcher fetcher(dir + "/eval/fetched", 8 * model_bytes + (uint64_t{64} << 20));
   checkpoint_follower chief{sys, setup, std::move(find_chief)};

@@ -51,6 +51,16 @@ int preempted_before_start() {
   return exit_ok;
 }
 
+// A set too large to keep costs a read of its files at each evaluation:
+// the log says so, once.
+void say_where_the_evaluation_set_is(const node_setup& setup, const evaluation_set& test) {
+  if (!test.held())
+    spdlog::info("chief: the evaluation set ({} examples, {} MiB) is larger than "
+                 "data.eval-memory-bytes = {}: it is read from its files at each evaluation",
+                 test.size(), evaluation_set::bytes_of(*setup.data->evaluation()) >> 20,
+                 setup.train.data.eval_memory_bytes);
+}
+
 } // namespace
 
 int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
@@ -59,7 +69,9 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
                setup.cluster.ps.size(), setup.cluster.worker.size(), name_of(setup.train.model),
                setup.train.last_step, setup.embedded_defaults ? " (embedded defaults)" : "");
   auto summary = announce_data(setup);
-  auto data = training_data_of(*setup.data);
+  auto data = training_data_of(*setup.data,
+                               static_cast<uint64_t>(setup.train.data.eval_memory_bytes));
+  say_where_the_evaluation_set_is(setup, *data.test);
   training_result result;
   auto cluster = spawn_local_cluster(
     sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.ps.size()),
@@ -109,7 +121,9 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
   if (!connect_shards(sys, setup, shards))
     return sigterm_arrived() ? preempted_before_start() : exit_failure;
   auto summary = announce_data(setup);
-  auto test = std::make_shared<const dataset>(load_all(setup.data->evaluation()));
+  auto test = std::make_shared<const evaluation_set>(
+    setup.data->evaluation(), static_cast<uint64_t>(setup.train.data.eval_memory_bytes));
+  say_where_the_evaluation_set_is(setup, *test);
   training_result result;
   checkpoint_source_actor checkpoints;
   if (!setup.train.checkpoint.log_dir.empty())

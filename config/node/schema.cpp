@@ -210,7 +210,11 @@ node_config::node_config()
          "examples each worker holds to shuffle from (tf.data's shuffle buffer); a share "
          "that fits is read once and kept; 0: the whole share when it takes at most 256 MiB, "
          "else 10000")
-    .add(d.prefetch, "prefetch", "batches each worker's reader thread prepares ahead (0: none)");
+    .add(d.prefetch, "prefetch", "batches each worker's reader thread prepares ahead (0: none)")
+    .add(d.eval_memory_bytes, "eval-memory-bytes",
+         "the evaluation set (validation, else test) is read once and kept in memory when its "
+         "examples take at most this many bytes (default 268435456: 256 MiB), else read from its "
+         "files at each evaluation, a batch at a time; 0: always from the files");
   auto& e = train.embedding;
   opt_group{custom_options_, "embedding"}
     .add(e.dim, "dim", "fm, mf, deepfm: factors per key (a row: its weight and dim factors)")

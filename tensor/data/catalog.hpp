@@ -30,6 +30,9 @@ enum class normalization { automatic, none, scale, standardize };
 TROUPE_ENUM_NAMES(normalization, {normalization::automatic, "auto"}, {normalization::none, "none"},
                   {normalization::scale, "scale"}, {normalization::standardize, "standardize"});
 
+/// data.eval-memory-bytes by default: 256 MiB.
+constexpr int64_t default_eval_memory_bytes = int64_t{256} << 20;
+
 /// The [data] section (docs/config.md). Paths may be globs; a list's files
 /// are taken in the order given, a glob's in sorted order.
 struct data_options {
@@ -61,12 +64,17 @@ struct data_options {
   int64_t shuffle_buffer = 0;
   /// Batches a worker's reader thread prepares ahead of compute (0: none).
   int64_t prefetch = 4;
+  /// The evaluation set is read once and kept when its examples take at
+  /// most this many bytes, else read from its files at each evaluation
+  /// (evaluation_set.hpp). 0: always from the files.
+  int64_t eval_memory_bytes = default_eval_memory_bytes;
 };
 
 /// The limits on the [data] values (checked by check_data_options).
 namespace data_limits {
 constexpr int64_t max_shuffle_buffer = int64_t{1} << 24;
 constexpr int64_t max_prefetch = 1024;
+constexpr int64_t max_eval_memory_bytes = int64_t{1} << 40;
 constexpr int64_t max_classes = 65536;
 constexpr size_t max_files = 100000;
 constexpr int64_t max_keys = 4096;   ///< libsvm key slots per example

@@ -24,6 +24,10 @@ std::vector<std::string> data_option_problems(const data_options& o) {
   if (o.prefetch < 0 || o.prefetch > data_limits::max_prefetch)
     out.push_back("data.prefetch = " + std::to_string(o.prefetch) + " is outside 0.."
                   + std::to_string(data_limits::max_prefetch));
+  if (o.eval_memory_bytes < 0 || o.eval_memory_bytes > data_limits::max_eval_memory_bytes)
+    out.push_back("data.eval-memory-bytes = " + std::to_string(o.eval_memory_bytes)
+                  + " is outside 0.." + std::to_string(data_limits::max_eval_memory_bytes)
+                  + " (0: read the evaluation set from its files at each evaluation)");
   if (o.classes < 0 || o.classes > data_limits::max_classes || o.classes == 1)
     out.push_back("data.classes = " + std::to_string(o.classes) + " is outside 2.."
                   + std::to_string(data_limits::max_classes) + " (0: from the labels)");

@@ -340,14 +340,13 @@ std::vector<tensor> initial_values(const model& m, uint64_t seed) {
   return out;
 }
 
-batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params, const dataset& data,
-                             size_t batch_size) {
+batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params,
+                             const evaluation_set& data, size_t batch_size) {
   batch_stats total;
   batch b;
   double loss_sum = 0;
   flush_denormals arithmetic;
-  for (size_t first = 0; first < data.size(); first += batch_size) {
-    copy_batch(data, first, batch_size, b);
+  for (auto examples = data.read(); examples.next(batch_size, b);) {
     auto s = m.evaluate(params, b);
     loss_sum += s.loss * static_cast<double>(s.examples);
     total.correct += s.correct;

@@ -11,6 +11,7 @@
 #include "tensor/core/enum_names.hpp"
 #include "tensor/core/tensor.hpp"
 #include "tensor/data/dataset.hpp"
+#include "tensor/data/evaluation_set.hpp"
 #include "tensor/data/key_layout.hpp"
 #include "tensor/nn/loss.hpp"
 #include "tensor/sparse/keys.hpp"
@@ -242,8 +243,8 @@ std::unique_ptr<model> make_model(model_kind kind, const model_options& options 
 /// initial_value of each of the model's variables, in order.
 std::vector<tensor> initial_values(const model& m, uint64_t seed);
 
-/// Loss and accuracy of a model over a whole dataset, in batches.
-batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params, const dataset& data,
-                             size_t batch_size = 1000);
+/// Loss and accuracy of a model over a whole evaluation set, in batches.
+batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params,
+                             const evaluation_set& data, size_t batch_size = 1000);
 
 } // namespace troupe

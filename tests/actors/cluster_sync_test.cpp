@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(two_workers_equal_one_worker_with_twice_the_batch) {
       std::copy_n(all.images.data() + from * 784, 784, interleaved->images.data() + to * 784);
       interleaved->labels[to] = all.labels[from];
     }
-  training_data single_data{interleaved, data.test};
+  training_data single_data{split_in_memory(interleaved, "training set"), data.test};
   for (int64_t steps : {1, 20}) {
     training_result two, one;
     cooperative_cluster(sys, sync_settings(steps, 4), 2, 2, two, data);

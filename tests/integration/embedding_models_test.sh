@@ -28,6 +28,8 @@ oracle=$(grep -o '"auc": [0-9.]*' data/ctr/oracle.json | cut -d' ' -f2)
 for mode in async sync; do
   example_config ctr-fm $mode.conf mode="\"$mode\"" epochs=2 log-interval=20 eval-interval=40 \
     log-dir="\"logs/$mode\""
+  # sync's chief reads its test set from the file at each evaluation
+  [ $mode = sync ] && sed -i 's/^\[data\]$/[data]\neval-memory-bytes = 0/' $mode.conf
   start_cluster $mode.conf $mode-
   wait_tasks 240 $mode-chief $mode-ps0 $mode-ps1 $mode-w0 $mode-w1
   expect "ctr-fm $mode: every task exits 0 ($exits)" test $? = 0
@@ -43,6 +45,8 @@ for mode in async sync; do
   expect "ctr-fm $mode: the hottest keys are listed" grep -q '"hottest":\[\[[0-9]*,[0-9]*\]' $mode-chief.log
 done
 expect "sync: no gradient dropped with two of two workers" test "$(field sync-chief.log dropped_gradients)" = 0
+expect "sync: the chief says it reads its test set from the file at each evaluation" \
+  grep -q "is read from its files at each evaluation" sync-chief.log
 
 # -- A2: the example's rates with 8 workers in one process: at 0.5 both, 4
 # workers on parallel cores diverged (log loss 3.6, CI's 2.66); at the
@@ -114,6 +118,11 @@ CONF
   expect "restored onto $n shard(s): the same test scores ($(scores restore$n.out) vs $saved)" \
     test "$(scores restore$n.out)" = "$saved"
 done
+# The same restore, its test set read from the file (data.eval-memory-bytes = 0): the same scores.
+sed 's/^\[data\]$/[data]\neval-memory-bytes = 0/' restore2.conf >streamed.conf
+"$bin" --config-file=streamed.conf >streamed.out 2>&1
+expect "restored onto 2 shards, the test set streamed: the same test scores ($(scores streamed.out) vs $saved)" \
+  eval 'test "$(scores streamed.out)" = "$saved" && grep -q "read from its files at each evaluation" streamed.out'
 expect "the restore moved every saved row (the log counts them)" grep -q "restoring .* row(s) of table embedding into ps:2" restore3.out
 /usr/bin/python3 - logs/ctr/ckpt-* >numpy.out 2>&1 <<'PY'
 import glob, json, struct, sys

@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(evaluation_covers_the_whole_dataset) {
   data.labels = {0, 1, 0, 1, 1};
   // weights map feature i to class i: 4 of 5 are right.
   std::vector<tensor> params{tensor({2, 2}, std::vector<float>{5, 0, 0, 5}), tensor({2})};
-  auto stats = evaluate_dataset(*net, params, data, 2);
+  auto stats = evaluate_dataset(*net, params, evaluation_set(std::make_shared<dataset>(data)), 2);
   BOOST_TEST(stats.examples == 5u);
   BOOST_TEST(stats.correct == 4u);
 }

@@ -1,0 +1,58 @@
+#pragma once
+// The set a model is scored on (the chief's evaluations, an evaluator
+// task), read from its start in file order, batch by batch. A set that
+// takes at most data.eval-memory-bytes is read once and kept; a larger one
+// is read from its files at each evaluation, holding one batch and one
+// file's read buffer, never the set (TF's evaluators read their input the
+// same way), so a test set larger than the chief's memory can be scored.
+// Either way the batches and so the scores are the same.
+#include <cstdint>
+#include <memory>
+
+#include "tensor/data/catalog.hpp"
+
+namespace troupe {
+
+class evaluation_set {
+public:
+  /// A set made in memory (the library API, tests): kept as it is.
+  explicit evaluation_set(std::shared_ptr<const dataset> data);
+  /// A catalog's split: read into memory now when its examples take at
+  /// most `memory_bytes`, else read from its files by each reader. Throws
+  /// data_error as load_all does.
+  evaluation_set(std::shared_ptr<const data_split> split, uint64_t memory_bytes);
+
+  /// Usable examples.
+  uint64_t size() const { return size_; }
+  /// Whether the examples are held in memory.
+  bool held() const { return held_ != nullptr; }
+  /// Whether examples carry real targets (else class labels).
+  bool regression() const { return split_->task == objective::regression; }
+  /// What held examples take: features and label (and target) per example.
+  static uint64_t bytes_of(const data_split& split);
+
+  /// The set from its start. Single-threaded; the set must outlive it.
+  class reader {
+  public:
+    explicit reader(const evaluation_set& set);
+    /// Up to `count` next examples into `out`; false (out empty) at the end.
+    /// Throws data_error where a file no longer holds what the catalog
+    /// counted.
+    bool next(size_t count, batch& out);
+
+  private:
+    const evaluation_set& set_;
+    uint64_t done_ = 0; ///< examples handed out
+    size_t file_ = 0;
+    std::unique_ptr<example_source> source_;
+  };
+
+  reader read() const { return reader(*this); }
+
+private:
+  std::shared_ptr<const data_split> split_;
+  std::shared_ptr<const dataset> held_;
+  uint64_t size_ = 0;
+};
+
+} // namespace troupe
