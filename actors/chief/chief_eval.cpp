@@ -26,9 +26,11 @@ void score_on_test_set(self_ptr self, std::shared_ptr<model> net, std::vector<te
                          st.run,         st.tables,     st.config.runtime.request_timeout};
   auto judge = st.config.detached_evaluation ? self->spawn<caf::detached>(evaluator, links)
                                              : self->spawn(evaluator, links);
-  // Evaluating 10,000 examples takes longer than any single request.
+  // Evaluating takes longer than any single request: ten request timeouts
+  // per million examples (a streamed set is parsed again each time).
+  auto millions = 1 + static_cast<int64_t>(st.links.test->size() / 1000000);
   self
-    ->request(judge, st.config.runtime.request_timeout * 10, evaluate_atom::value,
+    ->request(judge, st.config.runtime.request_timeout * 10 * millions, evaluate_atom::value,
               std::move(values))
     .then(
       [scored](double loss, uint64_t correct, uint64_t examples, double auc, double logloss) {
