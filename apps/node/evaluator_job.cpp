@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "actors/chief/checkpoint_source.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/export/model_export.hpp"
+#include "tensor/export/model_score.hpp"
 #include "tensor/nn/metric.hpp"
 #include "tensor/summary/event_file.hpp"
 
@@ -96,17 +98,47 @@ void evaluate_checkpoint(checkpoint_follower& chief, checkpoint_fetcher& fetcher
     return chief.read(step, name, offset);
   });
   auto model = load_model(copy.checkpoint, copy.card);
-  auto stats = evaluate_dataset(*model.net, model.params, test);
-  auto metric = metric_of(setup.train.data.task, stats.loss, stats.correct, stats.examples);
-  spdlog::info("evaluator: checkpoint {} (step {}): test_{}={:.4f} test_loss={:.4f}",
-               "ckpt-" + std::to_string(step), model.card.step, metric.name, metric.value,
-               stats.loss);
+  model_scorer scores(model);
+  batch b;
+  for (auto examples = test.read(); examples.next(1000, b);)
+    scores.add(b);
+  auto metric = metric_of(setup.train.data.task, scores.loss(), scores.correct(),
+                          scores.examples());
+  std::string auc_text;
+  std::vector<std::pair<std::string, float>> scalars{
+    {std::string("eval/test_") + metric.name, static_cast<float>(metric.value)},
+    {"eval/test_loss", static_cast<float>(scores.loss())}};
+  if (scores.binary()) { // a model over an embedding table, as the chief reports it
+    auc_text = fmt::format("test_auc={:.4f} test_logloss={:.4f} ", scores.auc(), scores.logloss());
+    scalars.push_back({"eval/test_auc", static_cast<float>(scores.auc())});
+    scalars.push_back({"eval/test_logloss", static_cast<float>(scores.logloss())});
+  }
+  spdlog::info("evaluator: checkpoint {} (step {}): {}test_{}={:.4f} test_loss={:.4f}",
+               "ckpt-" + std::to_string(step), model.card.step, auc_text, metric.name, metric.value,
+               scores.loss());
   if (!events)
     events = std::make_unique<event_file>(setup.train.checkpoint.log_dir + "/eval");
-  events->scalars(step,
-                  {{std::string("eval/test_") + metric.name, static_cast<float>(metric.value)},
-                   {"eval/test_loss", static_cast<float>(stats.loss)}});
+  events->scalars(step, scalars);
   events->flush();
+}
+
+// What a listing may announce in all. Values, optimizer slots (Adam: two)
+// and the manifest are far below 8x the model. An embedding table adds its
+// rows: at most twice embedding.max-bytes-per-shard per shard where that
+// caps them, else what the disk the copies go to has free.
+uint64_t checkpoint_bound(const node_setup& setup, uint64_t model_bytes,
+                          const std::string& fetch_dir) {
+  uint64_t bound = 8 * model_bytes + (uint64_t{64} << 20);
+  if (!uses_embeddings(setup.train.model, setup.train.network.layers))
+    return bound;
+  if (auto cap = setup.train.embedding.max_bytes_per_shard; cap > 0)
+    return bound + 2 * static_cast<uint64_t>(cap) * setup.cluster.ps.size();
+  std::error_code ec;
+  std::filesystem::path where = fetch_dir;
+  while (!where.empty() && !std::filesystem::exists(where, ec))
+    where = where.parent_path();
+  auto space = std::filesystem::space(where.empty() ? std::filesystem::path(".") : where, ec);
+  return ec ? bound : bound + space.available;
 }
 
 } // namespace
@@ -117,8 +149,8 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
   auto idle_limit = setup.train.checkpoint.save_interval + setup.runtime.recovery_timeout;
   evaluation_set test(setup.data->evaluation(),
                       static_cast<uint64_t>(setup.train.data.eval_memory_bytes));
-  // Values, optimizer slots (Adam: two), the manifest: far below this.
-  checkpoint_fetcher fetcher(dir + "/eval/fetched", 8 * model_bytes + (uint64_t{64} << 20));
+  checkpoint_fetcher fetcher(dir + "/eval/fetched",
+                             checkpoint_bound(setup, model_bytes, dir + "/eval/fetched"));
   checkpoint_follower chief{sys, setup, std::move(find_chief)};
   spdlog::info("evaluator: following the chief's checkpoints at {} (until step {}), evaluating on "
                "{} examples",

@@ -7,7 +7,8 @@
 # the last one as the run's final line does (the chief waits for it), and
 # exits 0 when training is done. Started from TF_CONFIG. Without a chief it
 # gives up after connect-timeout; without checkpoint.log-dir it says what is
-# missing (exit 2).
+# missing (exit 2). Beside an embedding model (ctr-fm) it scores the
+# checkpoints' tables, AUC and log loss included.
 set -u
 . "$(dirname "$0")/lib.sh" # expect, cluster_config, train_section, tf_config, ... (listed there)
 bin=$1; root=$2
@@ -50,6 +51,31 @@ sed -e 's/^\[cluster\]/[cluster]\nconnect-timeout = 2s/' run.conf >gone.conf
 timeout 60 "$bin" --config-file=gone.conf --job_name=evaluator >gone.out 2>gone.log; rc=$?
 expect "without a chief: exit 1 (got $rc), naming where it looked" \
   bash -c "test $rc = 1 && grep -q 'no chief reachable at $chief_addr' gone.log"
+# An embedding model (ctr-fm on make-ctr-data's rows): the evaluator scores each
+# checkpoint's table as the chief scores the shards' rows, AUC and log loss
+# included, and writes them as eval/ scalars.
+"$root/scripts/make-ctr-data" data/ctr --rows 20000 --vocab 10-2000 --seed 3 >ctr-data.log 2>&1
+example_config ctr-fm ctr.conf epochs=2 log-interval=0 eval-interval=0 log-dir='"logs/ctr"'
+sed -i 's/^save-interval = .*/save-steps = 8/' ctr.conf
+mkdir ctr-elsewhere && ln -s ../data ctr-elsewhere/data
+(cd ctr-elsewhere && exec "$bin" --config-file=../ctr.conf --job_name=evaluator \
+  >../ctr-eval.out 2>../ctr-eval.log) & evaluator=$!
+pids+=($evaluator)
+timeout 300 "$root/scripts/local-cluster" ctr.conf --timeout 280 --bin "$bin" >ctr-run.out 2>ctr-run.log; rc=$?
+expect "ctr-fm beside an evaluator: the run ends ok" test "$rc" = 0
+wait_exit "$evaluator" 120
+expect "its evaluator exits 0 once training is done (got $rc)" test "$rc" = 0
+step=$(grep -o '"global_step":[0-9]*' ctr-run.out | tail -1 | cut -d: -f2)
+final=$(grep -o '"test_auc":[0-9.]*' ctr-run.out | tail -1 | cut -d: -f2)
+last=$(grep -o "(step $step): test_auc=[0-9.]*" ctr-eval.log | cut -d= -f2)
+echo "ctr-fm: $(grep -c 'evaluator: checkpoint .* test_auc=' ctr-eval.log) evaluations with AUC"
+expect "  its AUC of step $step is the run's final AUC ($last, $final)" \
+  test -n "$last" -a "$last" = "$(awk -v x="$final" 'BEGIN { printf "%.4f", x }')"
+if [ -f gen/event_pb2.py ]; then
+  /usr/bin/python3 "$here/tensorboard/read_events.py" gen ctr-elsewhere/logs/ctr/eval/events.out.tfevents.* >ctr-eval.txt
+  expect "  with eval/test_auc and eval/test_logloss at step $step" \
+    eval "grep -q '^$step eval/test_auc ' ctr-eval.txt && grep -q '^$step eval/test_logloss ' ctr-eval.txt"
+fi
 sed '/log-dir/d' run.conf >nolog.conf
 "$bin" --config-file=nolog.conf --job_name=evaluator >/dev/null 2>nolog.err; rc=$?
 expect "without checkpoint.log-dir: exit 2, saying so" \
