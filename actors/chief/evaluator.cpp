@@ -38,7 +38,7 @@ void next_batch(evaluator_self self) {
   auto& st = self->state;
   bool more;
   try {
-    more = st.examples->next(rows_batch, st.current);
+    more = st.examples->next(st.current);
   } catch (const std::exception& e) {
     fail(self, e.what());
     return;
@@ -103,7 +103,7 @@ evaluator_actor::behavior_type evaluator(evaluator_self self, evaluation_links l
                                                static_cast<int32_t>(st.links.shards.size()), 0,
                                                net.tables()[0].dim);
       st.promise = self->make_response_promise<double, uint64_t, uint64_t, double, double>();
-      st.examples.emplace(*st.links.test);
+      st.examples.emplace(*st.links.test, rows_batch);
       next_batch(self);
       return st.promise;
     },

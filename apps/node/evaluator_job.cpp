@@ -100,7 +100,7 @@ void evaluate_checkpoint(checkpoint_follower& chief, checkpoint_fetcher& fetcher
   auto model = load_model(copy.checkpoint, copy.card);
   model_scorer scores(model);
   batch b;
-  for (auto examples = test.read(); examples.next(1000, b);)
+  for (auto examples = test.read(1000); examples.next(b);)
     scores.add(b);
   auto metric = metric_of(setup.train.data.task, scores.loss(), scores.correct(),
                           scores.examples());

@@ -2,6 +2,14 @@
 
 namespace troupe {
 
+namespace {
+
+// Batches a streamed set's reader holds ready: parsing the next while the
+// model scores this one.
+constexpr size_t read_ahead_batches = 2;
+
+} // namespace
+
 evaluation_set::evaluation_set(std::shared_ptr<const dataset> data)
   : split_(split_in_memory(data, "test set")), held_(std::move(data)), size_(held_->size()) {
 }
@@ -20,11 +28,76 @@ uint64_t evaluation_set::bytes_of(const data_split& split) {
   return split.usable_records() * per_example;
 }
 
-evaluation_set::reader::reader(const evaluation_set& set) : set_(set) {
+evaluation_set::reader::reader(const evaluation_set& set, size_t batch_size)
+  : set_(set), batch_size_(batch_size) {
+  if (!set_.held_)
+    thread_ = std::thread([this] { read_ahead(); });
 }
 
-bool evaluation_set::reader::next(size_t count, batch& out) {
-  count = static_cast<size_t>(std::min<uint64_t>(count, set_.size_ - done_));
+evaluation_set::reader::~reader() {
+  if (!thread_.joinable())
+    return;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+bool evaluation_set::reader::next(batch& out) {
+  if (set_.held_)
+    return read_batch(out);
+  std::unique_lock<std::mutex> lock{mutex_};
+  changed_.wait(lock, [this] { return !ready_.empty() || error_ || ended_; });
+  if (!ready_.empty()) {
+    out = std::move(ready_.front());
+    ready_.pop_front();
+    lock.unlock();
+    changed_.notify_all();
+    return true;
+  }
+  if (error_)
+    std::rethrow_exception(error_);
+  out.images.resize({0, set_.split_->features()});
+  out.labels.clear();
+  out.targets.clear();
+  return false;
+}
+
+void evaluation_set::reader::read_ahead() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock{mutex_};
+      changed_.wait(lock, [this] { return ready_.size() < read_ahead_batches || stopping_; });
+      if (stopping_)
+        return;
+    }
+    batch b;
+    bool more = false;
+    std::exception_ptr error;
+    try {
+      more = read_batch(b);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      if (more)
+        ready_.push_back(std::move(b));
+      else if (error)
+        error_ = error;
+      else
+        ended_ = true;
+    }
+    changed_.notify_all();
+    if (!more)
+      return;
+  }
+}
+
+bool evaluation_set::reader::read_batch(batch& out) {
+  auto count = static_cast<size_t>(std::min<uint64_t>(batch_size_, set_.size_ - done_));
   if (set_.held_) {
     copy_batch(*set_.held_, done_, count, out);
     done_ += count;

@@ -2,12 +2,18 @@
 // The set a model is scored on (the chief's evaluations, an evaluator
 // task), read from its start in file order, batch by batch. A set that
 // takes at most data.eval-memory-bytes is read once and kept; a larger one
-// is read from its files at each evaluation, holding one batch and one
-// file's read buffer, never the set (TF's evaluators read their input the
-// same way), so a test set larger than the chief's memory can be scored.
-// Either way the batches and so the scores are the same.
+// is read from its files at each evaluation, a few batches ahead on a
+// thread of its own, holding those batches and one file's read buffer,
+// never the set (TF's evaluators read their input the same way), so a test
+// set larger than the chief's memory can be scored. Either way the batches
+// and so the scores are the same.
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <exception>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "tensor/data/catalog.hpp"
 
@@ -31,23 +37,43 @@ public:
   /// What held examples take: features and label (and target) per example.
   static uint64_t bytes_of(const data_split& split);
 
-  /// The set from its start. Single-threaded; the set must outlive it.
+  /// The set from its start, `batch_size` examples a batch (the last one
+  /// fewer). The set must outlive it.
   class reader {
   public:
-    explicit reader(const evaluation_set& set);
-    /// Up to `count` next examples into `out`; false (out empty) at the end.
-    /// Throws data_error where a file no longer holds what the catalog
-    /// counted.
-    bool next(size_t count, batch& out);
+    reader(const evaluation_set& set, size_t batch_size);
+    /// Stops the read-ahead where one runs.
+    ~reader();
+    reader(const reader&) = delete;
+    reader& operator=(const reader&) = delete;
+
+    /// The next batch into `out`; false (out empty) at the end. Throws
+    /// data_error where a file no longer holds what the catalog counted.
+    bool next(batch& out);
 
   private:
+    /// The next batch, read here: copied from the held set or read from
+    /// the files.
+    bool read_batch(batch& out);
+    /// The read-ahead thread's loop (a streamed set).
+    void read_ahead();
+
     const evaluation_set& set_;
-    uint64_t done_ = 0; ///< examples handed out
+    size_t batch_size_;
+    uint64_t done_ = 0; ///< examples read so far
     size_t file_ = 0;
     std::unique_ptr<example_source> source_;
+    // A streamed set: batches read ahead, and how the reading ended.
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<batch> ready_;
+    std::exception_ptr error_;
+    bool ended_ = false;
+    bool stopping_ = false;
+    std::thread thread_;
   };
 
-  reader read() const { return reader(*this); }
+  reader read(size_t batch_size) const { return reader(*this, batch_size); }
 
 private:
   std::shared_ptr<const data_split> split_;

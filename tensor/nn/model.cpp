@@ -346,7 +346,7 @@ batch_stats evaluate_dataset(model& m, const std::vector<tensor>& params,
   batch b;
   double loss_sum = 0;
   flush_denormals arithmetic;
-  for (auto examples = data.read(); examples.next(batch_size, b);) {
+  for (auto examples = data.read(batch_size); examples.next(b);) {
     auto s = m.evaluate(params, b);
     loss_sum += s.loss * static_cast<double>(s.examples);
     total.correct += s.correct;

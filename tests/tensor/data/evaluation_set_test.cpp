@@ -29,7 +29,7 @@ dataset read_whole(const evaluation_set& set, size_t count) {
   dataset out;
   std::vector<float> images;
   batch b;
-  for (auto examples = set.read(); examples.next(count, b);) {
+  for (auto examples = set.read(count); examples.next(b);) {
     BOOST_TEST(b.size() <= count);
     images.insert(images.end(), b.images.data(), b.images.data() + b.images.size());
     out.labels.insert(out.labels.end(), b.labels.begin(), b.labels.end());
@@ -88,6 +88,21 @@ BOOST_AUTO_TEST_CASE(a_streamed_set_reads_its_files_only_when_read_and_checks_th
   BOOST_TEST(contains(msg, "test set: 4 usable records read, but 7 counted"), msg);
   msg = error_of([&] { evaluation_set held(c.test, default_eval_memory_bytes); });
   BOOST_TEST(contains(msg, "4 usable records read, but 7 counted"), msg);
+}
+
+// A reader dropped after its first batch stops its read-ahead (its
+// destructor would wait for ever otherwise) and leaves the set as it was.
+BOOST_AUTO_TEST_CASE(a_reader_dropped_early_stops_reading_ahead) {
+  temp_dir d;
+  auto c = catalog_data(two_test_files(d), "");
+  evaluation_set streamed(c.test, 0);
+  {
+    auto examples = streamed.read(1);
+    batch b;
+    BOOST_TEST(examples.next(b));
+    BOOST_TEST(b.size() == 1u);
+  }
+  BOOST_TEST(read_whole(streamed, 7).images.bit_equal(load_all(c.test).images));
 }
 
 // A model scores the same on either kind of set, and on a set made in memory.
