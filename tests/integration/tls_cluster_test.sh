@@ -12,7 +12,8 @@ set -u
 bin=$1; root=$2; client=${3:-}
 command -v openssl >/dev/null || { echo "tls_cluster_test: openssl missing; skipped"; exit 77; }
 enter_scratch_dir
-example_config local-1ps-2workers plain.conf last-step=150000 log-interval=1000
+# Long enough (about 100 s on a 2-core VM) to outlast the sweeps below.
+example_config local-1ps-2workers plain.conf last-step=400000 log-interval=1000
 cp plain.conf tls.conf
 # The strangers give up after 5 s, long before the run ends.
 sed -i 's/^connect-timeout = .*/connect-timeout = 5s/' plain.conf
@@ -94,7 +95,7 @@ fi
 expect "  and the run was still going meanwhile" kill -0 "${pid[chief]}"
 wait_exit "${pid[chief]}" 500
 expect "the run's chief exits 0 (got $rc)" test "$rc" = 0
-expect "  its final line says ok with every step" grep -q '"ok":true.*"global_step":150000' chief.log
+expect "  its final line says ok with every step" grep -q '"ok":true.*"global_step":400000' chief.log
 expect_exit 0 60 ps0 w0 w1
 # A certificate that does not match its key, or from another CA, is a
 # configuration error before anything starts.
