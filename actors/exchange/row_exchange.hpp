@@ -2,13 +2,12 @@
 // A step's embedding rows with the shards: the batch's distinct keys split
 // by the shard that owns them (a hash table's by bucket, a fixed-size
 // table's by TF's partition; sorted by bucket within a shard, so
-// that the shard takes each bucket's lock once), pulled from all shards at
-// once and scattered back into the batch's rows; the rows' summed gradients
-// pushed the same way, each with its key's occurrences. Through the
-// caller's shard_exchange: on the bulk path to the shards with a link, over
-// BASP (replies through the caller's mailbox) to the others. The exchange
-// must be idle: a worker moves its rows between its dense pull and push.
-// Free of CAF.
+// that the shard takes each bucket's lock once), asked in the parts of a
+// shard_exchange (beside a step's dense values, so that one round trip
+// carries both) and scattered back into the batch's rows; the rows' summed
+// gradients pushed the same way, each with its key's occurrences. On the
+// bulk path to the shards with a link, over BASP (replies through the
+// caller's mailbox) to the others. Free of CAF.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -23,7 +22,8 @@ namespace troupe {
 
 class row_exchange {
 public:
-  /// What all parts came back with: the first refusal and the first loss.
+  /// What the rows of an exchange came back with: the first refusal and
+  /// the first loss.
   struct outcome {
     maybe_failure refused;
     std::optional<std::string> lost;
@@ -35,21 +35,32 @@ public:
   row_exchange(shard_exchange& exchange, embedding_table_config placement, int32_t shards,
                int32_t table, uint32_t dim);
 
-  /// Pulls the rows of rows.keys into rows.values. `rows` must live until
-  /// `done` runs.
-  void pull(uint64_t run, batch_rows& rows, finished done);
-  /// Pushes rows.grads for rows.keys, as `header`'s step. every_shard: a
+  /// The rows of rows.keys, asked in the parts of a pull: each shard's keys
+  /// ride in its part (one is added for a shard that has none).
+  void ask_pull(const batch_rows& rows, std::vector<exchange_part>& parts);
+  /// That pull's rows into rows.values, from the outcomes of those parts
+  /// (in their order).
+  outcome take_pull(std::vector<part_outcome>& outcomes, batch_rows& rows);
+  /// rows.grads for rows.keys, asked in the parts of a push. every_shard: a
   /// shard that owns none of the keys gets an empty push (sync mode, where
   /// a step waits for every worker's rows on every shard).
-  void push(const push_header& header, const batch_rows& rows, bool every_shard, finished done);
-  /// Replies still due are ignored from now on (a lost peer, a new plan).
+  void ask_push(const batch_rows& rows, bool every_shard, std::vector<exchange_part>& parts);
+  /// What that push's rows came back with.
+  outcome pushed(const std::vector<part_outcome>& outcomes) const;
+
+  /// Pulls the rows of rows.keys into rows.values, alone (the evaluator)
+  /// through the exchange, which must be idle. `rows` must live until
+  /// `done` runs.
+  void pull(uint64_t run, batch_rows& rows, finished done);
+  /// Replies to pull() still due are ignored from now on (a lost peer, a new plan).
   void cancel() noexcept { ++epoch_; }
 
 private:
   void split(const unique_keys& keys);
-  /// A part per shard (every_shard) or per shard that owns keys, with
-  /// those keys' bits.
-  std::vector<exchange_part> parts(const unique_keys& keys, bool every_shard);
+  /// Shard s's keys (and, pushing, their counts and gradients) into its
+  /// part in `parts`, added where it has none; where each went in asked_.
+  void ask(const batch_rows& rows, bool pushing, bool every_shard,
+           std::vector<exchange_part>& parts);
 
   shard_exchange& exchange_;
   embedding_table_config placement_;
@@ -59,6 +70,12 @@ private:
   std::vector<std::vector<uint32_t>> parts_; // per shard: indices into the distinct keys
   std::vector<uint32_t> buckets_of_keys_;    // split's scratch, reused from step to step
   std::vector<std::vector<tensor>> storage_; // per shard: a bulk pull's rows, reused
+  /// The last ask: which part carries which shard's keys.
+  struct asked_part {
+    size_t part;
+    int32_t shard;
+  };
+  std::vector<asked_part> asked_;
   uint64_t epoch_ = 0;
 };
 

@@ -15,19 +15,21 @@ void message_path::push_rows(int32_t, const push_header&, int32_t, std::vector<i
 namespace {
 
 bool pushes(exchange_kind kind) {
-  return kind == exchange_kind::push || kind == exchange_kind::push_then_pull
-         || kind == exchange_kind::push_rows;
+  return kind == exchange_kind::push || kind == exchange_kind::push_then_pull;
 }
 
 // What brings values back: pulls and fetches.
 bool pulls(exchange_kind kind) {
-  return kind != exchange_kind::push && kind != exchange_kind::push_rows;
+  return kind != exchange_kind::push;
 }
 
-// Where a shard's refusal is an answer the caller acts on rather than a
-// loss to recover from: pushes, and pulls of rows (too many keys, say).
-bool refusal_answers(exchange_kind kind) {
-  return !pulls(kind) || kind == exchange_kind::pull_rows;
+bool carries_rows(const exchange_part& part) {
+  return part.table >= 0;
+}
+
+// A part with dense values to move (a fetch's tensor counts as one).
+bool carries_dense(exchange_kind kind, const exchange_part& part) {
+  return kind == exchange_kind::fetch || part.names;
 }
 
 std::vector<int64_t> keys_in(const tensor& bits) {
@@ -79,108 +81,137 @@ void shard_exchange::start(exchange_kind kind, const push_header& header,
   start_bulk(kind, header, in_background);
 }
 
-// Each shard gets the push before the pull (BASP keeps the order of one
-// sender's messages to one receiver): the pull sees the push applied.
+// Each shard gets the push before the pull, and a push's rows before its
+// dense gradients (BASP keeps the order of one sender's messages to one
+// receiver): the pull sees the push applied, and a sync step holds the
+// rows before the dense gradient can complete it.
 void shard_exchange::start_basp(exchange_kind kind, const push_header& header) {
-  auto epoch = epoch_;
   for (size_t i = 0; i < parts_.size(); ++i) {
     auto& part = parts_[i];
     if (has_link(part.shard))
       continue;
-    if (kind == exchange_kind::pull_rows || kind == exchange_kind::push_rows) {
-      start_basp_rows(kind, header, i);
-      continue;
-    }
-    if (pushes(kind)) {
-      ++pending_;
-      basp_.push(
-        part.shard, header, *part.names, std::move(part.gradients),
-        [this, epoch, i](const maybe_failure& refused, const std::optional<std::string>& lost) {
-          if (epoch != epoch_)
-            return;
-          outcomes_[i].refused = refused;
-          if (lost)
-            outcomes_[i].lost = lost;
-          basp_reply();
-        });
-    }
-    if (!pulls(kind))
-      continue;
-    ++pending_;
-    auto done = [this, epoch, i](std::vector<tensor>& values, const maybe_failure& refused,
-                                 const std::optional<std::string>& lost) {
-      if (epoch != epoch_)
-        return;
-      if (refused)
-        outcomes_[i].lost = refused->message;
-      else if (lost)
-        outcomes_[i].lost = lost;
-      else
-        outcomes_[i].values = std::move(values);
-      basp_reply();
-    };
-    if (kind == exchange_kind::fetch)
-      basp_.fetch(part.shard, header.run, part.copy, std::move(done));
-    else
-      basp_.pull(part.shard, header.run, *part.names, header.precision, std::move(done));
+    if (kind == exchange_kind::push && carries_rows(part))
+      push_basp_rows(header, i);
+    if (pushes(kind) && carries_dense(kind, part))
+      push_basp(header, i);
+    if (pulls(kind) && carries_dense(kind, part))
+      pull_basp(kind, header, i);
+    if (kind == exchange_kind::pull && carries_rows(part))
+      pull_basp_rows(header, i);
   }
 }
 
-void shard_exchange::start_basp_rows(exchange_kind kind, const push_header& header, size_t i) {
+void shard_exchange::push_basp(const push_header& header, size_t i) {
   auto& part = parts_[i];
   ++pending_;
-  auto epoch = epoch_;
-  if (kind == exchange_kind::push_rows) {
-    std::vector<uint32_t> counts;
-    bulk::counts_of(part.counts, static_cast<size_t>(part.keys.dim(0)), counts);
-    basp_.push_rows(
-      part.shard, header, part.table, keys_in(part.keys), std::move(counts),
-      std::move(part.gradients.at(0)),
-      [this, epoch, i](const maybe_failure& refused, const std::optional<std::string>& lost) {
-        if (epoch != epoch_)
-          return;
-        outcomes_[i].refused = refused;
-        outcomes_[i].lost = lost;
-        basp_reply();
-      });
-    return;
-  }
-  basp_.pull_rows(part.shard, header.run, part.table, keys_in(part.keys),
-                  [this, epoch, i](std::vector<tensor>& values, const maybe_failure& refused,
-                                   const std::optional<std::string>& lost) {
+  basp_.push(part.shard, header, *part.names, std::move(part.gradients),
+             [this, epoch = epoch_, i](const maybe_failure& refused,
+                                       const std::optional<std::string>& lost) {
+               if (epoch != epoch_)
+                 return;
+               outcomes_[i].refused = refused;
+               if (lost)
+                 outcomes_[i].lost = lost;
+               basp_reply();
+             });
+}
+
+void shard_exchange::pull_basp(exchange_kind kind, const push_header& header, size_t i) {
+  auto& part = parts_[i];
+  ++pending_;
+  auto done = [this, epoch = epoch_, i](std::vector<tensor>& values, const maybe_failure& refused,
+                                        const std::optional<std::string>& lost) {
+    if (epoch != epoch_)
+      return;
+    if (refused)
+      outcomes_[i].lost = refused->message;
+    else if (lost)
+      outcomes_[i].lost = lost;
+    else
+      outcomes_[i].values = std::move(values);
+    basp_reply();
+  };
+  if (kind == exchange_kind::fetch)
+    basp_.fetch(part.shard, header.run, part.copy, std::move(done));
+  else
+    basp_.pull(part.shard, header.run, *part.names, header.precision, std::move(done));
+}
+
+void shard_exchange::push_basp_rows(const push_header& header, size_t i) {
+  auto& part = parts_[i];
+  ++pending_;
+  std::vector<uint32_t> counts;
+  bulk::counts_of(part.counts, static_cast<size_t>(part.keys.dim(0)), counts);
+  basp_.push_rows(part.shard, header, part.table, keys_in(part.keys), std::move(counts),
+                  std::move(part.row_gradients),
+                  [this, epoch = epoch_, i](const maybe_failure& refused,
+                                            const std::optional<std::string>& lost) {
                     if (epoch != epoch_)
                       return;
-                    outcomes_[i].refused = refused;
-                    outcomes_[i].lost = lost;
-                    if (!refused && !lost)
-                      outcomes_[i].values = std::move(values);
+                    outcomes_[i].rows.refused = refused;
+                    outcomes_[i].rows.lost = lost;
                     basp_reply();
                   });
 }
 
-void shard_exchange::start_bulk(exchange_kind kind, const push_header& header, bool in_background) {
-  if (bulk_.empty())
-    return;
-  std::vector<bulk_link*> links;
-  for (auto& b : bulk_) {
-    auto& part = parts_[b.index];
-    if (kind == exchange_kind::push_rows)
-      b.link->start_push_rows(header.run, header.worker, header.step, header.proof, part.table,
-                              {&part.keys, &part.counts, &part.gradients.at(0)});
-    else if (kind == exchange_kind::pull_rows)
-      b.link->start_pull_rows(header.run, part.table, part.keys, std::move(part.storage));
-    else if (pushes(kind))
+void shard_exchange::pull_basp_rows(const push_header& header, size_t i) {
+  auto& part = parts_[i];
+  ++pending_;
+  basp_.pull_rows(part.shard, header.run, part.table, keys_in(part.keys),
+                  [this, epoch = epoch_, i](std::vector<tensor>& values,
+                                            const maybe_failure& refused,
+                                            const std::optional<std::string>& lost) {
+                    if (epoch != epoch_)
+                      return;
+                    auto& rows = outcomes_[i].rows;
+                    rows.refused = refused;
+                    rows.lost = lost;
+                    if (!refused && !lost)
+                      rows.values = std::move(values);
+                    basp_reply();
+                  });
+}
+
+// A push's rows go before its dense gradients, a pull's dense values before
+// its rows; the shard answers them in that order.
+void shard_exchange::ask_bulk(exchange_kind kind, const push_header& header, bulk_part& b) {
+  auto& part = parts_[b.index];
+  int asked = 0;
+  if (kind == exchange_kind::push && carries_rows(part)) {
+    b.link->start_push_rows(header.run, header.worker, header.step, header.proof, part.table,
+                            {&part.keys, &part.counts, &part.row_gradients});
+    b.rows = asked++;
+  }
+  if (carries_dense(kind, part)) {
+    if (pushes(kind))
       b.link->start_push(header.run, header.worker, header.step, header.proof, *part.names,
                          part.gradients, push_wire_code(header));
     else if (kind == exchange_kind::fetch)
       b.link->start_fetch(header.run, part.copy.ticket, part.copy.index, std::move(part.storage));
     else
       b.link->start_pull(header.run, *part.names, pull_storage(part), header.precision);
+    b.dense = asked++;
+  }
+  if (kind == exchange_kind::pull && carries_rows(part)) {
+    b.link->start_pull_rows(header.run, part.table, part.keys, std::move(part.row_storage));
+    b.rows = asked++;
+  }
+}
+
+void shard_exchange::start_bulk(exchange_kind kind, const push_header& header, bool in_background) {
+  if (bulk_.empty())
+    return;
+  std::vector<bulk_link*> links;
+  bool two_requests = false; // on some link: its deadline covers both
+  for (auto& b : bulk_) {
+    ask_bulk(kind, header, b);
     links.push_back(b.link);
+    two_requests = two_requests || (b.dense >= 0 && b.rows >= 0);
   }
   // A push then a pull: each link's pull starts as soon as its push is
-  // answered. On the runner's thread this touches only the bulk parts'
-  // outcomes and storage, which the caller leaves alone until finish().
+  // answered (dense values only: no rows ride in this kind). On the
+  // runner's thread this touches only the bulk parts' outcomes and storage,
+  // which the caller leaves alone until finish().
   then_on_link then;
   auto within = timeout_;
   if (kind == exchange_kind::push_then_pull) {
@@ -197,6 +228,8 @@ void shard_exchange::start_bulk(exchange_kind kind, const push_header& header, b
       pulling[i] = true;
       return true;
     };
+  } else if (two_requests) {
+    within = 2 * timeout_;
   }
   if (!in_background) {
     complete_all(links, std::chrono::steady_clock::now() + within, then);
@@ -252,20 +285,35 @@ void shard_exchange::collect_bulk() {
   for (auto& b : bulk_) {
     auto& out = outcomes_[b.index];
     auto& link = *b.link;
-    if (pushes(kind_))
-      out.gradients = std::move(parts_[b.index].gradients);
-    if (const auto& error = link.error()) {
-      if (link.broken() || !refusal_answers(kind_))
-        out.lost = error->message;
-      else
-        out.refused = error;
-    } else if (pulls(kind_)) {
-      out.values = std::move(link.values());
+    if (b.dense >= 0) {
+      auto d = static_cast<size_t>(b.dense);
+      if (pushes(kind_))
+        out.gradients = std::move(parts_[b.index].gradients);
+      // A pull's refusal is a loss too: the step cannot go on without it.
+      if (const auto& error = link.error(d)) {
+        if (link.lost(d) || pulls(kind_))
+          out.lost = error->message;
+        else
+          out.refused = error;
+      } else if (pulls(kind_)) {
+        out.values = std::move(link.values(d));
+      }
+      if (out.lost)
+        out.refused.reset(); // a push_then_pull's push: the loss is what counts
     }
-    if (link.broken()) {
-      out.refused.reset(); // the loss is what counts
+    if (b.rows >= 0) {
+      auto r = static_cast<size_t>(b.rows);
+      if (const auto& error = link.error(r)) {
+        if (link.lost(r))
+          out.rows.lost = error->message;
+        else
+          out.rows.refused = error;
+      } else if (kind_ == exchange_kind::pull) {
+        out.rows.values = std::move(link.values(r));
+      }
+    }
+    if (link.broken())
       links_[static_cast<size_t>(parts_[b.index].shard)].reset();
-    }
   }
 }
 

@@ -2,11 +2,13 @@
 // One exchange with the shards of a plan: per shard part a pull, a push, a
 // push followed by a pull, or a fetch of a checkpoint copy's tensor, each on
 // the bulk path where the shard has a link and over BASP (the message path)
-// where it has none. The caller
-// starts an exchange, may compute meanwhile, and finishes it: what each part
-// came back with (values, the shard's refusal, or a loss) arrives in one
-// place, whichever path carried it. A second kind of pull or push (sparse
-// rows) is one more method here, not a branch at every caller.
+// where it has none. A pull or a push may carry embedding rows beside the
+// dense values (or instead of them): on a bulk link both requests go
+// together and are answered in one round trip; over BASP as two messages,
+// which the shard takes in the order sent. The caller starts an exchange,
+// may compute meanwhile, and finishes it: what each part came back with
+// (values, rows, the shard's refusal, or a loss) arrives in one place,
+// whichever path carried it.
 //
 // The bulk part runs to its replies at once (blocking the caller, which is
 // detached) or on a thread of its own while the caller computes. The BASP
@@ -28,16 +30,10 @@
 namespace troupe {
 
 enum class exchange_kind {
-  pull,
-  push,
+  pull, ///< values of the part's names; rows of its keys where it has a table
+  push, ///< gradients of the part's names; rows' gradients (sent first) where it has a table
   push_then_pull,
   fetch, ///< a tensor of a shard's checkpoint copy (exchange_part::copy), moved out of it
-  /// rows of an embedding table (exchange_part::table and keys), into the
-  /// part's storage; a shard's refusal is an answer (refused), not a loss
-  pull_rows,
-  /// rows pushed: exchange_part::keys, counts and the summed gradients, the
-  /// one tensor in gradients
-  push_rows,
 };
 
 /// A tensor of a shard's checkpoint copy: the copy's ticket and the index.
@@ -66,15 +62,31 @@ inline int32_t push_wire_code(const push_header& h) {
 /// One shard's part of an exchange.
 struct exchange_part {
   int32_t shard = 0;
-  const std::vector<std::string>* names = nullptr; ///< must outlive the exchange
+  /// The dense variables pulled or pushed (null: the part carries rows
+  /// only); must outlive the exchange.
+  const std::vector<std::string>* names = nullptr;
   /// A pull's storage, lent (a tensor of the right size is filled in place;
   /// an empty one takes the part's storage of its last bulk pull).
   std::vector<tensor> storage;
   std::vector<tensor> gradients; ///< a push's
   copy_tensor copy;              ///< a fetch's
-  int32_t table = -1;            ///< rows': the embedding table
-  tensor keys;                   ///< rows': bulk::key_bits of the keys
-  tensor counts;                 ///< a push of rows': bulk::count_bits of the occurrences
+  // Embedding rows riding in a pull or a push (table >= 0): the keys,
+  // bulk::key_bits of them; a push's occurrences (bulk::count_bits) and
+  // summed gradients [keys, dim]; a pull's storage for the rows, lent.
+  int32_t table = -1;
+  tensor keys;
+  tensor counts;
+  tensor row_gradients;
+  std::vector<tensor> row_storage;
+};
+
+/// What the rows of a part came back with: pulled rows [keys, dim] (the one
+/// tensor in values), the shard's refusal (an answer: too many keys, say),
+/// or a loss.
+struct rows_outcome {
+  std::vector<tensor> values;
+  maybe_failure refused;
+  std::optional<std::string> lost;
 };
 
 /// What a part came back with.
@@ -85,6 +97,7 @@ struct part_outcome {
   /// The part failed otherwise: the shard could not be reached, its link
   /// broke, or it refused the pull. The run must recover.
   std::optional<std::string> lost;
+  rows_outcome rows; ///< the part's rows, where it carried any
 };
 
 /// The message path: pulls and pushes as requests to a shard's actor,
@@ -148,16 +161,24 @@ public:
   void give_back(int32_t shard, std::vector<tensor> storage);
 
 private:
+  /// A part on a bulk link, and which of the link's requests answer its
+  /// dense values and its rows (-1: none).
   struct bulk_part {
     size_t index; // into parts_
     bulk_link* link;
+    int dense = -1;
+    int rows = -1;
   };
   void start_bulk(exchange_kind kind, const push_header& header, bool in_background);
+  /// A part's requests on its link, in the order the shard must take them.
+  void ask_bulk(exchange_kind kind, const push_header& header, bulk_part& b);
   void start_basp(exchange_kind kind, const push_header& header);
-  void start_basp_rows(exchange_kind kind, const push_header& header, size_t part);
+  void pull_basp(exchange_kind kind, const push_header& header, size_t part);
+  void push_basp(const push_header& header, size_t part);
+  void pull_basp_rows(const push_header& header, size_t part);
+  void push_basp_rows(const push_header& header, size_t part);
   void basp_reply();
   void collect_bulk();
-  void complete();
   std::vector<tensor> pull_storage(exchange_part& part);
 
   message_path& basp_;

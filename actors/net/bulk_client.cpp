@@ -21,38 +21,47 @@ std::unique_ptr<bulk_link> bulk_link::open(const std::string& host, uint16_t por
   meta.u64(run).u64(ticket).text(label);
   link->begin(frame_kind::welcome, frame_writer{frame_kind::hello, 0, meta});
   complete_all({link.get()}, until);
-  if (link->error_) {
-    error = link->error_;
+  if (link->error()) {
+    error = link->error();
     return nullptr;
   }
   return link;
 }
 
-void bulk_link::begin(frame_kind expected, frame_writer frame) {
-  expected_ = expected;
-  out_ = std::move(frame);
-  in_.next();
-  error_.reset();
-  done_ = broken_;
+void bulk_link::begin(frame_kind expected, frame_writer frame, std::vector<tensor> storage) {
+  auto number = expected == frame_kind::welcome ? 0 : ++next_number_;
+  if (!asking_) { // a new exchange
+    asking_ = true;
+    requests_.clear();
+    reading_ = 0;
+    out_ = std::move(frame);
+    in_.next();
+    in_.lend(std::move(storage));
+    requests_.push_back({expected, number, {}, std::nullopt, false, 0});
+  } else {
+    out_.append(std::move(frame));
+    requests_.push_back({expected, number, std::move(storage), std::nullopt, false, 0});
+  }
+  done_ = false;
   if (broken_)
-    error_ = failure{errc::training_stopped,
-                     "bulk connection to ps:" + std::to_string(shard_) + " is broken"};
+    fail(
+      {errc::training_stopped, "bulk connection to ps:" + std::to_string(shard_) + " is broken"});
 }
 
 void bulk_link::start_pull(uint64_t run, const std::vector<std::string>& names,
                            std::vector<tensor> storage, wire_precision precision) {
   meta_writer meta;
   meta.u64(run).names(names).i32(static_cast<int32_t>(precision));
-  in_.lend(std::move(storage));
-  begin(frame_kind::pull_reply, frame_writer{frame_kind::pull, ++request_, meta});
+  begin(frame_kind::pull_reply, frame_writer{frame_kind::pull, next_number_ + 1, meta},
+        std::move(storage));
 }
 
 void bulk_link::start_fetch(uint64_t run, uint64_t ticket, int32_t index,
                             std::vector<tensor> storage) {
   meta_writer meta;
   meta.u64(run).u64(ticket).i32(index);
-  in_.lend(std::move(storage));
-  begin(frame_kind::pull_reply, frame_writer{frame_kind::fetch, ++request_, meta});
+  begin(frame_kind::pull_reply, frame_writer{frame_kind::fetch, next_number_ + 1, meta},
+        std::move(storage));
 }
 
 void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
@@ -60,7 +69,7 @@ void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step, uint64_t 
                            const std::vector<tensor>& gradients, int32_t wire_code) {
   meta_writer meta{&gradients};
   meta.u64(run).i32(worker).i64(step).u64(proof).i32(wire_code).names(names);
-  begin(frame_kind::push_reply, frame_writer{frame_kind::push, ++request_, meta, &gradients});
+  begin(frame_kind::push_reply, frame_writer{frame_kind::push, next_number_ + 1, meta, &gradients});
 }
 
 void bulk_link::start_pull_rows(uint64_t run, int32_t table, const tensor& keys,
@@ -68,8 +77,8 @@ void bulk_link::start_pull_rows(uint64_t run, int32_t table, const tensor& keys,
   tensor_refs data{&keys};
   meta_writer meta{data};
   meta.u64(run).i32(table);
-  in_.lend(std::move(storage));
-  begin(frame_kind::pull_reply, frame_writer{frame_kind::rows, ++request_, meta, data});
+  begin(frame_kind::pull_reply, frame_writer{frame_kind::rows, next_number_ + 1, meta, data},
+        std::move(storage));
 }
 
 void bulk_link::start_push_rows(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
@@ -77,50 +86,83 @@ void bulk_link::start_push_rows(uint64_t run, int32_t worker, int64_t step, uint
   meta_writer meta{keys_counts_grads};
   meta.u64(run).i32(worker).i64(step).u64(proof).i32(table);
   begin(frame_kind::push_reply,
-        frame_writer{frame_kind::push_rows, ++request_, meta, keys_counts_grads});
+        frame_writer{frame_kind::push_rows, next_number_ + 1, meta, keys_counts_grads});
+}
+
+const maybe_failure& bulk_link::error(size_t i) const noexcept {
+  static const maybe_failure none;
+  return i < requests_.size() ? requests_[i].error : none;
+}
+
+bool bulk_link::lost(size_t i) const noexcept {
+  return i < requests_.size() && requests_[i].lost;
+}
+
+int64_t bulk_link::version(size_t i) const noexcept {
+  return i < requests_.size() ? requests_[i].version : 0;
+}
+
+std::vector<tensor>& bulk_link::values(size_t i) {
+  return requests_.at(i).values;
 }
 
 void bulk_link::fail(failure why) {
-  error_ = std::move(why);
+  for (size_t i = reading_; i < requests_.size(); ++i) {
+    requests_[i].error = why;
+    requests_[i].lost = true;
+  }
   broken_ = true;
   done_ = true;
 }
 
-// The reply is in: its fields, or the shard's refusal.
-void bulk_link::finish() {
-  done_ = true;
+// The reply to request reading_ is in: its fields, or the shard's refusal.
+// True once every request of the exchange is answered (or the link broke).
+bool bulk_link::finish() {
+  auto& asked = requests_[reading_];
   auto& head = in_.header();
   auto fields = in_.fields();
   auto kind = static_cast<frame_kind>(head.kind);
-  if (head.request != request_) {
+  asked.values = std::move(in_.tensors());
+  if (head.request != asked.number) {
     fail({errc::invalid_request, "bulk reply to request " + std::to_string(head.request)
-                                   + ", expected " + std::to_string(request_)});
-    return;
+                                   + ", expected " + std::to_string(asked.number)});
+    return true;
   }
   if (kind == frame_kind::refusal) {
     auto why = read_refusal(fields);
     if (!why) {
       fail({errc::invalid_request, "bulk frame: a malformed refusal"});
-      return;
+      return true;
     }
-    error_ = *why;
+    asked.error = *why;
     // Only an unauthorized hello closes the connection; other refusals are answers.
-    if (expected_ == frame_kind::welcome)
+    if (asked.expected == frame_kind::welcome) {
       broken_ = true;
-    return;
-  }
-  if (kind != expected_) {
+      done_ = true;
+      return true;
+    }
+  } else if (kind != asked.expected) {
     fail({errc::invalid_request, "bulk frame: a reply of kind " + std::to_string(head.kind)
-                                   + " where " + std::to_string(static_cast<int>(expected_))
+                                   + " where " + std::to_string(static_cast<int>(asked.expected))
                                    + " was expected"});
-    return;
+    return true;
+  } else {
+    if (kind == frame_kind::welcome)
+      shard_ = fields.i32();
+    else
+      asked.version = fields.i64();
+    if (!fields.at_end() || (kind != frame_kind::pull_reply && !asked.values.empty())) {
+      fail({errc::invalid_request, "bulk frame: a malformed reply"});
+      return true;
+    }
   }
-  if (kind == frame_kind::welcome)
-    shard_ = fields.i32();
-  else
-    version_ = fields.i64();
-  if (!fields.at_end() || (kind != frame_kind::pull_reply && !in_.tensors().empty()))
-    fail({errc::invalid_request, "bulk frame: a malformed reply"});
+  if (++reading_ == requests_.size()) {
+    done_ = true;
+    return true;
+  }
+  in_.next();
+  in_.lend(std::move(requests_[reading_].values));
+  return false;
 }
 
 short bulk_link::events() const noexcept {
@@ -131,16 +173,17 @@ short bulk_link::events() const noexcept {
 }
 
 bool bulk_link::progress(bool readable, bool writable) {
+  asking_ = false;
   if (done_)
     return true;
   maybe_failure error;
   readable = readable || ch_.has_buffered();
   if (writable && !out_.done())
     out_.send_some(ch_, error);
-  if (!error && readable && in_.receive_some(ch_, error)) {
-    finish();
-    return true;
-  }
+  // The next reply may have come with this one: read on.
+  while (!error && readable && in_.receive_some(ch_, error))
+    if (finish())
+      return true;
   if (error)
     fail(std::move(*error));
   return done_;

@@ -1,9 +1,12 @@
 #pragma once
 // The worker side of the bulk path: one connection to one shard (plain, or
 // mutual TLS with the cluster's certificates), opened with the ticket the
-// shard gave over BASP, carrying one pull or push at a time. complete_all drives the exchanges of several shards at once (a
-// step's fan-out), each frame sent from the tensors' own storage and each
-// reply read into storage the caller lends. Free of CAF.
+// shard gave over BASP, carrying one exchange at a time: one request, or
+// several sent back to back (a step's dense values and embedding rows),
+// which the shard answers in order, in one round trip. complete_all drives
+// the exchanges of several shards at once (a step's fan-out), each frame
+// sent from the tensors' own storage and each reply read into storage the
+// caller lends. Free of CAF.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -29,6 +32,11 @@ public:
                                          bulk::deadline until, maybe_failure& error,
                                          const bulk::tls_context* tls = nullptr);
 
+  // Each start_ asks one request. The requests started before the link is
+  // driven (complete_all) form one exchange: sent together, answered in
+  // order, their outcomes numbered 0, 1, ... in the order started. A start_
+  // after that begins a new exchange.
+
   /// A pull of `names` at `precision`, read into `storage` (its tensors'
   /// memory is reused).
   void start_pull(uint64_t run, const std::vector<std::string>& names, std::vector<tensor> storage,
@@ -52,14 +60,18 @@ public:
   void start_push_rows(uint64_t run, int32_t worker, int64_t step, uint64_t proof, int32_t table,
                        const bulk::tensor_refs& keys_counts_grads);
 
-  /// After complete_all: the shard's refusal (its code and message), or a
-  /// transport failure, which also marks the link broken.
-  const maybe_failure& error() const noexcept { return error_; }
+  /// After complete_all, request `i` of the exchange: the shard's refusal
+  /// (its code and message), or a transport failure, which also marks the
+  /// link broken and fails every request not answered yet.
+  const maybe_failure& error(size_t i = 0) const noexcept;
+  /// Request `i` got no answer: the link broke first.
+  bool lost(size_t i = 0) const noexcept;
   bool broken() const noexcept { return broken_; }
-  /// The shard's version after the exchange (a pull's values' or a push's).
-  int64_t version() const noexcept { return version_; }
-  /// A pull's values, in the order asked.
-  std::vector<tensor>& values() noexcept { return in_.tensors(); }
+  /// The shard's version after request `i` (a pull's values' or a push's).
+  int64_t version(size_t i = 0) const noexcept;
+  /// Request `i`'s pulled values, in the order asked (the storage it lent
+  /// otherwise).
+  std::vector<tensor>& values(size_t i = 0);
   int32_t shard() const noexcept { return shard_; }
 
   /// Sends what it can, reads what has come; true once the reply is in
@@ -75,19 +87,31 @@ private:
   friend void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until,
                            const then_on_link& then);
   bulk_link(bulk::channel ch, bulk::frame_limits limits) : ch_(std::move(ch)), in_(limits) {}
-  void begin(bulk::frame_kind kind, bulk::frame_writer frame);
-  void finish();
+  /// Asks a request answered by a frame of kind `expected`, read into `storage`.
+  void begin(bulk::frame_kind expected, bulk::frame_writer frame, std::vector<tensor> storage = {});
+  /// The reply read is request reading_'s; true once every request is answered.
+  bool finish();
+  /// The link broke: every request not answered yet fails with `why`.
   void fail(failure why);
+
+  struct request {
+    bulk::frame_kind expected;
+    uint64_t number;
+    std::vector<tensor> values; ///< storage lent for the reply, then its values
+    maybe_failure error;
+    bool lost = false;
+    int64_t version = 0;
+  };
 
   bulk::channel ch_;
   bulk::frame_reader in_;
   bulk::frame_writer out_;
-  bulk::frame_kind expected_ = bulk::frame_kind::welcome;
-  uint64_t request_ = 0;
+  std::vector<request> requests_; // of the exchange under way (or last)
+  size_t reading_ = 0;            // the request whose reply is read
+  uint64_t next_number_ = 0;
+  bool asking_ = false; // requests started, the link not yet driven
   bool done_ = true;
   bool broken_ = false;
-  maybe_failure error_;
-  int64_t version_ = 0;
   int32_t shard_ = -1;
 };
 

@@ -204,20 +204,30 @@ frame_writer::frame_writer(frame_kind kind, uint64_t request, const meta_writer&
   head.meta_bytes = static_cast<uint32_t>(meta.bytes().size());
   for (auto* t : tensors)
     head.data_bytes += t->bytes();
-  head_.reserve(sizeof(head) + meta.bytes().size());
-  head_.append(reinterpret_cast<const char*>(&head), sizeof(head));
-  head_ += meta.bytes();
-  chunks_.push_back({nullptr, head_.size()}); // the header: see send_some
+  heads_.reserve(sizeof(head) + meta.bytes().size());
+  heads_.append(reinterpret_cast<const char*>(&head), sizeof(head));
+  heads_ += meta.bytes();
+  head_chunks_.push_back({0, 0, heads_.size()});
+  chunks_.push_back({nullptr, heads_.size()}); // the header: see send_some
   for (auto* t : tensors)
     if (t->bytes() > 0)
       chunks_.push_back({const_cast<float*>(t->data()), t->bytes()});
 }
 
+void frame_writer::append(frame_writer next) {
+  auto base = heads_.size();
+  auto first = chunks_.size();
+  heads_ += next.heads_;
+  for (auto& h : next.head_chunks_)
+    head_chunks_.push_back({first + h.chunk, base + h.offset, h.length});
+  chunks_.insert(chunks_.end(), next.chunks_.begin(), next.chunks_.end());
+}
+
 bool frame_writer::send_some(channel& ch, maybe_failure& error) {
-  // The header's chunk points into head_: set here, so that a writer copied
-  // or moved (a short string's buffer moves with it) sends its own.
-  if (!chunks_.empty())
-    chunks_[0] = {head_.data(), head_.size()};
+  // The headers' chunks point into heads_: set here, so that a writer
+  // copied or moved (a short string's buffer moves with it) sends its own.
+  for (auto& h : head_chunks_)
+    chunks_[h.chunk] = {heads_.data() + h.offset, h.length};
   while (next_ < chunks_.size()) {
     // At most 64 chunks per call: a frame of many small tensors goes in turns.
     iovec pending[64];

@@ -159,8 +159,9 @@ frame_writer refusal_frame(uint64_t request, const failure& why);
 /// code outside errc's).
 std::optional<failure> read_refusal(meta_reader fields);
 
-/// One frame to send: header and meta in one buffer, the tensors' floats
-/// referenced in place (they must outlive the writer).
+/// One frame to send, or several back to back: header and meta in one
+/// buffer, the tensors' floats referenced in place (they must outlive the
+/// writer).
 class frame_writer {
 public:
   frame_writer() = default;
@@ -169,6 +170,10 @@ public:
     : frame_writer(kind, request, meta, refs_of(tensors)) {}
   frame_writer(frame_kind kind, uint64_t request, const meta_writer& meta,
                const tensor_refs& tensors);
+  /// `next` sent right after this writer's frames (not yet begun: its
+  /// tensors must outlive this writer), in the same calls: requests sent
+  /// together leave in one system call where the socket takes them.
+  void append(frame_writer next);
   /// Sends what the channel takes without blocking: true once all is sent;
   /// a failure on a socket or TLS error.
   bool send_some(channel& ch, maybe_failure& error);
@@ -176,7 +181,14 @@ public:
   bool done() const noexcept { return next_ == chunks_.size() && !unflushed_; }
 
 private:
-  std::string head_;
+  /// Where a frame's header and meta lie in heads_, and its chunk.
+  struct head_chunk {
+    size_t chunk;
+    size_t offset;
+    size_t length;
+  };
+  std::string heads_;
+  std::vector<head_chunk> head_chunks_;
   std::vector<iovec> chunks_;
   size_t next_ = 0;        // first chunk not fully sent
   size_t offset_ = 0;      // bytes of it already sent

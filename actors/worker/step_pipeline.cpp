@@ -1,5 +1,7 @@
 #include "actors/worker/step_pipeline.hpp"
 
+#include <stdexcept>
+
 #include <spdlog/spdlog.h>
 
 namespace troupe {
@@ -21,6 +23,14 @@ step_pipeline::step_pipeline(shard_exchange& exchange, param_buffers& buffers, s
 void step_pipeline::reset(const slice_router& router) {
   drop();
   router_ = &router;
+}
+
+void step_pipeline::carry_rows(row_exchange* rows, batch_rows* batch, bool every_shard) {
+  if (rows && pull_ahead_)
+    throw std::invalid_argument("train.pull-ahead does not apply to a model with embedding tables");
+  rows_ = rows;
+  batch_ = batch;
+  rows_every_shard_ = every_shard;
 }
 
 void step_pipeline::drop() {
@@ -61,11 +71,16 @@ void step_pipeline::pull_now(uint64_t run) {
   auto out = parts(false);
   for (size_t k = 0; k < out.size(); ++k)
     out[k].storage = buffers_.lend(router_->parts()[k]);
+  if (rows_)
+    rows_->ask_pull(*batch_, out);
   exchange_.start(exchange_kind::pull, stamped({run, 0, 0, 0}), std::move(out), false);
   exchange_.finish([this](std::vector<part_outcome>& outcomes) {
-    for (size_t k = 0; k < outcomes.size(); ++k)
+    // The router's parts come first; rows may have added parts after them.
+    for (size_t k = 0; k < router_->parts().size(); ++k)
       if (!settle_pull(router_->parts()[k], outcomes[k], false))
         return;
+    if (rows_ && !settle_rows(rows_->take_pull(outcomes, *batch_), true, 0))
+      return;
     hooks_.compute();
   });
 }
@@ -94,15 +109,20 @@ void step_pipeline::computed(const push_header& step, const step_report& report,
 }
 
 void step_pipeline::push_now(const push_header& step, const step_report& report) {
-  exchange_.start(exchange_kind::push, stamped(step), parts(true), false);
+  auto out = parts(true);
+  if (rows_)
+    rows_->ask_push(*batch_, rows_every_shard_, out);
+  exchange_.start(exchange_kind::push, stamped(step), std::move(out), false);
   exchange_.finish([this, pushed = report](std::vector<part_outcome>& outcomes) mutable {
     pushed.applied = true;
-    for (size_t k = 0; k < outcomes.size(); ++k) {
+    for (size_t k = 0; k < router_->parts().size(); ++k) {
       auto& part = router_->parts()[k];
       buffers_.give_back(part, outcomes[k].gradients, false);
       if (!settle_push(part.shard, outcomes[k], pushed))
         return;
     }
+    if (rows_ && !settle_rows(rows_->pushed(outcomes), false, pushed.step))
+      return;
     hooks_.report(pushed);
     hooks_.over();
   });
@@ -166,6 +186,30 @@ bool step_pipeline::settle_pull(const slice_router::shard_part& part, part_outco
     return false;
   }
   exchange_.give_back(part.shard, std::move(outcome.values));
+  return true;
+}
+
+// A pull's refused rows stop the worker (too many keys for the shard: the
+// batch cannot be computed); a push's are logged (stale and past-the-end
+// ones only at debug level, as a dense push's) and the step goes on. A lost
+// shard starts recovery.
+bool step_pipeline::settle_rows(const row_exchange::outcome& outcome, bool pulled, int64_t step) {
+  auto what = pulled ? "a pull of embedding rows" : "a push of embedding rows";
+  if (outcome.lost) {
+    hooks_.recover(std::string(what) + " failed", *outcome.lost);
+    return false;
+  }
+  if (!outcome.refused)
+    return true;
+  if (pulled) {
+    hooks_.fail("a shard refused its pull of embedding rows", *outcome.refused);
+    return false;
+  }
+  auto code = outcome.refused->code;
+  if (code == errc::stale_gradient || code == errc::training_stopped)
+    spdlog::debug("{}: rows of step {} refused: {}", label_, step, outcome.refused->message);
+  else
+    spdlog::warn("{}: rows of step {} refused: {}", label_, step, outcome.refused->message);
   return true;
 }
 

@@ -9,9 +9,12 @@
 // s+1 computes while job s moves: on the bulk path on a thread of its own,
 // over BASP as replies waiting in the mailbox. Step s+1 thus starts from
 // every update but its own worker's step s: one step staler than plain.
+// A model with an embedding table (plain only) has its batch's rows ride in
+// the step's pull and push: one round trip each way for values and rows.
 #include <functional>
 #include <string>
 
+#include "actors/exchange/row_exchange.hpp"
 #include "actors/exchange/shard_exchange.hpp"
 #include "actors/protocol/protocol.hpp"
 #include "actors/worker/param_buffers.hpp"
@@ -38,6 +41,11 @@ public:
 
   /// A new plan: whatever was under way is void. `router` must outlive its use.
   void reset(const slice_router& router);
+  /// From now on each step pulls the rows of batch->keys (into
+  /// batch->values) with its values and pushes batch->grads with its
+  /// gradients, to every shard where `every_shard` (sync); null: none. Both
+  /// must outlive their use; the keys must be in before begin().
+  void carry_rows(row_exchange* rows, batch_rows* batch, bool every_shard);
   /// A granted step of `run` begins: its values pulled (unless pulled
   /// ahead), then computed.
   void begin(uint64_t run);
@@ -67,6 +75,8 @@ private:
   /// A push's outcome into `report`; false once recovery started.
   bool settle_push(int32_t shard, const part_outcome& outcome, step_report& report);
   bool settle_pull(const slice_router::shard_part& part, part_outcome& outcome, bool ahead);
+  /// The rows a pull or push brought back; false once the worker recovers or stops.
+  bool settle_rows(const row_exchange::outcome& outcome, bool pulled, int64_t step);
 
   shard_exchange& exchange_;
   param_buffers& buffers_;
@@ -80,6 +90,9 @@ private:
     step_report report;  // of the pushed step, sent once it is answered
   } job_;
   bool values_ready_ = false; // the parameters hold the next step's values
+  row_exchange* rows_ = nullptr;
+  batch_rows* batch_ = nullptr;
+  bool rows_every_shard_ = false;
 };
 
 } // namespace troupe

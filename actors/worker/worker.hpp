@@ -101,7 +101,6 @@ struct worker_state {
   // Models with an embedding table: the batch's rows and their exchange
   // (null for dense models).
   std::unique_ptr<row_exchange> rows;
-  bool sync_rows = false; // push rows to every shard every step
   batch_rows looked_up;
   std::vector<int64_t> batch_ids; // the batch's keys, occurrence by occurrence
   std::vector<float> clip_scales; // embedding.max-norm's, for the backward pass

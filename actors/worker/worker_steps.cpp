@@ -18,45 +18,16 @@ namespace {
 
 void train(self_ptr self);
 
-// A model with an embedding table: the batch's distinct rows are pulled
-// from the shards that own them (clipped to embedding.max-norm where set)
-// before the step computes.
-void look_up_rows(self_ptr self) {
+// The step's batch, and where it lies in the data; false once the worker
+// stops (its data failed).
+bool read_batch(self_ptr self) {
   auto& st = self->state;
-  auto& rows = st.looked_up;
-  st.links.net->batch_keys(st.current, st.batch_ids);
-  rows.keys.assign(st.batch_ids.data(), st.batch_ids.size());
-  st.rows->pull(
-    st.report.run, rows, [self, gen = st.recovery.generation()](const row_exchange::outcome& out) {
-      auto& st = self->state;
-      if (!st.recovery.current(gen))
-        return;
-      if (out.lost) {
-        wait_for_recovery(self, "a pull of embedding rows failed",
-                          caf::make_error(caf::sec::runtime_error, *out.lost));
-        return;
-      }
-      if (out.refused) {
-        fail(self, "a shard refused its pull of embedding rows", make_error(*out.refused));
-        return;
-      }
-      if (st.config.max_norm > 0)
-        clip_rows(st.looked_up.values.data(), st.looked_up.keys.size(),
-                  st.links.net->tables()[0].dim, static_cast<float>(st.config.max_norm),
-                  st.clip_scales);
-      train(self);
-    });
-}
-
-void compute(self_ptr self) {
-  auto& st = self->state;
-  st.pipeline->before_compute(st.report.run);
   try {
     st.data->next_batch(st.current);
   } catch (const std::exception& e) {
     fail(self, "reading its data failed at step " + std::to_string(st.report.step),
          caf::make_error(caf::sec::runtime_error, e.what()));
-    return;
+    return false;
   }
   auto position = st.data->position();
   if (st.report.share_count > 0
@@ -68,41 +39,36 @@ void compute(self_ptr self) {
   st.report.data_offset = position.offset;
   st.report.share_rank = static_cast<int32_t>(position.share.rank);
   st.report.share_count = static_cast<int32_t>(position.share.count);
-  if (st.rows)
-    look_up_rows(self);
-  else
-    train(self);
+  return true;
 }
 
-// The rows' gradients go first, answered before the dense push starts: in
-// sync mode a shard's step must hold a worker's rows before its dense
-// gradient can complete the step.
-void push_rows_then_dense(self_ptr self, const push_header& step, bool pushable) {
+// A model with an embedding table reads its batch before the step's pull:
+// the pull carries the rows of the batch's distinct ids with the values.
+void begin_step(self_ptr self) {
   auto& st = self->state;
-  if (!st.rows || !pushable) {
-    st.pipeline->computed(step, st.report, pushable);
+  if (st.rows) {
+    if (!read_batch(self))
+      return;
+    st.links.net->batch_keys(st.current, st.batch_ids);
+    st.looked_up.keys.assign(st.batch_ids.data(), st.batch_ids.size());
+  }
+  st.pipeline->begin(st.report.run);
+}
+
+// The step's values (and rows) are in. Rows are clipped to
+// embedding.max-norm where set.
+void compute(self_ptr self) {
+  auto& st = self->state;
+  st.pipeline->before_compute(st.report.run);
+  if (!st.rows) {
+    if (read_batch(self))
+      train(self);
     return;
   }
-  auto& rows = st.looked_up;
   if (st.config.max_norm > 0)
-    clip_rows_backward(rows.values.data(), rows.keys.size(), st.links.net->tables()[0].dim,
-                       st.clip_scales, rows.grads.data());
-  st.rows->push(step, rows, st.sync_rows,
-                [self, step, gen = st.recovery.generation()](const row_exchange::outcome& out) {
-                  auto& st = self->state;
-                  if (!st.recovery.current(gen))
-                    return;
-                  if (out.lost) {
-                    wait_for_recovery(self, "a push of embedding rows failed",
-                                      caf::make_error(caf::sec::runtime_error, *out.lost));
-                    return;
-                  }
-                  if (out.refused && out.refused->code != errc::stale_gradient
-                      && out.refused->code != errc::training_stopped)
-                    spdlog::warn("{}: rows of step {} refused: {}", st.label, step.step,
-                                 out.refused->message);
-                  st.pipeline->computed(step, st.report, true);
-                });
+    clip_rows(st.looked_up.values.data(), st.looked_up.keys.size(), st.links.net->tables()[0].dim,
+              static_cast<float>(st.config.max_norm), st.clip_scales);
+  train(self);
 }
 
 void train(self_ptr self) {
@@ -131,8 +97,11 @@ void train(self_ptr self) {
   if (bad)
     spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed", st.label,
                  st.report.step, st.links.net->variables()[*bad].name, st.report.loss);
+  if (st.rows && !bad && st.config.max_norm > 0)
+    clip_rows_backward(st.looked_up.values.data(), st.looked_up.keys.size(),
+                       st.links.net->tables()[0].dim, st.clip_scales, st.looked_up.grads.data());
   push_header step{st.report.run, st.config.index, st.report.step, st.proof};
-  push_rows_then_dense(self, step, !bad);
+  st.pipeline->computed(step, st.report, !bad);
 }
 
 // A step's pushes are all answered: count it, then report it.
@@ -186,7 +155,7 @@ void start_next_step(self_ptr self) {
   st.report.step = grant->step;
   st.report.applied = false;
   st.proof = grant->proof;
-  st.pipeline->begin(st.report.run);
+  begin_step(self);
 }
 
 void leave(self_ptr self) {

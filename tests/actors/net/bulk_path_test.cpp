@@ -391,6 +391,48 @@ BOOST_AUTO_TEST_CASE(rows_pulled_and_pushed_on_the_bulk_path_match_basp) {
   BOOST_TEST(!link->error());
 }
 
+// A worker's step sends its requests to a shard together (rows beside
+// dense values): the shard answers them in order, each with its own
+// outcome, and a refusal is one request's answer, not the others'.
+BOOST_AUTO_TEST_CASE(requests_sent_together_are_answered_in_order_each_with_its_own_outcome) {
+  auto link = open(0);
+  std::vector<int64_t> keys{3, 17};
+  std::vector<int64_t> nine{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<uint32_t> counts{1, 1};
+  auto key_bits = bulk::key_bits(keys.data(), keys.size());
+  auto nine_bits = bulk::key_bits(nine.data(), nine.size());
+  auto count_bits = bulk::count_bits(counts.data(), counts.size());
+  tensor grads({2, 2}, std::vector<float>{1, 2, 3, -4});
+  link->start_push_rows(the_run, 0, 0, 0, 0, {&key_bits, &count_bits, &grads});
+  link->start_pull_rows(the_run, 0, nine_bits, {}); // the table takes 8 keys a request
+  link->start_pull_rows(the_run, 0, key_bits, {});
+  complete_all({link.get()}, soon());
+  BOOST_TEST(!link->error(0));
+  BOOST_REQUIRE(link->error(1));
+  BOOST_TEST((link->error(1)->code == errc::invalid_request));
+  BOOST_TEST(!link->lost(1));
+  BOOST_REQUIRE(!link->error(2));
+  auto& rows = link->values(2).at(0); // the push before it applied
+  BOOST_REQUIRE((rows.shape() == shape_t{2, 2}));
+  for (size_t i = 0; i < 4; ++i)
+    BOOST_TEST(rows.data()[i] == -0.5f * grads.data()[i]);
+  BOOST_TEST(!link->broken());
+  // A request after the link was driven begins an exchange of its own.
+  BOOST_TEST(pull_rows(*link, the_run, keys).bit_equal(basp_rows(keys)));
+
+  // A request the shard cannot read (a table numbered -1) is refused and
+  // closes the connection: what was sent behind it is lost, not answered.
+  link->start_push_rows(the_run, 0, 1, 0, -1, {&key_bits, &count_bits, &grads});
+  link->start_pull_rows(the_run, 0, key_bits, {});
+  complete_all({link.get()}, soon());
+  BOOST_REQUIRE(link->error(0));
+  BOOST_TEST(!link->lost(0), link->error(0)->message);
+  BOOST_TEST(link->error(0)->message.find("malformed") != std::string::npos);
+  BOOST_REQUIRE(link->error(1));
+  BOOST_TEST(link->lost(1));
+  BOOST_TEST(link->broken());
+}
+
 BOOST_AUTO_TEST_CASE(row_requests_are_checked_as_over_basp_and_the_link_serves_on) {
   auto link = open(0);
   std::vector<int64_t> nine{1, 2, 3, 4, 5, 6, 7, 8, 9};
