@@ -355,8 +355,8 @@ bool bulk_server::apply_push(connection& conn, frame_reader& in, bulk_push reque
   return out && reply(conn, *out);
 }
 
-// A pull of rows, answered by the shard as the message a BASP peer sends
-// (its run, table and key checks), then written from the rows it returned.
+// A pull of rows, answered by the shard's endpoint with a BASP peer's
+// checks (run, table, keys), then written from the rows it returned.
 bool bulk_server::answer_rows(connection& conn, frame_reader& in, bulk_endpoint::row_puller& rows) {
   auto fields = in.fields();
   auto run = fields.u64();

@@ -102,8 +102,8 @@ struct bulk_endpoint {
   /// A push that named another worker than its connection's ticket.
   std::function<void()> unauthorized_push;
   /// Pulls the rows of `keys` of embedding table `table` for run `run`,
-  /// through the shard as the message a BASP peer sends (its checks and
-  /// counts apply), waiting at most `within`.
+  /// with the checks and counts a BASP peer's pull gets, waiting at most
+  /// `within` where it waits (the shard answers on the connection's thread).
   using row_puller = std::function<bulk_rows_answer(
     uint64_t run, int32_t table, std::vector<int64_t> keys, std::chrono::milliseconds within)>;
   /// A row puller for one connection (called on its thread, once; null

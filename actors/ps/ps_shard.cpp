@@ -245,9 +245,10 @@ void open_bulk_path(self_ptr self, const ps_shard_config& config) {
   options.tls = config.bulk_tls;
   options.shard = config.index;
   maybe_failure error;
-  st.bulk = std::make_unique<bulk_server>(
-    shard_endpoint(self->system(), self->address(), *st.store, st.snapshot, st.traffic, st.label),
-    options, error);
+  st.bulk = std::make_unique<bulk_server>(shard_endpoint(self->system(), self->address(), *st.store,
+                                                         st.tables, st.snapshot, st.traffic,
+                                                         st.label),
+                                          options, error);
   if (error) {
     spdlog::warn("{}: no bulk path ({}); peers pull and push over the control connection", st.label,
                  error->message);

@@ -8,6 +8,7 @@
 #include <caf/after.hpp>
 #include <caf/make_message.hpp>
 #include <caf/scoped_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/protocol/protocol.hpp"
 
@@ -52,35 +53,31 @@ bulk_push_answer push_through(caf::scoped_actor& self, const caf::actor_addr& sh
   return answer;
 }
 
-// One connection's pulls of rows, through the same kind of blocking actor:
-// the shard answers as it answers a BASP peer, with the rows moved in.
-bulk_rows_answer pull_rows_through(caf::scoped_actor& self, const caf::actor_addr& shard_addr,
-                                   uint64_t run, int32_t table, std::vector<int64_t> keys,
-                                   std::chrono::milliseconds within) {
+// A pull of rows as the shard answers it over BASP (on_rows): the run's
+// check, then the tables' own (table, key count, keys it owns), the
+// refusals logged alike. A run that changes between the two checks answers
+// a stale worker from the new run's tables; its pushes are refused.
+bulk_rows_answer pull_rows_here(const variable_store& store, table_store& tables,
+                                traffic_counter& traffic, const std::string& label, uint64_t run,
+                                int32_t table, const std::vector<int64_t>& keys) {
   bulk_rows_answer answer;
-  auto shard = caf::actor_cast<caf::actor>(caf::actor_cast<caf::strong_actor_ptr>(shard_addr));
-  if (!shard)
+  answer.answered = true;
+  if (auto why = store.other_run(run)) {
+    answer.refused = failure{errc::unauthorized, label + " refused a pull of rows: " + *why};
     return answer;
-  self->send(shard, rows_atom::value, run, table, row_keys{std::move(keys), {}});
-  self->receive(
-    [&](tensor& rows) {
-      answer.answered = true;
-      answer.rows = std::move(rows);
-    },
-    [&](caf::error& err) {
-      answer.answered = true;
-      answer.refused = refusal_of(err);
-      if (!answer.refused)
-        answer.refused = failure{errc::invalid_request, "the shard failed a pull of rows"};
-    },
-    caf::after(within) >> [] {});
+  }
+  answer.refused = tables.lookup(table, keys, answer.rows);
+  if (answer.refused)
+    spdlog::warn("{}: refused a pull of rows: {}", label, answer.refused->message);
+  else
+    traffic.pulled_rows(keys.size(), answer.rows.bytes());
   return answer;
 }
 
 } // namespace
 
 bulk_endpoint shard_endpoint(caf::actor_system& sys, caf::actor_addr shard,
-                             const variable_store& store, snapshot_copy& copy,
+                             const variable_store& store, table_store& tables, snapshot_copy& copy,
                              traffic_counter& traffic, std::string label) {
   bulk_endpoint out;
   out.fetch = [&store, &copy, label](uint64_t run, uint64_t ticket, int32_t index, tensor& value,
@@ -107,11 +104,10 @@ bulk_endpoint shard_endpoint(caf::actor_system& sys, caf::actor_addr shard,
     };
   };
   out.unauthorized_push = [&traffic] { traffic.unauthorized_push(); };
-  out.open_row_puller = [&sys, shard]() -> bulk_endpoint::row_puller {
-    auto self = std::make_shared<caf::scoped_actor>(sys);
-    return [self, shard](uint64_t run, int32_t table, std::vector<int64_t> keys,
-                         std::chrono::milliseconds within) {
-      return pull_rows_through(*self, shard, run, table, std::move(keys), within);
+  out.open_row_puller = [&store, &tables, &traffic, label]() -> bulk_endpoint::row_puller {
+    return [&store, &tables, &traffic, label](
+             uint64_t run, int32_t table, std::vector<int64_t> keys, std::chrono::milliseconds) {
+      return pull_rows_here(store, tables, traffic, label, run, table, keys);
     };
   };
   // The wire's bound, as over BASP; the shard's tables refuse past their own.

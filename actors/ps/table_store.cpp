@@ -23,7 +23,8 @@ maybe_failure table_store::configure(const std::vector<table_setup>& setups, int
   for (auto& s : setups)
     if (auto bad = s.check())
       return bad;
-  reset();
+  std::unique_lock<std::shared_mutex> exclusive{structure_};
+  tables_.clear();
   shard_ = shard;
   shards_ = shards;
   sync_ = sync;
@@ -42,6 +43,7 @@ maybe_failure table_store::configure(const std::vector<table_setup>& setups, int
 }
 
 void table_store::reset() {
+  std::unique_lock<std::shared_mutex> exclusive{structure_};
   tables_.clear();
   step_ = 0;
 }
@@ -72,11 +74,13 @@ maybe_failure table_store::check_request(int32_t table, const std::vector<int64_
 }
 
 maybe_failure table_store::lookup(int32_t table, const std::vector<int64_t>& keys, tensor& out) {
+  std::shared_lock<std::shared_mutex> shared{structure_};
   if (auto bad = check_request(table, keys))
     return bad;
   auto& t = tables_[static_cast<size_t>(table)];
   out = tensor({static_cast<int64_t>(keys.size()), static_cast<int64_t>(t.rows->dim())});
   t.rows->lookup(keys.data(), keys.size(), out.data());
+  std::lock_guard<std::mutex> counting{pulled_};
   t.counts.pulled_keys += keys.size();
   return std::nullopt;
 }
@@ -231,7 +235,11 @@ maybe_failure table_store::restore(int32_t table, const std::vector<int64_t>& ke
 
 table_figures table_store::figures(size_t table, size_t hottest) const {
   auto& t = tables_.at(table);
-  table_figures out = t.counts;
+  table_figures out;
+  {
+    std::lock_guard<std::mutex> counting{pulled_};
+    out = t.counts;
+  }
   out.rows = t.rows->rows();
   out.bytes = t.rows->bytes();
   auto& top = out.hottest;

@@ -6,8 +6,10 @@
 // for dense variables through variable_store.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -49,7 +51,10 @@ public:
   int64_t max_keys(size_t table) const { return tables_.at(table).setup.max_keys; }
 
   /// The values of `keys` in table `table` into `out` [keys, dim]; an unseen
-  /// key reads its initial value. Refuses a key another shard owns.
+  /// key reads its initial value. Refuses a key another shard owns. Safe on
+  /// any thread (a bulk connection's) while the shard's own applies pushes,
+  /// evicts and restores: rows change under their buckets' locks, and the
+  /// tables themselves only in configure and reset, which wait for it.
   maybe_failure lookup(int32_t table, const std::vector<int64_t>& keys, tensor& out);
 
   /// Async: applies one push now (admission, the sparse optimizer, then
@@ -97,6 +102,10 @@ private:
                            size_t n);
   bool admitted(held& t, int64_t key, uint32_t count);
 
+  // configure and reset hold it exclusively, lookups shared: every other
+  // member function runs on the shard's own thread, the only writer.
+  mutable std::shared_mutex structure_;
+  mutable std::mutex pulled_; // the tables' counts.pulled_keys, counted by lookups on any thread
   std::vector<held> tables_;
   int32_t shard_ = 0, shards_ = 1;
   bool sync_ = false;

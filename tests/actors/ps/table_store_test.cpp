@@ -1,7 +1,10 @@
 // A shard's embedding tables (actors/ps/table_store.hpp): which keys a shard
-// owns, the limits, admission, eviction, sync mode's per-row averaging, and
-// initial values that do not depend on the shard count.
+// owns, the limits, admission, eviction, sync mode's per-row averaging,
+// initial values that do not depend on the shard count, and lookups on
+// other threads (bulk connections') beside the shard's pushes.
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include <boost/test/unit_test.hpp>
 
@@ -97,6 +100,62 @@ BOOST_AUTO_TEST_CASE(async_pushes_apply_at_once_from_the_initial_value) {
   BOOST_REQUIRE(figures.hottest.size() == 1u);
   BOOST_TEST(figures.hottest[0].first == 5); // pushed twice
   BOOST_TEST(figures.hottest[0].second == 2u);
+}
+
+// A bulk connection's thread looks rows up while the shard's own thread
+// applies pushes and configures new runs: every row read is whole (one
+// push's, never half of one), no lookup fails, nothing is freed under a
+// lookup (scripts/fuzz runs this under ASan), and lookups on two threads
+// are all counted.
+BOOST_AUTO_TEST_CASE(lookups_on_other_threads_meet_pushes_and_new_runs_safely) {
+  constexpr uint32_t dim = 16;
+  auto setup = sgd_table(dim);
+  setup.table.init = {row_initializer::zeros, 0.0, 7};
+  table_store store;
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0));
+  std::vector<int64_t> keys;
+  for (int64_t k = 1; k <= 50; ++k)
+    keys.push_back(k);
+  std::vector<uint32_t> once(keys.size(), 1);
+  std::atomic<bool> done{false};
+  std::atomic<int> torn{0}, refused{0}, lookups{0};
+  std::thread reader([&] {
+    tensor out;
+    while (!done) {
+      if (store.lookup(0, keys, out)) {
+        ++refused;
+        continue;
+      }
+      ++lookups;
+      for (size_t r = 0; r < keys.size(); ++r)
+        for (uint32_t i = 1; i < dim; ++i)
+          if (out[r * dim + i] != out[r * dim])
+            ++torn;
+    }
+  });
+  for (int run = 0; run < 3; ++run) {
+    for (int push = 0; push < 200; ++push) // SGD at 1.0: each push adds 1 to every value
+      BOOST_REQUIRE(!store.apply(0, keys, once, grads_of(keys.size(), dim, -1.0f)));
+    BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0)); // a new run's tables
+  }
+  done = true;
+  reader.join();
+  BOOST_TEST(torn.load() == 0);
+  BOOST_TEST(refused.load() == 0);
+  BOOST_TEST(lookups.load() > 0);
+
+  auto before = store.figures(0, 0).pulled_keys; // the reader's since the last run began
+  auto look_up = [&] {
+    tensor out;
+    for (int i = 0; i < 500; ++i)
+      if (store.lookup(0, keys, out))
+        ++refused;
+  };
+  std::thread other(look_up);
+  look_up();
+  other.join();
+  BOOST_TEST(refused.load() == 0);
+  BOOST_TEST(store.figures(0, 0).pulled_keys - before == 1000u * keys.size());
 }
 
 BOOST_AUTO_TEST_CASE(admission_by_count_creates_a_row_only_once_its_key_was_seen_enough) {
