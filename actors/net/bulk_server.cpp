@@ -142,18 +142,22 @@ void bulk_server::serve(connection& conn) {
   auto push = endpoint_.open_pusher();
   bulk_endpoint::row_puller rows; // opened at the first pull of rows
   for (;;) {
-    in.next();
-    // Idle between requests: wake each second to notice a stop.
-    maybe_failure idle;
-    while (!stopping_ && !wait_for(conn.ch, false, after(std::chrono::seconds(1)), idle))
-      idle.reset();
-    if (stopping_)
-      return;
-    if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
-      if (err->code != errc::training_stopped)
-        spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
-                     err->message);
-      return;
+    if (conn.request_read) {
+      conn.request_read = false;
+    } else {
+      in.next();
+      // Idle between requests: wake each second to notice a stop.
+      maybe_failure idle;
+      while (!stopping_ && !wait_for(conn.ch, false, after(std::chrono::seconds(1)), idle))
+        idle.reset();
+      if (stopping_)
+        return;
+      if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
+        if (err->code != errc::training_stopped)
+          spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
+                       err->message);
+        return;
+      }
     }
     if (!answer(conn, in, push, rows))
       return;
@@ -247,37 +251,49 @@ bool bulk_server::answer_fetch(connection& conn, frame_reader& in) {
   return reply_values(conn, in.header().request, refused, "fetch", tensor_refs{&value}, version);
 }
 
-// A push, handed to the shard as the message a BASP peer sends.
+// A push, handed to the shard as the message a BASP peer sends, or refused.
 bool bulk_server::answer_push(connection& conn, frame_reader& in,
                               const bulk_endpoint::pusher& push) {
-  auto fields = in.fields();
-  auto request = push_fields(fields);
-  request.precision = fields.i32();
-  request.names = fields.names();
-  if (!fields.at_end())
-    return refuse_malformed(conn, in, "push");
-  if (request.worker != conn.worker)
-    return refuse_other_worker(conn, in, request.worker, "push");
-  return apply_push(conn, in, std::move(request), push);
+  bulk_push request;
+  auto what = in.header().kind == static_cast<uint16_t>(frame_kind::push_rows) ? "push of rows"
+                                                                               : "push";
+  switch (check_push(conn, in, request)) {
+    case push_check::accepted:
+      return apply_push(conn, in, std::move(request), push);
+    case push_check::malformed:
+      return refuse_malformed(conn, in, what);
+    case push_check::other_worker:
+      return refuse_other_worker(conn, in, request.worker, what);
+    case push_check::too_many_keys:
+      return within_row_bound(conn, in, in.shapes()[0][0]);
+  }
+  return false;
 }
 
-// Rows pushed for a granted step: keys, counts and summed gradients.
-bool bulk_server::answer_push_rows(connection& conn, frame_reader& in,
-                                   const bulk_endpoint::pusher& push) {
+// A dense push names its variables; rows come as keys [n, 2], counts [n]
+// and summed gradients [n, dim].
+bulk_server::push_check bulk_server::check_push(const connection& conn, const frame_reader& in,
+                                                bulk_push& request) const {
   auto fields = in.fields();
-  auto request = push_fields(fields);
-  request.table = fields.i32();
-  auto& shapes = in.shapes();
-  bool shaped = shapes.size() == 3 && shapes[0].size() == 2 && shapes[0][1] == 2
-                && shapes[1] == shape_t{shapes[0][0]} && shapes[2].size() == 2
-                && shapes[2][0] == shapes[0][0];
-  if (!fields.at_end() || !shaped || request.table < 0)
-    return refuse_malformed(conn, in, "push of rows");
-  if (request.worker != conn.worker)
-    return refuse_other_worker(conn, in, request.worker, "push of rows");
-  if (!within_row_bound(conn, in, shapes[0][0]))
-    return false;
-  return apply_push(conn, in, std::move(request), push);
+  request = push_fields(fields);
+  if (in.header().kind == static_cast<uint16_t>(frame_kind::push)) {
+    request.precision = fields.i32();
+    request.names = fields.names();
+    if (!fields.at_end())
+      return push_check::malformed;
+  } else {
+    request.table = fields.i32();
+    auto& shapes = in.shapes();
+    bool shaped = shapes.size() == 3 && shapes[0].size() == 2 && shapes[0][1] == 2
+                  && shapes[1] == shape_t{shapes[0][0]} && shapes[2].size() == 2
+                  && shapes[2][0] == shapes[0][0];
+    if (!fields.at_end() || !shaped || request.table < 0)
+      return push_check::malformed;
+    if (request.worker == conn.worker
+        && shapes[0][0] > (endpoint_.max_row_keys ? endpoint_.max_row_keys() : 0))
+      return push_check::too_many_keys;
+  }
+  return request.worker == conn.worker ? push_check::accepted : push_check::other_worker;
 }
 
 bool bulk_server::refuse_other_worker(connection& conn, frame_reader& in, int32_t worker,
@@ -306,17 +322,51 @@ bool bulk_server::within_row_bound(connection& conn, frame_reader& in, int64_t k
   return false; // its data was never read
 }
 
+// A step sends its rows and then its dense gradients together: the second
+// push is already on the connection when the first is handed over, and is
+// handed over before the first is awaited, so the shard takes both at one
+// wake-up. Only after rows, which hold no turn: a second dense push would
+// wait for the turn the first holds. Anything else read ahead is answered
+// next, once the first push is.
+bool bulk_server::apply_push(connection& conn, frame_reader& in, bulk_push request,
+                             const bulk_endpoint::pusher& push) {
+  handed_push first;
+  if (!hand_over(conn, in, std::move(request), push, first))
+    return false;
+  pollfd here{conn.ch.fd(), conn.ch.wanted(false), 0};
+  if (!first.rows || !(conn.ch.has_buffered() || ::poll(&here, 1, 0) > 0))
+    return settle(conn, first, push);
+  in.next();
+  if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
+    settle(conn, first, push);
+    return false;
+  }
+  bulk_push next;
+  auto kind = static_cast<frame_kind>(in.header().kind);
+  if ((kind == frame_kind::push || kind == frame_kind::push_rows)
+      && check_push(conn, in, next) == push_check::accepted) {
+    handed_push second;
+    if (!hand_over(conn, in, std::move(next), push, second)) {
+      settle(conn, first, push);
+      return false;
+    }
+    return settle(conn, first, push) && settle(conn, second, push);
+  }
+  conn.request_read = true;
+  return settle(conn, first, push);
+}
+
 // Dense gradients are read into the storage the turns share, so the turn
 // is held until the shard let go of it. Rows are read into the
 // connection's own storage and the turn ends once they are in: the next
 // connection's rows arrive while the shard applies these.
-bool bulk_server::apply_push(connection& conn, frame_reader& in, bulk_push request,
-                             const bulk_endpoint::pusher& push) {
-  auto id = in.header().request;
+bool bulk_server::hand_over(connection& conn, frame_reader& in, bulk_push request,
+                            const bulk_endpoint::pusher& push, handed_push& out) {
+  out.request = in.header().request;
+  out.rows = request.table >= 0;
   auto until = after(options_.request_timeout);
-  bool rows = request.table >= 0;
   auto turn = take_turn(conn, inbound_);
-  in.lend(rows ? std::move(conn.row_push) : std::move(push_storage_));
+  in.lend(out.rows ? std::move(conn.row_push) : std::move(push_storage_));
   in.read_data();
   if (auto err = receive_frame(conn.ch, in, until)) {
     spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
@@ -324,7 +374,7 @@ bool bulk_server::apply_push(connection& conn, frame_reader& in, bulk_push reque
     return false;
   }
   auto& data = in.tensors();
-  if (rows) {
+  if (out.rows) {
     turn.unlock();
     // Keys and counts leave the frame's storage as the message needs them;
     // the gradients travel in it.
@@ -334,22 +384,29 @@ bool bulk_server::apply_push(connection& conn, frame_reader& in, bulk_push reque
     conn.row_push = std::move(data);
   } else {
     request.gradients = std::move(data);
+    out.turn = std::move(turn);
   }
-  auto answer = push(request, options_.request_timeout);
-  if (rows) {
-    if (!request.gradients.empty() && conn.row_push.size() == 3)
-      conn.row_push[2] = std::move(request.gradients[0]);
+  push.hand_over(request);
+  out.push = std::move(request);
+  return true;
+}
+
+bool bulk_server::settle(connection& conn, handed_push& handed, const bulk_endpoint::pusher& push) {
+  auto answer = push.await(handed.push, options_.request_timeout);
+  if (handed.rows) {
+    if (!handed.push.gradients.empty() && conn.row_push.size() == 3)
+      conn.row_push[2] = std::move(handed.push.gradients[0]);
   } else {
-    push_storage_ = std::move(request.gradients);
-    turn.unlock(); // the reply is small: no turn needed
+    push_storage_ = std::move(handed.push.gradients);
+    handed.turn.unlock(); // the reply is small: no turn needed
   }
   std::optional<frame_writer> out;
   if (answer.version) {
     meta_writer meta;
     meta.i64(*answer.version);
-    out.emplace(frame_kind::push_reply, id, meta);
+    out.emplace(frame_kind::push_reply, handed.request, meta);
   } else if (answer.refused) {
-    out = refusal_frame(id, *answer.refused);
+    out = refusal_frame(handed.request, *answer.refused);
   }
   // No answer (the shard is gone, or timed out): the peer sees the connection close.
   return out && reply(conn, *out);
@@ -399,7 +456,7 @@ bool bulk_server::answer(connection& conn, frame_reader& in, const bulk_endpoint
     case frame_kind::rows:
       return answer_rows(conn, in, rows);
     case frame_kind::push_rows:
-      return answer_push_rows(conn, in, push);
+      return answer_push(conn, in, push);
     case frame_kind::pull:
       return answer_pull(conn, in);
     case frame_kind::fetch:

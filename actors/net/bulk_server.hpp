@@ -7,7 +7,9 @@
 // counts apply. A pull is answered by the connection's thread itself from
 // the values the endpoint pins (copy-on-write), written straight from them:
 // no hop through the shard actor, so a small pull costs about a TCP round
-// trip. A connection must open with a ticket the shard gave a peer of its
+// trip; a pull of rows likewise, from the rows the endpoint looks up. A
+// connection's requests are answered in order, so a peer may send several
+// before the first reply. A connection must open with a ticket the shard gave a peer of its
 // run over BASP (bulk_atom): each ticket opens one connection, for the
 // worker it was asked for (its pushes must name that worker; -1: pulls
 // only), and expires unused after a minute; anything else is refused and
@@ -89,9 +91,16 @@ struct bulk_endpoint {
                               int32_t precision, std::vector<std::shared_ptr<const tensor>>& pinned,
                               int64_t& version)>
     pull;
-  /// Applies a push and waits for the answer, at most `within`. Gives the
-  /// gradients' storage back in `push.gradients` once the shard let go of it.
-  using pusher = std::function<bulk_push_answer(bulk_push& push, std::chrono::milliseconds within)>;
+  /// One connection's pushes: hand_over passes a push to the shard without
+  /// waiting; await waits (at most `within`) for the answer to the oldest
+  /// push handed over and not yet awaited, and gives the gradients' storage
+  /// back in that push's `gradients` once the shard let go of it. A server
+  /// hands over at most two before awaiting (a step's rows, then its dense
+  /// gradients), so that the shard takes both at one wake-up.
+  struct pusher {
+    std::function<void(bulk_push& push)> hand_over;
+    std::function<bulk_push_answer(bulk_push& push, std::chrono::milliseconds within)> await;
+  };
   /// A pusher for one connection (called on its thread, once).
   std::function<pusher()> open_pusher;
   /// Tensor `index` of the checkpoint copy that `ticket` names (each once,
@@ -141,7 +150,18 @@ private:
     int32_t worker = -1;          // whose pushes it carries (its ticket's); -1: none
     std::vector<tensor> row_keys; // a pull of rows' keys, storage kept between requests
     std::vector<tensor> row_push; // a push of rows' keys, counts and gradients, likewise
+    bool request_read = false;    // the next request's head was read ahead (apply_push)
   };
+
+  /// A push handed to the shard and not yet answered.
+  struct handed_push {
+    uint64_t request = 0;
+    bool rows = false;
+    std::unique_lock<std::mutex> turn; // a dense push's inbound turn, until the storage is back
+    bulk_push push;
+  };
+  /// What the checks of a push's fields found.
+  enum class push_check { accepted, malformed, other_worker, too_many_keys };
 
   void accept_loop();
   void serve(connection& conn);
@@ -158,15 +178,24 @@ private:
   bool refuse_malformed(connection& conn, bulk::frame_reader& in, const char* what);
   bool reply_values(connection& conn, uint64_t request, const maybe_failure& refused,
                     const char* what, const bulk::tensor_refs& values, int64_t version);
+  /// A push or a push of rows: applied, or refused as its check says.
   bool answer_push(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
   bool answer_rows(connection& conn, bulk::frame_reader& in, bulk_endpoint::row_puller& rows);
-  bool answer_push_rows(connection& conn, bulk::frame_reader& in,
-                        const bulk_endpoint::pusher& push);
-  /// A push's data read in this connection's inbound turn into the storage
-  /// the turns share, handed to the shard, answered; the turn is held
-  /// until the shard let go of the storage.
+  /// A push's fields and shapes (its data not read yet) into `request`.
+  push_check check_push(const connection& conn, const bulk::frame_reader& in,
+                        bulk_push& request) const;
+  /// A push handed to the shard and answered. A push of rows followed by
+  /// another push already on the connection (a step's) hands that one over
+  /// too before awaiting the first.
   bool apply_push(connection& conn, bulk::frame_reader& in, bulk_push request,
                   const bulk_endpoint::pusher& push);
+  /// A push's data read in this connection's inbound turn (into the storage
+  /// the turns share for dense gradients, the turn then held until the
+  /// shard let go of it; into the connection's own for rows) and handed over.
+  bool hand_over(connection& conn, bulk::frame_reader& in, bulk_push request,
+                 const bulk_endpoint::pusher& push, handed_push& out);
+  /// A handed push's answer, its storage back, its reply sent.
+  bool settle(connection& conn, handed_push& handed, const bulk_endpoint::pusher& push);
   /// A push naming another worker than the connection's ticket: counted,
   /// its data read and dropped, refused.
   bool refuse_other_worker(connection& conn, bulk::frame_reader& in, int32_t worker,

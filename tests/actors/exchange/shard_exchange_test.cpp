@@ -3,6 +3,7 @@
 // plain map here) and a shard over the message path (a fake whose replies
 // the test hands in, as an actor's mailbox would). The outcome of a part
 // does not depend on the path: values, the shard's refusal, or a loss.
+#include <deque>
 #include <map>
 #include <mutex>
 
@@ -25,6 +26,7 @@ struct bulk_shard {
   std::shared_ptr<tensor> w = std::make_shared<tensor>(shape_t{4}, 1.0f);
   int64_t version = 0;
   std::map<int32_t, tensor> copy{{0, tensor{{3}, 5.0f}}, {1, tensor{{2}, 6.0f}}};
+  std::vector<std::string> events; // the pusher's calls, in order
   std::unique_ptr<bulk_server> server;
 
   bulk_shard() {
@@ -54,20 +56,35 @@ struct bulk_shard {
       v = version;
       return std::nullopt;
     };
+    // Applied when handed over (rows are only counted); the answers wait
+    // for await, in order. `events` says which came when.
     endpoint.open_pusher = [this]() -> bulk_endpoint::pusher {
-      return [this](bulk_push& push, std::chrono::milliseconds) {
-        std::lock_guard<std::mutex> guard{mutex};
-        bulk_push_answer answer;
-        if (push.step == 99) {
-          answer.refused = failure{errc::stale_gradient, "step 99 is stale"};
-          return answer;
-        }
-        for (size_t i = 0; i < w->size(); ++i)
-          w->data()[i] += push.gradients.at(0).data()[i];
-        answer.version = ++version;
-        return answer;
-      };
+      auto answers = std::make_shared<std::deque<bulk_push_answer>>();
+      return {[this, answers](bulk_push& push) {
+                std::lock_guard<std::mutex> guard{mutex};
+                bool rows = push.table >= 0;
+                events.push_back(rows ? "hand over rows" : "hand over");
+                bulk_push_answer answer;
+                if (push.step == 99) {
+                  answer.refused = failure{errc::stale_gradient, "step 99 is stale"};
+                } else if (rows) {
+                  answer.version = version;
+                } else {
+                  for (size_t i = 0; i < w->size(); ++i)
+                    w->data()[i] += push.gradients.at(0).data()[i];
+                  answer.version = ++version;
+                }
+                answers->push_back(answer);
+              },
+              [this, answers](bulk_push&, std::chrono::milliseconds) {
+                std::lock_guard<std::mutex> guard{mutex};
+                events.push_back("await");
+                auto answer = answers->front();
+                answers->pop_front();
+                return answer;
+              }};
     };
+    endpoint.max_row_keys = [] { return int64_t{1000}; };
     endpoint.unauthorized_push = [] {};
     bulk_server_options options;
     options.host = "127.0.0.1";
@@ -268,6 +285,56 @@ BOOST_AUTO_TEST_CASE(a_cancelled_exchange_ignores_late_replies_and_drops_a_broke
   exchange.finish(collect());
   BOOST_TEST(finished == 2);
   BOOST_TEST(!outcomes.at(0).lost);
+}
+
+// A push of rows with another push behind it on the connection (a step's
+// rows, then its dense gradients): both reach the shard before the first
+// answer is awaited, so the shard takes them at one wake-up, and they are
+// answered in order. A dense push is never followed that way (it holds the
+// inbound turn a second would wait for), and a pull read ahead is answered
+// after the push before it, from the values that push made.
+BOOST_AUTO_TEST_CASE(a_steps_two_pushes_reach_the_shard_before_either_is_awaited) {
+  bulk_shard shard;
+  auto link = shard.link();
+  int64_t key = 3;
+  uint32_t count = 1;
+  auto keys = bulk::key_bits(&key, 1);
+  auto counts = bulk::count_bits(&count, 1);
+  tensor row_grads({1, 2}, 1.0f);
+  std::vector<tensor> grads{tensor{{4}, 0.5f}};
+  auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(5); };
+  link->start_push_rows(run, 0, 1, 0, 0, {&keys, &counts, &row_grads});
+  link->start_push(run, 0, 1, 0, names, grads);
+  complete_all({link.get()}, soon());
+  BOOST_TEST(!link->error(0));
+  BOOST_TEST(!link->error(1));
+  BOOST_TEST(link->version(1) == 1);
+  auto events = [&] {
+    std::lock_guard<std::mutex> guard{shard.mutex};
+    auto out = shard.events;
+    shard.events.clear();
+    return out;
+  };
+  BOOST_TEST(events()
+               == (std::vector<std::string>{"hand over rows", "hand over", "await", "await"}),
+             boost::test_tools::per_element());
+
+  link->start_push(run, 0, 2, 0, names, grads);
+  link->start_push(run, 0, 3, 0, names, grads);
+  complete_all({link.get()}, soon());
+  BOOST_TEST(!link->error(0));
+  BOOST_TEST(link->version(1) == 3);
+  BOOST_TEST(events() == (std::vector<std::string>{"hand over", "await", "hand over", "await"}),
+             boost::test_tools::per_element());
+
+  link->start_push_rows(run, 0, 4, 0, 0, {&keys, &counts, &row_grads});
+  link->start_pull(run, names, {});
+  complete_all({link.get()}, soon());
+  BOOST_TEST(!link->error(0));
+  BOOST_REQUIRE(!link->error(1));
+  BOOST_TEST(link->values(1).at(0).data()[0] == 2.5f); // 1 + 3 pushes of 0.5
+  BOOST_TEST(events() == (std::vector<std::string>{"hand over rows", "await"}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
