@@ -5,6 +5,18 @@
 
 namespace troupe {
 
+namespace {
+
+// Keeps the first refusal and the first loss of the parts' rows.
+void note(row_exchange::outcome& result, const rows_outcome& got) {
+  if (got.refused && !result.refused)
+    result.refused = got.refused;
+  if (got.lost && !result.lost)
+    result.lost = got.lost;
+}
+
+} // namespace
+
 row_exchange::row_exchange(shard_exchange& exchange, embedding_table_config placement,
                            int32_t shards, int32_t table, uint32_t dim)
   : exchange_(exchange), placement_(std::move(placement)), shards_(shards), table_(table),
@@ -75,13 +87,9 @@ row_exchange::outcome row_exchange::take_pull(std::vector<part_outcome>& outcome
   rows.values.assign(rows.keys.size() * dim_, 0.0f);
   for (auto& [index, s] : asked_) {
     auto& got = outcomes.at(index).rows;
-    if (got.refused || got.lost) {
-      if (got.refused && !result.refused)
-        result.refused = got.refused;
-      if (got.lost && !result.lost)
-        result.lost = got.lost;
+    note(result, got);
+    if (got.refused || got.lost)
       continue;
-    }
     auto& mine = parts_[static_cast<size_t>(s)];
     auto& values = got.values;
     if (values.size() != 1 || values[0].rank() != 2
@@ -108,13 +116,8 @@ void row_exchange::ask_push(const batch_rows& rows, bool every_shard,
 
 row_exchange::outcome row_exchange::pushed(const std::vector<part_outcome>& outcomes) const {
   outcome result;
-  for (auto& a : asked_) {
-    auto& got = outcomes.at(a.part).rows;
-    if (got.refused && !result.refused)
-      result.refused = got.refused;
-    if (got.lost && !result.lost)
-      result.lost = got.lost;
-  }
+  for (auto& a : asked_)
+    note(result, outcomes.at(a.part).rows);
   return result;
 }
 

@@ -19,7 +19,7 @@ std::unique_ptr<bulk_link> bulk_link::open(const std::string& host, uint16_t por
     new bulk_link(std::move(ch), frame_limits{max_wire_elements(), max_frame_bytes()})};
   meta_writer meta;
   meta.u64(run).u64(ticket).text(label);
-  link->begin(frame_kind::welcome, frame_writer{frame_kind::hello, 0, meta});
+  link->begin(frame_kind::hello, meta);
   complete_all({link.get()}, until);
   if (link->error()) {
     error = link->error();
@@ -28,8 +28,21 @@ std::unique_ptr<bulk_link> bulk_link::open(const std::string& host, uint16_t por
   return link;
 }
 
-void bulk_link::begin(frame_kind expected, frame_writer frame, std::vector<tensor> storage) {
-  auto number = expected == frame_kind::welcome ? 0 : ++next_number_;
+// The reply each request kind gets: a hello's welcome, a push's push_reply,
+// a pull_reply for the rest.
+static frame_kind reply_to(frame_kind kind) {
+  if (kind == frame_kind::hello)
+    return frame_kind::welcome;
+  if (kind == frame_kind::push || kind == frame_kind::push_rows)
+    return frame_kind::push_reply;
+  return frame_kind::pull_reply;
+}
+
+void bulk_link::begin(frame_kind kind, const meta_writer& meta, const tensor_refs& data,
+                      std::vector<tensor> storage) {
+  // A hello is request 0; the requests after it are numbered on.
+  auto number = kind == frame_kind::hello ? 0 : ++next_number_;
+  frame_writer frame{kind, number, meta, data};
   if (!asking_) { // a new exchange
     asking_ = true;
     requests_.clear();
@@ -37,10 +50,10 @@ void bulk_link::begin(frame_kind expected, frame_writer frame, std::vector<tenso
     out_ = std::move(frame);
     in_.next();
     in_.lend(std::move(storage));
-    requests_.push_back({expected, number, {}, std::nullopt, false, 0});
+    requests_.push_back({reply_to(kind), number, {}, std::nullopt, false, 0});
   } else {
     out_.append(std::move(frame));
-    requests_.push_back({expected, number, std::move(storage), std::nullopt, false, 0});
+    requests_.push_back({reply_to(kind), number, std::move(storage), std::nullopt, false, 0});
   }
   done_ = false;
   if (broken_)
@@ -52,16 +65,14 @@ void bulk_link::start_pull(uint64_t run, const std::vector<std::string>& names,
                            std::vector<tensor> storage, wire_precision precision) {
   meta_writer meta;
   meta.u64(run).names(names).i32(static_cast<int32_t>(precision));
-  begin(frame_kind::pull_reply, frame_writer{frame_kind::pull, next_number_ + 1, meta},
-        std::move(storage));
+  begin(frame_kind::pull, meta, {}, std::move(storage));
 }
 
 void bulk_link::start_fetch(uint64_t run, uint64_t ticket, int32_t index,
                             std::vector<tensor> storage) {
   meta_writer meta;
   meta.u64(run).u64(ticket).i32(index);
-  begin(frame_kind::pull_reply, frame_writer{frame_kind::fetch, next_number_ + 1, meta},
-        std::move(storage));
+  begin(frame_kind::fetch, meta, {}, std::move(storage));
 }
 
 void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
@@ -69,7 +80,7 @@ void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step, uint64_t 
                            const std::vector<tensor>& gradients, int32_t wire_code) {
   meta_writer meta{&gradients};
   meta.u64(run).i32(worker).i64(step).u64(proof).i32(wire_code).names(names);
-  begin(frame_kind::push_reply, frame_writer{frame_kind::push, next_number_ + 1, meta, &gradients});
+  begin(frame_kind::push, meta, refs_of(&gradients));
 }
 
 void bulk_link::start_pull_rows(uint64_t run, int32_t table, const tensor& keys,
@@ -77,16 +88,14 @@ void bulk_link::start_pull_rows(uint64_t run, int32_t table, const tensor& keys,
   tensor_refs data{&keys};
   meta_writer meta{data};
   meta.u64(run).i32(table);
-  begin(frame_kind::pull_reply, frame_writer{frame_kind::rows, next_number_ + 1, meta, data},
-        std::move(storage));
+  begin(frame_kind::rows, meta, data, std::move(storage));
 }
 
 void bulk_link::start_push_rows(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
                                 int32_t table, const tensor_refs& keys_counts_grads) {
   meta_writer meta{keys_counts_grads};
   meta.u64(run).i32(worker).i64(step).u64(proof).i32(table);
-  begin(frame_kind::push_reply,
-        frame_writer{frame_kind::push_rows, next_number_ + 1, meta, keys_counts_grads});
+  begin(frame_kind::push_rows, meta, keys_counts_grads);
 }
 
 const maybe_failure& bulk_link::error(size_t i) const noexcept {

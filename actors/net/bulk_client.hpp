@@ -87,8 +87,10 @@ private:
   friend void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until,
                            const then_on_link& then);
   bulk_link(bulk::channel ch, bulk::frame_limits limits) : ch_(std::move(ch)), in_(limits) {}
-  /// Asks a request answered by a frame of kind `expected`, read into `storage`.
-  void begin(bulk::frame_kind expected, bulk::frame_writer frame, std::vector<tensor> storage = {});
+  /// Asks a request of kind `kind` (its meta section and tensors, which
+  /// must outlive the exchange), its reply read into `storage`.
+  void begin(bulk::frame_kind kind, const bulk::meta_writer& meta,
+             const bulk::tensor_refs& data = {}, std::vector<tensor> storage = {});
   /// The reply read is request reading_'s; true once every request is answered.
   bool finish();
   /// The link broke: every request not answered yet fails with `why`.

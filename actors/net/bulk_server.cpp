@@ -26,6 +26,14 @@ bulk_push push_fields(meta_reader& fields) {
   return out;
 }
 
+// Bytes of a next request already here (sent with the one just read).
+bool bytes_waiting(const channel& ch) {
+  if (ch.has_buffered())
+    return true;
+  pollfd here{ch.fd(), ch.wanted(false), 0};
+  return ::poll(&here, 1, 0) > 0;
+}
+
 frame_limits current_limits() {
   return {max_wire_elements(), max_frame_bytes()};
 }
@@ -333,8 +341,7 @@ bool bulk_server::apply_push(connection& conn, frame_reader& in, bulk_push reque
   handed_push first;
   if (!hand_over(conn, in, std::move(request), push, first))
     return false;
-  pollfd here{conn.ch.fd(), conn.ch.wanted(false), 0};
-  if (!first.rows || !(conn.ch.has_buffered() || ::poll(&here, 1, 0) > 0))
+  if (!first.rows || !bytes_waiting(conn.ch))
     return settle(conn, first, push);
   in.next();
   if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {

@@ -82,15 +82,36 @@ batch_rows rows_of(std::vector<int64_t> ids) {
   return rows;
 }
 
+// The keys 0 .. n-1, each once.
+batch_rows first_keys(int64_t n) {
+  std::vector<int64_t> ids;
+  for (int64_t k = 0; k < n; ++k)
+    ids.push_back(k);
+  return rows_of(ids);
+}
+
+// A row exchange of table 0, dim 2, over `shards` shards that the fake
+// message path stands for.
+struct over_fake_path {
+  fake_rows path;
+  shard_exchange over{path, std::chrono::seconds(5)};
+  row_exchange exchange;
+
+  explicit over_fake_path(int32_t shards, embedding_table_config config = hash_table())
+    : exchange(over, std::move(config), shards, 0, 2) {
+    over.reset_links(static_cast<size_t>(shards));
+  }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(row_exchanges)
 
 BOOST_AUTO_TEST_CASE(each_shard_gets_its_keys_by_bucket_and_replies_land_on_their_keys) {
-  fake_rows path;
-  shard_exchange over(path, std::chrono::seconds(5));
-  over.reset_links(3);
-  row_exchange exchange(over, hash_table(), 3, 0, 2);
+  over_fake_path fake(3);
+  auto& path = fake.path;
+  auto& over = fake.over;
+  auto& exchange = fake.exchange;
   std::vector<int64_t> ids;
   for (int64_t k = 0; k < 40; ++k)
     ids.push_back(k % 25); // duplicates: 25 distinct keys
@@ -156,10 +177,9 @@ BOOST_AUTO_TEST_CASE(a_fixed_size_table_sends_each_id_to_its_tf_partition) {
     config.kind = table_kind::fixed;
     config.rows = 10;
     config.partition = strategy;
-    fake_rows path;
-    shard_exchange over(path, std::chrono::seconds(5));
-    over.reset_links(3);
-    row_exchange exchange(over, config, 3, 0, 2);
+    over_fake_path fake(3, config);
+    auto& path = fake.path;
+    auto& exchange = fake.exchange;
     auto rows = rows_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
     exchange.pull(7, rows, [](const row_exchange::outcome&) {});
     BOOST_REQUIRE(path.pulls.size() == 3u);
@@ -186,14 +206,11 @@ BOOST_AUTO_TEST_CASE(a_fixed_size_table_sends_each_id_to_its_tf_partition) {
 // shard gets a part of rows only. Over BASP the rows of a push go before
 // its dense gradients, the rows of a pull after its dense values.
 BOOST_AUTO_TEST_CASE(rows_ride_beside_a_steps_dense_values_and_gradients) {
-  fake_rows path;
-  shard_exchange over(path, std::chrono::seconds(5));
-  over.reset_links(2);
-  row_exchange exchange(over, hash_table(), 2, 0, 2);
-  std::vector<int64_t> ids;
-  for (int64_t k = 0; k < 20; ++k)
-    ids.push_back(k);
-  auto rows = rows_of(ids);
+  over_fake_path fake(2);
+  auto& path = fake.path;
+  auto& over = fake.over;
+  auto& exchange = fake.exchange;
+  auto rows = first_keys(20);
   const std::vector<std::string> names{"bias"};
   std::vector<exchange_part> parts(1);
   parts[0].shard = 1;
@@ -249,14 +266,10 @@ BOOST_AUTO_TEST_CASE(rows_ride_beside_a_steps_dense_values_and_gradients) {
 }
 
 BOOST_AUTO_TEST_CASE(refusals_losses_and_shapes_surface_and_cancelled_replies_are_ignored) {
-  fake_rows path;
-  shard_exchange over(path, std::chrono::seconds(5));
-  over.reset_links(2);
-  row_exchange exchange(over, hash_table(), 2, 0, 2);
-  std::vector<int64_t> ids;
-  for (int64_t k = 0; k < 20; ++k)
-    ids.push_back(k);
-  auto rows = rows_of(ids);
+  over_fake_path fake(2);
+  auto& path = fake.path;
+  auto& exchange = fake.exchange;
+  auto rows = first_keys(20);
   row_exchange::outcome seen;
   int finished = 0;
   exchange.pull(7, rows, [&](const row_exchange::outcome& out) {
