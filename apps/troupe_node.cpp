@@ -135,7 +135,8 @@ int main(int argc, char** argv) {
   if (!devices_usable(setup) || !tls_safe(setup))
     return exit_config;
   setup_logging(setup.name());
-  if (setup.whole_cluster || setup.job == job_kind::chief || setup.job == job_kind::worker)
+  if (setup.whole_cluster || setup.job == job_kind::chief || setup.job == job_kind::worker
+      || setup.job == job_kind::ps)
     catch_sigterm();
   for (auto& warning : setup.restore_warnings)
     spdlog::warn("checkpoint: {}", warning);

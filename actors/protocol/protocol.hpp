@@ -66,7 +66,7 @@ using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>;     ///< chief 
 using saved_atom = caf::atom_constant<caf::atom("saved")>;           ///< checkpoint writer -> chief
 using shard_back_atom = caf::atom_constant<caf::atom("shard_back")>; ///< reconnector -> chief
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;         ///< worker: find a new chief
-using leave_atom = caf::atom_constant<caf::atom("leave")>; ///< worker: SIGTERM, leave the run
+using leave_atom = caf::atom_constant<caf::atom("leave")>;           ///< worker, shard: SIGTERM
 /// The report channel's connection threads -> the chief: a batch of reports
 using relayed_atom = caf::atom_constant<caf::atom("relayed")>;
 /// The report channel's reader thread -> its worker: grants, or the loss of the channel
@@ -446,8 +446,9 @@ using ps_shard_actor = caf::typed_actor<
   // the chief: the run failed (why), quit with an error
   caf::reacts_to<stop_atom, std::string>>;
 
-/// The shard as implemented: plus the deadline for the chief's init.
-using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>>;
+/// The shard as implemented: plus the deadline for the chief's init, and
+/// `leave` from its own process (SIGTERM: say what ends, then quit).
+using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>, caf::reacts_to<leave_atom>>;
 
 /// A worker found a non-finite gradient and pushed nothing: async, the chief
 /// revokes the step and grants the next; sync, the chief ends the run (no

@@ -392,6 +392,28 @@ bool wait_on_for_chief(self_ptr self, std::chrono::milliseconds wait, const char
   return true;
 }
 
+// SIGTERM, relayed by its own process: a shard that no chief initialised
+// has nothing to lose and ends normally; one that holds a run's variables
+// ends with an error, and the run recovers from its latest checkpoint once
+// the task is back.
+void on_sigterm(self_ptr self) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  if (!sender || sender->node() != self->node()) {
+    refuse(st.label, "a leave", sender, "only its own process relays SIGTERM");
+    return;
+  }
+  if (!st.store->initialized()) {
+    spdlog::info("{}: stopped by SIGTERM while waiting for its chief; nothing to save", st.label);
+    self->quit(caf::exit_reason::normal);
+    return;
+  }
+  spdlog::warn("{}: stopped by SIGTERM after {} update(s) of run {}; its chief recovers the run "
+               "from its latest checkpoint once this task is back",
+               st.label, st.store->version(), st.run);
+  self->quit(make_error({errc::training_stopped, "stopped by SIGTERM"}));
+}
+
 // No chief came in time (at start), or no new one after the chief was lost.
 void on_tick(self_ptr self) {
   auto& st = self->state;
@@ -472,6 +494,7 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     [self](stop_atom) { on_stop(self); },
     [self](stop_atom, const std::string& why) { on_abort(self, why); },
     [self](tick_atom) { on_tick(self); },
+    [self](leave_atom) { on_sigterm(self); },
   };
 }
 

@@ -14,12 +14,15 @@
 
 namespace troupe::node {
 
+// Written from the options the model is built from, so that the card says
+// what the network is (a deepfm's hidden layers are embedding.deep-layers).
 model_card card_of(const node_setup& setup, int64_t step) {
-  auto net = make_model(setup.train.model, model_options_of(setup.train));
+  auto options = model_options_of(setup.train);
+  auto net = make_model(setup.train.model, options);
   auto card = describe_model(setup.train.model, *net, setup.data->train.get(), step);
   if (!net->tables().empty()) {
     auto& t = setup.train;
-    card.deep_layers = t.network.deep_layers;
+    card.deep_layers = options.deep_layers;
     card.table_init = table_setup_of(t.embedding, net->tables()[0], t.seed).table.init;
     card.categorical_columns = t.data.csv.categorical_columns;
     card.ignore_columns = t.data.csv.ignore_columns;

@@ -105,7 +105,12 @@ int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits&
     return exit_failure;
   }
   auto warden = guard_port(setup, limits, address);
-  auto reason = wait_for(sys, caf::actor_cast<caf::actor>(shard));
+  caf::error reason;
+  {
+    sigterm_relay relay{sys, caf::actor_cast<caf::actor>(shard),
+                        caf::make_message(leave_atom::value)};
+    reason = wait_for(sys, caf::actor_cast<caf::actor>(shard));
+  }
   if (reason && reason != caf::exit_reason::normal)
     spdlog::error("ps shard ended: {}", describe(reason));
   return exit_code_of(reason);

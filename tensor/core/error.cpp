@@ -16,4 +16,15 @@ const char* to_string(errc code) {
   return "unknown_error";
 }
 
+std::string quoted(std::string_view text, size_t most) {
+  std::string out = "'";
+  for (size_t i = 0; i < text.size() && i < most; ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    out += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
+  }
+  if (text.size() <= most)
+    return out + "'";
+  return out + "...' (" + std::to_string(text.size()) + " bytes)";
+}
+
 } // namespace troupe

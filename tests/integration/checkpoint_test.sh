@@ -146,6 +146,17 @@ expect "G: SIGTERM to a chief still connecting: it exits 0 (got $rc) within 10 s
 expect "G:   saying what it was waiting for" \
   grep -q '"preempted":true.*stopped by SIGTERM while waiting for the ps tasks; nothing had started' "$tmp/g-chief.log"
 
+# G2 (issue 52): SIGTERM to a ps task waiting for its chief ended it with 143
+# and no line; now it says so and exits 0 (nothing was lost).
+start_task g-ps0 "$tmp/g.conf" ps 0
+sleep 3
+kill -TERM "${pid[g-ps0]}"; term_at=$SECONDS
+wait_exit "${pid[g-ps0]}" 20
+expect "G2: SIGTERM to a ps waiting for its chief: it exits 0 (got $rc) within 10 s" \
+  bash -c "[ '$rc' = 0 ] && [ $((SECONDS - term_at)) -le 10 ]"
+expect "G2:   saying so" grep -q "stopped by SIGTERM while waiting for its chief; nothing to save" \
+  "$tmp/g-ps0.log"
+
 # H (issue 25): SIGTERM while the chief waits for a lost ps logged "stopped
 # by SIGTERM before training began" after thousands of steps.
 rm -rf "$tmp/logs"

@@ -72,6 +72,17 @@ for model in deepfm lr; do
   expect "$model: test AUC above 0.6 ($auc)" above "$auc" 0.6
 done
 expect "deepfm: its MLP is placed on the shards" grep -q 'deep/layer0/weights' deepfm.out
+# A deepfm of other hidden layers than the default: its card says them, and
+# troupe-eval reads the export back to the run's scores.
+example_config ctr-fm narrow.conf model='"deepfm"' epochs=1 learning-rate=0.1 log-interval=0 \
+  eval-interval=0 log-dir='"logs/narrow"'
+sed -i 's/^\[embedding\]$/[embedding]\ndeep-layers = [16]/' narrow.conf
+"$bin" --config-file=narrow.conf >narrow.out 2>&1
+expect "deepfm with deep-layers = [16]: the card says [16]" \
+  grep -Eq '"deep_layers": ?\[ ?16 ?\]' logs/narrow/export/model.json
+"$(dirname "$bin")/troupe-eval" logs/narrow/export data/ctr/test.tsv >narrow-eval.out 2>&1
+expect "deepfm with deep-layers = [16]: troupe-eval scores its export as the run did ($(num narrow-eval.out auc) vs $(num narrow.out test_auc))" \
+  within_print "$(num narrow-eval.out auc)" "$(num narrow.out test_auc)"
 
 # -- B2: a custom network over an embedding layer (config/examples/ctr-deep.conf),
 # in one process: it learns, its table restores onto 3 shards with the same

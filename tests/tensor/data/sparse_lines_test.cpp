@@ -79,6 +79,22 @@ BOOST_AUTO_TEST_CASE(criteo_lines_that_cannot_be_used) {
   BOOST_TEST(refusal([&] { parse_criteo_line("", e); }) != "accepted");
 }
 
+// A 10 MB field is named by its start and its length, not echoed whole.
+BOOST_AUTO_TEST_CASE(a_huge_bad_field_is_cut_in_the_message) {
+  sparse_example e;
+  std::string huge(10 << 20, '7');
+  huge[1] = 'x';
+  auto why = refusal([&] { parse_criteo_line(criteo_line("1", huge, "a"), e); });
+  BOOST_TEST(why.size() < 200u, why.substr(0, 300));
+  BOOST_TEST(why.find("I1 = '7x777") != std::string::npos, why.substr(0, 300));
+  BOOST_TEST(why.find("(10485760 bytes) is not an integer") != std::string::npos,
+             why.substr(0, 300));
+  auto label = refusal([&] { parse_libsvm_line(std::string(1 << 20, 'q') + " 3:1", e); });
+  BOOST_TEST(label.size() < 200u);
+  BOOST_TEST(quoted("a\tb") == "'a?b'");
+  BOOST_TEST(quoted(std::string(41, 'z')) == "'" + std::string(40, 'z') + "...' (41 bytes)");
+}
+
 BOOST_AUTO_TEST_CASE(libsvm_ids_and_weights) {
   sparse_example e;
   parse_libsvm_line("-1 3:0.5  10:1\t7:-2e-1\r", e);
