@@ -34,6 +34,7 @@ maybe_failure table_store::configure(const std::vector<table_setup>& setups, int
     held t;
     t.setup = s;
     t.rows = std::make_unique<embedding_table>(s.table);
+    t.rows->set_byte_cap(s.eviction.max_bytes);
     t.version = first_step;
     if (sync)
       t.sums.emplace(s.table.dim);
@@ -156,7 +157,7 @@ maybe_failure table_store::apply_rows(held& t, const int64_t* keys, const uint32
   auto created = t.rows->rows() - before;
   t.counts.admitted += created;
   auto& rules = t.setup.eviction;
-  bool over_cap = rules.max_bytes > 0 && t.rows->bytes() > rules.max_bytes;
+  bool over_cap = t.rows->at_cap();
   bool due = (rules.after_steps > 0 || rules.l2_below > 0)
              && t.version % t.setup.evict_interval == 0;
   if (over_cap || due)
@@ -242,6 +243,8 @@ table_figures table_store::figures(size_t table, size_t hottest) const {
   }
   out.rows = t.rows->rows();
   out.bytes = t.rows->bytes();
+  out.evicted += t.rows->cap_replaced();
+  out.not_admitted += t.rows->cap_refused();
   auto& top = out.hottest;
   auto hotter = [](const std::pair<int64_t, uint32_t>& a, const std::pair<int64_t, uint32_t>& b) {
     return a.second > b.second || (a.second == b.second && a.first < b.first);

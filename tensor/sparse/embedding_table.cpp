@@ -35,9 +35,6 @@ namespace {
 // buckets stay small, large ones waste at most one chunk, and growth never
 // moves a row.
 constexpr uint32_t max_chunk_rows = 1024;
-// What a row costs beside its payload and counters, for the memory cap: a
-// map slot at the mean load (12 B / 0.6) and the last chunk's slack.
-constexpr size_t cap_overhead_per_row = 24;
 
 uint32_t chunk_of(uint32_t row) {
   if (row < 16)
@@ -107,6 +104,7 @@ embedding_table::embedding_table(embedding_table_config config) : config_(std::m
   buckets_.reserve(config_.buckets.count);
   for (uint32_t b = 0; b < config_.buckets.count; ++b)
     buckets_.push_back(std::make_unique<bucket>(config_.buckets.seed ^ 0x2545f4914f6cdd1dULL));
+  bytes_ = buckets_.capacity() * sizeof(void*) + buckets_.size() * sizeof(bucket);
 }
 
 embedding_table::~embedding_table() = default;
@@ -202,8 +200,11 @@ void embedding_table::apply_row(bucket& b, int64_t key, uint64_t h, uint32_t row
   float* dest;
   row_counters c;
   if (row == row_map::no_row) {
+    row = new_row(b, key, h, static_cast<uint32_t>(step));
+    if (row == row_map::no_row)
+      return; // no room under the byte cap: counted there
     // The row starts where a pull of the unseen key read it.
-    dest = row_at(b, new_row(b, key, h));
+    dest = row_at(b, row);
     initial_row(config_.init, id_, key, dest, config_.dim);
     std::copy(initial_slots_.begin(), initial_slots_.end(), dest + config_.dim);
   } else {
@@ -218,19 +219,73 @@ void embedding_table::apply_row(bucket& b, int64_t key, uint64_t h, uint32_t row
   b.newest = std::max<uint64_t>(b.newest, c.last_update);
 }
 
-uint32_t embedding_table::new_row(bucket& b, int64_t key, uint64_t h) {
+size_t embedding_table::fresh_row_bytes(const bucket& b) const {
+  size_t out = 0;
+  uint32_t chunk = chunk_of(b.used);
+  if (chunk == b.chunks.size()) {
+    out += size_t{chunk_rows(chunk)} * stride_ * sizeof(float);
+    if (b.chunks.size() == b.chunks.capacity())
+      out += std::max<size_t>(4, b.chunks.capacity()) * sizeof(void*);
+  }
+  if (b.used == b.free_rows.capacity())
+    out += std::max<size_t>(16, b.free_rows.capacity()) * sizeof(uint32_t);
+  return out;
+}
+
+uint32_t embedding_table::new_row(bucket& b, int64_t key, uint64_t h, uint32_t last_update) {
+  size_t growth = b.map.growth_bytes() + (b.free_rows.empty() ? fresh_row_bytes(b) : 0);
+  if (byte_cap_ > 0 && bytes() + growth > byte_cap_)
+    return replace_oldest(b, key, h, last_update);
   uint32_t row;
   if (!b.free_rows.empty()) {
     row = b.free_rows.back();
     b.free_rows.pop_back();
+    --free_rows_;
   } else {
+    // The chunk list and the free list keep room ahead (reserved here, and
+    // counted), so that neither grows where the cap does not look: an
+    // eviction fills the free list up to the rows handed out.
     row = b.used++;
     uint32_t chunk = chunk_of(row);
-    if (chunk == b.chunks.size())
+    if (chunk == b.chunks.size()) {
+      if (b.chunks.size() == b.chunks.capacity())
+        b.chunks.reserve(b.chunks.capacity() + std::max<size_t>(4, b.chunks.capacity()));
       b.chunks.emplace_back(new float[size_t{chunk_rows(chunk)} * stride_]);
+    }
+    if (b.used > b.free_rows.capacity())
+      b.free_rows.reserve(b.free_rows.capacity() + std::max<size_t>(16, b.free_rows.capacity()));
   }
   b.map.insert(key, h, row);
+  bytes_.fetch_add(growth, std::memory_order_relaxed);
+  rows_.fetch_add(1, std::memory_order_relaxed);
   return row;
+}
+
+uint32_t embedding_table::replace_oldest(bucket& b, int64_t key, uint64_t h, uint32_t last_update) {
+  int64_t oldest = 0;
+  uint32_t row = row_map::no_row;
+  uint32_t age = UINT32_MAX;
+  b.map.for_each([&](int64_t k, uint32_t r) {
+    auto updated = counters_of(row_at(b, r), payload_).last_update;
+    if (updated < age || row == row_map::no_row) {
+      age = updated;
+      oldest = k;
+      row = r;
+    }
+  });
+  if (row == row_map::no_row || age >= last_update) {
+    ++cap_refused_;
+    return row_map::no_row;
+  }
+  keep_frozen(b, oldest, row_at(b, row));
+  b.map.erase(oldest, b.map.hash(oldest));
+  b.map.insert(key, h, row); // the slot just freed: no growth
+  ++cap_replaced_;
+  return row;
+}
+
+bool embedding_table::at_cap() const {
+  return byte_cap_ > 0 && bytes() + size_t{max_chunk_rows} * stride_ * sizeof(float) > byte_cap_;
 }
 
 maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts,
@@ -278,27 +333,6 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
   return std::nullopt;
 }
 
-size_t embedding_table::rows() const {
-  size_t total = 0;
-  for (auto& b : buckets_) {
-    std::shared_lock guard(b->lock);
-    total += b->map.size();
-  }
-  return total;
-}
-
-size_t embedding_table::bytes() const {
-  size_t total = buckets_.capacity() * sizeof(void*);
-  for (auto& b : buckets_) {
-    std::shared_lock guard(b->lock);
-    total += sizeof(bucket) + b->map.bytes() + b->free_rows.capacity() * sizeof(uint32_t)
-             + b->chunks.capacity() * sizeof(void*);
-    for (uint32_t c = 0; c < b->chunks.size(); ++c)
-      total += size_t{chunk_rows(c)} * stride_ * sizeof(float);
-  }
-  return total;
-}
-
 size_t embedding_table::evict_from(bucket& b,
                                    const std::function<bool(const float*, row_counters)>& doomed) {
   std::vector<int64_t> keys;
@@ -311,9 +345,11 @@ size_t embedding_table::evict_from(bucket& b,
     uint64_t h = b.map.hash(key);
     uint32_t row = b.map.find(key, h);
     keep_frozen(b, key, row_at(b, row));
-    b.free_rows.push_back(row);
+    b.free_rows.push_back(row); // within the room new_row reserved
     b.map.erase(key, h);
   }
+  free_rows_ += keys.size();
+  rows_.fetch_sub(keys.size(), std::memory_order_relaxed);
   return keys.size();
 }
 
@@ -336,16 +372,14 @@ size_t embedding_table::evict(const eviction_rules& rules, int64_t step) {
       std::unique_lock guard(b->lock);
       evicted += evict_from(*b, rule);
     }
-  if (rules.max_bytes == 0)
+  // At the byte cap the table no longer grows (new_row): evicted rows'
+  // storage is what new keys take. The least recently updated tenth goes
+  // at once, so that new keys find room in their buckets instead of each
+  // replacing one row.
+  size_t held = rows();
+  if (!at_cap() || free_rows_ * 20 >= held || held == 0)
     return evicted;
-  // The cap as a row budget: evicted rows' storage is reused rather than
-  // returned, so resident bytes stay at the budget's high-water mark. Over
-  // it, the least recently updated rows go, down to 90% of the budget, so
-  // that the next few pushes do not evict again at once.
-  size_t budget = rules.max_bytes / (stride_ * sizeof(float) + cap_overhead_per_row);
-  if (rows() <= budget)
-    return evicted;
-  size_t keep = budget * 9 / 10;
+  size_t keep = held * 9 / 10;
   std::vector<uint32_t> ages;
   for (auto& b : buckets_) {
     std::shared_lock guard(b->lock);
@@ -393,7 +427,11 @@ void embedding_table::restore(int64_t key, const float* payload, row_counters co
   uint32_t row = b.map.find(key, h);
   if (row != row_map::no_row)
     keep_frozen(b, key, row_at(b, row));
-  float* dest = row_at(b, row == row_map::no_row ? new_row(b, key, h) : row);
+  if (row == row_map::no_row)
+    row = new_row(b, key, h, counters.last_update);
+  if (row == row_map::no_row)
+    return; // under the byte cap, older than every row of its bucket
+  float* dest = row_at(b, row);
   std::memcpy(dest, payload, payload_ * sizeof(float));
   set_counters(dest, payload_, counters);
   b.newest = std::max<uint64_t>(b.newest, counters.last_update);

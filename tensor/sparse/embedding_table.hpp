@@ -93,18 +93,35 @@ public:
   /// Whether `key` has a row (it was pushed and not evicted since).
   bool contains(int64_t key) const;
 
-  size_t rows() const;
-  /// Allocated bytes: the maps' slots, the row chunks (a chunk's untouched
-  /// pages are not resident yet), the free lists.
-  size_t bytes() const;
+  size_t rows() const { return rows_.load(std::memory_order_relaxed); }
+  /// Allocated bytes: the buckets, their maps' slots, the row chunks (a
+  /// chunk's untouched pages are not resident yet), the free lists. Kept
+  /// as they grow, so reading it costs nothing.
+  size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
-  /// Removes the rows the rules name at table version `step`; how many.
+  /// Bounds bytes() by `cap` (0: unbounded): the table grows only while it
+  /// stays within it. Past that, a new key takes the place of its bucket's
+  /// least recently updated row, or, where the bucket holds none older, is
+  /// not admitted; both are counted. evict() frees rows in bulk before it
+  /// comes to that (at_cap).
+  void set_byte_cap(size_t cap) { byte_cap_ = cap; }
+  /// Whether the next chunk of a large bucket would pass the cap.
+  bool at_cap() const;
+  /// Rows replaced by new keys, and keys refused, to stay within the cap.
+  uint64_t cap_replaced() const { return cap_replaced_; }
+  uint64_t cap_refused() const { return cap_refused_; }
+
+  /// Removes the rows the rules name at table version `step`, and under a
+  /// byte cap that the table has reached, the least recently updated tenth
+  /// (unless a twentieth of its rows are free already); how many.
   size_t evict(const eviction_rules& rules, int64_t step);
 
   /// f(key, payload, counters) for every row of `bucket`, under its lock.
   void visit(uint32_t bucket,
              const std::function<void(int64_t, const float*, row_counters)>& f) const;
   /// Sets a row from a checkpoint (value and slots, payload_floats()).
+  /// Under the byte cap a row older than every row of its full bucket is
+  /// not restored (counted as refused).
   void restore(int64_t key, const float* payload, row_counters counters);
 
   /// Keeps the rows as they are now readable (read_frozen) while updates go
@@ -139,7 +156,15 @@ private:
   void apply_row(bucket& b, int64_t key, uint64_t h, uint32_t row, uint32_t count,
                  const float* grad, int64_t step);
   /// A row for a key not in `b`, entered in its map; the caller fills it.
-  uint32_t new_row(bucket& b, int64_t key, uint64_t h);
+  /// Under the byte cap it may be the place of the bucket's least recently
+  /// updated row (updated before `last_update`), or none (row_map::no_row).
+  uint32_t new_row(bucket& b, int64_t key, uint64_t h, uint32_t last_update);
+  /// Bytes a row past `b`'s rows handed out so far adds: its chunk, and the
+  /// room the chunk list and the free list keep for it.
+  size_t fresh_row_bytes(const bucket& b) const;
+  /// The row of `b`'s least recently updated key, now `key`'s; none where
+  /// that key was updated at `last_update` or later.
+  uint32_t replace_oldest(bucket& b, int64_t key, uint64_t h, uint32_t last_update);
   maybe_failure check_push(const int64_t* keys, const float* grads, size_t n) const;
   size_t evict_from(bucket& b, const std::function<bool(const float*, row_counters)>& doomed);
   /// Before `row` of `key` changes or leaves: copies it aside if a frozen
@@ -153,6 +178,12 @@ private:
   std::vector<float> initial_slots_; ///< a new row's slots
   std::vector<std::unique_ptr<bucket>> buckets_;
   std::atomic<uint64_t> generations_{0};
+  // Written by the one thread that changes the table; bytes_ read by any.
+  std::atomic<size_t> bytes_{0};
+  std::atomic<size_t> rows_{0};
+  size_t byte_cap_ = 0;
+  size_t free_rows_ = 0; ///< in every bucket's free list
+  uint64_t cap_replaced_ = 0, cap_refused_ = 0;
 };
 
 } // namespace troupe

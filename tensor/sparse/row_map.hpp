@@ -53,6 +53,12 @@ public:
 
   uint32_t size() const { return size_; }
   size_t bytes() const { return size_t{capacity()} * sizeof(slot); }
+  /// Bytes the next insert adds: the slots it doubles to, or nothing.
+  size_t growth_bytes() const {
+    if ((size_ + 1) * 5 <= capacity() * 4)
+      return 0;
+    return size_t{capacity() == 0 ? 8 : capacity()} * sizeof(slot);
+  }
 
   /// f(key, row) for every entry, in slot order.
   template <class F>

@@ -133,7 +133,7 @@ BOOST_AUTO_TEST_CASE(visit_and_restore_round_trip_every_row_with_its_slots) {
   BOOST_TEST(pull(copy, keys) == pull(source, keys));
 }
 
-BOOST_AUTO_TEST_CASE(eviction_by_age_by_norm_and_by_the_memory_cap) {
+BOOST_AUTO_TEST_CASE(eviction_by_age_and_by_norm) {
   embedding_table t(table_config(4, sparse_optimizer_kind::sgd));
   for (int64_t step = 0; step < 10; ++step)
     BOOST_TEST(!push(t, {step}, 0.0f, step));
@@ -148,24 +148,57 @@ BOOST_AUTO_TEST_CASE(eviction_by_age_by_norm_and_by_the_memory_cap) {
   BOOST_TEST(!push(t, {7}, -100.0f, 10));
   BOOST_TEST(t.evict({0, 1.0, 0}, 11) == 2u);
   BOOST_TEST(t.rows() == 1u);
-  // The cap keeps the most recently updated rows: 1000 rows, a cap of
-  // about 100 rows' worth.
+}
+
+// The byte cap bounds what the table reports as its size, map slots and
+// chunks included (it used to count rows at an estimated 24 bytes beside
+// each, and a 64 MiB cap reported 97.7 MB): a stream of new keys past what
+// fits keeps bytes() within the cap after every push, evicts the least
+// recently updated rows, and keeps admitting the new ones.
+BOOST_AUTO_TEST_CASE(the_byte_cap_bounds_what_the_table_reports) {
+  embedding_table capped(table_config(16, sparse_optimizer_kind::adagrad)); // 64 buckets
+  constexpr size_t cap = 1 << 20;
+  capped.set_byte_cap(cap);
+  size_t evicted = 0, most = 0;
+  std::vector<int64_t> keys(500);
+  for (int64_t step = 0; step < 200; ++step) {
+    for (size_t i = 0; i < keys.size(); ++i)
+      keys[i] = step * 500 + static_cast<int64_t>(i);
+    BOOST_TEST(!push(capped, keys, 0.01f, step));
+    evicted += capped.evict({}, step + 1); // as the shard does after each push
+    most = std::max(most, capped.bytes());
+    BOOST_TEST_REQUIRE(capped.bytes() <= cap, "step " << step << ": " << capped.bytes());
+  }
+  BOOST_TEST(most > cap * 9 / 10); // it did fill the cap
+  BOOST_TEST(evicted + capped.cap_replaced() > 90000u);
+  // The newest push is in whole; the oldest keys are gone.
+  for (size_t i = 0; i < keys.size(); i += 50)
+    BOOST_TEST(capped.contains(keys[i]));
+  BOOST_TEST(!capped.contains(0));
+  BOOST_TEST(capped.rows() > 2000u);
+}
+
+// Freed rows are reused: a capped table full of old rows takes new keys
+// without growing, whatever the order of their buckets.
+BOOST_AUTO_TEST_CASE(a_full_table_takes_new_keys_in_the_place_of_old_ones) {
   embedding_table capped(table_config(4, sparse_optimizer_kind::sgd));
   for (int64_t key = 0; key < 1000; ++key)
     BOOST_TEST(!push(capped, {key}, 0.0f, key));
-  size_t per_row = 6 * 4 + 24;
-  size_t evicted = capped.evict({0, 0, 100 * per_row}, 1000);
-  BOOST_TEST(capped.rows() == 90u);
-  BOOST_TEST(evicted == 910u);
-  bool newest_kept = true;
-  for (uint32_t b = 0; b < 64; ++b)
-    capped.visit(b, [&](int64_t key, const float*, row_counters) { newest_kept &= key >= 910; });
-  BOOST_TEST(newest_kept);
-  // Freed rows are reused: refilling adds no memory.
+  capped.set_byte_cap(capped.bytes());
   size_t bytes = capped.bytes();
   for (int64_t key = 2000; key < 2900; ++key)
     BOOST_TEST(!push(capped, {key}, 0.0f, key));
-  BOOST_TEST(capped.bytes() <= bytes + 64 * 12 * 16);
+  BOOST_TEST(capped.bytes() == bytes);
+  // Rows fill the slack of their buckets' last chunks, then replace old ones.
+  BOOST_TEST(capped.rows() >= 1000u);
+  BOOST_TEST(capped.cap_replaced() + (capped.rows() - 1000u) == 900u);
+  BOOST_TEST(capped.cap_replaced() > 0u);
+  BOOST_TEST(capped.contains(2899));
+  // A key older than every row of its bucket is not restored.
+  std::vector<float> payload(capped.payload_floats(), 0.5f);
+  capped.restore(99999, payload.data(), {1, 3});
+  BOOST_TEST(!capped.contains(99999));
+  BOOST_TEST(capped.cap_refused() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(row_map_agrees_with_unordered_map_under_random_inserts_and_erases) {
