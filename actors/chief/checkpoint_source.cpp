@@ -7,6 +7,8 @@
 
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/chief/read_window.hpp"
+#include "actors/net/ticket_book.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
 
 namespace fs = std::filesystem;
@@ -146,11 +148,16 @@ checkpoint_fetcher::copy checkpoint_fetcher::fetch(const checkpoint_listing& lis
 namespace {
 
 constexpr size_t max_followers = 64;
+// Pieces on their way to a follower, and to all: the chief's process holds
+// at most this many replies (each up to 1 MiB, twice while serialised).
+constexpr size_t pieces_per_follower = 2;
+constexpr size_t pieces_in_all = 16;
 
 struct checkpoint_source_state {
   static inline const char* name = "troupe.checkpoint_source";
   std::optional<checkpoint_catalog> catalog;
   std::set<caf::actor_addr> followers;
+  read_window<caf::actor_addr> pieces{pieces_per_follower, pieces_in_all};
   bool over = false;
 };
 
@@ -161,10 +168,37 @@ void quit_when_drained(source_ptr self) {
     self->quit();
 }
 
+// A piece of a listed file, for a follower that listed first and has
+// room in the window of pieces on their way.
+caf::result<checkpoint_chunk> on_read(source_ptr self, int64_t step, const std::string& name,
+                                      uint64_t offset, uint64_t shown) {
+  auto& st = self->state;
+  auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  if (!sender || st.followers.count(sender) == 0)
+    return refuse("checkpoint source", "a read of " + quote_input(name), self->current_sender(),
+                  "only one of the followers (at most " + std::to_string(max_followers)
+                    + ") that listed the checkpoints first reads them");
+  checkpoint_chunk out;
+  out.token = draw_secret();
+  if (!st.pieces.admit(sender, shown, out.token))
+    return make_error({errc::invalid_request,
+                       "checkpoint source: a read beyond the pieces on their way (at most "
+                         + std::to_string(st.pieces.per_follower()) + " a follower, "
+                         + std::to_string(st.pieces.in_all())
+                         + " in all): show the token of the last piece received, or wait for it"});
+  try {
+    out.bytes = st.catalog->read(step, name, offset, checkpoint_chunk_bytes);
+  } catch (const checkpoint_error& e) {
+    return make_error({errc::invalid_request, e.what()});
+  }
+  return out;
+}
+
 checkpoint_source_actor::behavior_type checkpoint_source(source_ptr self, std::string log_dir) {
   self->state.catalog.emplace(std::move(log_dir));
   self->set_down_handler([self](const caf::down_msg& down) {
     self->state.followers.erase(down.source);
+    self->state.pieces.forget(down.source);
     quit_when_drained(self);
   });
   return {
@@ -187,14 +221,8 @@ checkpoint_source_actor::behavior_type checkpoint_source(source_ptr self, std::s
         return make_error({errc::invalid_request, e.what()});
       }
     },
-    [self](ckpt_read_atom, int64_t step, const std::string& name,
-           uint64_t offset) -> caf::result<std::string> {
-      try {
-        return self->state.catalog->read(step, name, offset, checkpoint_chunk_bytes);
-      } catch (const checkpoint_error& e) {
-        return make_error({errc::invalid_request, e.what()});
-      }
-    },
+    [self](ckpt_read_atom, int64_t step, const std::string& name, uint64_t offset, uint64_t shown)
+      -> caf::result<checkpoint_chunk> { return on_read(self, step, name, offset, shown); },
     [self](stop_atom) {
       auto sender = self->current_sender();
       if (!sender || sender->node() != self->node()) {

@@ -30,7 +30,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 14;
+constexpr uint32_t protocol_version = 15;
 
 // -- atoms (at most 10 characters) -------------------------------------------
 
@@ -379,6 +379,18 @@ typename Inspector::result_type inspect(Inspector& f, checkpoint_listing& x) {
 /// The most bytes one ckpt_read answers with.
 constexpr uint64_t checkpoint_chunk_bytes = uint64_t{1} << 20;
 
+/// A piece of a checkpoint file, and the token the follower shows with its
+/// next read: proof that this piece reached it (read_window.hpp).
+struct checkpoint_chunk {
+  std::string bytes;
+  uint64_t token = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_chunk& x) {
+  return f(caf::meta::type_name("checkpoint_chunk"), x.bytes, x.token);
+}
+
 /// Serves the chief's checkpoints to evaluators over the network, so that an
 /// evaluator needs no volume shared with the chief; it lives in the chief's
 /// process and outlasts the chief actor until its followers have the last
@@ -386,9 +398,10 @@ constexpr uint64_t checkpoint_chunk_bytes = uint64_t{1} << 20;
 using checkpoint_source_actor = caf::typed_actor<
   // a follower: the newest complete checkpoint after `step`
   caf::replies_to<ckpt_list_atom, int64_t>::with<checkpoint_listing>,
-  // a follower: (step, a file of its listing, offset) -> up to
-  // checkpoint_chunk_bytes of it; a name off the listing is refused
-  caf::replies_to<ckpt_read_atom, int64_t, std::string, uint64_t>::with<std::string>,
+  // a follower: (step, a file of its listing, offset, the token of the last
+  // piece it received or 0) -> up to checkpoint_chunk_bytes of it; a name
+  // off the listing, or a read past the window of pieces on the way, is refused
+  caf::replies_to<ckpt_read_atom, int64_t, std::string, uint64_t, uint64_t>::with<checkpoint_chunk>,
   // its own process: the run is over
   caf::reacts_to<stop_atom>>;
 
@@ -527,6 +540,7 @@ using worker_impl = worker_actor::extend<
   X(token_queue_actor)                                                                             \
   X(ps_shard_actor)                                                                                \
   X(checkpoint_listing)                                                                            \
+  X(checkpoint_chunk)                                                                              \
   X(checkpoint_source_actor)                                                                       \
   X(chief_actor)                                                                                   \
   X(worker_actor)                                                                                  \

@@ -67,14 +67,20 @@ public:
     return out;
   }
 
+  // One piece at a time, each read showing the last piece's token (the
+  // source counts a piece on its way until then).
   std::string read(int64_t step, const std::string& name, uint64_t offset) {
     std::optional<std::string> out;
     std::string why = "no answer within cluster.request-timeout";
-    (*self_)->send(source_, ckpt_read_atom::value, step, name, offset);
-    (*self_)->receive([&](std::string& bytes) { out = std::move(bytes); },
-                      [&](caf::error& err) { why = describe(err); },
-                      [&](caf::down_msg&) { why = "the chief is gone"; },
-                      caf::after(setup_.runtime.request_timeout) >> [] {});
+    (*self_)->send(source_, ckpt_read_atom::value, step, name, offset, last_token_);
+    (*self_)->receive(
+      [&](checkpoint_chunk& piece) {
+        last_token_ = piece.token;
+        out = std::move(piece.bytes);
+      },
+      [&](caf::error& err) { why = describe(err); },
+      [&](caf::down_msg&) { why = "the chief is gone"; },
+      caf::after(setup_.runtime.request_timeout) >> [] {});
     if (!out)
       throw checkpoint_error("reading " + name + " from the chief: " + why);
     return *out;
@@ -86,6 +92,7 @@ private:
   chief_finder find_chief_;
   std::unique_ptr<caf::scoped_actor> self_;
   checkpoint_source_actor source_;
+  uint64_t last_token_ = 0;
 };
 
 // Copies the listed checkpoint, scores it on the evaluation set, and logs

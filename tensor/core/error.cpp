@@ -16,7 +16,7 @@ const char* to_string(errc code) {
   return "unknown_error";
 }
 
-std::string quoted(std::string_view text, size_t most) {
+std::string quote_input(std::string_view text, size_t most) {
   std::string out = "'";
   for (size_t i = 0; i < text.size() && i < most; ++i) {
     auto c = static_cast<unsigned char>(text[i]);

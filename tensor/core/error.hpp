@@ -71,6 +71,6 @@ using maybe_failure = std::optional<failure>;
 /// Input echoed in a message: `text` in single quotes, control characters
 /// as '?', cut to its first `most` characters with its length said where it
 /// is longer, so that a 10 MB field makes a line, not 10 MB of log.
-std::string quoted(std::string_view text, size_t most = 40);
+std::string quote_input(std::string_view text, size_t most = 40);
 
 } // namespace troupe

@@ -175,10 +175,10 @@ private:
       ++begin;
     auto [p, ec] = std::from_chars(begin, e, v);
     if (text.empty() || ec != std::errc() || p != e)
-      throw bad_record(where() + ", column " + column_name(column) + ": " + quoted(text)
+      throw bad_record(where() + ", column " + column_name(column) + ": " + quote_input(text)
                        + " is not a number");
     if (!std::isfinite(v))
-      throw bad_record(where() + ", column " + column_name(column) + ": " + quoted(text)
+      throw bad_record(where() + ", column " + column_name(column) + ": " + quote_input(text)
                        + " is not finite");
     return v;
   }
@@ -196,7 +196,8 @@ private:
   }
 
   std::string column_name(size_t c) const {
-    return names_.empty() ? std::to_string(c) : quoted(names_[c]) + " (" + std::to_string(c) + ")";
+    return names_.empty() ? std::to_string(c)
+                          : quote_input(names_[c]) + " (" + std::to_string(c) + ")";
   }
 
   size_t column_of(const std::string& spec, const char* key) const {

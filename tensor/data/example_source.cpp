@@ -77,11 +77,12 @@ bool example_source::next(float* features, int32_t& label, float& target) {
       ++position_;
       if (!map_label(label, target)) {
         problem = split_->task == objective::regression
-                    ? reader_->where() + ": target " + quoted(record_.label_text)
+                    ? reader_->where() + ": target " + quote_input(record_.label_text)
                         + " is not a finite number"
                     : reader_->where() + ": label "
-                        + quoted(labels_in_text(split_->format) ? std::string(record_.label_text)
-                                                                : std::to_string(record_.label))
+                        + quote_input(labels_in_text(split_->format)
+                                        ? std::string(record_.label_text)
+                                        : std::to_string(record_.label))
                         + " is not one of the " + std::to_string(split_->classes) + " classes ("
                         + (split_->label_names.empty()
                              ? "0.." + std::to_string(split_->classes - 1)

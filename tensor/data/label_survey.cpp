@@ -95,7 +95,7 @@ void scan_records(const data_split& split, const data_file& file, record_reader&
         continue;
       ++out.bad_rows;
       if (split.bad_records == bad_record_policy::fail)
-        throw data_error(reader.where() + ": target " + quoted(record.label_text)
+        throw data_error(reader.where() + ": target " + quote_input(record.label_text)
                          + " is not a finite number (data.bad-records = skip passes over such "
                            "records)");
       continue;

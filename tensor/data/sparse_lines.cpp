@@ -56,12 +56,13 @@ void parse_criteo_line(std::string_view line, sparse_example& out) {
                      "this one holds "
                      + std::to_string(count));
   if (fields[0] != "0" && fields[0] != "1")
-    throw bad_record("the label must be 0 or 1, not " + quoted(fields[0]));
+    throw bad_record("the label must be 0 or 1, not " + quote_input(fields[0]));
   out.label = fields[0] == "1" ? 1.0f : 0.0f;
   for (int i = 1; i <= criteo::integer_fields; ++i) {
     int64_t value = 0;
     if (!fields[i].empty() && !parse_number(fields[i], value))
-      throw bad_record("I" + std::to_string(i) + " = " + quoted(fields[i]) + " is not an integer");
+      throw bad_record("I" + std::to_string(i) + " = " + quote_input(fields[i])
+                       + " is not an integer");
     // Counts span orders of magnitude: the model sees sign(x) log(1 + |x|).
     double x = static_cast<double>(value);
     out.dense.push_back(static_cast<float>(std::copysign(std::log1p(std::fabs(x)), x)));
@@ -89,14 +90,14 @@ void parse_libsvm_line(std::string_view line, sparse_example& out) {
   };
   auto label = token();
   if (!parse_real(label, out.label))
-    throw bad_record("the label " + quoted(label) + " is not a finite number");
+    throw bad_record("the label " + quote_input(label) + " is not a finite number");
   for (auto pair = token(); !pair.empty(); pair = token()) {
     auto colon = pair.find(':');
     int64_t index = -1;
     float value = 0;
     if (colon == std::string_view::npos || !parse_number(pair.substr(0, colon), index) || index < 0
         || index > max_plain_id || !parse_real(pair.substr(colon + 1), value))
-      throw bad_record(quoted(pair)
+      throw bad_record(quote_input(pair)
                        + " is not index:value (a non-negative integer index below 2^48, a "
                          "finite value)");
     out.keys.push_back(index);

@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <caf/all.hpp>
+
 #include "actors/chief/checkpoint_source.hpp"
+#include "actors/chief/read_window.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
 
 using namespace troupe;
@@ -140,6 +143,81 @@ BOOST_AUTO_TEST_CASE(the_fetcher_refuses_a_listing_it_cannot_trust) {
   bad.sizes.erase(bad.sizes.begin());
   BOOST_CHECK_THROW(fetcher.fetch(bad, read), checkpoint_error);
   BOOST_CHECK_NO_THROW(fetcher.fetch(good, read));
+}
+
+// Pieces count until their follower shows a later token: a follower that
+// never shows one gets its window and no more, one that shows the last
+// token frees everything before it, and all followers share one bound.
+BOOST_AUTO_TEST_CASE(the_read_window_bounds_pieces_on_their_way) {
+  read_window<int> window(2, 3);
+  BOOST_TEST(window.admit(1, 0, 11));
+  BOOST_TEST(window.admit(1, 0, 12));
+  BOOST_TEST(!window.admit(1, 0, 13));  // two on the way: refused
+  BOOST_TEST(!window.admit(1, 99, 13)); // a token it never got proves nothing
+  BOOST_TEST(window.admit(1, 12, 13));  // 11 and 12 arrived
+  BOOST_TEST(window.in_flight() == 1u);
+  BOOST_TEST(window.admit(2, 0, 21));
+  BOOST_TEST(window.admit(2, 0, 22));
+  BOOST_TEST(!window.admit(3, 0, 31)); // three on the way in all
+  window.forget(2);
+  BOOST_TEST(window.admit(3, 0, 31));
+  BOOST_TEST(window.in_flight() == 2u);
+}
+
+// The source's actor, asked for a thousand pieces at once as an attacker
+// asks: before, it answered every one (a 1,024-read burst took the chief
+// from 39 MB to 2.48 GB); now two are answered and the rest refused, and a
+// follower that shows each piece's token reads a whole file.
+BOOST_AUTO_TEST_CASE(a_burst_of_reads_is_answered_within_the_window) {
+  log_dir logs;
+  write(logs.root / "ckpt-200" / "big.bin", std::string(3 * checkpoint_chunk_bytes, 'x'));
+  caf::actor_system_config cfg;
+  register_protocol(cfg);
+  caf::actor_system sys{cfg};
+  auto source = spawn_checkpoint_source(sys, logs.root.string());
+  caf::scoped_actor self{sys};
+  self->request(source, caf::infinite, ckpt_list_atom::value, int64_t{-1})
+    .receive([](checkpoint_listing& l) { BOOST_TEST(l.step == 200); },
+             [](caf::error&) { BOOST_FAIL("no listing"); });
+  constexpr int burst = 1000;
+  for (int i = 0; i < burst; ++i)
+    self->send(source, ckpt_read_atom::value, int64_t{200}, std::string("ckpt-200/big.bin"),
+               uint64_t{0}, uint64_t{0});
+  int answered = 0, refused = 0;
+  uint64_t last = 0;
+  for (int i = 0; i < burst; ++i)
+    self->receive([&](checkpoint_chunk& piece) { ++answered, last = piece.token; },
+                  [&](caf::error& err) {
+                    ++refused;
+                    BOOST_TEST(describe(err).find("show the token") != std::string::npos);
+                  });
+  BOOST_TEST(answered == 2);
+  BOOST_TEST(refused == burst - 2);
+  // Sequential reads, each showing the last token, go on without end.
+  std::string copy;
+  for (uint64_t offset = 0; offset < 3 * checkpoint_chunk_bytes;) {
+    bool ok = false;
+    self
+      ->request(source, caf::infinite, ckpt_read_atom::value, int64_t{200},
+                std::string("ckpt-200/big.bin"), offset, last)
+      .receive(
+        [&](checkpoint_chunk& piece) {
+          ok = !piece.bytes.empty();
+          offset += piece.bytes.size();
+          last = piece.token;
+        },
+        [&](caf::error& err) { BOOST_FAIL(describe(err)); });
+    BOOST_REQUIRE(ok);
+  }
+  // A stranger that never listed is refused.
+  caf::scoped_actor stranger{sys};
+  stranger
+    ->request(source, caf::infinite, ckpt_read_atom::value, int64_t{200}, std::string("model.json"),
+              uint64_t{0}, uint64_t{0})
+    .receive(
+      [](checkpoint_chunk&) { BOOST_FAIL("a stranger read a piece"); },
+      [](caf::error& err) { BOOST_TEST(describe(err).find("listed") != std::string::npos); });
+  self->send_exit(source, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -134,6 +134,9 @@ BOOST_AUTO_TEST_CASE(lookups_on_other_threads_meet_pushes_and_new_runs_safely) {
     }
   });
   for (int run = 0; run < 3; ++run) {
+    // Each run meets the reader at least once, however the threads are scheduled.
+    for (int seen = lookups.load(); lookups.load() == seen;)
+      std::this_thread::yield();
     for (int push = 0; push < 200; ++push) // SGD at 1.0: each push adds 1 to every value
       BOOST_REQUIRE(!store.apply(0, keys, once, grads_of(keys.size(), dim, -1.0f)));
     BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0)); // a new run's tables

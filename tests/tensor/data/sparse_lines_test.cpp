@@ -91,8 +91,8 @@ BOOST_AUTO_TEST_CASE(a_huge_bad_field_is_cut_in_the_message) {
              why.substr(0, 300));
   auto label = refusal([&] { parse_libsvm_line(std::string(1 << 20, 'q') + " 3:1", e); });
   BOOST_TEST(label.size() < 200u);
-  BOOST_TEST(quoted("a\tb") == "'a?b'");
-  BOOST_TEST(quoted(std::string(41, 'z')) == "'" + std::string(40, 'z') + "...' (41 bytes)");
+  BOOST_TEST(quote_input("a\tb") == "'a?b'");
+  BOOST_TEST(quote_input(std::string(41, 'z')) == "'" + std::string(40, 'z') + "...' (41 bytes)");
 }
 
 BOOST_AUTO_TEST_CASE(libsvm_ids_and_weights) {
