@@ -131,8 +131,7 @@ table_setup bench_table(const bench_options& o) {
 // One request's keys and, for a push, its gradients; the keys' and
 // counts' bits as the bulk path's frames carry them.
 struct request_data {
-  row_keys keys;
-  tensor grads;
+  step_rows rows;
   tensor key_bits, count_bits;
 };
 
@@ -146,14 +145,14 @@ std::vector<request_data> make_requests(const bench_options& o) {
   for (size_t first = 0; first < all.size(); first += static_cast<size_t>(o.request_keys)) {
     size_t n = std::min(all.size() - first, static_cast<size_t>(o.request_keys));
     request_data r;
-    r.keys.keys.assign(all.begin() + first, all.begin() + first + n);
-    r.keys.counts.assign(n, 1u);
-    r.grads = tensor({static_cast<int64_t>(n), static_cast<int64_t>(o.dim)});
+    r.rows.keys.assign(all.begin() + first, all.begin() + first + n);
+    r.rows.counts.assign(n, 1u);
+    r.rows.grads = tensor({static_cast<int64_t>(n), static_cast<int64_t>(o.dim)});
     for (size_t k = 0; k < n; ++k)
       for (uint32_t j = 0; j < o.dim; ++j)
-        r.grads.data()[k * o.dim + j] = gradient_of(r.keys.keys[k], j);
-    r.key_bits = bulk::key_bits(r.keys.keys.data(), n);
-    r.count_bits = bulk::count_bits(r.keys.counts.data(), n);
+        r.rows.grads.data()[k * o.dim + j] = gradient_of(r.rows.keys[k], j);
+    r.key_bits = bulk::key_bits(r.rows.keys.data(), n);
+    r.count_bits = bulk::count_bits(r.rows.counts.data(), n);
     out.push_back(std::move(r));
   }
   return out;
@@ -171,11 +170,16 @@ phase_result run_phase(caf::scoped_actor& self, const ps_shard_actor& shard,
                        int64_t& step, Check&& check) {
   phase_result out;
   auto timeout = std::chrono::seconds(120);
-  using pull_handle = decltype(self->request(shard, timeout, rows_atom::value, bench_run,
-                                             int32_t{0}, requests[0].keys));
-  using push_handle = decltype(self->request(shard, timeout, push_rows_atom::value, bench_run,
-                                             int32_t{0}, step, uint64_t{0}, int32_t{0},
-                                             requests[0].keys, requests[0].grads));
+  auto pull_of = [](const request_data& r) {
+    return pull_request{bench_run, {}, 0, {{0, r.rows.keys}}};
+  };
+  auto push_of = [](const request_data& r, int64_t s) {
+    return step_push{bench_run, 0, s, 0, 0, {}, {}, {r.rows}};
+  };
+  using pull_handle = decltype(self->request(shard, timeout, pull_atom::value,
+                                             pull_of(requests[0])));
+  using push_handle = decltype(self->request(shard, timeout, push_atom::value,
+                                             push_of(requests[0], 0)));
   std::deque<std::pair<size_t, pull_handle>> pulls;
   std::deque<push_handle> pushes;
   auto fail = [&](caf::error& e) {
@@ -188,20 +192,19 @@ phase_result run_phase(caf::scoped_actor& self, const ps_shard_actor& shard,
     if (next < requests.size() && room) {
       auto& r = requests[next];
       if (push)
-        pushes.push_back(self->request(shard, timeout, push_rows_atom::value, bench_run, int32_t{0},
-                                       step++, uint64_t{0}, int32_t{0}, r.keys, r.grads));
+        pushes.push_back(self->request(shard, timeout, push_atom::value, push_of(r, step++)));
       else
-        pulls.emplace_back(
-          next, self->request(shard, timeout, rows_atom::value, bench_run, int32_t{0}, r.keys));
+        pulls.emplace_back(next, self->request(shard, timeout, pull_atom::value, pull_of(r)));
       ++next;
       continue;
     }
     if (push) {
-      pushes.front().receive([](int64_t) {}, fail);
+      pushes.front().receive([](const push_receipt&) {}, fail);
       pushes.pop_front();
     } else {
       auto index = pulls.front().first;
-      pulls.front().second.receive([&](const tensor& rows) { check(index, rows); }, fail);
+      pulls.front().second.receive([&](const pull_reply& reply) { check(index, reply.rows.at(0)); },
+                                   fail);
       pulls.pop_front();
     }
     if (!out.ok)
@@ -211,44 +214,38 @@ phase_result run_phase(caf::scoped_actor& self, const ps_shard_actor& shard,
   return out;
 }
 
-// The same on the bulk path: one request in flight on each link, the next
-// started on a link as soon as its reply is in (complete_all, as a worker's
-// step fans out to its shards).
+// The same on the bulk path: one request in flight on each link, every
+// link's next started once each round's replies are in (complete_all, as a
+// worker's step fans out to its shards).
 template <class Check>
 phase_result run_bulk_phase(std::vector<std::unique_ptr<bulk_link>>& links,
                             const std::vector<request_data>& requests, bool push, int64_t& step,
                             Check&& check) {
   phase_result out;
-  std::vector<bulk_link*> active;
   std::vector<size_t> serving(links.size());
-  size_t next = 0;
-  auto start_next = [&](size_t i) {
-    if (next >= requests.size())
-      return false;
-    auto& r = requests[next];
-    serving[i] = next++;
-    if (push)
-      links[i]->start_push_rows(bench_run, 0, step++, 0, 0, {&r.key_bits, &r.count_bits, &r.grads});
-    else
-      links[i]->start_pull_rows(bench_run, 0, r.key_bits, std::move(links[i]->values()));
-    return true;
-  };
   auto start = clock_type::now();
-  for (size_t i = 0; i < links.size(); ++i)
-    if (start_next(i))
+  for (size_t next = 0; next < requests.size() && out.ok;) {
+    std::vector<bulk_link*> active;
+    for (size_t i = 0; i < links.size() && next < requests.size(); ++i, ++next) {
+      auto& r = requests[next];
+      serving[i] = next;
+      bulk_link::table_part part{0, &r.key_bits, &r.count_bits, &r.rows.grads};
+      if (push)
+        links[i]->start_push(bench_run, 0, step++, 0, {}, {}, {part});
+      else
+        links[i]->start_pull(bench_run, {}, {part}, std::move(links[i]->values()));
       active.push_back(links[i].get());
-  complete_all(active, bulk::deadline{clock_type::now() + std::chrono::seconds(600)},
-               [&](size_t i) {
-                 auto& link = *active[i];
-                 if (link.error()) {
-                   std::fprintf(stderr, "rows: %s\n", link.error()->message.c_str());
-                   out.ok = false;
-                   return false;
-                 }
-                 if (!push)
-                   check(serving[i], link.values().at(0));
-                 return out.ok && start_next(i);
-               });
+    }
+    complete_all(active, bulk::deadline{clock_type::now() + std::chrono::seconds(600)});
+    for (size_t i = 0; i < active.size(); ++i) {
+      if (active[i]->error()) {
+        std::fprintf(stderr, "rows: %s\n", active[i]->error()->message.c_str());
+        out.ok = false;
+      } else if (!push) {
+        check(serving[i], active[i]->values().at(0));
+      }
+    }
+  }
   out.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   return out;
 }
@@ -308,7 +305,7 @@ int run_client(caf::actor_system& sys, uint16_t port, const bench_options& o) {
   auto requests = make_requests(o);
   int64_t rows = 0;
   for (auto& r : requests)
-    rows += static_cast<int64_t>(r.keys.keys.size());
+    rows += static_cast<int64_t>(r.rows.keys.size());
   std::printf("troupe: %lld keys (%lld distinct), dim %u, %lld keys a request, %d in flight, %s\n",
               static_cast<long long>(o.keys), static_cast<long long>(rows), o.dim,
               static_cast<long long>(o.request_keys), o.in_flight, o.bulk ? "bulk path" : "BASP");
@@ -321,13 +318,13 @@ int run_client(caf::actor_system& sys, uint16_t port, const bench_options& o) {
   // After p pushes a row holds -p * lr * g (SGD from zeros); a sample checked.
   auto check = [&](size_t index, const tensor& values) {
     auto& r = requests[index];
-    if (static_cast<size_t>(values.size()) != r.keys.keys.size() * o.dim) {
+    if (static_cast<size_t>(values.size()) != r.rows.keys.size() * o.dim) {
       ++wrong;
       return;
     }
-    for (size_t k = 0; k < r.keys.keys.size(); k += 997)
+    for (size_t k = 0; k < r.rows.keys.size(); k += 997)
       for (uint32_t j = 0; j < o.dim; ++j) {
-        double want = -pushes_done * learning_rate * gradient_of(r.keys.keys[k], j);
+        double want = -pushes_done * learning_rate * gradient_of(r.rows.keys[k], j);
         if (std::fabs(values.data()[k * o.dim + j] - want) > 1e-6)
           ++wrong;
       }

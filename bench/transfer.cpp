@@ -218,12 +218,12 @@ double troupe_mb_per_s(caf::actor_system& sys, ps_shard_actor shard, const std::
   auto timeout = std::chrono::seconds(60);
   return mb_per_s(floats * sizeof(float), rounds, [&] {
     bool ok = true;
-    self->request(shard, timeout, pull_atom::value, bench_run, names, int32_t{0})
+    self->request(shard, timeout, pull_atom::value, pull_request{bench_run, names, 0, {}})
       .receive([](const pull_reply&) {}, [&](caf::error&) { ok = false; });
     self
-      ->request(shard, timeout, push_atom::value, bench_run, int32_t{0}, next_step++, uint64_t{0},
-                int32_t{0}, names, std::vector<tensor>{gradient})
-      .receive([](int64_t) {}, [&](caf::error&) { ok = false; });
+      ->request(shard, timeout, push_atom::value,
+                step_push{bench_run, 0, next_step++, 0, 0, names, {gradient}, {}})
+      .receive([](const push_receipt&) {}, [&](caf::error&) { ok = false; });
     return ok;
   });
 }
@@ -234,12 +234,12 @@ double bulk_mb_per_s(bulk_link& link, const std::string& name, size_t floats, in
   std::vector<tensor> values;
   auto rate = mb_per_s(floats * sizeof(float), rounds, [&] {
     auto until = clock_type::now() + std::chrono::seconds(60);
-    link.start_pull(bench_run, names, std::move(values));
+    link.start_pull(bench_run, names, {}, std::move(values));
     complete_all({&link}, until);
     if (link.error())
       return false;
     values = std::move(link.values());
-    link.start_push(bench_run, 0, next_step++, 0, names, gradient);
+    link.start_push(bench_run, 0, next_step++, 0, names, gradient, {});
     complete_all({&link}, until);
     return !link.error();
   });
@@ -476,7 +476,7 @@ std::vector<double> bulk_round_trips(bulk_link& link, int trips) {
   std::vector<std::string> small_name{"v64b"};
   std::vector<tensor> small_values;
   return round_trips(trips, [&] {
-    link.start_pull(bench_run, small_name, std::move(small_values));
+    link.start_pull(bench_run, small_name, {}, std::move(small_values));
     complete_all({&link}, clock_type::now() + std::chrono::seconds(10));
     small_values = std::move(link.values());
     return !link.error();
@@ -500,8 +500,8 @@ bool measure_round_trips(caf::scoped_actor& chief, client& c, int rounds_40mb) {
   auto basp_trips = round_trips(trips, [&] {
     bool ok = false;
     chief
-      ->request(c.shard, std::chrono::seconds(10), pull_atom::value, bench_run, small_name,
-                int32_t{0})
+      ->request(c.shard, std::chrono::seconds(10), pull_atom::value,
+                pull_request{bench_run, small_name, 0, {}})
       .receive([&](const pull_reply&) { ok = true; }, [&](caf::error&) {});
     return ok;
   });

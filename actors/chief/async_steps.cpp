@@ -68,6 +68,8 @@ public:
       return err;
     if (st.now == chief_state::phase::finishing || st.now == chief_state::phase::done)
       return step_grant{0, true};
+    if (auto err = unless_proven(self, r))
+      return err;
     auto answer = desk_.report(r);
     if (answer.completed)
       count(self, r);
@@ -93,6 +95,9 @@ public:
     const std::vector<step_grant> stop{step_grant{0, true}};
     if (st.now == chief_state::phase::finishing || st.now == chief_state::phase::done)
       return stop;
+    for (auto& r : rs)
+      if (auto err = unless_proven(self, r))
+        return err;
     for (auto& r : rs) {
       auto done = desk_.settle(r);
       if (done == desk::settled::completed)

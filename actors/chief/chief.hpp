@@ -37,6 +37,18 @@
 
 namespace troupe {
 
+/// The chief as implemented: its published interface plus its watchdog,
+/// its checkpoint writer's report (step, ok, the checkpoint's path or the
+/// error, bytes, seconds), its shard reconnector's answer, and `stop` from
+/// its own process (SIGTERM: save a checkpoint, then stop the cluster).
+using chief_impl = chief_actor::extend<
+  caf::reacts_to<tick_atom>,
+  caf::reacts_to<saved_atom, int64_t, bool, std::string, uint64_t, double>,
+  caf::reacts_to<shard_back_atom, int32_t, ps_shard_actor>,
+  caf::reacts_to<shard_back_atom, int32_t, std::string>, caf::reacts_to<stop_atom>,
+  // a report channel's connection (key, request): a worker's batch
+  caf::reacts_to<relayed_atom, uint64_t, uint64_t, std::vector<step_report>>>;
+
 namespace chief_run {
 class step_coordination;
 }
@@ -78,11 +90,13 @@ struct chief_state {
   std::vector<table_setup> tables;    // the model's embedding tables, as every shard holds them
   step_coordinator_actor coordinator; // whom workers report to
   std::vector<std::pair<int32_t, caf::typed_response_promise<training_plan>>> waiting_ready;
-  run_id run = 0;                                       // this run's identity, drawn at start
-  grant_key signing_key;                                // signs its grants; the shards check them
+  run_id run = 0;         // this run's identity, drawn at start
+  grant_key signing_key;  // signs its grants; the shards check them
+  step_receipts receipts; // what an applied step's report must show: every shard's receipt
   std::optional<worker_roster<caf::actor_addr>> roster; // who holds each worker index
   std::optional<worker_membership> membership;          // who reads the data: the shares
   uint64_t left_workers = 0;                            // ended normally while training
+  std::vector<std::string> dropped_workers;             // each one dropped, and why
   std::shared_ptr<chief_run::step_coordination> steps;  // async or sync, by train.mode
   // accounting
   progress_meter progress{0};

@@ -34,6 +34,7 @@ training_result base_result(self_ptr self) {
   r.dropped_gradients = st.steps->dropped();
   r.lost_workers = st.roster->lost_count();
   r.left_workers = st.left_workers;
+  r.dropped_workers = st.dropped_workers;
   r.evaluations = st.evaluations;
   return r;
 }

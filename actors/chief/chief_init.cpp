@@ -6,6 +6,8 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "actors/chief/chief_run.hpp"
 #include "actors/common/fan_in.hpp"
 
@@ -83,6 +85,24 @@ training_plan plan_message(self_ptr self, int32_t index) {
   return plan;
 }
 
+namespace {
+
+// The shards every step pushes to: those holding a slice, and, with
+// embedding tables, every shard (each holds its buckets of each table).
+std::vector<int32_t> step_shards(const slice_router& router, const std::vector<table_setup>& tables,
+                                 int32_t shards) {
+  std::vector<int32_t> out;
+  for (int32_t s = 0; s < shards; ++s) {
+    bool slices = std::any_of(router.parts().begin(), router.parts().end(),
+                              [s](const slice_router::shard_part& p) { return p.shard == s; });
+    if (slices || !tables.empty())
+      out.push_back(s);
+  }
+  return out;
+}
+
+} // namespace
+
 void initialize_shards(self_ptr self) {
   auto& st = self->state;
   auto& t = st.config.train;
@@ -98,6 +118,8 @@ void initialize_shards(self_ptr self) {
   st.tables.clear();
   for (auto& table : st.links.net->tables())
     st.tables.push_back(table_setup_of(t.embedding, table, t.seed));
+  st.receipts = step_receipts{st.signing_key, st.run,
+                              step_shards(*st.router, st.tables, num_shards)};
   shard_options options;
   st.coordinator = st.steps->begin(self, options);
   options.tables = st.tables;

@@ -53,6 +53,11 @@ void on_worker_down(self_ptr self, int32_t index, const caf::error& reason);
 /// Refuses a report (or non-finite gradient) that is not from the worker
 /// admitted under its index, or not of this run.
 caf::error unless_admitted(self_ptr self, const step_report& r, const char* what);
+/// A report of an applied step without every shard's receipt for it: the
+/// worker did not push the step. It is dropped from the run and named, its
+/// steps go to the others, and the report is refused (an error); none when
+/// the report shows its receipts.
+caf::error unless_proven(self_ptr self, const step_report& r);
 
 /// Async with workers in other processes (links.bulk.chief_host set): the
 /// report channel's server on the chief's host; none (reports over BASP,

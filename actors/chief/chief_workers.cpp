@@ -158,6 +158,42 @@ void on_worker_down(self_ptr self, int32_t index, const caf::error& reason) {
   st.steps->worker_down(self, index, running);
 }
 
+namespace {
+
+// A worker the chief will not hear from any more: it no longer holds its
+// index, its steps go to the others, and it is told why (it quits and its
+// task exits 1). Its share of the data stays its own until it comes back,
+// as a lost worker's does.
+void drop_worker(self_ptr self, int32_t index, const std::string& why) {
+  auto& st = self->state;
+  auto holder = st.roster->holder(index);
+  if (!holder)
+    return;
+  spdlog::error("chief: worker:{} {}; it is dropped from the run and its steps go to the others",
+                index, why);
+  st.dropped_workers.push_back("worker:" + std::to_string(index) + " " + why);
+  st.roster->leave(*holder);
+  st.admission_of.erase(index);
+  if (st.report_desk)
+    st.report_desk->close_worker(index);
+  if (auto worker = caf::actor_cast<worker_actor>(caf::actor_cast<caf::strong_actor_ptr>(*holder)))
+    self->send(worker, stop_atom::value, "the chief dropped this worker: it " + why);
+  st.steps->worker_down(self, index, true);
+}
+
+} // namespace
+
+caf::error unless_proven(self_ptr self, const step_report& r) {
+  auto& st = self->state;
+  if (st.receipts.proven(r))
+    return caf::none;
+  auto why = "reported step " + std::to_string(r.step)
+             + " applied without the receipt of every shard it pushes to: it did not push it";
+  drop_worker(self, r.worker, why);
+  return make_error({errc::unauthorized, "chief refused the report of worker:"
+                                           + std::to_string(r.worker) + ": it " + why});
+}
+
 caf::error unless_admitted(self_ptr self, const step_report& r, const char* what) {
   auto& st = self->state;
   auto sender = self->current_sender();

@@ -79,6 +79,17 @@ std::string training_result::to_json() const {
   for (auto& t : traffic)
     unauthorized += t.unauthorized_pushes;
   w.key("unauthorized_pushes").integer(unauthorized);
+  // Steps applied already, pushed again: counted, not applied.
+  uint64_t repeated = 0;
+  for (auto& t : traffic)
+    repeated += t.repeated_pushes;
+  w.key("repeated_pushes").integer(repeated);
+  if (!dropped_workers.empty()) {
+    w.key("dropped_workers").begin_array();
+    for (auto& why : dropped_workers)
+      w.string(on_one_line(why));
+    w.end_array();
+  }
   if (preempted)
     w.key("preempted").boolean(true);
   if (!ok)

@@ -33,14 +33,10 @@ public:
   step_coordinator_actor begin(self_ptr self, shard_options& options) override {
     auto& st = self->state;
     auto& t = st.config.train;
-    token_queue_config queue{st.run, t.last_step, {}, st.first_step, st.signing_key};
-    // Every shard holds buckets of an embedding table: each applies every step.
-    if (!st.links.net->tables().empty())
-      for (auto& shard : st.links.shards)
-        queue.shards.push_back(shard.address());
-    else
-      for (auto& part : st.router->parts())
-        queue.shards.push_back(st.links.shards[static_cast<size_t>(part.shard)].address());
+    token_queue_config queue{st.run, t.last_step, {}, st.first_step, st.signing_key, st.receipts};
+    // Every shard a step pushes to applies every step.
+    for (auto shard : st.receipts.shards())
+      queue.shards.push_back(st.links.shards[static_cast<size_t>(shard)].address());
     queue_ = self->spawn<caf::linked>(token_queue, queue, caf::actor_cast<chief_actor>(self));
     for (auto& [index, addr] : st.roster->live()) // after a recovery
       self->send(queue_, admit_atom::value, index, caf::actor_cast<worker_actor>(addr));

@@ -1,7 +1,7 @@
 #pragma once
 // The message path of a shard_exchange for an actor (a worker, the chief):
-// pulls and pushes as requests to the shards' actors, their replies handed
-// to the exchange from the actor's own handlers.
+// pulls, pushes and fetches as requests to the shards' actors, their
+// replies handed to the exchange from the actor's own handlers.
 #include <chrono>
 #include <vector>
 
@@ -21,24 +21,21 @@ public:
             std::chrono::milliseconds timeout)
     : self_(self), shards_(shards), timeout_(timeout) {}
 
-  void pull(int32_t shard, uint64_t run, const std::vector<std::string>& names,
-            wire_precision precision, pull_done done) override {
+  void pull(int32_t shard, pull_request request, pull_done done) override {
     self_
-      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, pull_atom::value, run, names,
-                static_cast<int32_t>(precision))
-      .then([done](pull_reply& reply) { done(reply.values, std::nullopt, std::nullopt); },
+      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, pull_atom::value,
+                std::move(request))
+      .then([done](pull_reply& reply) { done(reply, std::nullopt, std::nullopt); },
             [done](caf::error& err) { failed(done, err); });
   }
 
-  void push(int32_t shard, const push_header& h, const std::vector<std::string>& names,
-            std::vector<tensor> gradients, push_done done) override {
+  void push(int32_t shard, step_push push, push_done done) override {
     self_
-      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, push_atom::value, h.run, h.worker,
-                h.step, h.proof, push_wire_code(h), names, std::move(gradients))
-      .then([done](int64_t) { done(std::nullopt, std::nullopt); },
+      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, push_atom::value, std::move(push))
+      .then([done](const push_receipt& answer) { done(answer, std::nullopt, std::nullopt); },
             [done](caf::error& err) {
               auto refused = refusal_of(err);
-              done(refused, refused ? std::nullopt : std::optional<std::string>{describe(err)});
+              done({}, refused, refused ? std::nullopt : std::optional<std::string>{describe(err)});
             });
   }
 
@@ -48,43 +45,16 @@ public:
                 copy.ticket, copy.index)
       .then(
         [done](tensor& value) {
-          std::vector<tensor> values;
-          values.push_back(std::move(value));
-          done(values, std::nullopt, std::nullopt);
+          pull_reply reply;
+          reply.values.push_back(std::move(value));
+          done(reply, std::nullopt, std::nullopt);
         },
         [done](caf::error& err) { failed(done, err); });
-  }
-
-  void pull_rows(int32_t shard, uint64_t run, int32_t table, std::vector<int64_t> keys,
-                 pull_done done) override {
-    self_
-      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, rows_atom::value, run, table,
-                row_keys{std::move(keys), {}})
-      .then(
-        [done](tensor& rows) {
-          std::vector<tensor> values;
-          values.push_back(std::move(rows));
-          done(values, std::nullopt, std::nullopt);
-        },
-        [done](caf::error& err) { failed(done, err); });
-  }
-
-  void push_rows(int32_t shard, const push_header& h, int32_t table, std::vector<int64_t> keys,
-                 std::vector<uint32_t> counts, tensor grads, push_done done) override {
-    self_
-      ->request(shards_.at(static_cast<size_t>(shard)), timeout_, push_rows_atom::value, h.run,
-                h.worker, h.step, h.proof, table, row_keys{std::move(keys), std::move(counts)},
-                std::move(grads))
-      .then([done](int64_t) { done(std::nullopt, std::nullopt); },
-            [done](caf::error& err) {
-              auto refused = refusal_of(err);
-              done(refused, refused ? std::nullopt : std::optional<std::string>{describe(err)});
-            });
   }
 
 private:
   static void failed(const pull_done& done, const caf::error& err) {
-    std::vector<tensor> none;
+    pull_reply none;
     auto refused = refusal_of(err);
     done(none, refused, refused ? std::nullopt : std::optional<std::string>{describe(err)});
   }

@@ -5,18 +5,6 @@
 
 namespace troupe {
 
-namespace {
-
-// Keeps the first refusal and the first loss of the parts' rows.
-void note(row_exchange::outcome& result, const rows_outcome& got) {
-  if (got.refused && !result.refused)
-    result.refused = got.refused;
-  if (got.lost && !result.lost)
-    result.lost = got.lost;
-}
-
-} // namespace
-
 row_exchange::row_exchange(shard_exchange& exchange, embedding_table_config placement,
                            int32_t shards, int32_t table, uint32_t dim)
   : exchange_(exchange), placement_(std::move(placement)), shards_(shards), table_(table),
@@ -39,14 +27,15 @@ void row_exchange::split(const unique_keys& keys) {
               [&](uint32_t a, uint32_t b) { return bucket[a] < bucket[b]; });
 }
 
-void row_exchange::ask(const batch_rows& rows, bool pushing, bool every_shard,
-                       std::vector<exchange_part>& parts) {
+// A push goes to every shard (each counts every step), a pull only to the
+// shards that own some of the batch's keys.
+void row_exchange::ask(const batch_rows& rows, bool pushing, std::vector<exchange_part>& parts) {
   asked_.clear();
   auto& k = rows.keys.keys();
   auto& counts = rows.keys.counts();
   for (int32_t s = 0; s < shards_; ++s) {
     auto& mine = parts_[static_cast<size_t>(s)];
-    if (mine.empty() && !every_shard)
+    if (mine.empty() && !pushing)
       continue;
     auto at = std::find_if(parts.begin(), parts.end(),
                            [s](const exchange_part& p) { return p.shard == s; });
@@ -55,87 +44,73 @@ void row_exchange::ask(const batch_rows& rows, bool pushing, bool every_shard,
       parts.back().shard = s;
       at = parts.end() - 1;
     }
-    auto& p = *at;
     auto n = static_cast<int64_t>(mine.size());
+    part_rows p;
     p.table = table_;
     p.keys = tensor({n, 2});
     for (size_t i = 0; i < mine.size(); ++i)
       std::memcpy(p.keys.data() + 2 * i, &k[mine[i]], sizeof(int64_t)); // bits, not values
     if (pushing) {
       p.counts = tensor({n});
-      p.row_gradients = tensor({n, static_cast<int64_t>(dim_)});
+      p.gradients = tensor({n, static_cast<int64_t>(dim_)});
       for (size_t i = 0; i < mine.size(); ++i) {
         std::memcpy(p.counts.data() + i, &counts[mine[i]], sizeof(uint32_t));
-        std::memcpy(p.row_gradients.data() + i * dim_, rows.grads.data() + size_t{mine[i]} * dim_,
+        std::memcpy(p.gradients.data() + i * dim_, rows.grads.data() + size_t{mine[i]} * dim_,
                     dim_ * sizeof(float));
       }
     } else {
-      p.row_storage = std::move(storage_[static_cast<size_t>(s)]);
+      p.storage = std::move(storage_[static_cast<size_t>(s)]);
     }
-    asked_.push_back({static_cast<size_t>(at - parts.begin()), s});
+    asked_.push_back({static_cast<size_t>(at - parts.begin()), s, at->rows.size()});
+    at->rows.push_back(std::move(p));
   }
 }
 
 void row_exchange::ask_pull(const batch_rows& rows, std::vector<exchange_part>& parts) {
   split(rows.keys);
-  ask(rows, false, false, parts);
+  ask(rows, false, parts);
 }
 
-row_exchange::outcome row_exchange::take_pull(std::vector<part_outcome>& outcomes,
-                                              batch_rows& rows) {
-  outcome result;
+maybe_failure row_exchange::take_pull(std::vector<part_outcome>& outcomes, batch_rows& rows) {
   rows.values.assign(rows.keys.size() * dim_, 0.0f);
-  for (auto& [index, s] : asked_) {
+  for (auto& [index, s, slot] : asked_) {
     auto& got = outcomes.at(index).rows;
-    note(result, got);
-    if (got.refused || got.lost)
-      continue;
     auto& mine = parts_[static_cast<size_t>(s)];
-    auto& values = got.values;
-    if (values.size() != 1 || values[0].rank() != 2
-        || values[0].dim(0) != static_cast<int64_t>(mine.size())
-        || values[0].dim(1) != static_cast<int64_t>(dim_)) {
-      if (!result.refused)
-        result.refused = failure{errc::shape_mismatch,
-                                 "ps:" + std::to_string(s) + " answered a pull of "
-                                   + std::to_string(mine.size()) + " rows with another shape"};
-      continue;
-    }
-    const float* in = values[0].data();
+    if (slot >= got.size() || got[slot].rank() != 2
+        || got[slot].dim(0) != static_cast<int64_t>(mine.size())
+        || got[slot].dim(1) != static_cast<int64_t>(dim_))
+      return failure{errc::shape_mismatch, "ps:" + std::to_string(s) + " answered a pull of "
+                                             + std::to_string(mine.size())
+                                             + " rows with another shape"};
+    const float* in = got[slot].data();
     for (size_t i = 0; i < mine.size(); ++i)
       std::memcpy(rows.values.data() + size_t{mine[i]} * dim_, in + i * dim_, dim_ * sizeof(float));
-    storage_[static_cast<size_t>(s)] = std::move(values);
+    storage_[static_cast<size_t>(s)].assign(1, std::move(got[slot]));
   }
-  return result;
+  return std::nullopt;
 }
 
-void row_exchange::ask_push(const batch_rows& rows, bool every_shard,
-                            std::vector<exchange_part>& parts) {
-  ask(rows, true, every_shard, parts);
-}
-
-row_exchange::outcome row_exchange::pushed(const std::vector<part_outcome>& outcomes) const {
-  outcome result;
-  for (auto& a : asked_)
-    note(result, outcomes.at(a.part).rows);
-  return result;
+void row_exchange::ask_push(const batch_rows& rows, std::vector<exchange_part>& parts) {
+  ask(rows, true, parts);
 }
 
 void row_exchange::pull(uint64_t run, batch_rows& rows, finished done) {
   std::vector<exchange_part> parts;
   ask_pull(rows, parts);
-  if (parts.empty()) { // no keys
-    rows.values.clear();
-    done({});
-    return;
-  }
   push_header header;
   header.run = run;
   exchange_.start(exchange_kind::pull, header, std::move(parts), false);
   exchange_.finish(
     [this, &rows, done = std::move(done), epoch = epoch_](std::vector<part_outcome>& outcomes) {
-      if (epoch == epoch_)
-        done(take_pull(outcomes, rows));
+      if (epoch != epoch_)
+        return;
+      outcome result;
+      for (auto& out : outcomes)
+        if (out.lost && !result.lost)
+          result.lost = out.lost;
+      if (!result.lost)
+        result.refused = take_pull(outcomes, rows);
+      done(result);
     });
 }
 

@@ -22,8 +22,8 @@ namespace troupe {
 
 class row_exchange {
 public:
-  /// What the rows of an exchange came back with: the first refusal and
-  /// the first loss.
+  /// What the rows of an evaluator's pull came back with: a refusal (a
+  /// misshapen answer) or the first loss.
   struct outcome {
     maybe_failure refused;
     std::optional<std::string> lost;
@@ -39,14 +39,13 @@ public:
   /// ride in its part (one is added for a shard that has none).
   void ask_pull(const batch_rows& rows, std::vector<exchange_part>& parts);
   /// That pull's rows into rows.values, from the outcomes of those parts
-  /// (in their order).
-  outcome take_pull(std::vector<part_outcome>& outcomes, batch_rows& rows);
-  /// rows.grads for rows.keys, asked in the parts of a push. every_shard: a
-  /// shard that owns none of the keys gets an empty push (sync mode, where
-  /// a step waits for every worker's rows on every shard).
-  void ask_push(const batch_rows& rows, bool every_shard, std::vector<exchange_part>& parts);
-  /// What that push's rows came back with.
-  outcome pushed(const std::vector<part_outcome>& outcomes) const;
+  /// (in their order, none of them lost); a shard's answer of another shape
+  /// is refused.
+  maybe_failure take_pull(std::vector<part_outcome>& outcomes, batch_rows& rows);
+  /// rows.grads for rows.keys, asked in the parts of a push: every shard
+  /// gets its part (no keys where the batch has none there), so that each
+  /// shard counts every step, in either mode.
+  void ask_push(const batch_rows& rows, std::vector<exchange_part>& parts);
 
   /// Pulls the rows of rows.keys into rows.values, alone (the evaluator)
   /// through the exchange, which must be idle. `rows` must live until
@@ -59,8 +58,7 @@ private:
   void split(const unique_keys& keys);
   /// Shard s's keys (and, pushing, their counts and gradients) into its
   /// part in `parts`, added where it has none; where each went in asked_.
-  void ask(const batch_rows& rows, bool pushing, bool every_shard,
-           std::vector<exchange_part>& parts);
+  void ask(const batch_rows& rows, bool pushing, std::vector<exchange_part>& parts);
 
   shard_exchange& exchange_;
   embedding_table_config placement_;
@@ -70,10 +68,11 @@ private:
   std::vector<std::vector<uint32_t>> parts_; // per shard: indices into the distinct keys
   std::vector<uint32_t> buckets_of_keys_;    // split's scratch, reused from step to step
   std::vector<std::vector<tensor>> storage_; // per shard: a bulk pull's rows, reused
-  /// The last ask: which part carries which shard's keys.
+  /// The last ask: which part carries which shard's keys, at which of its rows.
   struct asked_part {
     size_t part;
     int32_t shard;
+    size_t slot;
   };
   std::vector<asked_part> asked_;
   uint64_t epoch_ = 0;

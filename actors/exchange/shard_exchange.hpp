@@ -1,19 +1,20 @@
 #pragma once
 // One exchange with the shards of a plan: per shard part a pull, a push, a
-// push followed by a pull, or a fetch of a checkpoint copy's tensor, each on
-// the bulk path where the shard has a link and over BASP (the message path)
-// where it has none. A pull or a push may carry embedding rows beside the
-// dense values (or instead of them): on a bulk link both requests go
-// together and are answered in one round trip; over BASP as two messages,
-// which the shard takes in the order sent. The caller starts an exchange,
-// may compute meanwhile, and finishes it: what each part came back with
-// (values, rows, the shard's refusal, or a loss) arrives in one place,
-// whichever path carried it.
+// push followed by a pull, or a fetch of a checkpoint copy's tensor. A pull
+// is one request (the part's dense values and each table's rows), a push
+// is one request (the step's gradients and rows: the shard takes it whole,
+// once). Each request goes on the bulk path where the shard has a link and
+// over BASP (the message path) where it has none: both are asked the same
+// requests and answer the same outcome, and requests to one shard are
+// answered in the order asked, so a push then a pull go together. The
+// caller starts an exchange, may compute meanwhile, and finishes it: what
+// each part came back with (values, rows, the shard's receipt or refusal,
+// or a loss) arrives in one place, whichever path carried it.
 //
-// The bulk part runs to its replies at once (blocking the caller, which is
-// detached) or on a thread of its own while the caller computes. The BASP
-// part's replies arrive through the caller's mailbox and are handed in by
-// the message path. An exchange voided by cancel() (a lost peer, a new
+// The bulk parts run to their replies at once (blocking the caller, which
+// is detached) or on a thread of their own while the caller computes. The
+// BASP parts' replies arrive through the caller's mailbox and are handed in
+// by the message path. An exchange voided by cancel() (a lost peer, a new
 // plan) ignores the replies still due. Free of CAF.
 #include <chrono>
 #include <cstdint>
@@ -25,13 +26,14 @@
 
 #include "actors/net/background_exchange.hpp"
 #include "actors/net/bulk_client.hpp"
+#include "actors/protocol/messages.hpp"
 #include "tensor/core/wire_precision.hpp"
 
 namespace troupe {
 
 enum class exchange_kind {
-  pull, ///< values of the part's names; rows of its keys where it has a table
-  push, ///< gradients of the part's names; rows' gradients (sent first) where it has a table
+  pull, ///< values of the part's names and rows of its tables' keys
+  push, ///< gradients of the part's names and rows of its tables: one step
   push_then_pull,
   fetch, ///< a tensor of a shard's checkpoint copy (exchange_part::copy), moved out of it
 };
@@ -59,74 +61,58 @@ inline int32_t push_wire_code(const push_header& h) {
   return h.topk ? topk_wire_code : static_cast<int32_t>(h.precision);
 }
 
+/// One embedding table's rows in a part: the keys (bulk::key_bits); a
+/// push's occurrences (bulk::count_bits) and summed gradients [keys, dim];
+/// a pull's storage for the rows, lent.
+struct part_rows {
+  int32_t table = 0;
+  tensor keys;
+  tensor counts;
+  tensor gradients;
+  std::vector<tensor> storage;
+};
+
 /// One shard's part of an exchange.
 struct exchange_part {
   int32_t shard = 0;
-  /// The dense variables pulled or pushed (null: the part carries rows
-  /// only); must outlive the exchange.
+  /// The dense variables pulled or pushed (null: none); must outlive the
+  /// exchange.
   const std::vector<std::string>* names = nullptr;
   /// A pull's storage, lent (a tensor of the right size is filled in place;
   /// an empty one takes the part's storage of its last bulk pull).
   std::vector<tensor> storage;
   std::vector<tensor> gradients; ///< a push's
   copy_tensor copy;              ///< a fetch's
-  // Embedding rows riding in a pull or a push (table >= 0): the keys,
-  // bulk::key_bits of them; a push's occurrences (bulk::count_bits) and
-  // summed gradients [keys, dim]; a pull's storage for the rows, lent.
-  int32_t table = -1;
-  tensor keys;
-  tensor counts;
-  tensor row_gradients;
-  std::vector<tensor> row_storage;
-};
-
-/// What the rows of a part came back with: pulled rows [keys, dim] (the one
-/// tensor in values), the shard's refusal (an answer: too many keys, say),
-/// or a loss.
-struct rows_outcome {
-  std::vector<tensor> values;
-  maybe_failure refused;
-  std::optional<std::string> lost;
+  std::vector<part_rows> rows;   ///< the embedding tables' rows it carries
 };
 
 /// What a part came back with.
 struct part_outcome {
   std::vector<tensor> values;    ///< pulled, in the order of the names
+  std::vector<tensor> rows;      ///< pulled, a tensor [keys, dim] per table, in order
   std::vector<tensor> gradients; ///< pushed on the bulk path, back for reuse (none over BASP)
   maybe_failure refused;         ///< the shard refused the push (its code and message)
+  uint64_t receipt = 0;          ///< the shard's receipt for a push it took
   /// The part failed otherwise: the shard could not be reached, its link
   /// broke, or it refused the pull. The run must recover.
   std::optional<std::string> lost;
-  rows_outcome rows; ///< the part's rows, where it carried any
 };
 
-/// The message path: pulls and pushes as requests to a shard's actor,
-/// answered through the caller's mailbox (exchange/basp_path.hpp).
+/// The message path: pulls, pushes and fetches as requests to a shard's
+/// actor, answered through the caller's mailbox (exchange/basp_path.hpp).
 class message_path {
 public:
   virtual ~message_path() = default;
-  /// `values`, or a failure: `refused` is the shard's answer; otherwise the
-  /// request itself failed (`lost`).
-  using pull_done = std::function<void(std::vector<tensor>& values, const maybe_failure& refused,
+  /// The reply, or a failure: `refused` is the shard's answer; otherwise
+  /// the request itself failed (`lost`).
+  using pull_done = std::function<void(pull_reply& reply, const maybe_failure& refused,
                                        const std::optional<std::string>& lost)>;
-  using push_done =
-    std::function<void(const maybe_failure& refused, const std::optional<std::string>& lost)>;
-  virtual void pull(int32_t shard, uint64_t run, const std::vector<std::string>& names,
-                    wire_precision precision, pull_done done) = 0;
-  virtual void push(int32_t shard, const push_header& header, const std::vector<std::string>& names,
-                    std::vector<tensor> gradients, push_done done) = 0;
-  /// The one tensor in `values`.
+  using push_done = std::function<void(const push_receipt& answer, const maybe_failure& refused,
+                                       const std::optional<std::string>& lost)>;
+  virtual void pull(int32_t shard, pull_request request, pull_done done) = 0;
+  virtual void push(int32_t shard, step_push push, push_done done) = 0;
+  /// The one tensor in the reply's values.
   virtual void fetch(int32_t shard, uint64_t run, const copy_tensor& copy, pull_done done) = 0;
-
-  // Embedding rows (row_exchange.hpp): the rows of `keys` in table `table`,
-  // one tensor [keys, dim] in `values`; a push of distinct keys with their
-  // occurrences and summed gradients [keys, dim]. A path that carries no
-  // rows answers every such request as lost.
-  virtual void pull_rows(int32_t shard, uint64_t run, int32_t table, std::vector<int64_t> keys,
-                         pull_done done);
-  virtual void push_rows(int32_t shard, const push_header& header, int32_t table,
-                         std::vector<int64_t> keys, std::vector<uint32_t> counts, tensor grads,
-                         push_done done);
 };
 
 class shard_exchange {
@@ -162,21 +148,16 @@ public:
 
 private:
   /// A part on a bulk link, and which of the link's requests answer its
-  /// dense values and its rows (-1: none).
+  /// push and its pull (-1: none).
   struct bulk_part {
     size_t index; // into parts_
     bulk_link* link;
-    int dense = -1;
-    int rows = -1;
+    int push = -1;
+    int pull = -1;
   };
-  void start_bulk(exchange_kind kind, const push_header& header, bool in_background);
-  /// A part's requests on its link, in the order the shard must take them.
-  void ask_bulk(exchange_kind kind, const push_header& header, bulk_part& b);
-  void start_basp(exchange_kind kind, const push_header& header);
-  void pull_basp(exchange_kind kind, const push_header& header, size_t part);
-  void push_basp(const push_header& header, size_t part);
-  void pull_basp_rows(const push_header& header, size_t part);
-  void push_basp_rows(const push_header& header, size_t part);
+  void ask_link(exchange_kind kind, const push_header& header, bulk_part& b);
+  void ask_basp(exchange_kind kind, const push_header& header, size_t i);
+  void drive_links(bool in_background);
   void basp_reply();
   void collect_bulk();
   std::vector<tensor> pull_storage(exchange_part& part);

@@ -17,13 +17,11 @@ background_exchange::~background_exchange() {
   thread_.join();
 }
 
-void background_exchange::start(std::vector<bulk_link*> links, std::chrono::milliseconds within,
-                                then_on_link then) {
+void background_exchange::start(std::vector<bulk_link*> links, std::chrono::milliseconds within) {
   std::unique_lock<std::mutex> lock{mutex_};
   changed_.wait(lock, [this] { return !running_; });
   links_ = std::move(links);
   within_ = within;
-  then_ = std::move(then);
   running_ = true;
   lock.unlock();
   changed_.notify_all();
@@ -52,9 +50,8 @@ void background_exchange::loop() {
       return;
     auto links = links_;
     auto until = std::chrono::steady_clock::now() + within_;
-    auto then = std::move(then_);
     lock.unlock();
-    complete_all(links, until, then);
+    complete_all(links, until);
     lock.lock();
     running_ = false;
     changed_.notify_all();

@@ -3,7 +3,7 @@
 // worker computes while they move: with train.pull-ahead, a step's pushes,
 // each followed on its link by the pull of a later step's values, run this
 // way while the next step computes. The links belong to the caller, who
-// must not touch them (nor what `then` touches) between start() and wait().
+// must not touch them between start() and wait().
 // Free of CAF.
 #include <chrono>
 #include <condition_variable>
@@ -23,15 +23,13 @@ public:
   background_exchange(const background_exchange&) = delete;
   background_exchange& operator=(const background_exchange&) = delete;
 
-  /// Runs complete_all(links, now + within, then) on the thread. Waits
-  /// first for a run still under way.
-  void start(std::vector<bulk_link*> links, std::chrono::milliseconds within,
-             then_on_link then = {});
+  /// Runs complete_all(links, now + within) on the thread. Waits first for
+  /// a run still under way.
+  void start(std::vector<bulk_link*> links, std::chrono::milliseconds within);
   /// Blocks until the last run completed (at once when none is under way).
   void wait();
   /// Ends a run under way at once: its links' sockets are shut down, so
-  /// their exchanges (and any `then` starts) fail and the links are
-  /// broken. Then waits.
+  /// their exchanges fail and the links are broken. Then waits.
   void cancel();
 
 private:
@@ -41,7 +39,6 @@ private:
   std::condition_variable changed_;
   std::vector<bulk_link*> links_;
   std::chrono::milliseconds within_{0};
-  then_on_link then_;
   bool running_ = false;
   bool stopping_ = false;
   std::thread thread_;

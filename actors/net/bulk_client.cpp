@@ -33,7 +33,7 @@ std::unique_ptr<bulk_link> bulk_link::open(const std::string& host, uint16_t por
 static frame_kind reply_to(frame_kind kind) {
   if (kind == frame_kind::hello)
     return frame_kind::welcome;
-  if (kind == frame_kind::push || kind == frame_kind::push_rows)
+  if (kind == frame_kind::push)
     return frame_kind::push_reply;
   return frame_kind::pull_reply;
 }
@@ -61,11 +61,27 @@ void bulk_link::begin(frame_kind kind, const meta_writer& meta, const tensor_ref
       {errc::training_stopped, "bulk connection to ps:" + std::to_string(shard_) + " is broken"});
 }
 
+namespace {
+
+// The tables of a request: their count and ids in the meta section.
+void write_tables(meta_writer& meta, const std::vector<bulk_link::table_part>& tables) {
+  meta.i32(static_cast<int32_t>(tables.size()));
+  for (auto& t : tables)
+    meta.i32(t.table);
+}
+
+} // namespace
+
 void bulk_link::start_pull(uint64_t run, const std::vector<std::string>& names,
-                           std::vector<tensor> storage, wire_precision precision) {
-  meta_writer meta;
+                           const std::vector<table_part>& tables, std::vector<tensor> storage,
+                           wire_precision precision) {
+  tensor_refs data;
+  for (auto& t : tables)
+    data.push_back(t.keys);
+  meta_writer meta{data};
   meta.u64(run).names(names).i32(static_cast<int32_t>(precision));
-  begin(frame_kind::pull, meta, {}, std::move(storage));
+  write_tables(meta, tables);
+  begin(frame_kind::pull, meta, data, std::move(storage));
 }
 
 void bulk_link::start_fetch(uint64_t run, uint64_t ticket, int32_t index,
@@ -77,25 +93,18 @@ void bulk_link::start_fetch(uint64_t run, uint64_t ticket, int32_t index,
 
 void bulk_link::start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
                            const std::vector<std::string>& names,
-                           const std::vector<tensor>& gradients, int32_t wire_code) {
-  meta_writer meta{&gradients};
-  meta.u64(run).i32(worker).i64(step).u64(proof).i32(wire_code).names(names);
-  begin(frame_kind::push, meta, refs_of(&gradients));
-}
-
-void bulk_link::start_pull_rows(uint64_t run, int32_t table, const tensor& keys,
-                                std::vector<tensor> storage) {
-  tensor_refs data{&keys};
+                           const std::vector<tensor>& gradients,
+                           const std::vector<table_part>& tables, int32_t wire_code) {
+  auto data = refs_of(&gradients);
+  for (auto& t : tables) {
+    data.push_back(t.keys);
+    data.push_back(t.counts);
+    data.push_back(t.gradients);
+  }
   meta_writer meta{data};
-  meta.u64(run).i32(table);
-  begin(frame_kind::rows, meta, data, std::move(storage));
-}
-
-void bulk_link::start_push_rows(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
-                                int32_t table, const tensor_refs& keys_counts_grads) {
-  meta_writer meta{keys_counts_grads};
-  meta.u64(run).i32(worker).i64(step).u64(proof).i32(table);
-  begin(frame_kind::push_rows, meta, keys_counts_grads);
+  meta.u64(run).i32(worker).i64(step).u64(proof).i32(wire_code).names(names);
+  write_tables(meta, tables);
+  begin(frame_kind::push, meta, data);
 }
 
 const maybe_failure& bulk_link::error(size_t i) const noexcept {
@@ -109,6 +118,10 @@ bool bulk_link::lost(size_t i) const noexcept {
 
 int64_t bulk_link::version(size_t i) const noexcept {
   return i < requests_.size() ? requests_[i].version : 0;
+}
+
+uint64_t bulk_link::receipt(size_t i) const noexcept {
+  return i < requests_.size() ? requests_[i].receipt : 0;
 }
 
 std::vector<tensor>& bulk_link::values(size_t i) {
@@ -156,10 +169,13 @@ bool bulk_link::finish() {
                                    + " was expected"});
     return true;
   } else {
-    if (kind == frame_kind::welcome)
+    if (kind == frame_kind::welcome) {
       shard_ = fields.i32();
-    else
+    } else {
       asked.version = fields.i64();
+      if (kind == frame_kind::push_reply)
+        asked.receipt = fields.u64();
+    }
     if (!fields.at_end() || (kind != frame_kind::pull_reply && !asked.values.empty())) {
       fail({errc::invalid_request, "bulk frame: a malformed reply"});
       return true;
@@ -198,19 +214,12 @@ bool bulk_link::progress(bool readable, bool writable) {
   return done_;
 }
 
-void complete_all(const std::vector<bulk_link*>& links, deadline until, const then_on_link& then) {
+void complete_all(const std::vector<bulk_link*>& links, deadline until) {
   std::vector<pollfd> waiting;
   std::vector<size_t> open; // indices into links
-  // Sends what it can (most frames leave in this first send); false once
-  // the link is done, with nothing started after.
-  auto begin = [&](size_t i) {
-    while (links[i]->progress(false, true))
-      if (!then || !then(i))
-        return false;
-    return true;
-  };
+  // Most frames leave in this first send.
   for (size_t i = 0; i < links.size(); ++i)
-    if (begin(i))
+    if (!links[i]->progress(false, true))
       open.push_back(i);
   while (!open.empty()) {
     waiting.clear();
@@ -239,7 +248,7 @@ void complete_all(const std::vector<bulk_link*>& links, deadline until, const th
       bool readable = events & (POLLIN | POLLHUP | POLLERR);
       bool writable = events & (POLLOUT | POLLERR);
       auto i = open[k];
-      if (!links[i]->progress(readable, writable) || (then && then(i) && begin(i)))
+      if (!links[i]->progress(readable, writable))
         open[kept++] = i;
     }
     open.resize(kept);

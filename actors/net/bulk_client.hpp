@@ -1,15 +1,15 @@
 #pragma once
 // The worker side of the bulk path: one connection to one shard (plain, or
 // mutual TLS with the cluster's certificates), opened with the ticket the
-// shard gave over BASP, carrying one exchange at a time: one request, or
-// several sent back to back (a step's dense values and embedding rows),
-// which the shard answers in order, in one round trip. complete_all drives
+// shard gave over BASP, carrying one exchange at a time: one request (a
+// step's pull or push, its dense values and embedding rows together), or
+// several sent back to back (a push, then the next step's pull), which the
+// shard answers in order. complete_all drives
 // the exchanges of several shards at once (a step's fan-out), each frame
 // sent from the tensors' own storage and each reply read into storage the
 // caller lends. Free of CAF.
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,10 +18,6 @@
 #include "tensor/core/wire_precision.hpp"
 
 namespace troupe {
-
-/// What follows an exchange on links[i] once its reply is in: true when it
-/// started another exchange on that link (run to its reply as well).
-using then_on_link = std::function<bool(size_t i)>;
 
 class bulk_link {
 public:
@@ -37,28 +33,30 @@ public:
   // order, their outcomes numbered 0, 1, ... in the order started. A start_
   // after that begins a new exchange.
 
-  /// A pull of `names` at `precision`, read into `storage` (its tensors'
+  /// One table's part of a request, referenced in place (living until the
+  /// exchange completes): keys as key_bits [n, 2]; a push's counts
+  /// (count_bits [n]) and summed gradients [n, dim].
+  struct table_part {
+    int32_t table = 0;
+    const tensor* keys = nullptr;
+    const tensor* counts = nullptr;
+    const tensor* gradients = nullptr;
+  };
+
+  /// A pull of `names` at `precision` and of each table's rows of its keys,
+  /// read into `storage` (the values, then each table's rows; its tensors'
   /// memory is reused).
-  void start_pull(uint64_t run, const std::vector<std::string>& names, std::vector<tensor> storage,
+  void start_pull(uint64_t run, const std::vector<std::string>& names,
+                  const std::vector<table_part>& tables, std::vector<tensor> storage,
                   wire_precision precision = wire_precision::fp32);
   /// Tensor `index` of the checkpoint copy `ticket` names, read into `storage`.
   void start_fetch(uint64_t run, uint64_t ticket, int32_t index, std::vector<tensor> storage);
-  /// A push of a granted step with its grant's proof, its gradients in the
-  /// form `wire_code` names (a wire_precision's, or topk_wire_code);
-  /// `gradients` must live until the exchange completes.
+  /// A granted step's push with its grant's proof: its gradients in the
+  /// form `wire_code` names (a wire_precision's, or topk_wire_code) and each
+  /// table's rows; `gradients` must live until the exchange completes.
   void start_push(uint64_t run, int32_t worker, int64_t step, uint64_t proof,
                   const std::vector<std::string>& names, const std::vector<tensor>& gradients,
-                  int32_t wire_code = 0);
-
-  /// The rows of `keys` (key_bits: [n, 2]) in embedding table `table`, read
-  /// into `storage`; `keys` must live until the exchange completes.
-  void start_pull_rows(uint64_t run, int32_t table, const tensor& keys,
-                       std::vector<tensor> storage);
-  /// A push of rows for a granted step: keys (key_bits), counts
-  /// (count_bits) and summed gradients [n, dim], each living until the
-  /// exchange completes.
-  void start_push_rows(uint64_t run, int32_t worker, int64_t step, uint64_t proof, int32_t table,
-                       const bulk::tensor_refs& keys_counts_grads);
+                  const std::vector<table_part>& tables, int32_t wire_code = 0);
 
   /// After complete_all, request `i` of the exchange: the shard's refusal
   /// (its code and message), or a transport failure, which also marks the
@@ -69,6 +67,8 @@ public:
   bool broken() const noexcept { return broken_; }
   /// The shard's version after request `i` (a pull's values' or a push's).
   int64_t version(size_t i = 0) const noexcept;
+  /// The shard's receipt for the step a push `i` carried.
+  uint64_t receipt(size_t i = 0) const noexcept;
   /// Request `i`'s pulled values, in the order asked (the storage it lent
   /// otherwise).
   std::vector<tensor>& values(size_t i = 0);
@@ -84,8 +84,7 @@ public:
   int fd() const noexcept { return ch_.fd(); }
 
 private:
-  friend void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until,
-                           const then_on_link& then);
+  friend void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until);
   bulk_link(bulk::channel ch, bulk::frame_limits limits) : ch_(std::move(ch)), in_(limits) {}
   /// Asks a request of kind `kind` (its meta section and tensors, which
   /// must outlive the exchange), its reply read into `storage`.
@@ -103,6 +102,7 @@ private:
     maybe_failure error;
     bool lost = false;
     int64_t version = 0;
+    uint64_t receipt = 0;
   };
 
   bulk::channel ch_;
@@ -127,10 +127,8 @@ struct bulk_peers {
   std::string chief_host;
 };
 
-/// Runs every started exchange to its reply, all at once, and what `then`
-/// starts after each; an exchange still open at the deadline fails (and its
-/// link is broken).
-void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until,
-                  const then_on_link& then = {});
+/// Runs every started exchange to its replies, all at once; an exchange
+/// still open at the deadline fails (and its link is broken).
+void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until);
 
 } // namespace troupe

@@ -16,24 +16,6 @@ namespace {
 
 using namespace bulk;
 
-// The fields every push begins with: run, worker, step and the grant's proof.
-bulk_push push_fields(meta_reader& fields) {
-  bulk_push out;
-  out.run = fields.u64();
-  out.worker = fields.i32();
-  out.step = fields.i64();
-  out.proof = fields.u64();
-  return out;
-}
-
-// Bytes of a next request already here (sent with the one just read).
-bool bytes_waiting(const channel& ch) {
-  if (ch.has_buffered())
-    return true;
-  pollfd here{ch.fd(), ch.wanted(false), 0};
-  return ::poll(&here, 1, 0) > 0;
-}
-
 frame_limits current_limits() {
   return {max_wire_elements(), max_frame_bytes()};
 }
@@ -148,26 +130,21 @@ void bulk_server::serve(connection& conn) {
   frame_reader in{current_limits()};
   in.pause_before_data(true);
   auto push = endpoint_.open_pusher();
-  bulk_endpoint::row_puller rows; // opened at the first pull of rows
   for (;;) {
-    if (conn.request_read) {
-      conn.request_read = false;
-    } else {
-      in.next();
-      // Idle between requests: wake each second to notice a stop.
-      maybe_failure idle;
-      while (!stopping_ && !wait_for(conn.ch, false, after(std::chrono::seconds(1)), idle))
-        idle.reset();
-      if (stopping_)
-        return;
-      if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
-        if (err->code != errc::training_stopped)
-          spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
-                       err->message);
-        return;
-      }
+    in.next();
+    // Idle between requests: wake each second to notice a stop.
+    maybe_failure idle;
+    while (!stopping_ && !wait_for(conn.ch, false, after(std::chrono::seconds(1)), idle))
+      idle.reset();
+    if (stopping_)
+      return;
+    if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
+      if (err->code != errc::training_stopped)
+        spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
+                     err->message);
+      return;
     }
-    if (!answer(conn, in, push, rows))
+    if (!answer(conn, in, push))
       return;
   }
 }
@@ -191,8 +168,8 @@ std::unique_lock<std::mutex> bulk_server::take_turn(connection& conn, std::mutex
   return turn;
 }
 
-// A request that carries no tensors (a pull, a fetch): false, with the
-// refusal sent, when its fields do not end where its meta section does.
+// A request that carries no tensors (a fetch): false, with the refusal
+// sent, when its fields do not end where its meta section does.
 bool bulk_server::complete_request(connection& conn, frame_reader& in, const meta_reader& fields,
                                    const char* what) {
   if (!fields.at_end() || in.header().data_bytes != 0)
@@ -222,23 +199,79 @@ bool bulk_server::reply_values(connection& conn, uint64_t request, const maybe_f
   return reply(conn, frame_writer{frame_kind::pull_reply, request, meta, values});
 }
 
-// A pull, answered here from the shard's store: the values themselves,
-// pinned in this connection's turn and written from where they are.
-bool bulk_server::answer_pull(connection& conn, frame_reader& in) {
+// The table part of a request's fields: a count, then each table's id.
+// Each table brings `per_table` tensors after `first` others, its keys
+// [n, 2] first (at most max_row_keys of them).
+bulk_server::request_check bulk_server::read_tables(meta_reader& fields, const frame_reader& in,
+                                                    size_t first, size_t per_table,
+                                                    std::vector<bulk_rows>& tables) const {
+  auto count = fields.i32();
+  if (count < 0 || static_cast<size_t>(count) > max_request_tables)
+    return request_check::malformed;
+  tables.resize(static_cast<size_t>(count));
+  for (auto& rows : tables)
+    rows.table = fields.i32();
+  auto& shapes = in.shapes();
+  if (!fields.at_end() || shapes.size() != first + per_table * tables.size())
+    return request_check::malformed;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    auto& keys = shapes[first + per_table * t];
+    if (tables[t].table < 0 || keys.size() != 2 || keys[1] != 2)
+      return request_check::malformed;
+    if (per_table == 3) { // a push's counts [n] and gradients [n, dim]
+      auto& counts = shapes[first + 3 * t + 1];
+      auto& grads = shapes[first + 3 * t + 2];
+      if (counts != shape_t{keys[0]} || grads.size() != 2 || grads[0] != keys[0])
+        return request_check::malformed;
+    }
+    if (keys[0] > endpoint_.max_row_keys)
+      return request_check::too_many_keys;
+  }
+  return request_check::accepted;
+}
+
+bulk_server::request_check bulk_server::check_pull(const frame_reader& in,
+                                                   bulk_pull& request) const {
   auto fields = in.fields();
-  auto run = fields.u64();
-  auto names = fields.names();
-  auto precision = fields.i32();
-  if (!complete_request(conn, in, fields, "pull"))
+  request.run = fields.u64();
+  request.names = fields.names();
+  request.precision = fields.i32();
+  return read_tables(fields, in, 0, 1, request.tables);
+}
+
+// A pull, answered here through the shard's endpoint: values pinned in this
+// connection's outbound turn and written from where they are, then each
+// table's rows.
+bool bulk_server::answer_pull(connection& conn, frame_reader& in) {
+  bulk_pull request;
+  switch (check_pull(in, request)) {
+    case request_check::accepted:
+      break;
+    case request_check::too_many_keys:
+      return refuse_too_many_keys(conn, in);
+    default:
+      return refuse_malformed(conn, in, "pull");
+  }
+  in.lend(std::move(conn.pull_keys));
+  in.read_data();
+  if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
+    spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
+                 err->message);
     return false;
+  }
+  auto& keys = in.tensors();
+  for (size_t t = 0; t < request.tables.size(); ++t)
+    keys_of(keys[t], request.tables[t].keys);
+  conn.pull_keys = std::move(keys);
   auto turn = take_turn(conn, outbound_);
-  std::vector<std::shared_ptr<const tensor>> pinned; // held until the reply is sent
-  int64_t version = 0;
-  auto refused = endpoint_.pull(run, names, precision, pinned, version);
+  bulk_pulled pulled; // its pins held until the reply is sent
+  auto refused = endpoint_.pull(request, pulled);
   tensor_refs values;
-  for (auto& v : pinned)
+  for (auto& v : pulled.values)
     values.push_back(v.get());
-  return reply_values(conn, in.header().request, refused, "pull", values, version);
+  for (auto& rows : pulled.rows)
+    values.push_back(&rows);
+  return reply_values(conn, in.header().request, refused, "pull", values, pulled.version);
 }
 
 // A tensor of a checkpoint's copy (the chief's writer), moved out of the
@@ -263,52 +296,40 @@ bool bulk_server::answer_fetch(connection& conn, frame_reader& in) {
 bool bulk_server::answer_push(connection& conn, frame_reader& in,
                               const bulk_endpoint::pusher& push) {
   bulk_push request;
-  auto what = in.header().kind == static_cast<uint16_t>(frame_kind::push_rows) ? "push of rows"
-                                                                               : "push";
   switch (check_push(conn, in, request)) {
-    case push_check::accepted:
+    case request_check::accepted:
       return apply_push(conn, in, std::move(request), push);
-    case push_check::malformed:
-      return refuse_malformed(conn, in, what);
-    case push_check::other_worker:
-      return refuse_other_worker(conn, in, request.worker, what);
-    case push_check::too_many_keys:
-      return within_row_bound(conn, in, in.shapes()[0][0]);
+    case request_check::malformed:
+      return refuse_malformed(conn, in, "push");
+    case request_check::other_worker:
+      return refuse_other_worker(conn, in, request.worker);
+    case request_check::too_many_keys:
+      return refuse_too_many_keys(conn, in);
   }
   return false;
 }
 
-// A dense push names its variables; rows come as keys [n, 2], counts [n]
-// and summed gradients [n, dim].
-bulk_server::push_check bulk_server::check_push(const connection& conn, const frame_reader& in,
-                                                bulk_push& request) const {
+// A push names its variables (a gradient each) and its tables (keys [n, 2],
+// counts [n] and summed gradients [n, dim] each).
+bulk_server::request_check bulk_server::check_push(const connection& conn, const frame_reader& in,
+                                                   bulk_push& request) const {
   auto fields = in.fields();
-  request = push_fields(fields);
-  if (in.header().kind == static_cast<uint16_t>(frame_kind::push)) {
-    request.precision = fields.i32();
-    request.names = fields.names();
-    if (!fields.at_end())
-      return push_check::malformed;
-  } else {
-    request.table = fields.i32();
-    auto& shapes = in.shapes();
-    bool shaped = shapes.size() == 3 && shapes[0].size() == 2 && shapes[0][1] == 2
-                  && shapes[1] == shape_t{shapes[0][0]} && shapes[2].size() == 2
-                  && shapes[2][0] == shapes[0][0];
-    if (!fields.at_end() || !shaped || request.table < 0)
-      return push_check::malformed;
-    if (request.worker == conn.worker
-        && shapes[0][0] > (endpoint_.max_row_keys ? endpoint_.max_row_keys() : 0))
-      return push_check::too_many_keys;
-  }
-  return request.worker == conn.worker ? push_check::accepted : push_check::other_worker;
+  request.run = fields.u64();
+  request.worker = fields.i32();
+  request.step = fields.i64();
+  request.proof = fields.u64();
+  request.precision = fields.i32();
+  request.names = fields.names();
+  auto tables = read_tables(fields, in, request.names.size(), 3, request.tables);
+  if (tables != request_check::accepted)
+    return tables;
+  return request.worker == conn.worker ? request_check::accepted : request_check::other_worker;
 }
 
-bool bulk_server::refuse_other_worker(connection& conn, frame_reader& in, int32_t worker,
-                                      const char* what) {
+bool bulk_server::refuse_other_worker(connection& conn, frame_reader& in, int32_t worker) {
   endpoint_.unauthorized_push();
-  auto why = "ps:" + std::to_string(options_.shard) + " refused a bulk " + what
-             + " as worker:" + std::to_string(worker) + ": this connection's ticket was issued "
+  auto why = "ps:" + std::to_string(options_.shard) + " refused a bulk push as worker:"
+             + std::to_string(worker) + ": this connection's ticket was issued "
              + (conn.worker < 0 ? std::string("for reading only")
                                 : "to worker:" + std::to_string(conn.worker));
   spdlog::warn("{} (from {})", why, conn.peer);
@@ -318,62 +339,27 @@ bool bulk_server::refuse_other_worker(connection& conn, frame_reader& in, int32_
   return reply(conn, refusal_frame(in.header().request, {errc::unauthorized, why}));
 }
 
-bool bulk_server::within_row_bound(connection& conn, frame_reader& in, int64_t keys) {
-  int64_t bound = endpoint_.max_row_keys ? endpoint_.max_row_keys() : 0;
-  if (keys <= bound)
-    return true;
-  auto why = "ps:" + std::to_string(options_.shard) + " refused a request of "
-             + std::to_string(keys) + " embedding keys: at most " + std::to_string(bound)
-             + " per request" + (bound == 0 ? " (this server serves no rows)" : "");
+bool bulk_server::refuse_too_many_keys(connection& conn, frame_reader& in) {
+  auto why = "ps:" + std::to_string(options_.shard)
+             + " refused a request of more embedding keys for a table than "
+             + std::to_string(endpoint_.max_row_keys) + " a request"
+             + (endpoint_.max_row_keys == 0 ? " (this server serves no rows)" : "");
   spdlog::warn("{} (from {})", why, conn.peer);
   reply(conn, refusal_frame(in.header().request, {errc::invalid_request, why}));
   return false; // its data was never read
 }
 
-// A step sends its rows and then its dense gradients together: the second
-// push is already on the connection when the first is handed over, and is
-// handed over before the first is awaited, so the shard takes both at one
-// wake-up. Only after rows, which hold no turn: a second dense push would
-// wait for the turn the first holds. Anything else read ahead is answered
-// next, once the first push is.
+// A push's data is read into the storage the turns share, so the inbound
+// turn is held until the shard let go of it: the shard holds one push at a
+// time, and a link carries one push at full speed instead of several at a
+// fraction. Keys and counts leave the frame's storage as the message needs
+// them; the gradients travel in it and come back.
 bool bulk_server::apply_push(connection& conn, frame_reader& in, bulk_push request,
                              const bulk_endpoint::pusher& push) {
-  handed_push first;
-  if (!hand_over(conn, in, std::move(request), push, first))
-    return false;
-  if (!first.rows || !bytes_waiting(conn.ch))
-    return settle(conn, first, push);
-  in.next();
-  if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
-    settle(conn, first, push);
-    return false;
-  }
-  bulk_push next;
-  auto kind = static_cast<frame_kind>(in.header().kind);
-  if ((kind == frame_kind::push || kind == frame_kind::push_rows)
-      && check_push(conn, in, next) == push_check::accepted) {
-    handed_push second;
-    if (!hand_over(conn, in, std::move(next), push, second)) {
-      settle(conn, first, push);
-      return false;
-    }
-    return settle(conn, first, push) && settle(conn, second, push);
-  }
-  conn.request_read = true;
-  return settle(conn, first, push);
-}
-
-// Dense gradients are read into the storage the turns share, so the turn
-// is held until the shard let go of it. Rows are read into the
-// connection's own storage and the turn ends once they are in: the next
-// connection's rows arrive while the shard applies these.
-bool bulk_server::hand_over(connection& conn, frame_reader& in, bulk_push request,
-                            const bulk_endpoint::pusher& push, handed_push& out) {
-  out.request = in.header().request;
-  out.rows = request.table >= 0;
+  auto request_number = in.header().request;
   auto until = after(options_.request_timeout);
   auto turn = take_turn(conn, inbound_);
-  in.lend(out.rows ? std::move(conn.row_push) : std::move(push_storage_));
+  in.lend(std::move(push_storage_));
   in.read_data();
   if (auto err = receive_frame(conn.ch, in, until)) {
     spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
@@ -381,89 +367,44 @@ bool bulk_server::hand_over(connection& conn, frame_reader& in, bulk_push reques
     return false;
   }
   auto& data = in.tensors();
-  if (out.rows) {
-    turn.unlock();
-    // Keys and counts leave the frame's storage as the message needs them;
-    // the gradients travel in it.
-    keys_of(data[0], request.keys);
-    counts_of(data[1], request.keys.size(), request.counts);
-    request.gradients.push_back(std::move(data[2]));
-    conn.row_push = std::move(data);
-  } else {
-    request.gradients = std::move(data);
-    out.turn = std::move(turn);
+  auto dense = request.names.size();
+  for (size_t t = 0; t < request.tables.size(); ++t) {
+    auto& rows = request.tables[t];
+    keys_of(data[dense + 3 * t], rows.keys);
+    counts_of(data[dense + 3 * t + 1], rows.keys.size(), rows.counts);
+    rows.gradients = std::move(data[dense + 3 * t + 2]);
   }
+  data.resize(dense);
+  request.gradients = std::move(data);
   push.hand_over(request);
-  out.push = std::move(request);
-  return true;
-}
-
-bool bulk_server::settle(connection& conn, handed_push& handed, const bulk_endpoint::pusher& push) {
-  auto answer = push.await(handed.push, options_.request_timeout);
-  if (handed.rows) {
-    if (!handed.push.gradients.empty() && conn.row_push.size() == 3)
-      conn.row_push[2] = std::move(handed.push.gradients[0]);
-  } else {
-    push_storage_ = std::move(handed.push.gradients);
-    handed.turn.unlock(); // the reply is small: no turn needed
+  auto answer = push.await(request, options_.request_timeout);
+  // The storage back for the next push (the shard let go of it, or it is
+  // fresh): the dense gradients, then each table's gradients.
+  push_storage_ = std::move(request.gradients);
+  for (auto& rows : request.tables) {
+    push_storage_.emplace_back(); // keys: read again as bits
+    push_storage_.emplace_back(); // counts
+    push_storage_.push_back(std::move(rows.gradients));
   }
+  turn.unlock(); // the reply is small: no turn needed
   std::optional<frame_writer> out;
   if (answer.version) {
     meta_writer meta;
-    meta.i64(*answer.version);
-    out.emplace(frame_kind::push_reply, handed.request, meta);
+    meta.i64(*answer.version).u64(answer.receipt);
+    out.emplace(frame_kind::push_reply, request_number, meta);
   } else if (answer.refused) {
-    out = refusal_frame(handed.request, *answer.refused);
+    out = refusal_frame(request_number, *answer.refused);
   }
   // No answer (the shard is gone, or timed out): the peer sees the connection close.
   return out && reply(conn, *out);
-}
-
-// A pull of rows, answered by the shard's endpoint with a BASP peer's
-// checks (run, table, keys), then written from the rows it returned.
-bool bulk_server::answer_rows(connection& conn, frame_reader& in, bulk_endpoint::row_puller& rows) {
-  auto fields = in.fields();
-  auto run = fields.u64();
-  auto table = fields.i32();
-  auto& shapes = in.shapes();
-  if (!fields.at_end() || shapes.size() != 1 || shapes[0].size() != 2 || shapes[0][1] != 2)
-    return refuse_malformed(conn, in, "pull of rows");
-  if (!within_row_bound(conn, in, shapes[0][0]))
-    return false;
-  in.lend(std::move(conn.row_keys));
-  in.read_data();
-  if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
-    spdlog::warn("ps:{}: closed the bulk connection from {}: {}", options_.shard, conn.peer,
-                 err->message);
-    return false;
-  }
-  std::vector<int64_t> keys;
-  keys_of(in.tensors()[0], keys);
-  conn.row_keys = std::move(in.tensors());
-  if (!rows && endpoint_.open_row_puller)
-    rows = endpoint_.open_row_puller();
-  if (!rows)
-    return reply(conn, refusal_frame(in.header().request, {errc::invalid_request,
-                                                           "this server holds no embedding rows"}));
-  auto answer = rows(run, table, std::move(keys), options_.request_timeout);
-  if (!answer.answered)
-    return false; // the peer sees the connection close
-  auto turn = take_turn(conn, outbound_);
-  return reply_values(conn, in.header().request, answer.refused, "pull of rows",
-                      tensor_refs{&answer.rows}, 0);
 }
 
 bool bulk_server::reply(connection& conn, frame_writer out) {
   return !send_frame(conn.ch, out, after(options_.request_timeout));
 }
 
-bool bulk_server::answer(connection& conn, frame_reader& in, const bulk_endpoint::pusher& push,
-                         bulk_endpoint::row_puller& rows) {
+bool bulk_server::answer(connection& conn, frame_reader& in, const bulk_endpoint::pusher& push) {
   switch (static_cast<frame_kind>(in.header().kind)) {
-    case frame_kind::rows:
-      return answer_rows(conn, in, rows);
-    case frame_kind::push_rows:
-      return answer_push(conn, in, push);
     case frame_kind::pull:
       return answer_pull(conn, in);
     case frame_kind::fetch:

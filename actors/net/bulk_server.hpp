@@ -1,23 +1,26 @@
 #pragma once
 // The shard side of the bulk path (docs/protocol.md, "Bulk path"): a
 // listening socket beside the shard's published BASP port and one thread
-// per connection. A push is read straight into tensors and handed to the
-// shard's endpoint, which applies it as the same push message a BASP peer
-// sends (in process, so nothing is serialised): the shard's checks and
-// counts apply. A pull is answered by the connection's thread itself from
-// the values the endpoint pins (copy-on-write), written straight from them:
-// no hop through the shard actor, so a small pull costs about a TCP round
-// trip; a pull of rows likewise, from the rows the endpoint looks up. A
+// per connection. A step's push (its dense gradients and its rows in one
+// frame) is read straight into tensors and handed to the shard's
+// endpoint, which has the shard take it as the same push message a BASP
+// peer sends (in process, so nothing is serialised): one door, the
+// shard's service, checks and counts both. A pull (values and rows) is
+// answered by the connection's thread itself through the same service,
+// written straight from the values it pins (copy-on-write): no hop through
+// the shard actor, so a small pull costs about a TCP round trip. A
 // connection's requests are answered in order, so a peer may send several
-// before the first reply. A connection must open with a ticket the shard gave a peer of its
-// run over BASP (bulk_atom): each ticket opens one connection, for the
-// worker it was asked for (its pushes must name that worker; -1: pulls
-// only), and expires unused after a minute; anything else is refused and
-// closed. The shard owns its server: destroying it closes every connection
-// and joins their threads. Free of CAF: the shard lends its endpoint.
+// (a push, then the next step's pull) before the first reply. A connection
+// must open with a ticket the shard gave a peer of its run over BASP
+// (bulk_atom): each ticket opens one connection, for the worker it was
+// asked for (its pushes must name that worker; -1: pulls only), and expires
+// unused after a minute; anything else is refused and closed. The shard
+// owns its server: destroying it closes every connection and joins their
+// threads. Free of CAF: the shard lends its endpoint.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -27,12 +30,13 @@
 #include <thread>
 #include <vector>
 
-#include <functional>
-
 #include "actors/net/socket.hpp"
 #include "actors/net/ticket_book.hpp"
 
 namespace troupe {
+
+/// The most tables one request may name.
+constexpr size_t max_request_tables = 1024;
 
 struct bulk_server_options {
   std::string host;  ///< the address to listen on: the shard's own
@@ -50,9 +54,17 @@ struct bulk_server_options {
   std::shared_ptr<const bulk::tls_context> tls;
 };
 
-/// A push read off a connection, for the shard to apply: dense gradients
-/// of `names`, or (table >= 0) an embedding table's rows: `keys` with their
-/// `counts`, their summed gradients the one tensor in `gradients`.
+/// One embedding table's part of a request: the keys (and, in a push,
+/// their occurrences and summed gradients [keys, dim]).
+struct bulk_rows {
+  int32_t table = 0;
+  std::vector<int64_t> keys;
+  std::vector<uint32_t> counts;
+  tensor gradients;
+};
+
+/// A step's push read off a connection, for the shard to take whole: dense
+/// gradients of `names` and each table's rows.
 struct bulk_push {
   uint64_t run = 0;
   int32_t worker = -1;
@@ -61,42 +73,43 @@ struct bulk_push {
   int32_t precision = 0; ///< a wire_precision, as the frame named it (the shard checks it)
   std::vector<std::string> names;
   std::vector<tensor> gradients;
-  int32_t table = -1;
-  std::vector<int64_t> keys;
-  std::vector<uint32_t> counts;
+  std::vector<bulk_rows> tables;
 };
 
-/// The shard's answer to a pull of rows: the rows, or its refusal; neither
-/// (answered false) when no answer came.
-struct bulk_rows_answer {
-  bool answered = false;
-  tensor rows;
-  maybe_failure refused;
+/// A pull read off a connection: the values of `names` at `precision` and
+/// the rows of each table's keys.
+struct bulk_pull {
+  uint64_t run = 0;
+  std::vector<std::string> names;
+  int32_t precision = 0;
+  std::vector<bulk_rows> tables;
 };
 
-/// The shard's answer to a push: its version once applied, or its refusal;
-/// neither when no answer came (the shard is gone or did not answer in time).
+/// The shard's answer to a pull: its version, the values pinned where they
+/// lie, and each table's rows.
+struct bulk_pulled {
+  int64_t version = 0;
+  std::vector<std::shared_ptr<const tensor>> values;
+  std::vector<tensor> rows;
+};
+
+/// The shard's answer to a push: its version and receipt once taken, or
+/// its refusal; neither when no answer came (the shard is gone or did not
+/// answer in time).
 struct bulk_push_answer {
   std::optional<int64_t> version;
+  uint64_t receipt = 0;
   maybe_failure refused;
 };
 
 /// What the shard lends its bulk server. Every function is called from the
 /// connections' threads and must be thread-safe.
 struct bulk_endpoint {
-  /// Pins the values of `names` for a pull of run `run` (their version in
-  /// `version`), packed at `precision` (a wire_precision as the frame named
-  /// it); a refusal otherwise. The shard's own pull check.
-  std::function<maybe_failure(uint64_t run, const std::vector<std::string>& names,
-                              int32_t precision, std::vector<std::shared_ptr<const tensor>>& pinned,
-                              int64_t& version)>
-    pull;
+  /// Values and rows for a pull, with the shard's own checks (its service's).
+  std::function<maybe_failure(bulk_pull& pull, bulk_pulled& out)> pull;
   /// One connection's pushes: hand_over passes a push to the shard without
-  /// waiting; await waits (at most `within`) for the answer to the oldest
-  /// push handed over and not yet awaited, and gives the gradients' storage
-  /// back in that push's `gradients` once the shard let go of it. A server
-  /// hands over at most two before awaiting (a step's rows, then its dense
-  /// gradients), so that the shard takes both at one wake-up.
+  /// waiting; await waits (at most `within`) for its answer, and gives the
+  /// gradients' storage back in the push once the shard let go of it.
   struct pusher {
     std::function<void(bulk_push& push)> hand_over;
     std::function<bulk_push_answer(bulk_push& push, std::chrono::milliseconds within)> await;
@@ -110,18 +123,9 @@ struct bulk_endpoint {
     fetch;
   /// A push that named another worker than its connection's ticket.
   std::function<void()> unauthorized_push;
-  /// Pulls the rows of `keys` of embedding table `table` for run `run`,
-  /// with the checks and counts a BASP peer's pull gets, waiting at most
-  /// `within` where it waits (the shard answers on the connection's thread).
-  using row_puller = std::function<bulk_rows_answer(
-    uint64_t run, int32_t table, std::vector<int64_t> keys, std::chrono::milliseconds within)>;
-  /// A row puller for one connection (called on its thread, once; null
-  /// where the shard serves no rows on this path).
-  std::function<row_puller()> open_row_puller;
-  /// The most keys one request of rows may name (the shard's tables'
-  /// bound; 0 before tables are configured): checked before a request's
-  /// keys are read, so nothing is allocated for a larger one.
-  std::function<int64_t()> max_row_keys;
+  /// The most keys one table's part of a request may name: checked before
+  /// a request's keys are read, so nothing is allocated for a larger one.
+  int64_t max_row_keys = 0;
 };
 
 class bulk_server {
@@ -146,29 +150,19 @@ private:
     std::string peer;
     std::thread thread;
     std::atomic<bool> finished{false};
-    bool shares_link = false;     // it waited for a turn: its buffers are small
-    int32_t worker = -1;          // whose pushes it carries (its ticket's); -1: none
-    std::vector<tensor> row_keys; // a pull of rows' keys, storage kept between requests
-    std::vector<tensor> row_push; // a push of rows' keys, counts and gradients, likewise
-    bool request_read = false;    // the next request's head was read ahead (apply_push)
+    bool shares_link = false;      // it waited for a turn: its buffers are small
+    int32_t worker = -1;           // whose pushes it carries (its ticket's); -1: none
+    std::vector<tensor> pull_keys; // a pull's keys, storage kept between requests
   };
 
-  /// A push handed to the shard and not yet answered.
-  struct handed_push {
-    uint64_t request = 0;
-    bool rows = false;
-    std::unique_lock<std::mutex> turn; // a dense push's inbound turn, until the storage is back
-    bulk_push push;
-  };
-  /// What the checks of a push's fields found.
-  enum class push_check { accepted, malformed, other_worker, too_many_keys };
+  /// What the checks of a request's fields found.
+  enum class request_check { accepted, malformed, other_worker, too_many_keys };
 
   void accept_loop();
   void serve(connection& conn);
   bool welcome(connection& conn);
   /// One request and its reply; false when the connection must close.
-  bool answer(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push,
-              bulk_endpoint::row_puller& rows);
+  bool answer(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
   bool answer_pull(connection& conn, bulk::frame_reader& in);
   bool answer_fetch(connection& conn, bulk::frame_reader& in);
   bool complete_request(connection& conn, bulk::frame_reader& in, const bulk::meta_reader& fields,
@@ -178,31 +172,27 @@ private:
   bool refuse_malformed(connection& conn, bulk::frame_reader& in, const char* what);
   bool reply_values(connection& conn, uint64_t request, const maybe_failure& refused,
                     const char* what, const bulk::tensor_refs& values, int64_t version);
-  /// A push or a push of rows: applied, or refused as its check says.
+  /// The tables a request names (after `first` tensors, `per_table` each).
+  request_check read_tables(bulk::meta_reader& fields, const bulk::frame_reader& in, size_t first,
+                            size_t per_table, std::vector<bulk_rows>& tables) const;
+  /// A pull's fields and shapes (its keys not read yet) into `request`.
+  request_check check_pull(const bulk::frame_reader& in, bulk_pull& request) const;
+  /// A push: taken by the shard, or refused as its check says.
   bool answer_push(connection& conn, bulk::frame_reader& in, const bulk_endpoint::pusher& push);
-  bool answer_rows(connection& conn, bulk::frame_reader& in, bulk_endpoint::row_puller& rows);
   /// A push's fields and shapes (its data not read yet) into `request`.
-  push_check check_push(const connection& conn, const bulk::frame_reader& in,
-                        bulk_push& request) const;
-  /// A push handed to the shard and answered. A push of rows followed by
-  /// another push already on the connection (a step's) hands that one over
-  /// too before awaiting the first.
+  request_check check_push(const connection& conn, const bulk::frame_reader& in,
+                           bulk_push& request) const;
+  /// A push's data read in the inbound turn, into the storage the turns
+  /// share (the turn then held until the shard let go of it), handed to
+  /// the shard and answered.
   bool apply_push(connection& conn, bulk::frame_reader& in, bulk_push request,
                   const bulk_endpoint::pusher& push);
-  /// A push's data read in this connection's inbound turn (into the storage
-  /// the turns share for dense gradients, the turn then held until the
-  /// shard let go of it; into the connection's own for rows) and handed over.
-  bool hand_over(connection& conn, bulk::frame_reader& in, bulk_push request,
-                 const bulk_endpoint::pusher& push, handed_push& out);
-  /// A handed push's answer, its storage back, its reply sent.
-  bool settle(connection& conn, handed_push& handed, const bulk_endpoint::pusher& push);
   /// A push naming another worker than the connection's ticket: counted,
   /// its data read and dropped, refused.
-  bool refuse_other_worker(connection& conn, bulk::frame_reader& in, int32_t worker,
-                           const char* what);
-  /// A request of rows naming more keys than max_row_keys: refused before
-  /// its keys are read (the connection closes: its data is never read).
-  bool within_row_bound(connection& conn, bulk::frame_reader& in, int64_t keys);
+  bool refuse_other_worker(connection& conn, bulk::frame_reader& in, int32_t worker);
+  /// A request naming more keys for a table than max_row_keys: refused
+  /// before its keys are read (the connection closes: its data is never read).
+  bool refuse_too_many_keys(connection& conn, bulk::frame_reader& in);
   bool reply(connection& conn, bulk::frame_writer out);
   std::unique_lock<std::mutex> take_turn(connection& conn, std::mutex& direction);
 

@@ -20,8 +20,9 @@ maybe_failure check_header(const frame_header& head, const frame_limits& limits)
     return failure{errc::protocol_mismatch, "bulk frame: version " + std::to_string(head.version)
                                               + ", this node speaks "
                                               + std::to_string(frame_version)};
+  // 9 and 10 are retired (rows apart from dense values, framing version 4).
   if (head.kind < static_cast<uint16_t>(frame_kind::hello)
-      || head.kind > static_cast<uint16_t>(last_frame_kind))
+      || head.kind > static_cast<uint16_t>(last_frame_kind) || head.kind == 9 || head.kind == 10)
     return malformed("unknown kind " + std::to_string(head.kind));
   if (head.reserved != 0)
     return malformed("reserved header field is " + std::to_string(head.reserved) + ", not 0");

@@ -24,28 +24,29 @@ namespace troupe::bulk {
 /// "TRPB" on a little-endian host.
 constexpr uint32_t frame_magic = 0x42505254;
 /// Bumped with the bulk framing; independent of protocol_version.
-constexpr uint16_t frame_version = 4;
+constexpr uint16_t frame_version = 5;
 /// The most bytes a meta section may have (names and shapes, never values).
 constexpr uint32_t max_meta_bytes = 1u << 20;
 /// The most tensors one frame may carry.
 constexpr uint32_t max_frame_tensors = 1u << 16;
 
 enum class frame_kind : uint16_t {
-  hello = 1,      ///< client -> server: (run, ticket, label); must come first
-  welcome = 2,    ///< server -> client: (shard index)
-  pull = 3,       ///< client -> server: (run, names, wire precision)
-  pull_reply = 4, ///< server -> client: (version) + values
-  push = 5, ///< client -> server: (run, worker, step, proof, wire precision, names) + gradients
-  push_reply = 6, ///< server -> client: (version)
+  hello = 1,   ///< client -> server: (run, ticket, label); must come first
+  welcome = 2, ///< server -> client: (shard index)
+  /// client -> server: (run, names, wire precision, table count, each
+  /// table's id) + each table's keys [n, 2] (each int64 key's bits in two
+  /// floats)
+  pull = 3,
+  pull_reply = 4, ///< server -> client: (version) + values, then each table's rows [n, dim]
+  /// client -> server, one step's push: (run, worker, step, proof, wire
+  /// precision, names, table count, each table's id) + gradients, then per
+  /// table keys [n, 2], counts [n] (each uint32 occurrence count's bits in a
+  /// float) and summed gradients [n, dim]
+  push = 5,
+  push_reply = 6, ///< server -> client: (version, the shard's receipt for the step)
   refusal = 7,    ///< server -> client: (errc, message)
   fetch = 8,      ///< client -> server: (run, copy ticket, index); answered by a pull_reply
-  /// client -> server: (run, table) + keys [n, 2] (each int64 key's bits in
-  /// two floats); answered by a pull_reply of rows [n, dim]
-  rows = 9,
-  /// client -> server: (run, worker, step, proof, table) + keys [n, 2] (as
-  /// rows), counts [n] (each uint32 occurrence count's bits in a float) and
-  /// summed gradients [n, dim]; answered by a push_reply
-  push_rows = 10,
+  // 9 and 10 carried rows apart from dense values before framing version 5.
   /// worker -> chief, on the report channel (report_channel.hpp): a batch
   /// of step reports (count, then each report's fields); answered by grants
   report = 11,

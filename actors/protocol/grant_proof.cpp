@@ -68,4 +68,13 @@ uint64_t grant_proof(const grant_key& key, run_id run, int32_t worker, int64_t s
   return siphash24(key, words, 3);
 }
 
+uint64_t step_receipt(const grant_key& key, run_id run, int32_t worker, int64_t step,
+                      int32_t shard) {
+  constexpr uint64_t receipt_domain = 0x7265636569707421ULL; // "receipt!": no proof has 5 words
+  const uint64_t words[5] = {
+    receipt_domain, run, static_cast<uint64_t>(static_cast<uint32_t>(worker)),
+    static_cast<uint64_t>(step), static_cast<uint64_t>(static_cast<uint32_t>(shard))};
+  return siphash24(key, words, 5);
+}
+
 } // namespace troupe

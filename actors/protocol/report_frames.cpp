@@ -44,7 +44,8 @@ void write_reports(bulk::meta_writer& out, const step_report* reports, size_t n)
       .u64(r.data_epoch)
       .u64(r.data_offset)
       .i32(r.share_rank)
-      .i32(r.share_count);
+      .i32(r.share_count)
+      .u64(r.receipt);
   }
 }
 
@@ -69,6 +70,7 @@ bool read_reports(bulk::meta_reader& in, size_t most, std::vector<step_report>& 
     r.data_offset = in.u64();
     r.share_rank = in.i32();
     r.share_count = in.i32();
+    r.receipt = in.u64();
   }
   if (!flags_ok || !in.at_end()) {
     out.clear();

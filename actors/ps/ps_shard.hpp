@@ -1,13 +1,15 @@
 #pragma once
-// A PS shard: answers pulls; applies pushes at once (async) or averages R
-// gradients of the current step before applying them (sync, stale ones
-// dropped and answered stale_gradient); refuses bad requests with an error
-// naming the problem; quits on stop or when it loses the chief that
-// initialised it (it never outlives training, unless told to wait for a new
-// chief: cluster.recovery-timeout). Its state and checks are
-// variable_store's, sync mode's averaging sync_accumulator's. For a
-// checkpoint it copies its state between two updates (snapshot_copy); a
-// restored run initialises it at the checkpoint's step, slots included.
+// A PS shard: answers pulls; takes each step's push once, applying it at
+// once (async) or averaging R workers' pushes of the current step before
+// applying them (sync, stale ones dropped and answered stale_gradient);
+// refuses bad requests with an error naming the problem; quits on stop or
+// when it loses the chief that initialised it (it never outlives training,
+// unless told to wait for a new chief: cluster.recovery-timeout). Its state
+// and every request's checks are its shard_service's, which its bulk path
+// reaches too; the actor checks who sends what, talks to the chief and the
+// token queue, and keeps a snapshot's promise. For a checkpoint it copies
+// its state between two updates; a restored run initialises it at the
+// checkpoint's step, slots included.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -18,14 +20,14 @@
 
 #include "actors/net/bulk_server.hpp"
 #include "actors/protocol/protocol.hpp"
-#include "actors/ps/applied_steps.hpp"
-#include "actors/ps/snapshot_copy.hpp"
-#include "actors/ps/sync_accumulator.hpp"
-#include "actors/ps/table_store.hpp"
-#include "actors/ps/traffic_counter.hpp"
-#include "actors/ps/variable_store.hpp"
+#include "actors/ps/shard_service.hpp"
 
 namespace troupe {
+
+/// The shard as implemented: its published interface plus the deadline for
+/// the chief's init, and `leave` from its own process (SIGTERM: say what
+/// ends, then quit).
+using ps_shard_impl = ps_shard_actor::extend<caf::reacts_to<tick_atom>, caf::reacts_to<leave_atom>>;
 
 struct ps_shard_config {
   int32_t index = 0;
@@ -50,19 +52,12 @@ struct ps_shard_config {
 struct ps_shard_state {
   static inline const char* name = "troupe.ps_shard";
   ps_shard_config config;
-  int32_t index = 0;
   std::string label; // "ps:0"
-  std::optional<variable_store> store;
+  /// Its state and every request's checks, for both doors (BASP and bulk).
+  std::optional<shard_service> service;
   caf::actor_addr chief; // whoever initialised it: the only one it obeys
   std::optional<std::chrono::steady_clock::time_point> chief_lost_since; // waiting for a new one
-  run_id run = 0;                          // the run it was initialised for
-  shard_options options;                   // from the chief's init
-  std::optional<sync_accumulator> pending; // sync mode: gradients of the current step
-  table_store tables;                      // its buckets of the run's embedding tables
-  applied_steps applied;                   // async mode: each granted step applies once
-  traffic_counter traffic;
-  std::vector<tensor> widened; // a packed push's gradients at fp32, storage kept for the next
-  snapshot_copy snapshot;      // the last copy for a checkpoint, until fetched
+  token_queue_actor token_queue; // sync: told after each step, from the chief's init
   /// A snapshot asked for a version the shard has not reached yet (sync).
   std::optional<std::pair<int64_t, caf::typed_response_promise<snapshot_index>>> snapshot_wanted;
   /// The bulk path's listener and connections (null without one).

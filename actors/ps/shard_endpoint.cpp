@@ -10,13 +10,35 @@
 #include <caf/after.hpp>
 #include <caf/make_message.hpp>
 #include <caf/scoped_actor.hpp>
-#include <spdlog/spdlog.h>
 
 #include "actors/protocol/protocol.hpp"
 
 namespace troupe {
 
 namespace {
+
+// A push read off a connection as the message a BASP peer sends: its
+// tensors move in, and come back once the shard let go of them.
+step_push push_message(bulk_push& push) {
+  step_push out{push.run,
+                push.worker,
+                push.step,
+                push.proof,
+                push.precision,
+                std::move(push.names),
+                std::move(push.gradients),
+                {}};
+  for (auto& rows : push.tables)
+    out.tables.push_back(
+      {rows.table, std::move(rows.keys), std::move(rows.counts), std::move(rows.gradients)});
+  return out;
+}
+
+void take_back(step_push& message, bulk_push& push) {
+  push.gradients = std::move(message.gradients);
+  for (size_t t = 0; t < push.tables.size() && t < message.tables.size(); ++t)
+    push.tables[t].gradients = std::move(message.tables[t].grads);
+}
 
 // One connection's pushes, through a blocking actor of its own: each
 // handed over as the message a BASP peer sends, the answers awaited in the
@@ -31,16 +53,7 @@ public:
       sent_.emplace_back(); // no answer will come
       return;
     }
-    // The message keeps the gradients: once the shard let go of it, their
-    // storage serves the connection's next push unzeroed.
-    auto msg = push.table >= 0
-                 ? caf::make_message(push_rows_atom::value, push.run, push.worker, push.step,
-                                     push.proof, push.table,
-                                     row_keys{std::move(push.keys), std::move(push.counts)},
-                                     std::move(push.gradients.at(0)))
-                 : caf::make_message(push_atom::value, push.run, push.worker, push.step, push.proof,
-                                     push.precision, std::move(push.names),
-                                     std::move(push.gradients));
+    auto msg = caf::make_message(push_atom::value, push_message(push));
     // Sent, not requested: the shard's answer comes back as an ordinary
     // message, and the wait is the mailbox's own. A request with a timeout
     // would leave a timer per push that CAF never cancels for a blocking
@@ -60,15 +73,14 @@ public:
     sent_.pop_front();
     if (!msg)
       return answer;
-    self_->receive([&](int64_t version) { answer.version = version; },
-                   [&](caf::error& err) { answer.refused = refusal_of(err); },
-                   caf::after(within) >> [] {});
-    if (msg->shared())
-      return answer;
-    if (push.table >= 0)
-      push.gradients.assign(1, std::move(msg->get_mutable_as<tensor>(7)));
-    else
-      push.gradients = std::move(msg->get_mutable_as<std::vector<tensor>>(7));
+    self_->receive(
+      [&](push_receipt& r) {
+        answer.version = r.version;
+        answer.receipt = r.receipt;
+      },
+      [&](caf::error& err) { answer.refused = refusal_of(err); }, caf::after(within) >> [] {});
+    if (!msg->shared())
+      take_back(msg->get_mutable_as<step_push>(1), push);
     return answer;
   }
 
@@ -78,48 +90,29 @@ private:
   std::deque<std::optional<caf::message>> sent_; // not yet answered; empty: the shard was gone
 };
 
-// A pull of rows as the shard answers it over BASP (on_rows): the run's
-// check, then the tables' own (table, key count, keys it owns), the
-// refusals logged alike. A run that changes between the two checks answers
-// a stale worker from the new run's tables; its pushes are refused.
-bulk_rows_answer pull_rows_here(const variable_store& store, table_store& tables,
-                                traffic_counter& traffic, const std::string& label, uint64_t run,
-                                int32_t table, const std::vector<int64_t>& keys) {
-  bulk_rows_answer answer;
-  answer.answered = true;
-  if (auto why = store.other_run(run)) {
-    answer.refused = failure{errc::unauthorized, label + " refused a pull of rows: " + *why};
-    return answer;
-  }
-  answer.refused = tables.lookup(table, keys, answer.rows);
-  if (answer.refused)
-    spdlog::warn("{}: refused a pull of rows: {}", label, answer.refused->message);
-  else
-    traffic.pulled_rows(keys.size(), answer.rows.bytes());
-  return answer;
-}
-
 } // namespace
 
 bulk_endpoint shard_endpoint(caf::actor_system& sys, caf::actor_addr shard,
-                             const variable_store& store, table_store& tables, snapshot_copy& copy,
-                             traffic_counter& traffic, std::string label) {
+                             shard_service& service) {
   bulk_endpoint out;
-  out.fetch = [&store, &copy, label](uint64_t run, uint64_t ticket, int32_t index, tensor& value,
-                                     int64_t& version) -> maybe_failure {
-    auto out = copy.fetch(store, run, label, ticket, index, &version);
-    if (auto* err = std::get_if<failure>(&out))
+  out.fetch = [&service](uint64_t run, uint64_t ticket, int32_t index, tensor& value,
+                         int64_t& version) -> maybe_failure {
+    auto got = service.fetch(run, ticket, index, &version);
+    if (auto* err = std::get_if<failure>(&got))
       return *err;
-    value = std::move(std::get<tensor>(out));
+    value = std::move(std::get<tensor>(got));
     return std::nullopt;
   };
-  out.pull = [&store, &traffic](uint64_t run, const std::vector<std::string>& names,
-                                int32_t precision,
-                                std::vector<std::shared_ptr<const tensor>>& pinned,
-                                int64_t& version) -> maybe_failure {
-    if (auto err = store.pin(run, names, pinned, version, precision))
+  out.pull = [&service](bulk_pull& pull, bulk_pulled& answer) -> maybe_failure {
+    pull_request request{pull.run, std::move(pull.names), pull.precision, {}};
+    for (auto& rows : pull.tables)
+      request.tables.push_back({rows.table, std::move(rows.keys)});
+    pulled got;
+    if (auto err = service.pull(request, got))
       return err;
-    traffic.pulled(names, pinned);
+    answer.version = got.version;
+    answer.values = std::move(got.values);
+    answer.rows = std::move(got.rows);
     return std::nullopt;
   };
   out.open_pusher = [&sys, shard]() -> bulk_endpoint::pusher {
@@ -129,15 +122,9 @@ bulk_endpoint shard_endpoint(caf::actor_system& sys, caf::actor_addr shard,
               return pusher->await(push, within);
             }};
   };
-  out.unauthorized_push = [&traffic] { traffic.unauthorized_push(); };
-  out.open_row_puller = [&store, &tables, &traffic, label]() -> bulk_endpoint::row_puller {
-    return [&store, &tables, &traffic, label](
-             uint64_t run, int32_t table, std::vector<int64_t> keys, std::chrono::milliseconds) {
-      return pull_rows_here(store, tables, traffic, label, run, table, keys);
-    };
-  };
+  out.unauthorized_push = [&service] { service.unauthorized_push(); };
   // The wire's bound, as over BASP; the shard's tables refuse past their own.
-  out.max_row_keys = [] { return static_cast<int64_t>(max_wire_keys); };
+  out.max_row_keys = static_cast<int64_t>(max_wire_keys);
   return out;
 }
 

@@ -15,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/messages.hpp"
 #include "actors/ps/variable_store.hpp"
 #include "tensor/checkpoint/table_file.hpp"
 

@@ -15,8 +15,7 @@ failure refused(const std::string& what) {
 } // namespace
 
 maybe_failure table_store::configure(const std::vector<table_setup>& setups, int32_t shard,
-                                     int32_t shards, bool sync, int32_t required,
-                                     int64_t first_step) {
+                                     int32_t shards, bool sync, int64_t first_step) {
   if (shards < 1 || shard < 0 || shard >= shards)
     return failure{errc::invalid_setting, "shard " + std::to_string(shard) + " of "
                                             + std::to_string(shards) + " cannot hold tables"};
@@ -27,9 +26,6 @@ maybe_failure table_store::configure(const std::vector<table_setup>& setups, int
   tables_.clear();
   shard_ = shard;
   shards_ = shards;
-  sync_ = sync;
-  required_ = required;
-  step_ = first_step;
   for (auto& s : setups) {
     held t;
     t.setup = s;
@@ -46,7 +42,6 @@ maybe_failure table_store::configure(const std::vector<table_setup>& setups, int
 void table_store::reset() {
   std::unique_lock<std::shared_mutex> exclusive{structure_};
   tables_.clear();
-  step_ = 0;
 }
 
 maybe_failure table_store::check_request(int32_t table, const std::vector<int64_t>& keys) const {
@@ -86,25 +81,20 @@ maybe_failure table_store::lookup(int32_t table, const std::vector<int64_t>& key
   return std::nullopt;
 }
 
-maybe_failure table_store::check_push(int32_t table, const std::vector<int64_t>& keys,
-                                      const std::vector<uint32_t>& counts,
-                                      const tensor& grads) const {
-  if (auto bad = check_request(table, keys))
+maybe_failure table_store::check(const step_rows& rows) const {
+  if (auto bad = check_request(rows.table, rows.keys))
     return bad;
-  auto dim = tables_[static_cast<size_t>(table)].rows->dim();
-  if (counts.size() != keys.size())
-    return refused(std::to_string(keys.size()) + " keys but " + std::to_string(counts.size())
+  auto& t = tables_[static_cast<size_t>(rows.table)];
+  auto n = rows.keys.size();
+  auto dim = t.rows->dim();
+  if (rows.counts.size() != n)
+    return refused(std::to_string(n) + " keys but " + std::to_string(rows.counts.size())
                    + " counts");
-  if (grads.rank() != 2 || grads.dim(0) != static_cast<int64_t>(keys.size())
-      || grads.dim(1) != static_cast<int64_t>(dim))
-    return refused("row gradients of shape " + to_string(grads.shape()) + ", expected ["
-                   + std::to_string(keys.size()) + ", " + std::to_string(dim) + "]");
-  for (size_t i = 0; i < grads.size(); ++i)
-    if (!std::isfinite(grads.data()[i]))
-      return failure{errc::non_finite_gradient,
-                     "a row gradient of table "
-                       + tables_[static_cast<size_t>(table)].setup.table.name + " is not finite"};
-  return std::nullopt;
+  if (rows.grads.rank() != 2 || rows.grads.dim(0) != static_cast<int64_t>(n)
+      || rows.grads.dim(1) != static_cast<int64_t>(dim))
+    return refused("row gradients of shape " + to_string(rows.grads.shape()) + ", expected ["
+                   + std::to_string(n) + ", " + std::to_string(dim) + "]");
+  return t.rows->check_push(rows.keys.data(), rows.grads.data(), n);
 }
 
 // Whether a push of `count` occurrences of `key` (no row yet) creates its row.
@@ -127,8 +117,8 @@ bool table_store::admitted(held& t, int64_t key, uint32_t count) {
   return true;
 }
 
-maybe_failure table_store::apply_rows(held& t, const int64_t* keys, const uint32_t* counts,
-                                      const float* grads, size_t n) {
+void table_store::apply_rows(held& t, const int64_t* keys, const uint32_t* counts,
+                             const float* grads, size_t n) {
   bool filtering = t.setup.admission.after_count > 1 || t.setup.admission.probability < 1.0;
   uint32_t dim = t.rows->dim();
   if (filtering) {
@@ -149,69 +139,35 @@ maybe_failure table_store::apply_rows(held& t, const int64_t* keys, const uint32
     grads = kept_grads_.data();
     n = kept_keys_.size();
   }
-  auto before = t.rows->rows();
-  if (auto bad = t.rows->apply(keys, counts, grads, n, t.version))
-    return bad;
+  auto rows_before = t.rows->rows();
+  auto replaced_before = t.rows->cap_replaced();
+  t.rows->apply_checked(keys, counts, grads, n, t.version);
   ++t.version;
   t.counts.pushed_keys += n;
-  auto created = t.rows->rows() - before;
-  t.counts.admitted += created;
+  // New rows: those added, and those that took an old row's place.
+  t.counts.admitted += t.rows->rows() - rows_before + t.rows->cap_replaced() - replaced_before;
   auto& rules = t.setup.eviction;
-  bool over_cap = t.rows->at_cap();
   bool due = (rules.after_steps > 0 || rules.l2_below > 0)
              && t.version % t.setup.evict_interval == 0;
-  if (over_cap || due)
+  if (t.rows->at_cap() || due)
     t.counts.evicted += t.rows->evict(rules, t.version);
-  return std::nullopt;
 }
 
-maybe_failure table_store::apply(int32_t table, const std::vector<int64_t>& keys,
-                                 const std::vector<uint32_t>& counts, const tensor& grads) {
-  if (auto bad = check_push(table, keys, counts, grads))
-    return bad;
-  auto& t = tables_[static_cast<size_t>(table)];
-  return apply_rows(t, keys.data(), counts.data(), grads.data(), keys.size());
+void table_store::apply(const step_rows& rows) {
+  auto& t = tables_[static_cast<size_t>(rows.table)];
+  apply_rows(t, rows.keys.data(), rows.counts.data(), rows.grads.data(), rows.keys.size());
 }
 
-maybe_failure table_store::add(int32_t worker, int64_t step, int32_t table,
-                               const std::vector<int64_t>& keys,
-                               const std::vector<uint32_t>& counts, const tensor& grads,
-                               sync_verdict& out) {
-  if (auto bad = check_push(table, keys, counts, grads))
-    return bad;
-  auto& t = tables_[static_cast<size_t>(table)];
-  if (step < step_)
-    out = sync_verdict::stale;
-  else if (step > step_)
-    out = sync_verdict::ahead;
-  else if (!t.contributors.insert(worker).second)
-    out = sync_verdict::duplicate;
-  else {
-    out = sync_verdict::accepted;
-    t.sums->add(keys.data(), counts.data(), grads.data(), keys.size());
-  }
-  return std::nullopt;
+void table_store::add(const step_rows& rows) {
+  auto& t = tables_[static_cast<size_t>(rows.table)];
+  t.sums->add(rows.keys.data(), rows.counts.data(), rows.grads.data(), rows.keys.size());
 }
 
-bool table_store::ready() const {
-  if (tables_.empty())
-    return false;
-  for (auto& t : tables_)
-    if (static_cast<int32_t>(t.contributors.size()) < required_)
-      return false;
-  return true;
-}
-
-maybe_failure table_store::apply_step() {
+void table_store::apply_step(int32_t contributors) {
   for (auto& t : tables_) {
-    auto rows = t.sums->take(t.setup.reduction, static_cast<uint32_t>(t.contributors.size()));
-    t.contributors.clear();
-    if (auto bad = apply_rows(t, rows.keys.data(), rows.counts.data(), rows.grads.data(),
-                              rows.keys.size()))
-      return bad;
+    auto rows = t.sums->take(t.setup.reduction, static_cast<uint32_t>(contributors));
+    apply_rows(t, rows.keys.data(), rows.counts.data(), rows.grads.data(), rows.keys.size());
   }
-  ++step_;
-  return std::nullopt;
 }
 
 maybe_failure table_store::restore(int32_t table, const std::vector<int64_t>& keys,

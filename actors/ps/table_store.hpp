@@ -2,19 +2,19 @@
 // A shard's part of the run's embedding tables, without CAF: the buckets it
 // owns of each table, the checks on every pull and push (table, sizes, keys
 // it owns, finite gradients), admission, eviction, and sync mode's per-step
-// row sums. The shard actor answers pulls and pushes through it, as it does
-// for dense variables through variable_store.
+// row sums. The shard's service answers pulls and pushes through it, as it
+// does for dense variables through variable_store; which pushes count is
+// its update_rule's.
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "actors/ps/sync_verdict.hpp"
+#include "actors/protocol/messages.hpp"
 #include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
 #include "tensor/sparse/table_setup.hpp"
@@ -37,10 +37,10 @@ struct table_figures {
 class table_store {
 public:
   /// Holds `setups` (checked), this being shard `shard` of `shards`. sync:
-  /// pushes are summed per step and applied by apply_step once `required`
-  /// workers pushed every table; `first_step` is the step training starts at.
+  /// a step's rows are summed (add) and applied together (apply_step);
+  /// `first_step` is the step training starts at.
   maybe_failure configure(const std::vector<table_setup>& setups, int32_t shard, int32_t shards,
-                          bool sync, int32_t required, int64_t first_step);
+                          bool sync, int64_t first_step);
   /// Forgets every table (a new run).
   void reset();
 
@@ -57,21 +57,18 @@ public:
   /// tables themselves only in configure and reset, which wait for it.
   maybe_failure lookup(int32_t table, const std::vector<int64_t>& keys, tensor& out);
 
-  /// Async: applies one push now (admission, the sparse optimizer, then
-  /// eviction every evict_interval versions). Checked first, as a whole.
-  maybe_failure apply(int32_t table, const std::vector<int64_t>& keys,
-                      const std::vector<uint32_t>& counts, const tensor& grads);
-
-  /// Sync: adds one worker's push for `step` (checked first). A step's rows
-  /// are complete once `required` workers pushed every table.
-  maybe_failure add(int32_t worker, int64_t step, int32_t table, const std::vector<int64_t>& keys,
-                    const std::vector<uint32_t>& counts, const tensor& grads, sync_verdict& out);
-  bool ready() const;
-  int64_t step() const noexcept { return step_; }
-  void set_required(int32_t required) noexcept { required_ = required; }
-  /// Applies the step's rows, each reduced by the table's sync_reduction,
-  /// and moves to the next step.
-  maybe_failure apply_step();
+  /// Whether a push's rows of one table may be taken: the table, the key
+  /// count, keys this shard owns and no key twice, counts and gradients
+  /// that fit, finite gradients. apply and add take only checked rows.
+  maybe_failure check(const step_rows& rows) const;
+  /// Async: applies checked rows now (admission, the sparse optimizer, then
+  /// eviction every evict_interval versions).
+  void apply(const step_rows& rows);
+  /// Sync: adds checked rows to the step's sums.
+  void add(const step_rows& rows);
+  /// Sync: applies the step's rows, each table's reduced by its
+  /// sync_reduction over the `contributors` (workers) of the step.
+  void apply_step(int32_t contributors);
 
   table_figures figures(size_t table, size_t hottest) const;
   const embedding_table& table(size_t table) const { return *tables_.at(table).rows; }
@@ -92,14 +89,11 @@ private:
     int64_t version = 0;                           // pushes applied (async) or steps (sync)
     std::unordered_map<int64_t, uint32_t> pending; // occurrences of keys not admitted yet
     std::optional<row_accumulator> sums;           // sync: this step's rows
-    std::set<int32_t> contributors;                // sync: workers who pushed this step
     table_figures counts;
   };
   maybe_failure check_request(int32_t table, const std::vector<int64_t>& keys) const;
-  maybe_failure check_push(int32_t table, const std::vector<int64_t>& keys,
-                           const std::vector<uint32_t>& counts, const tensor& grads) const;
-  maybe_failure apply_rows(held& t, const int64_t* keys, const uint32_t* counts, const float* grads,
-                           size_t n);
+  void apply_rows(held& t, const int64_t* keys, const uint32_t* counts, const float* grads,
+                  size_t n);
   bool admitted(held& t, int64_t key, uint32_t count);
 
   // configure and reset hold it exclusively, lookups shared: every other
@@ -108,9 +102,6 @@ private:
   mutable std::mutex pulled_; // the tables' counts.pulled_keys, counted by lookups on any thread
   std::vector<held> tables_;
   int32_t shard_ = 0, shards_ = 1;
-  bool sync_ = false;
-  int32_t required_ = 1;
-  int64_t step_ = 0;
   std::vector<int64_t> kept_keys_;
   std::vector<uint32_t> kept_counts_;
   std::vector<float> kept_grads_;

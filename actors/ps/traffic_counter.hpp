@@ -1,57 +1,61 @@
 #pragma once
 // A shard's traffic since it started, in total and per variable: what the
 // chief's final report and its imbalance figure are made of. Counted by the
-// shard actor and by its bulk connections' threads. No CAF.
+// shard's service, on the shard's thread and its bulk connections'. No CAF.
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "actors/protocol/protocol.hpp"
+#include "actors/protocol/messages.hpp"
 
 namespace troupe {
 
 class traffic_counter {
 public:
-  /// A pull answered with these values (tensors, or pointers to them).
+  /// A pull answered with these values (pointers to them) and `keys` rows
+  /// of `row_bytes`.
   template <class Values>
-  void pulled(const std::vector<std::string>& names, const Values& values) {
+  void pulled(const std::vector<std::string>& names, const Values& values, size_t keys,
+              size_t row_bytes) {
     std::lock_guard<std::mutex> guard{mutex_};
     ++pulls_;
     for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
-      auto bytes = bytes_of(values[i]);
+      auto bytes = values[i]->bytes();
       out_ += bytes;
       by_variable_[names[i]].bytes_out += bytes;
     }
-  }
-
-  /// A push received with these gradients (applied or not).
-  void pushed(const std::vector<std::string>& names, const std::vector<tensor>& gradients) {
-    std::lock_guard<std::mutex> guard{mutex_};
-    ++pushes_;
-    for (size_t i = 0; i < names.size() && i < gradients.size(); ++i) {
-      in_ += gradients[i].bytes();
-      by_variable_[names[i]].bytes_in += gradients[i].bytes();
+    if (keys > 0) {
+      ++row_pulls_;
+      out_ += row_bytes;
+      keys_out_ += keys;
     }
   }
 
-  /// A pull of `keys` embedding rows answered with `bytes`.
-  void pulled_rows(size_t keys, size_t bytes) {
-    std::lock_guard<std::mutex> guard{mutex_};
-    ++pulls_;
-    ++row_pulls_;
-    out_ += bytes;
-    keys_out_ += keys;
-  }
-
-  /// A push of `keys` rows' gradients, `bytes` of them (applied or not).
-  void pushed_rows(size_t keys, size_t bytes) {
+  /// A push received (applied or not): its gradients and every table's rows.
+  void pushed(const step_push& push) {
     std::lock_guard<std::mutex> guard{mutex_};
     ++pushes_;
-    ++row_pushes_;
-    in_ += bytes;
-    keys_in_ += keys;
+    for (size_t i = 0; i < push.names.size() && i < push.gradients.size(); ++i) {
+      in_ += push.gradients[i].bytes();
+      by_variable_[push.names[i]].bytes_in += push.gradients[i].bytes();
+    }
+    size_t keys = 0;
+    for (auto& rows : push.tables) {
+      keys += rows.keys.size();
+      in_ += rows.grads.bytes();
+    }
+    if (keys > 0) {
+      ++row_pushes_;
+      keys_in_ += keys;
+    }
+  }
+
+  /// A push of a step applied already, not applied again.
+  void repeated_push() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    ++repeated_pushes_;
   }
 
   /// A push refused because nobody granted its step to the worker it names
@@ -76,21 +80,16 @@ public:
     out.row_pushes = row_pushes_;
     out.keys_pulled = keys_out_;
     out.keys_pushed = keys_in_;
+    out.repeated_pushes = repeated_pushes_;
     for (auto& [name, counts] : by_variable_)
       out.variables.push_back({name, counts.bytes_in, counts.bytes_out});
     return out;
   }
 
 private:
-  static size_t bytes_of(const tensor& t) { return t.bytes(); }
-  template <class Pointer>
-  static size_t bytes_of(const Pointer& t) {
-    return t->bytes();
-  }
-
   mutable std::mutex mutex_;
   uint64_t pulls_ = 0, pushes_ = 0, in_ = 0, out_ = 0, unauthorized_pushes_ = 0;
-  uint64_t row_pulls_ = 0, row_pushes_ = 0, keys_out_ = 0, keys_in_ = 0;
+  uint64_t row_pulls_ = 0, row_pushes_ = 0, keys_out_ = 0, keys_in_ = 0, repeated_pushes_ = 0;
   std::map<std::string, variable_traffic> by_variable_;
 };
 

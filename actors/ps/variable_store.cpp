@@ -215,6 +215,20 @@ maybe_failure variable_store::apply_gradients(const std::vector<std::string>& na
   std::vector<const std::shared_ptr<tensor>*> found;
   if (auto err = check(names, gradients, found))
     return err;
+  apply_found(names, found, gradients);
+  return std::nullopt;
+}
+
+void variable_store::apply_checked(const std::vector<std::string>& names,
+                                   const std::vector<tensor>& gradients) {
+  std::vector<const std::shared_ptr<tensor>*> found;
+  lookup(names, found); // checked: every name is held
+  apply_found(names, found, gradients);
+}
+
+void variable_store::apply_found(const std::vector<std::string>& names,
+                                 const std::vector<const std::shared_ptr<tensor>*>& found,
+                                 const std::vector<tensor>& gradients) {
   // In place unless pinned: no pin may begin until the update is done.
   std::unique_lock<std::shared_mutex> guard{lock_};
   for (size_t i = 0; i < names.size(); ++i) {
@@ -226,7 +240,6 @@ maybe_failure variable_store::apply_gradients(const std::vector<std::string>& na
     optimizer_->apply(names[i], *value, gradients[i], version_);
   }
   ++version_;
-  return std::nullopt;
 }
 
 size_t variable_store::bytes() const noexcept {

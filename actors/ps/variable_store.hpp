@@ -85,6 +85,10 @@ public:
   /// is not finite.
   maybe_failure apply_gradients(const std::vector<std::string>& names,
                                 const std::vector<tensor>& gradients);
+  /// apply_gradients without the checks, for a caller that made them
+  /// (check_gradients). With no names it is an update of nothing: the
+  /// version still counts it (a step of a shard that holds only rows).
+  void apply_checked(const std::vector<std::string>& names, const std::vector<tensor>& gradients);
 
   bool initialized() const noexcept { return initialized_; }
   /// Number of updates applied.
@@ -102,6 +106,9 @@ private:
                        std::vector<const std::shared_ptr<tensor>*>& found) const;
   maybe_failure check(const std::vector<std::string>& names, const std::vector<tensor>& gradients,
                       std::vector<const std::shared_ptr<tensor>*>& found) const;
+  void apply_found(const std::vector<std::string>& names,
+                   const std::vector<const std::shared_ptr<tensor>*>& found,
+                   const std::vector<tensor>& gradients);
 
   std::string owner_;
   std::vector<std::string> slot_names_;

@@ -35,6 +35,13 @@ caf::result<step_grant> on_report(self_ptr self, const step_report& r) {
     return refuse(label, "a report claiming worker:" + std::to_string(r.worker), sender,
                   "only the worker the chief admitted under that index, of this run, reports "
                   "for it");
+  // A step reported applied without every shard's receipt was not pushed:
+  // refused before it waits on an update that would need it.
+  if (!st.receipts.proven(r))
+    return refuse(label,
+                  "the report of step " + std::to_string(r.step)
+                    + " of worker:" + std::to_string(r.worker),
+                  sender, "it says the step was applied but shows no receipt of every shard");
   if (r.step >= 0)
     st.positions[r.worker] = {r.data_epoch, r.data_offset, r.share_rank, r.share_count};
   if (auto now = st.ledger.report(r))
@@ -80,6 +87,7 @@ token_queue(token_queue_actor::stateful_pointer<token_queue_state> self, token_q
                            config.first_step};
   st.run = config.run;
   st.signer = grant_signer{config.key, config.run};
+  st.receipts = std::move(config.receipts);
   st.shards = std::move(config.shards);
   st.chief = std::move(chief);
   return {

@@ -7,8 +7,9 @@
 // first step is synchronised like every other. At last_step, or on stop,
 // every waiting worker is released with stop. The bookkeeping is
 // token_ledger's; the actor keeps the waiting replies and checks who sends
-// what: reports from the workers the chief admitted, each for itself;
-// `applied` from the run's shards; admit and stop from the chief.
+// what: reports from the workers the chief admitted, each for itself, an
+// applied step's with every shard's receipt; `applied` from the run's
+// shards; admit and stop from the chief.
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -28,6 +29,7 @@ struct token_queue_config {
   std::vector<caf::actor_addr> shards;
   int64_t first_step = 0; ///< a restored checkpoint's global step
   grant_key key;          ///< signs each token (grant_proof.hpp); the shards check it
+  step_receipts receipts; ///< what an applied step's report must show
 };
 
 struct token_queue_state {
@@ -35,6 +37,7 @@ struct token_queue_state {
   token_ledger ledger{1, 1};
   run_id run = 0;
   grant_signer signer;
+  step_receipts receipts;
   chief_actor chief;
   std::vector<caf::actor_addr> shards;
   std::map<int32_t, caf::actor_addr> workers; // admitted by the chief, by index

@@ -25,12 +25,11 @@ void step_pipeline::reset(const slice_router& router) {
   router_ = &router;
 }
 
-void step_pipeline::carry_rows(row_exchange* rows, batch_rows* batch, bool every_shard) {
+void step_pipeline::carry_rows(row_exchange* rows, batch_rows* batch) {
   if (rows && pull_ahead_)
     throw std::invalid_argument("train.pull-ahead does not apply to a model with embedding tables");
   rows_ = rows;
   batch_ = batch;
-  rows_every_shard_ = every_shard;
 }
 
 void step_pipeline::drop() {
@@ -76,11 +75,19 @@ void step_pipeline::pull_now(uint64_t run) {
   exchange_.start(exchange_kind::pull, stamped({run, 0, 0, 0}), std::move(out), false);
   exchange_.finish([this](std::vector<part_outcome>& outcomes) {
     // The router's parts come first; rows may have added parts after them.
+    for (size_t k = 0; k < outcomes.size(); ++k)
+      if (auto& lost = outcomes[k].lost) {
+        hooks_.recover("a pull failed", *lost);
+        return;
+      }
     for (size_t k = 0; k < router_->parts().size(); ++k)
       if (!settle_pull(router_->parts()[k], outcomes[k], false))
         return;
-    if (rows_ && !settle_rows(rows_->take_pull(outcomes, *batch_), true, 0))
-      return;
+    if (rows_)
+      if (auto refused = rows_->take_pull(outcomes, *batch_)) {
+        hooks_.fail("a shard's answer to the pull of embedding rows", *refused);
+        return;
+      }
     hooks_.compute();
   });
 }
@@ -108,21 +115,26 @@ void step_pipeline::computed(const push_header& step, const step_report& report,
   hooks_.over();
 }
 
+// The step's parts, dense values and rows together, one push a shard; the
+// report shows the receipts of every shard that took its part.
 void step_pipeline::push_now(const push_header& step, const step_report& report) {
   auto out = parts(true);
   if (rows_)
-    rows_->ask_push(*batch_, rows_every_shard_, out);
+    rows_->ask_push(*batch_, out);
+  std::vector<int32_t> shards;
+  for (auto& part : out)
+    shards.push_back(part.shard);
   exchange_.start(exchange_kind::push, stamped(step), std::move(out), false);
-  exchange_.finish([this, pushed = report](std::vector<part_outcome>& outcomes) mutable {
+  exchange_.finish([this, pushed = report, shards](std::vector<part_outcome>& outcomes) mutable {
     pushed.applied = true;
-    for (size_t k = 0; k < router_->parts().size(); ++k) {
-      auto& part = router_->parts()[k];
-      buffers_.give_back(part, outcomes[k].gradients, false);
-      if (!settle_push(part.shard, outcomes[k], pushed))
+    pushed.receipt = 0;
+    auto& router_parts = router_->parts();
+    for (size_t k = 0; k < outcomes.size(); ++k) {
+      if (k < router_parts.size())
+        buffers_.give_back(router_parts[k], outcomes[k].gradients, false);
+      if (!settle_push(shards[k], outcomes[k], pushed))
         return;
     }
-    if (rows_ && !settle_rows(rows_->pushed(outcomes), false, pushed.step))
-      return;
     hooks_.report(pushed);
     hooks_.over();
   });
@@ -146,6 +158,7 @@ void step_pipeline::collect(std::function<void()> then) {
     return;
   }
   exchange_.finish([this, then = std::move(then)](std::vector<part_outcome>& outcomes) {
+    job_.report.receipt = 0;
     for (size_t k = 0; k < outcomes.size(); ++k) {
       auto& part = router_->parts()[k];
       if (job_.pushes) {
@@ -189,30 +202,6 @@ bool step_pipeline::settle_pull(const slice_router::shard_part& part, part_outco
   return true;
 }
 
-// A pull's refused rows stop the worker (too many keys for the shard: the
-// batch cannot be computed); a push's are logged (stale and past-the-end
-// ones only at debug level, as a dense push's) and the step goes on. A lost
-// shard starts recovery.
-bool step_pipeline::settle_rows(const row_exchange::outcome& outcome, bool pulled, int64_t step) {
-  auto what = pulled ? "a pull of embedding rows" : "a push of embedding rows";
-  if (outcome.lost) {
-    hooks_.recover(std::string(what) + " failed", *outcome.lost);
-    return false;
-  }
-  if (!outcome.refused)
-    return true;
-  if (pulled) {
-    hooks_.fail("a shard refused its pull of embedding rows", *outcome.refused);
-    return false;
-  }
-  auto code = outcome.refused->code;
-  if (code == errc::stale_gradient || code == errc::training_stopped)
-    spdlog::debug("{}: rows of step {} refused: {}", label_, step, outcome.refused->message);
-  else
-    spdlog::warn("{}: rows of step {} refused: {}", label_, step, outcome.refused->message);
-  return true;
-}
-
 // A refused part (stale, past the end, or a faulty gradient) is reported as
 // not applied, not fatal: the coordinator decides what follows. A lost
 // shard, or one not initialised (restarted), starts recovery.
@@ -221,8 +210,10 @@ bool step_pipeline::settle_push(int32_t shard, const part_outcome& outcome, step
     hooks_.recover("push to " + ps_name(shard) + " failed", *outcome.lost);
     return false;
   }
-  if (!outcome.refused)
+  if (!outcome.refused) {
+    report.receipt ^= outcome.receipt;
     return true;
+  }
   auto code = outcome.refused->code;
   if (code == errc::not_initialized) {
     hooks_.recover("push to " + ps_name(shard) + " failed", outcome.refused->message);

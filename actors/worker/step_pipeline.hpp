@@ -43,9 +43,9 @@ public:
   void reset(const slice_router& router);
   /// From now on each step pulls the rows of batch->keys (into
   /// batch->values) with its values and pushes batch->grads with its
-  /// gradients, to every shard where `every_shard` (sync); null: none. Both
+  /// gradients (to every shard: each counts every step); null: none. Both
   /// must outlive their use; the keys must be in before begin().
-  void carry_rows(row_exchange* rows, batch_rows* batch, bool every_shard);
+  void carry_rows(row_exchange* rows, batch_rows* batch);
   /// A granted step of `run` begins: its values pulled (unless pulled
   /// ahead), then computed.
   void begin(uint64_t run);
@@ -75,8 +75,6 @@ private:
   /// A push's outcome into `report`; false once recovery started.
   bool settle_push(int32_t shard, const part_outcome& outcome, step_report& report);
   bool settle_pull(const slice_router::shard_part& part, part_outcome& outcome, bool ahead);
-  /// The rows a pull or push brought back; false once the worker recovers or stops.
-  bool settle_rows(const row_exchange::outcome& outcome, bool pulled, int64_t step);
 
   shard_exchange& exchange_;
   param_buffers& buffers_;
@@ -92,7 +90,6 @@ private:
   bool values_ready_ = false; // the parameters hold the next step's values
   row_exchange* rows_ = nullptr;
   batch_rows* batch_ = nullptr;
-  bool rows_every_shard_ = false;
 };
 
 } // namespace troupe

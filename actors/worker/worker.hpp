@@ -33,6 +33,19 @@
 
 namespace troupe {
 
+/// The worker as implemented: its published interface plus the message
+/// that starts its next step, the one that makes it look for a new chief and
+/// its helper's answer (the chief found, or why not), its recovery deadline
+/// and SIGTERM, and its report channel's grants or loss.
+using worker_impl = worker_actor::extend<
+  caf::reacts_to<run_atom, uint64_t>, caf::reacts_to<rejoin_atom>,
+  caf::reacts_to<rejoin_atom, chief_actor>, caf::reacts_to<rejoin_atom, std::string>,
+  caf::reacts_to<tick_atom>, caf::reacts_to<leave_atom>,
+  // its report channel (key, request): the grants answering a batch
+  caf::reacts_to<granted_atom, uint64_t, uint64_t, std::vector<step_grant>>,
+  // its report channel (key): lost, and why
+  caf::reacts_to<granted_atom, uint64_t, std::string>>;
+
 struct worker_config {
   int32_t index = 0;
   int32_t num_workers = 1; ///< the listed workers (its index may lie beyond: elastic membership)

@@ -60,13 +60,12 @@ bool seek_data(self_ptr self, const training_plan& plan) {
 }
 
 // The row exchange for a model with an embedding table, by the plan's
-// buckets, its rows carried in the pipeline's steps (to every shard each
-// step in sync mode); false (the worker stops) where the plan and model
-// disagree.
+// buckets, its rows carried in the pipeline's steps (pushed to every shard
+// each step); false (the worker stops) where the plan and model disagree.
 bool plan_rows(self_ptr self, const training_plan& plan) {
   auto& st = self->state;
   auto& tables = st.links.net->tables();
-  st.pipeline->carry_rows(nullptr, nullptr, false);
+  st.pipeline->carry_rows(nullptr, nullptr);
   st.rows.reset();
   if (tables.empty() && plan.tables.empty())
     return true;
@@ -78,7 +77,7 @@ bool plan_rows(self_ptr self, const training_plan& plan) {
   st.rows = std::make_unique<row_exchange>(*st.exchange, plan.tables[0].table,
                                            static_cast<int32_t>(st.links.shards.size()), 0,
                                            tables[0].dim);
-  st.pipeline->carry_rows(st.rows.get(), &st.looked_up, plan.sync);
+  st.pipeline->carry_rows(st.rows.get(), &st.looked_up);
   return true;
 }
 

@@ -292,6 +292,12 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
                                      const float* grads, size_t n, int64_t step) {
   if (auto bad = check_push(keys, grads, n))
     return bad;
+  apply_checked(keys, counts, grads, n, step);
+  return std::nullopt;
+}
+
+void embedding_table::apply_checked(const int64_t* keys, const uint32_t* counts, const float* grads,
+                                    size_t n, int64_t step) {
   flush_denormals arithmetic;
   // In groups, as lookup does: the map slots of a whole group are fetched,
   // then its rows, before any is changed, so that their cache misses
@@ -330,7 +336,6 @@ maybe_failure embedding_table::apply(const int64_t* keys, const uint32_t* counts
                 grads + (first + j) * config_.dim, step);
     }
   }
-  return std::nullopt;
 }
 
 size_t embedding_table::evict_from(bucket& b,

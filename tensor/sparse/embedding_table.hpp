@@ -89,6 +89,12 @@ public:
   /// non-finite gradients before changing anything.
   maybe_failure apply(const int64_t* keys, const uint32_t* counts, const float* grads, size_t n,
                       int64_t step);
+  /// Whether apply would take these keys and gradients: no negative key,
+  /// no key twice, finite gradients.
+  maybe_failure check_push(const int64_t* keys, const float* grads, size_t n) const;
+  /// apply without the checks, for a caller that made them (check_push).
+  void apply_checked(const int64_t* keys, const uint32_t* counts, const float* grads, size_t n,
+                     int64_t step);
 
   /// Whether `key` has a row (it was pushed and not evicted since).
   bool contains(int64_t key) const;
@@ -165,7 +171,6 @@ private:
   /// The row of `b`'s least recently updated key, now `key`'s; none where
   /// that key was updated at `last_update` or later.
   uint32_t replace_oldest(bucket& b, int64_t key, uint64_t h, uint32_t last_update);
-  maybe_failure check_push(const int64_t* keys, const float* grads, size_t n) const;
   size_t evict_from(bucket& b, const std::function<bool(const float*, row_counters)>& doomed);
   /// Before `row` of `key` changes or leaves: copies it aside if a frozen
   /// view still needs it as it is. Under the bucket's exclusive lock.

@@ -261,8 +261,8 @@ BOOST_AUTO_TEST_CASE(batched_reports_count_every_step_once_and_survive_a_lost_wo
     }
     if (to == chief && msg.match_elements<report_atom, step_report>())
       ++singles;
-    if (to == shard && msg.size() > 3 && msg.match_element<push_atom>(0)
-        && msg.match_element<int32_t>(2) && msg.get_as<int32_t>(2) == 2 && ++pushes_of_2 == 6)
+    if (to == shard && msg.match_elements<push_atom, step_push>()
+        && msg.get_as<step_push>(1).worker == 2 && ++pushes_of_2 == 6)
       caf::anon_send_exit(caf::actor_cast<caf::actor>(run.workers[2]), caf::exit_reason::kill);
   });
   BOOST_TEST(result.ok);

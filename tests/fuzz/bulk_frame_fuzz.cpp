@@ -41,6 +41,17 @@ bool read_one(const uint8_t* data, size_t size, frame_reader& reader) {
   return !receive_frame(b, reader, until);
 }
 
+// A request's tables: a count, then each table's id (bounded as the shard bounds it).
+bool copy_tables(meta_reader& fields, meta_writer& again) {
+  auto count = fields.i32();
+  if (count < 0 || count > 1024)
+    return false;
+  again.i32(count);
+  for (int32_t t = 0; t < count; ++t)
+    again.i32(fields.i32());
+  return true;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -60,21 +71,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case frame_kind::pull:
       again.u64(fields.u64()).names(fields.names()).i32(fields.i32());
-      break;
-    case frame_kind::rows:
-      again.u64(fields.u64()).i32(fields.i32());
+      if (!copy_tables(fields, again))
+        return 0;
       break;
     case frame_kind::pull_reply:
-    case frame_kind::push_reply:
       again.i64(fields.i64());
+      break;
+    case frame_kind::push_reply:
+      again.i64(fields.i64()).u64(fields.u64());
       break;
     case frame_kind::push:
       again.u64(fields.u64()).i32(fields.i32()).i64(fields.i64()).u64(fields.u64());
       again.i32(fields.i32()).names(fields.names());
-      break;
-    case frame_kind::push_rows:
-      again.u64(fields.u64()).i32(fields.i32()).i64(fields.i64()).u64(fields.u64());
-      again.i32(fields.i32());
+      if (!copy_tables(fields, again))
+        return 0;
       break;
     case frame_kind::refusal:
       again.u8(fields.u8()).text(fields.text());

@@ -1,13 +1,17 @@
 // Writes the seed corpus of the fuzz targets that read binary formats
-// (messages, tensor_wire, data) into tests/fuzz/corpus/: one valid input of
-// each kind, so that fuzzing starts from what peers and files really send.
+// (messages, tensor_wire, data, bulk_frame) into tests/fuzz/corpus/: one
+// valid input of each kind, so that fuzzing starts from what peers and
+// files really send.
 // Run it again when the protocol changes:
 //   build/bin/troupe-fuzz-seeds tests/fuzz/corpus
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <type_traits>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -16,7 +20,9 @@
 #include <caf/message.hpp>
 #include <caf/node_id.hpp>
 
+#include "actors/net/frame.hpp"
 #include "actors/protocol/protocol.hpp"
+#include "actors/protocol/report_frames.hpp"
 #include "actors/protocol/wire.hpp"
 
 using namespace troupe;
@@ -40,6 +46,22 @@ void write(const fs::path& file, const std::vector<char>& bytes) {
 // The messages target's first byte picks the decoder: 0 is a whole
 // caf::message, then TROUPE_MESSAGE_TYPES in order, then the broker's gate
 // on a direct and on a routed message's payload.
+template <class T>
+constexpr uint8_t pick_of() {
+  uint8_t pick = 1;
+#define TROUPE_PICK(type)                                                                          \
+  if (std::is_same_v<T, type>)                                                                     \
+    return pick;                                                                                   \
+  ++pick;
+  TROUPE_MESSAGE_TYPES(TROUPE_PICK)
+#undef TROUPE_PICK
+  return pick; // past the list: the gate's decoders
+}
+constexpr uint8_t whole_message = 0;
+struct past_the_types {};
+constexpr uint8_t direct_gate = pick_of<past_the_types>();
+constexpr uint8_t routed_gate = direct_gate + 1;
+
 template <class... Ts>
 void seed(caf::actor_system& sys, const fs::path& dir, uint8_t pick, const char* name,
           Ts... values) {
@@ -72,74 +94,69 @@ tensor small_tensor() {
 // The messages target: one file per message type (CAF's binary format).
 void seed_messages(caf::actor_system& sys, const fs::path& messages) {
   auto small = small_tensor();
-  seed(sys, messages, 0, "push",
-       caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
-                         int32_t{0}, std::vector<std::string>{"w"}, std::vector<tensor>{small}));
-  seed(
-    sys, messages, 0, "pull",
-    caf::make_message(pull_atom::value, run_id{7}, std::vector<std::string>{"w", "b"}, int32_t{0}));
-  seed(sys, messages, 0, "hello",
+  // Typed values, each at its type's pick.
+  auto value = [&](const char* name, auto x) {
+    seed(sys, messages, pick_of<decltype(x)>(), name, x);
+  };
+  step_push push{7, 1,     3,       0,
+                 0, {"w"}, {small}, {{0, {4, 1LL << 50}, {2, 1}, tensor({2, 9}, 0.25f)}}};
+  pull_request pull{7, {"w", "b"}, 0, {{0, {4, 8}}}};
+  seed(sys, messages, whole_message, "push", caf::make_message(push_atom::value, push));
+  seed(sys, messages, whole_message, "pull", caf::make_message(pull_atom::value, pull));
+  seed(sys, messages, whole_message, "hello",
        caf::make_message(hello_atom::value, protocol_version, std::string("worker"), int32_t{0}));
-  seed(sys, messages, 1, "tensor", small);
-  seed(sys, messages, 2, "tensors", std::vector<tensor>{small, tensor({4})});
-  seed(sys, messages, 3, "pull_reply", pull_reply{5, {small}});
-  seed(sys, messages, 4, "planned_slice", planned_slice{"w/part_0", 1, 0, 0, 0, 392});
-  seed(sys, messages, 5, "planned_slices",
-       std::vector<planned_slice>{{"w", 0, 0, 0, 0, 784}, {"b", 1, 1, 0, 0, 10}});
+  value("tensor", small);
+  value("tensors", std::vector<tensor>{small, tensor({4})});
+  value("pull_reply", pull_reply{5, {small}, {tensor({2, 9}, 1.0f)}});
+  value("planned_slice", planned_slice{"w/part_0", 1, 0, 0, 0, 392});
+  value("planned_slices",
+        std::vector<planned_slice>{{"w", 0, 0, 0, 0, 784}, {"b", 1, 1, 0, 0, 10}});
   training_plan plan;
   plan.run = 7;
   plan.slices = {{"w", 0, 0, 0, 0, 784}};
-  seed(sys, messages, 6, "training_plan", plan);
+  value("training_plan", plan);
   step_report report;
   report.run = 7;
   report.step = 12;
   report.applied = true;
   report.loss = 0.5;
-  seed(sys, messages, 7, "step_report", report);
-  seed(sys, messages, 8, "step_grant", step_grant{13, false});
-  seed(sys, messages, 9, "step_summary",
-       step_summary{13, 0.4, 90, 100, 1.5, 1, 2, {0, 1}, {3, 4}, {17, 5}, {}, {}});
-  seed(sys, messages, 10, "variable_traffic", variable_traffic{"w", 100, 200});
-  seed(sys, messages, 11, "variable_traffics", std::vector<variable_traffic>{{"w", 1, 2}});
+  report.receipt = 0x0123456789abcdefULL;
+  value("step_report", report);
+  value("step_grant", step_grant{13, false});
+  value("step_summary", step_summary{13, 0.4, 90, 100, 1.5, 1, 2, {0, 1}, {3, 4}, {17, 5}, {}, {}});
+  value("variable_traffic", variable_traffic{"w", 100, 200});
+  value("variable_traffics", std::vector<variable_traffic>{{"w", 1, 2}});
   shard_traffic traffic;
   traffic.variables = {{"w", 1, 2}};
-  seed(sys, messages, 12, "shard_traffic", traffic);
-  seed(sys, messages, 13, "shard_options", shard_options{true, 2, 100, {}, 40, 0, 0, {}, 1});
-  seed(sys, messages, 14, "snapshot_index",
-       snapshot_index{40, 0x1234567890abcdefULL, {"w", "w/Adam"}, {{2, 3}, {2, 3}}, {}, {}});
-  seed(sys, messages, 15, "step_coordinator_actor", step_coordinator_actor{});
-  seed(sys, messages, 16, "token_queue_actor", token_queue_actor{});
-  seed(sys, messages, 17, "ps_shard_actor", ps_shard_actor{});
-  seed(sys, messages, 18, "chief_actor", chief_actor{});
-  seed(sys, messages, 19, "worker_actor", worker_actor{});
-  // Issue 28's types, after the older ones so that their seeds keep their picks.
+  value("shard_traffic", traffic);
+  value("shard_options", shard_options{true, 2, 100, {}, 40, 0, 0, {}, 1});
+  value("snapshot_index",
+        snapshot_index{40, 0x1234567890abcdefULL, {"w", "w/Adam"}, {{2, 3}, {2, 3}}, {}, {}});
+  value("step_coordinator_actor", step_coordinator_actor{});
+  value("token_queue_actor", token_queue_actor{});
+  value("ps_shard_actor", ps_shard_actor{});
+  value("chief_actor", chief_actor{});
+  value("worker_actor", worker_actor{});
   table_setup table;
   table.table.name = "embedding";
   table.table.dim = 9;
-  seed(sys, messages, 20, "table_setup", table);
-  seed(sys, messages, 21, "table_setups", std::vector<table_setup>{table, table});
-  seed(sys, messages, 22, "row_keys", row_keys{{1, 2, int64_t{1} << 50}, {3, 1, 1}});
-  restored_rows restored{0, {5, 6}, {1, 2}, {0, 3}, tensor({2, 18}, 0.5f)};
-  seed(sys, messages, 23, "restored_rows", restored);
-  seed(sys, messages, 24, "table_report", table_report{"embedding", 10, 400, 10, 0, 0, {5}, {9}});
-  seed(sys, messages, 25, "table_reports",
-       std::vector<table_report>{{"embedding", 1, 40, 1, 0, 0, {}, {}}});
-  seed(sys, messages, 0, "rows",
-       caf::make_message(rows_atom::value, run_id{7}, int32_t{0}, row_keys{{4, 8}, {}}));
-  seed(sys, messages, 0, "push_rows",
-       caf::make_message(push_rows_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
-                         int32_t{0}, row_keys{{4}, {2}}, tensor({1, 9}, 0.25f)));
-  // Issue 29's batched reports and their grants.
-  seed(sys, messages, 0, "reports",
+  value("table_setup", table);
+  value("table_setups", std::vector<table_setup>{table, table});
+  value("restored_rows", restored_rows{0, {5, 6}, {1, 2}, {0, 3}, tensor({2, 18}, 0.5f)});
+  value("table_report", table_report{"embedding", 10, 400, 10, 0, 0, {5}, {9}});
+  value("table_reports", std::vector<table_report>{{"embedding", 1, 40, 1, 0, 0, {}, {}}});
+  seed(sys, messages, whole_message, "reports",
        caf::make_message(reports_atom::value, std::vector<step_report>{report}));
-  seed(sys, messages, 26, "step_reports", std::vector<step_report>{report, report});
-  seed(sys, messages, 27, "step_grants", std::vector<step_grant>{{13, false, 5}, {14, false, 6}});
+  value("step_reports", std::vector<step_report>{report, report});
+  value("step_grants", std::vector<step_grant>{{13, false, 5}, {14, false, 6}});
+  value("checkpoint_chunk", checkpoint_chunk{"bytes", 99});
+  value("pull_request", pull);
+  value("step_push", push);
+  value("push_receipt", push_receipt{4, 0xfeedULL});
   std::vector<caf::strong_actor_ptr> no_stages;
-  auto push = caf::make_message(push_atom::value, run_id{7}, int32_t{1}, int64_t{3}, uint64_t{0},
-                                int32_t{0}, std::vector<std::string>{"w"},
-                                std::vector<tensor>{small});
-  seed(sys, messages, 28, "gate_direct_push", no_stages, push);
-  seed(sys, messages, 29, "gate_routed_push", sys.node(), sys.node(), no_stages, push);
+  auto message = caf::make_message(push_atom::value, push);
+  seed(sys, messages, direct_gate, "gate_direct_push", no_stages, message);
+  seed(sys, messages, routed_gate, "gate_routed_push", sys.node(), sys.node(), no_stages, message);
 }
 
 // The tensor_wire target: tensors as CAF serialises them.
@@ -188,6 +205,107 @@ void seed_data(const fs::path& root) {
   data_seed("csv_bad_rows_skipped", 3, {bad.begin(), bad.end()}, {});
 }
 
+// One bulk frame's bytes as a peer sends it: the header, the meta section,
+// then each tensor's floats.
+std::vector<char> frame(bulk::frame_kind kind, uint64_t request, const bulk::meta_writer& meta,
+                        const bulk::tensor_refs& tensors = {}) {
+  bulk::frame_header head;
+  head.kind = static_cast<uint16_t>(kind);
+  head.request = request;
+  head.meta_bytes = static_cast<uint32_t>(meta.bytes().size());
+  for (auto* t : tensors)
+    head.data_bytes += t->bytes();
+  std::vector<char> out(reinterpret_cast<const char*>(&head),
+                        reinterpret_cast<const char*>(&head) + sizeof(head));
+  out.insert(out.end(), meta.bytes().begin(), meta.bytes().end());
+  for (auto* t : tensors) {
+    auto* bytes = reinterpret_cast<const char*>(t->data());
+    out.insert(out.end(), bytes, bytes + t->bytes());
+  }
+  return out;
+}
+
+// The bulk_frame target: every kind as the peers write it, and a few a
+// stranger might (a NaN gradient, a reserved field set, a zero dimension
+// beside huge ones).
+void seed_bulk_frames(const fs::path& dir) {
+  using bulk::frame_kind;
+  int64_t keys[2] = {4, int64_t{1} << 50};
+  uint32_t counts[2] = {2, 1};
+  auto key_bits = bulk::key_bits(keys, 2);
+  auto count_bits = bulk::count_bits(counts, 2);
+  tensor row_grads({2, 3}, 0.25f), value({2, 2}, 1.5f), rows({2, 3}, -1.0f);
+  auto tables = [](bulk::meta_writer& m) { m.i32(1).i32(0); };
+  bulk::meta_writer hello;
+  hello.u64(7).u64(0x1234).text("worker:0");
+  write(dir / "hello", frame(frame_kind::hello, 0, hello));
+  bulk::meta_writer welcome;
+  welcome.i32(0);
+  write(dir / "welcome", frame(frame_kind::welcome, 0, welcome));
+  bulk::tensor_refs pull_data{&key_bits};
+  bulk::meta_writer pull{pull_data};
+  pull.u64(7).names({"w"}).i32(0);
+  tables(pull);
+  write(dir / "pull", frame(frame_kind::pull, 1, pull, pull_data));
+  bulk::tensor_refs reply_data{&value, &rows};
+  bulk::meta_writer reply{reply_data};
+  reply.i64(3);
+  write(dir / "pull_reply", frame(frame_kind::pull_reply, 1, reply, reply_data));
+  for (auto [name, g] :
+       {std::pair{"push", 0.5f}, std::pair{"push_nan", std::numeric_limits<float>::quiet_NaN()}}) {
+    tensor gradient({2, 2}, g);
+    bulk::tensor_refs data{&gradient, &key_bits, &count_bits, &row_grads};
+    bulk::meta_writer push{data};
+    push.u64(7).i32(0).i64(3).u64(0xfeed).i32(0).names({"w"});
+    tables(push);
+    write(dir / name, frame(frame_kind::push, 2, push, data));
+  }
+  tensor no_keys({0, 2}), no_counts({0}), no_grads({0, 3});
+  bulk::tensor_refs empty_data{&no_keys, &no_counts, &no_grads};
+  bulk::meta_writer empty_rows{empty_data};
+  empty_rows.u64(7).i32(0).i64(3).u64(0xfeed).i32(0).names({});
+  tables(empty_rows);
+  write(dir / "push_empty_rows", frame(frame_kind::push, 3, empty_rows, empty_data));
+  bulk::meta_writer push_reply;
+  push_reply.i64(4).u64(0xabcdef);
+  write(dir / "push_reply", frame(frame_kind::push_reply, 2, push_reply));
+  bulk::meta_writer refusal;
+  refusal.u8(static_cast<uint8_t>(errc::stale_gradient)).text("step 3 is stale");
+  write(dir / "refusal", frame(frame_kind::refusal, 2, refusal));
+  bulk::meta_writer fetch;
+  fetch.u64(7).u64(0x77).i32(1);
+  write(dir / "fetch", frame(frame_kind::fetch, 4, fetch));
+  step_report report;
+  report.run = 7;
+  report.step = 12;
+  report.applied = true;
+  report.receipt = 0x99;
+  bulk::meta_writer reports;
+  write_reports(reports, &report, 1);
+  write(dir / "report", frame(frame_kind::report, 5, reports));
+  bulk::meta_writer grants;
+  write_grants(grants, {{13, false, 5}, {14, true, 0}});
+  write(dir / "grants", frame(frame_kind::grants, 5, grants));
+  auto reserved = frame(frame_kind::welcome, 0, welcome);
+  reserved[offsetof(bulk::frame_header, reserved)] = 3;
+  write(dir / "reserved-field-not-zero", reserved);
+  // Shapes [0, 2^40] and [2^40, 0]: no float, but a product past every limit.
+  std::string meta;
+  auto put = [&](const void* p, size_t n) { meta.append(static_cast<const char*>(p), n); };
+  uint32_t two = 2, rank = 2;
+  int64_t zero = 0, huge = int64_t{1} << 40;
+  put(&two, 4), put(&rank, 4), put(&zero, 8), put(&huge, 8), put(&rank, 4), put(&huge, 8),
+    put(&zero, 8);
+  auto odd = frame(frame_kind::pull, 6, bulk::meta_writer{});
+  bulk::frame_header head;
+  std::memcpy(&head, odd.data(), sizeof(head));
+  head.meta_bytes = static_cast<uint32_t>(meta.size());
+  odd.assign(reinterpret_cast<const char*>(&head),
+             reinterpret_cast<const char*>(&head) + sizeof(head));
+  odd.insert(odd.end(), meta.begin(), meta.end());
+  write(dir / "zero-dimension-beside-huge-ones", odd);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -201,6 +319,7 @@ int main(int argc, char** argv) {
   seed_messages(sys, root / "messages");
   seed_tensor_wire(root / "tensor_wire");
   seed_data(root);
+  seed_bulk_frames(root / "bulk_frame");
   std::printf("seeds written under %s\n", root.c_str());
   return 0;
 }

@@ -120,7 +120,7 @@ int forge_pushes(run_id run, const std::string& host, uint16_t port) {
       return 3;
     }
     for (int64_t step : {0, 1, 5, 1000000}) {
-      link->start_push(run, 0, step, 0x5eed + static_cast<uint64_t>(step), names, grads);
+      link->start_push(run, 0, step, 0x5eed + static_cast<uint64_t>(step), names, grads, {});
       complete_all({link.get()}, until());
       ++pushes;
       if (!link->error()) {
@@ -140,8 +140,8 @@ int forge_pushes(run_id run, const std::string& host, uint16_t port) {
     }
   }
   for (int64_t step : {0, 3}) {
-    must_refuse<int64_t>(self, *shard, "BASP push as worker:0", push_atom::value, run, int32_t{0},
-                         step, uint64_t{0x5eed}, int32_t{0}, names, grads);
+    must_refuse<push_receipt>(self, *shard, "BASP push as worker:0", push_atom::value,
+                              step_push{run, 0, step, 0x5eed, 0, names, grads, {}});
     ++pushes;
   }
   std::printf("%d push(es), %d accepted\n", pushes, accepted);
@@ -199,12 +199,10 @@ int main(int argc, char** argv) {
   must_refuse<caf::ok_atom>(self, *shard, "init of the shard", init_atom::value, run_id{42},
                             std::vector<std::string>{"softmax/weights"},
                             std::vector<tensor>{tensor({784, 10})}, shard_options{});
-  must_refuse<pull_reply>(self, *shard, "pull of the weights", pull_atom::value, run_id{0},
-                          std::vector<std::string>{"softmax/weights"}, int32_t{0});
-  must_refuse<int64_t>(self, *shard, "push of a huge gradient", push_atom::value, run_id{0},
-                       int32_t{0}, int64_t{0}, uint64_t{0}, int32_t{0},
-                       std::vector<std::string>{"softmax/weights"},
-                       std::vector<tensor>{huge_gradient});
+  must_refuse<pull_reply>(self, *shard, "pull of the weights", pull_atom::value,
+                          pull_request{0, {"softmax/weights"}, 0, {}});
+  must_refuse<push_receipt>(self, *shard, "push of a huge gradient", push_atom::value,
+                            step_push{0, 0, 0, 0, 0, {"softmax/weights"}, {huge_gradient}, {}});
   must_refuse<shard_traffic>(self, *shard, "stats of the shard", stats_atom::value);
   // The chief: ask for the plan (and so the run id and the token queue)
   // under an index the cluster lacks and one a live worker holds; report

@@ -19,7 +19,7 @@ status=0
 n=$(count "troupe::embedding_table::lookup(")
 echo "embedding_table::lookup: $n prefetch instruction(s)"
 [ "$n" -ge 2 ] || { echo "FAIL: lookup needs its slot and row prefetches" >&2; status=1; }
-n=$(count "troupe::embedding_table::apply(")
-echo "embedding_table::apply: $n prefetch instruction(s)"
+n=$(count "troupe::embedding_table::apply_checked(")
+echo "embedding_table::apply_checked: $n prefetch instruction(s)"
 [ "$n" -ge 2 ] || { echo "FAIL: apply needs its slot and row prefetches" >&2; status=1; }
 exit $status

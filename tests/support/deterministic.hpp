@@ -31,6 +31,30 @@ struct deterministic_fixture {
 
   ~deterministic_fixture() { sched.run(); }
 
+  /// A pull of `names` (and each table's rows), answered with the reply.
+  caf::expected<pull_reply> pull(const ps_shard_actor& shard, run_id run,
+                                 std::vector<std::string> names, int32_t precision = 0,
+                                 std::vector<table_keys> tables = {}) {
+    return ask<pull_reply>(shard, pull_atom::value,
+                           pull_request{run, std::move(names), precision, std::move(tables)});
+  }
+
+  /// One step's push of dense gradients (and rows), answered with the
+  /// shard's version after it (its receipt: push_receipt_of).
+  caf::expected<int64_t> push(const ps_shard_actor& shard, run_id run, int32_t worker, int64_t step,
+                              uint64_t proof, int32_t precision, std::vector<std::string> names,
+                              std::vector<tensor> gradients, std::vector<step_rows> tables = {}) {
+    auto answer = push_receipt_of(shard, {run, worker, step, proof, precision, std::move(names),
+                                          std::move(gradients), std::move(tables)});
+    if (!answer)
+      return answer.error();
+    return answer->version;
+  }
+
+  caf::expected<push_receipt> push_receipt_of(const ps_shard_actor& shard, step_push push) {
+    return ask<push_receipt>(shard, push_atom::value, std::move(push));
+  }
+
   /// Sends a request from a scoped actor, runs every actor until idle, and
   /// returns the reply (or the error it was answered with).
   template <class T, class Handle, class... Ts>

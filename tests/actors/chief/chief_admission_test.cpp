@@ -161,9 +161,10 @@ BOOST_AUTO_TEST_CASE(a_push_nobody_granted_is_refused_and_counted) {
     std::vector<tensor> grads{tensor({784, 10}, 0.0f), tensor({10}, 0.0f)};
     sys.spawn([=, shard = run.shards[0]](caf::event_based_actor* self) {
       self
-        ->request(shard, caf::infinite, push_atom::value, id, int32_t{0}, int64_t{4242},
-                  uint64_t{0}, int32_t{0}, names{"softmax/weights", "softmax/biases"}, grads)
-        .then([](int64_t) {});
+        ->request(
+          shard, caf::infinite, push_atom::value,
+          step_push{id, 0, 4242, 0, 0, names{"softmax/weights", "softmax/biases"}, grads, {}})
+        .then([](const push_receipt&) {});
     });
   });
   BOOST_TEST(pushed);

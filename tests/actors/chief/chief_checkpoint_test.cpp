@@ -44,6 +44,71 @@ training_settings with_checkpoints(int64_t last_step, const std::string& dir) {
 
 BOOST_FIXTURE_TEST_SUITE(chief_checkpoints, deterministic_fixture)
 
+// Issue 52: a worker that reported steps applied without pushing them left
+// the shards one update short of the chief's count; the next checkpoint
+// waited for that update forever and every task exited 1. A report of an
+// applied step must show every shard's receipt for it: the liar is dropped
+// and named at its first lie, its steps go to the honest worker, and the
+// run, checkpoints and all, finishes with exactly last_step updates.
+BOOST_AUTO_TEST_CASE(a_worker_that_reports_steps_it_never_pushed_is_dropped_and_the_run_goes_on) {
+  log_dir dir;
+  auto settings = with_checkpoints(30, dir.root);
+  auto data = synthetic_data();
+  auto shard = spawn_ps_shard(sys, 0, settings);
+  training_result result;
+  auto chief = spawn_chief(
+    sys, settings, runtime_settings{}, 2, {shard}, data.test,
+    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto lies = std::make_shared<int>(0);
+  auto told = std::make_shared<std::string>();
+  // Worker 1 asks for steps and reports each granted one applied, with no
+  // push and no receipt.
+  auto liar = sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+    self->request(chief, caf::infinite, ready_atom::value, int32_t{1})
+      .then([=](const training_plan& plan) {
+        auto report = [=](int64_t step) {
+          step_report r;
+          r.run = plan.run;
+          r.worker = 1;
+          r.step = step;
+          r.applied = step >= 0;
+          r.examples = 4;
+          if (step >= 0)
+            ++*lies;
+          return r;
+        };
+        auto lie = std::make_shared<std::function<void(int64_t)>>();
+        *lie = [=](int64_t step) {
+          self->request(chief, caf::infinite, report_atom::value, report(step))
+            .then(
+              [=](const step_grant& g) {
+                if (!g.stop)
+                  (*lie)(g.step); // it is a worker: it keeps asking
+              },
+              [](caf::error&) {});
+        };
+        (*lie)(-1);
+      });
+    return {[=](stop_atom, const std::string& why) { *told = why; }, [](hello_atom) {}};
+  });
+  sched.run();
+  spawn_worker(sys, 0, 2, settings, runtime_settings{}, chief, {shard}, data.train,
+               spawn_mode::cooperative);
+  sched.run();
+  BOOST_TEST(*lies >= 1);
+  BOOST_TEST(result.ok, result.error);
+  BOOST_TEST(result.global_step == 30);
+  BOOST_REQUIRE(result.traffic.size() == 1u);
+  BOOST_TEST(result.traffic[0].updates == 30); // every counted step applied, once
+  BOOST_REQUIRE(result.dropped_workers.size() == 1u);
+  BOOST_TEST(result.dropped_workers[0].find("worker:1 reported step") == 0u,
+             result.dropped_workers[0]);
+  BOOST_TEST(result.to_json().find("\"dropped_workers\":[\"worker:1") != std::string::npos);
+  BOOST_TEST(told->find("the chief dropped this worker") != std::string::npos, *told);
+  BOOST_TEST(checkpoint_dir(dir.root).complete().size() >= 2u); // saves went on
+  caf::anon_send_exit(liar, caf::exit_reason::user_shutdown);
+}
+
 BOOST_AUTO_TEST_CASE(every_save_copies_every_shard_at_one_version_and_restores_onto_three) {
   log_dir dir;
   training_result first;

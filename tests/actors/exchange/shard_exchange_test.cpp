@@ -18,9 +18,18 @@ namespace {
 
 constexpr uint64_t run = 7;
 
+// Rows [n, 2] whose rows hold their keys.
+tensor rows_of(const std::vector<int64_t>& keys) {
+  tensor out({static_cast<int64_t>(keys.size()), 2});
+  for (size_t i = 0; i < keys.size(); ++i)
+    out.data()[2 * i] = out.data()[2 * i + 1] = static_cast<float>(keys[i]);
+  return out;
+}
+
 // Shard 0 behind a bulk server: one variable "w" of 4 floats; a push adds
-// its gradient and bumps the version; step 99 is refused as stale. Its
-// checkpoint copy (ticket 42) holds two tensors, each fetched once.
+// its gradient and bumps the version, its receipt 1000 + its step; step 99
+// is refused as stale. Its checkpoint copy (ticket 42) holds two tensors,
+// each fetched once.
 struct bulk_shard {
   std::mutex mutex;
   std::shared_ptr<tensor> w = std::make_shared<tensor>(shape_t{4}, 1.0f);
@@ -44,16 +53,17 @@ struct bulk_shard {
       v = 17;
       return std::nullopt;
     };
-    endpoint.pull = [this](uint64_t r, const std::vector<std::string>& names, int32_t,
-                           std::vector<std::shared_ptr<const tensor>>& pinned,
-                           int64_t& v) -> maybe_failure {
+    endpoint.pull = [this](bulk_pull& pull, bulk_pulled& out) -> maybe_failure {
       std::lock_guard<std::mutex> guard{mutex};
-      if (r != run)
+      if (pull.run != run)
         return failure{errc::unauthorized, "another run"};
-      if (names != std::vector<std::string>{"w"})
+      if (!pull.names.empty() && pull.names != std::vector<std::string>{"w"})
         return failure{errc::unknown_variable, "no such variable"};
-      pinned = {std::make_shared<const tensor>(*w)};
-      v = version;
+      if (!pull.names.empty())
+        out.values = {std::make_shared<const tensor>(*w)};
+      for (auto& rows : pull.tables) // each key's row reads the key, twice
+        out.rows.push_back(rows_of(rows.keys));
+      out.version = version;
       return std::nullopt;
     };
     // Applied when handed over (rows are only counted); the answers wait
@@ -62,17 +72,18 @@ struct bulk_shard {
       auto answers = std::make_shared<std::deque<bulk_push_answer>>();
       return {[this, answers](bulk_push& push) {
                 std::lock_guard<std::mutex> guard{mutex};
-                bool rows = push.table >= 0;
-                events.push_back(rows ? "hand over rows" : "hand over");
+                events.push_back("hand over " + std::to_string(push.gradients.size())
+                                 + " gradient(s), " + std::to_string(push.tables.size())
+                                 + " table(s)");
                 bulk_push_answer answer;
                 if (push.step == 99) {
                   answer.refused = failure{errc::stale_gradient, "step 99 is stale"};
-                } else if (rows) {
-                  answer.version = version;
                 } else {
-                  for (size_t i = 0; i < w->size(); ++i)
-                    w->data()[i] += push.gradients.at(0).data()[i];
+                  for (size_t g = 0; g < push.gradients.size(); ++g)
+                    for (size_t i = 0; i < w->size(); ++i)
+                      w->data()[i] += push.gradients[g].data()[i];
                   answer.version = ++version;
+                  answer.receipt = 1000 + static_cast<uint64_t>(push.step);
                 }
                 answers->push_back(answer);
               },
@@ -84,7 +95,7 @@ struct bulk_shard {
                 return answer;
               }};
     };
-    endpoint.max_row_keys = [] { return int64_t{1000}; };
+    endpoint.max_row_keys = 1000;
     endpoint.unauthorized_push = [] {};
     bulk_server_options options;
     options.host = "127.0.0.1";
@@ -106,19 +117,17 @@ struct bulk_shard {
 struct fake_messages : message_path {
   struct request {
     bool push;
-    std::vector<tensor> gradients;
+    step_push pushed_step;
     pull_done pulled;
     push_done pushed;
   };
   std::vector<request> requests;
 
-  void pull(int32_t, uint64_t, const std::vector<std::string>&, wire_precision,
-            pull_done done) override {
+  void pull(int32_t, pull_request, pull_done done) override {
     requests.push_back({false, {}, std::move(done), {}});
   }
-  void push(int32_t, const push_header&, const std::vector<std::string>&,
-            std::vector<tensor> gradients, push_done done) override {
-    requests.push_back({true, std::move(gradients), {}, std::move(done)});
+  void push(int32_t, step_push push, push_done done) override {
+    requests.push_back({true, std::move(push), {}, std::move(done)});
   }
   void fetch(int32_t, uint64_t, const copy_tensor& copy, pull_done done) override {
     fetched.push_back(copy.index);
@@ -126,8 +135,9 @@ struct fake_messages : message_path {
   }
   std::vector<int32_t> fetched;
   void answer_pull(size_t i, float value) {
-    std::vector<tensor> values{tensor{{4}, value}};
-    requests.at(i).pulled(values, std::nullopt, std::nullopt);
+    pull_reply reply;
+    reply.values.push_back(tensor{{4}, value});
+    requests.at(i).pulled(reply, std::nullopt, std::nullopt);
   }
 };
 
@@ -230,11 +240,13 @@ BOOST_AUTO_TEST_CASE(a_push_then_pull_in_the_background_sees_its_own_push) {
   BOOST_REQUIRE(basp.requests.size() == 2u);
   BOOST_TEST(basp.requests[0].push);
   BOOST_TEST(!basp.requests[1].push);
-  basp.requests[0].pushed(std::nullopt, std::nullopt);
+  basp.requests[0].pushed({1, 2005}, std::nullopt, std::nullopt);
   basp.answer_pull(1, 2.0f);
   exchange.finish(collect());
   BOOST_REQUIRE(finished == 1);
   BOOST_TEST(!outcomes[0].refused);
+  BOOST_TEST(outcomes[0].receipt == 1005u); // each path brings its shard's receipt
+  BOOST_TEST(outcomes[1].receipt == 2005u);
   BOOST_TEST(outcomes[0].values.at(0).data()[0] == 1.5f); // 1 + the pushed 0.5
   BOOST_TEST(outcomes[0].gradients.size() == 1u);         // back for reuse
   BOOST_TEST(outcomes[1].values.at(0).data()[0] == 2.0f);
@@ -242,7 +254,7 @@ BOOST_AUTO_TEST_CASE(a_push_then_pull_in_the_background_sees_its_own_push) {
 
 BOOST_AUTO_TEST_CASE(a_refusal_is_the_shards_answer_on_either_path) {
   exchange.start(exchange_kind::push, {run, 0, 99, 0}, both_shards(true), false);
-  basp.requests.at(0).pushed(failure{errc::stale_gradient, "late"}, std::nullopt);
+  basp.requests.at(0).pushed({}, failure{errc::stale_gradient, "late"}, std::nullopt);
   exchange.finish(collect());
   BOOST_REQUIRE(finished == 1);
   for (auto& out : outcomes) {
@@ -258,7 +270,7 @@ BOOST_AUTO_TEST_CASE(a_refused_pull_or_a_failed_request_is_a_loss) {
   auto parts = both_shards(false);
   parts[0].names = &unknown;
   exchange.start(exchange_kind::pull, {run, 0, 0, 0}, std::move(parts), false);
-  std::vector<tensor> none;
+  pull_reply none;
   basp.requests.at(0).pulled(none, std::nullopt, std::string{"request_timeout"});
   exchange.finish(collect());
   BOOST_REQUIRE(finished == 1);
@@ -269,7 +281,7 @@ BOOST_AUTO_TEST_CASE(a_refused_pull_or_a_failed_request_is_a_loss) {
 BOOST_AUTO_TEST_CASE(a_cancelled_exchange_ignores_late_replies_and_drops_a_broken_link) {
   exchange.start(exchange_kind::push_then_pull, {run, 0, 5, 0}, both_shards(true), true);
   exchange.cancel();
-  basp.requests.at(0).pushed(std::nullopt, std::nullopt); // late: ignored
+  basp.requests.at(0).pushed({}, std::nullopt, std::nullopt); // late: ignored
   basp.answer_pull(1, 2.0f);
   BOOST_TEST(!exchange.active());
   exchange.finish(collect());
@@ -287,54 +299,45 @@ BOOST_AUTO_TEST_CASE(a_cancelled_exchange_ignores_late_replies_and_drops_a_broke
   BOOST_TEST(!outcomes.at(0).lost);
 }
 
-// A push of rows with another push behind it on the connection (a step's
-// rows, then its dense gradients): both reach the shard before the first
-// answer is awaited, so the shard takes them at one wake-up, and they are
-// answered in order. A dense push is never followed that way (it holds the
-// inbound turn a second would wait for), and a pull read ahead is answered
-// after the push before it, from the values that push made.
-BOOST_AUTO_TEST_CASE(a_steps_two_pushes_reach_the_shard_before_either_is_awaited) {
-  bulk_shard shard;
-  auto link = shard.link();
-  int64_t key = 3;
-  uint32_t count = 1;
-  auto keys = bulk::key_bits(&key, 1);
-  auto counts = bulk::count_bits(&count, 1);
-  tensor row_grads({1, 2}, 1.0f);
-  std::vector<tensor> grads{tensor{{4}, 0.5f}};
-  auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(5); };
-  link->start_push_rows(run, 0, 1, 0, 0, {&keys, &counts, &row_grads});
-  link->start_push(run, 0, 1, 0, names, grads);
-  complete_all({link.get()}, soon());
-  BOOST_TEST(!link->error(0));
-  BOOST_TEST(!link->error(1));
-  BOOST_TEST(link->version(1) == 1);
-  auto events = [&] {
-    std::lock_guard<std::mutex> guard{shard.mutex};
-    auto out = shard.events;
-    shard.events.clear();
-    return out;
-  };
-  BOOST_TEST(events()
-               == (std::vector<std::string>{"hand over rows", "hand over", "await", "await"}),
-             boost::test_tools::per_element());
-
-  link->start_push(run, 0, 2, 0, names, grads);
-  link->start_push(run, 0, 3, 0, names, grads);
-  complete_all({link.get()}, soon());
-  BOOST_TEST(!link->error(0));
-  BOOST_TEST(link->version(1) == 3);
-  BOOST_TEST(events() == (std::vector<std::string>{"hand over", "await", "hand over", "await"}),
-             boost::test_tools::per_element());
-
-  link->start_push_rows(run, 0, 4, 0, 0, {&keys, &counts, &row_grads});
-  link->start_pull(run, names, {});
-  complete_all({link.get()}, soon());
-  BOOST_TEST(!link->error(0));
-  BOOST_REQUIRE(!link->error(1));
-  BOOST_TEST(link->values(1).at(0).data()[0] == 2.5f); // 1 + 3 pushes of 0.5
-  BOOST_TEST(events() == (std::vector<std::string>{"hand over rows", "await"}),
-             boost::test_tools::per_element());
+// A step's dense gradients and rows go to a shard as one push, on either
+// path (the message path's carries the keys and counts as numbers); a
+// pull's rows come back with its values, table by table.
+BOOST_AUTO_TEST_CASE(a_parts_rows_ride_in_its_one_push_and_one_pull) {
+  auto parts = both_shards(true);
+  int64_t keys[2] = {3, 9};
+  uint32_t counts[2] = {1, 2};
+  for (auto& part : parts) {
+    part_rows rows;
+    rows.table = 0;
+    rows.keys = bulk::key_bits(keys, 2);
+    rows.counts = bulk::count_bits(counts, 2);
+    rows.gradients = tensor({2, 2}, 1.0f);
+    part.rows.push_back(std::move(rows));
+  }
+  exchange.start(exchange_kind::push, {run, 0, 4, 0}, std::move(parts), false);
+  BOOST_REQUIRE(basp.requests.size() == 1u);
+  auto& sent = basp.requests[0].pushed_step;
+  BOOST_TEST(sent.step == 4);
+  BOOST_TEST(sent.gradients.size() == 1u);
+  BOOST_REQUIRE(sent.tables.size() == 1u);
+  BOOST_TEST(sent.tables[0].keys == (std::vector<int64_t>{3, 9}));
+  BOOST_TEST(sent.tables[0].counts == (std::vector<uint32_t>{1, 2}));
+  basp.requests[0].pushed({1, 7}, std::nullopt, std::nullopt);
+  exchange.finish(collect());
+  BOOST_TEST(outcomes.at(0).receipt == 1004u);
+  {
+    std::lock_guard<std::mutex> guard{shard0.mutex};
+    BOOST_TEST(shard0.events.at(0) == "hand over 1 gradient(s), 1 table(s)");
+  }
+  basp.requests.clear();
+  parts = both_shards(false);
+  parts[0].rows.push_back({0, bulk::key_bits(keys, 2), {}, {}, {}});
+  exchange.start(exchange_kind::pull, {run, 0, 0, 0}, std::move(parts), false);
+  basp.answer_pull(0, 3.0f);
+  exchange.finish(collect());
+  BOOST_REQUIRE(outcomes.at(0).rows.size() == 1u);
+  BOOST_TEST(outcomes[0].rows[0].bit_equal(rows_of({3, 9})));
+  BOOST_TEST(outcomes[0].values.at(0).data()[0] == 1.5f); // after the push's 0.5
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -84,7 +84,7 @@ struct bulk_shard {
 
   pull_reply basp_pull() {
     pull_reply out;
-    chief->request(shard, 10s, pull_atom::value, the_run, names, int32_t{0})
+    chief->request(shard, 10s, pull_atom::value, pull_request{the_run, names, 0, {}})
       .receive([&](pull_reply& r) { out = std::move(r); },
                [](caf::error& e) { BOOST_FAIL(describe(e)); });
     return out;
@@ -92,7 +92,7 @@ struct bulk_shard {
 };
 
 void pull(bulk_link& link, run_id run, const std::vector<std::string>& names) {
-  link.start_pull(run, names, {});
+  link.start_pull(run, names, {}, {});
   complete_all({&link}, soon());
 }
 
@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(pulls_and_pushes_match_basp_bit_for_bit) {
     BOOST_TEST(link->values()[i].bit_equal(values[i]), names[i]);
   // A push over the bulk path is applied once, as over BASP: v - 0.5 g.
   std::vector<tensor> grads{tensor({4}, 2.0f), tensor({1000, 1000}, 0.125f)};
-  link->start_push(the_run, 0, 0, 0, names, grads);
+  link->start_push(the_run, 0, 0, 0, names, grads, {});
   complete_all({link.get()}, soon());
   BOOST_REQUIRE(!link->error());
   BOOST_TEST(link->version() == 1);
@@ -128,7 +128,7 @@ BOOST_AUTO_TEST_CASE(pulls_and_pushes_match_basp_bit_for_bit) {
   // the first was lost) is not applied again: async, a step applies once.
   auto second = open(ticket_for(1), error);
   BOOST_REQUIRE(second);
-  second->start_push(the_run, 1, 0, 0, names, grads);
+  second->start_push(the_run, 1, 0, 0, names, grads, {});
   complete_all({second.get()}, soon());
   BOOST_REQUIRE(!second->error());
   BOOST_TEST(second->version() == 1);
@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(refusals_are_answers_and_the_link_stays_open) {
   BOOST_TEST((link->error()->code == errc::unknown_variable));
   std::vector<tensor> bad{tensor({4}, std::numeric_limits<float>::quiet_NaN()),
                           tensor({1000, 1000}, 0.0f)};
-  link->start_push(the_run, 0, 5, 0, names, bad);
+  link->start_push(the_run, 0, 5, 0, names, bad, {});
   complete_all({link.get()}, soon());
   BOOST_REQUIRE(link->error());
   BOOST_TEST((link->error()->code == errc::non_finite_gradient));
@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(a_connection_pushes_only_as_the_worker_its_ticket_names) {
   for (int32_t owner : {1, -1}) {
     auto link = open(ticket_for(owner), error);
     BOOST_REQUIRE(link);
-    link->start_push(the_run, 0, 7, 0, names, grads);
+    link->start_push(the_run, 0, 7, 0, names, grads, {});
     complete_all({link.get()}, soon());
     BOOST_REQUIRE(link->error());
     BOOST_TEST((link->error()->code == errc::unauthorized));
@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(a_lost_shard_breaks_the_link_within_the_deadline) {
   chief->send_exit(shard, caf::exit_reason::kill);
   chief->wait_for(shard);
   auto started = std::chrono::steady_clock::now();
-  link->start_pull(the_run, names, {});
+  link->start_pull(the_run, names, {}, {});
   complete_all({link.get()}, std::chrono::steady_clock::now() + 5s);
   BOOST_REQUIRE(link->error());
   BOOST_TEST(link->broken());
@@ -241,7 +241,7 @@ BOOST_AUTO_TEST_CASE(a_pull_in_the_background_gives_what_a_pull_in_the_foregroun
   auto link = open(ticket_for(0), error);
   BOOST_REQUIRE(link);
   background_exchange runner;
-  link->start_pull(the_run, names, {});
+  link->start_pull(the_run, names, {}, {});
   runner.start({link.get()}, 10s);
   auto over_basp = basp_pull(); // the shard serves both at once
   runner.wait();
@@ -249,7 +249,7 @@ BOOST_AUTO_TEST_CASE(a_pull_in_the_background_gives_what_a_pull_in_the_foregroun
   for (size_t i = 0; i < values.size(); ++i)
     BOOST_TEST(link->values()[i].bit_equal(over_basp.values[i]), names[i]);
   // The same link runs again, in the background or not.
-  link->start_pull(the_run, names, std::move(link->values()));
+  link->start_pull(the_run, names, {}, std::move(link->values()));
   runner.start({link.get()}, 10s);
   runner.wait();
   BOOST_TEST(!link->error());
@@ -282,7 +282,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_background_pull_ends_at_once_and_breaks_its_lin
   auto link = bulk_link::open("127.0.0.1", port, the_run, 1, "test", soon(), error);
   BOOST_REQUIRE_MESSAGE(link, (error ? error->message : ""));
   background_exchange runner;
-  link->start_pull(the_run, {"w"}, {});
+  link->start_pull(the_run, {"w"}, {}, {});
   auto started = std::chrono::steady_clock::now();
   runner.start({link.get()}, 30s);
   std::this_thread::sleep_for(50ms);
@@ -338,26 +338,35 @@ struct rows_shard {
 
   tensor basp_rows(const std::vector<int64_t>& keys) {
     tensor out;
-    chief->request(shard, 10s, rows_atom::value, the_run, int32_t{0}, row_keys{keys, {}})
-      .receive([&](tensor& rows) { out = std::move(rows); },
+    chief->request(shard, 10s, pull_atom::value, pull_request{the_run, {}, 0, {{0, keys}}})
+      .receive([&](pull_reply& reply) { out = std::move(reply.rows.at(0)); },
                [](caf::error& e) { BOOST_FAIL(describe(e)); });
     return out;
   }
 };
 
+// One table's keys (and a push's counts and gradients) as a request carries them.
+struct table_bits {
+  tensor keys, counts;
+  table_bits(const std::vector<int64_t>& k, const std::vector<uint32_t>& c = {})
+    : keys(bulk::key_bits(k.data(), k.size())), counts(bulk::count_bits(c.data(), c.size())) {}
+  bulk_link::table_part part(const tensor* grads = nullptr, int32_t table = 0) const {
+    return {table, &keys, &counts, grads};
+  }
+};
+
 // A pull of `keys` over `link`; its rows, or an empty tensor when refused.
 tensor pull_rows(bulk_link& link, run_id run, const std::vector<int64_t>& keys) {
-  auto bits = bulk::key_bits(keys.data(), keys.size());
-  link.start_pull_rows(run, 0, bits, {});
+  table_bits bits(keys);
+  link.start_pull(run, {}, {bits.part()}, {});
   complete_all({&link}, soon());
   return link.error() ? tensor{} : link.values().at(0);
 }
 
 void push_rows(bulk_link& link, int32_t worker, int64_t step, const std::vector<int64_t>& keys,
                const std::vector<uint32_t>& counts, const tensor& grads) {
-  auto key_bits = bulk::key_bits(keys.data(), keys.size());
-  auto count_bits = bulk::count_bits(counts.data(), counts.size());
-  link.start_push_rows(the_run, worker, step, 0, 0, {&key_bits, &count_bits, &grads});
+  table_bits bits(keys, counts);
+  link.start_push(the_run, worker, step, 0, {}, {}, {bits.part(&grads)});
   complete_all({&link}, soon());
 }
 
@@ -391,21 +400,17 @@ BOOST_AUTO_TEST_CASE(rows_pulled_and_pushed_on_the_bulk_path_match_basp) {
   BOOST_TEST(!link->error());
 }
 
-// A worker's step sends its requests to a shard together (rows beside
-// dense values): the shard answers them in order, each with its own
+// A worker's requests to a shard may go together (a step's push, then the
+// next step's pull): the shard answers them in order, each with its own
 // outcome, and a refusal is one request's answer, not the others'.
 BOOST_AUTO_TEST_CASE(requests_sent_together_are_answered_in_order_each_with_its_own_outcome) {
   auto link = open(0);
-  std::vector<int64_t> keys{3, 17};
-  std::vector<int64_t> nine{1, 2, 3, 4, 5, 6, 7, 8, 9};
-  std::vector<uint32_t> counts{1, 1};
-  auto key_bits = bulk::key_bits(keys.data(), keys.size());
-  auto nine_bits = bulk::key_bits(nine.data(), nine.size());
-  auto count_bits = bulk::count_bits(counts.data(), counts.size());
+  table_bits two({3, 17}, {1, 1});
+  table_bits nine({1, 2, 3, 4, 5, 6, 7, 8, 9});
   tensor grads({2, 2}, std::vector<float>{1, 2, 3, -4});
-  link->start_push_rows(the_run, 0, 0, 0, 0, {&key_bits, &count_bits, &grads});
-  link->start_pull_rows(the_run, 0, nine_bits, {}); // the table takes 8 keys a request
-  link->start_pull_rows(the_run, 0, key_bits, {});
+  link->start_push(the_run, 0, 0, 0, {}, {}, {two.part(&grads)});
+  link->start_pull(the_run, {}, {nine.part()}, {}); // the table takes 8 keys a request
+  link->start_pull(the_run, {}, {two.part()}, {});
   complete_all({link.get()}, soon());
   BOOST_TEST(!link->error(0));
   BOOST_REQUIRE(link->error(1));
@@ -418,12 +423,12 @@ BOOST_AUTO_TEST_CASE(requests_sent_together_are_answered_in_order_each_with_its_
     BOOST_TEST(rows.data()[i] == -0.5f * grads.data()[i]);
   BOOST_TEST(!link->broken());
   // A request after the link was driven begins an exchange of its own.
-  BOOST_TEST(pull_rows(*link, the_run, keys).bit_equal(basp_rows(keys)));
+  BOOST_TEST(pull_rows(*link, the_run, {3, 17}).bit_equal(basp_rows({3, 17})));
 
   // A request the shard cannot read (a table numbered -1) is refused and
   // closes the connection: what was sent behind it is lost, not answered.
-  link->start_push_rows(the_run, 0, 1, 0, -1, {&key_bits, &count_bits, &grads});
-  link->start_pull_rows(the_run, 0, key_bits, {});
+  link->start_push(the_run, 0, 1, 0, {}, {}, {two.part(&grads, -1)});
+  link->start_pull(the_run, {}, {two.part()}, {});
   complete_all({link.get()}, soon());
   BOOST_REQUIRE(link->error(0));
   BOOST_TEST(!link->lost(0), link->error(0)->message);
@@ -446,11 +451,11 @@ BOOST_AUTO_TEST_CASE(row_requests_are_checked_as_over_basp_and_the_link_serves_o
   BOOST_TEST((link->error()->code == errc::unauthorized));
   push_rows(*link, 0, 0, {1, 1}, {1, 1}, tensor({2, 2}, 1.0f)); // a key twice
   BOOST_REQUIRE(link->error());
-  push_rows(*link, 0, 0, {1}, {1}, tensor({1, 2}, std::numeric_limits<float>::quiet_NaN()));
+  push_rows(*link, 0, 1, {1}, {1}, tensor({1, 2}, std::numeric_limits<float>::quiet_NaN()));
   BOOST_REQUIRE(link->error());
   BOOST_TEST((link->error()->code == errc::non_finite_gradient));
   // Rows pushed as another worker than the ticket's: refused, counted.
-  push_rows(*link, 1, 0, {1}, {1}, tensor({1, 2}, 1.0f));
+  push_rows(*link, 1, 2, {1}, {1}, tensor({1, 2}, 1.0f));
   BOOST_REQUIRE(link->error());
   BOOST_TEST((link->error()->code == errc::unauthorized));
   shard_traffic stats;
@@ -482,14 +487,15 @@ BOOST_AUTO_TEST_CASE(a_request_for_too_many_keys_is_refused_before_its_keys_are_
     bulk::frame_reader in{{}};
     BOOST_REQUIRE(!bulk::receive_frame(ch, in, soon())); // welcome
     bulk::frame_header head;
-    head.kind = static_cast<uint16_t>(bulk::frame_kind::rows);
+    head.kind = static_cast<uint16_t>(bulk::frame_kind::pull);
     head.request = 1;
     std::string meta;
     auto put = [&](const void* p, size_t n) { meta.append(static_cast<const char*>(p), n); };
-    uint32_t count = 1, rank = 2;
+    uint32_t count = 1, rank = 2, no_names = 0;
     int64_t two = 2;
-    int32_t table = 0;
-    put(&count, 4), put(&rank, 4), put(&keys, 8), put(&two, 8), put(&the_run, 8), put(&table, 4);
+    int32_t precision = 0, tables = 1, table = 0;
+    put(&count, 4), put(&rank, 4), put(&keys, 8), put(&two, 8), put(&the_run, 8);
+    put(&no_names, 4), put(&precision, 4), put(&tables, 4), put(&table, 4);
     head.meta_bytes = static_cast<uint32_t>(meta.size());
     head.data_bytes = static_cast<uint64_t>(keys) * 8; // two floats a key
     auto bytes = std::string(reinterpret_cast<const char*>(&head), sizeof(head)) + meta;
@@ -502,7 +508,7 @@ BOOST_AUTO_TEST_CASE(a_request_for_too_many_keys_is_refused_before_its_keys_are_
       auto fields = reply.fields();
       fields.u8();
       auto message = fields.text();
-      BOOST_TEST(message.find("at most 16777216") != std::string::npos, message);
+      BOOST_TEST(message.find("than 16777216") != std::string::npos, message);
     } else {
       BOOST_TEST(closed.has_value()); // the frame's own limit closes it
     }

@@ -46,4 +46,33 @@ BOOST_AUTO_TEST_CASE(a_signer_signs_grants_for_their_worker_and_not_stops) {
   BOOST_TEST(signer.sign(3, step_grant{42, true, 0}).proof == 0u);
 }
 
+// A shard's receipt is keyed like a proof but in a domain of its own: a
+// worker's proof of a step is not a receipt for it. A report's combined
+// receipt must hold every step shard's, for that worker and step.
+BOOST_AUTO_TEST_CASE(receipts_prove_an_applied_step_only_with_every_shards) {
+  auto receipt = step_receipt(reference, 7, 3, 42, 0);
+  BOOST_TEST(receipt != grant_proof(reference, 7, 3, 42));
+  BOOST_TEST(step_receipt(reference, 7, 3, 42, 1) != receipt);
+  BOOST_TEST(step_receipt(reference, 7, 4, 42, 0) != receipt);
+  BOOST_TEST(step_receipt(reference, 7, 3, 43, 0) != receipt);
+  step_receipts receipts{reference, 7, {0, 2}};
+  step_report r;
+  r.run = 7;
+  r.worker = 3;
+  r.step = 42;
+  r.applied = true;
+  r.receipt = receipt ^ step_receipt(reference, 7, 3, 42, 2);
+  BOOST_TEST(receipts.proven(r));
+  r.receipt = receipt; // ps:2's missing: it did not push there
+  BOOST_TEST(!receipts.proven(r));
+  r.receipt = 0;
+  BOOST_TEST(!receipts.proven(r));
+  r.applied = false; // nothing claimed, nothing to prove
+  BOOST_TEST(receipts.proven(r));
+  r.applied = true;
+  r.step = -1; // an ask
+  BOOST_TEST(receipts.proven(r));
+  BOOST_TEST(step_receipts{}.proven(step_report{7, 3, 42, true}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

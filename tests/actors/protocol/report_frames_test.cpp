@@ -26,6 +26,7 @@ step_report sample(int64_t step, double loss) {
   r.data_offset = 4096;
   r.share_rank = 1;
   r.share_count = 4;
+  r.receipt = 0xa5a5a5a5a5a5a5a5u ^ static_cast<uint64_t>(step);
   return r;
 }
 
@@ -62,6 +63,7 @@ BOOST_AUTO_TEST_CASE(reports_and_grants_round_trip) {
     BOOST_CHECK_EQUAL(got[i].data_offset, sent[i].data_offset);
     BOOST_CHECK_EQUAL(got[i].share_rank, sent[i].share_rank);
     BOOST_CHECK_EQUAL(got[i].share_count, sent[i].share_count);
+    BOOST_CHECK_EQUAL(got[i].receipt, sent[i].receipt);
   }
   std::vector<step_grant> grants{{7, false, 99}, {0, true, 0}};
   bulk::meta_writer gout;

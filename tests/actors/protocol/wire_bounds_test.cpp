@@ -107,8 +107,10 @@ BOOST_AUTO_TEST_CASE(a_claim_of_a_billion_keys_allocates_nothing) {
   std::vector<char> buf;
   caf::binary_serializer sink{nullptr, buf};
   size_t billion = 1000000000;
+  int32_t table = 0;
+  BOOST_REQUIRE(!sink(table));
   BOOST_REQUIRE(!sink.begin_sequence(billion));
-  row_keys keys;
+  table_keys keys;
   caf::binary_deserializer source{nullptr, buf};
   auto err = inspect(source, keys);
   BOOST_REQUIRE(err);
@@ -118,21 +120,42 @@ BOOST_AUTO_TEST_CASE(a_claim_of_a_billion_keys_allocates_nothing) {
   buf.clear();
   caf::binary_serializer small{nullptr, buf};
   size_t thousand = 1000;
+  BOOST_REQUIRE(!small(table));
   BOOST_REQUIRE(!small.begin_sequence(thousand));
   caf::binary_deserializer short_source{nullptr, buf};
   err = inspect(short_source, keys);
   BOOST_REQUIRE(err);
   BOOST_TEST(caf::to_string(err).find("holds 0 more bytes") != std::string::npos);
-  // A well-formed block round-trips exactly.
-  row_keys sent{{1, -2, int64_t{1} << 60}, {3, 1, 7}};
+  // A well-formed push's rows round-trip exactly.
+  step_rows sent{2, {1, -2, int64_t{1} << 60}, {3, 1, 7}, tensor({3, 1}, 0.5f)};
   buf.clear();
   caf::binary_serializer out{nullptr, buf};
   BOOST_REQUIRE(!inspect(out, sent));
   caf::binary_deserializer in{nullptr, buf};
-  row_keys got;
+  step_rows got;
   BOOST_REQUIRE(!inspect(in, got));
+  BOOST_TEST(got.table == 2);
   BOOST_TEST(got.keys == sent.keys);
   BOOST_TEST(got.counts == sent.counts);
+  BOOST_TEST(got.grads.bit_equal(sent.grads));
+}
+
+// A request naming 10^9 tables is refused before any is allocated.
+BOOST_AUTO_TEST_CASE(a_claim_of_a_billion_tables_allocates_nothing) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  uint64_t run = 1;
+  std::vector<std::string> names;
+  int32_t precision = 0;
+  size_t billion = 1000000000;
+  BOOST_REQUIRE(!sink(run, names, precision));
+  BOOST_REQUIRE(!sink.begin_sequence(billion));
+  pull_request request;
+  caf::binary_deserializer source{nullptr, buf};
+  auto err = inspect(source, request);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(caf::to_string(err).find("tables exceeds the limit") != std::string::npos,
+             caf::to_string(err));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,13 +1,16 @@
-// The shard actor's embedding rows (rows, push_rows) on CAF's
-// test_coordinator: pulls of unseen keys, async pushes, a hostile oversized
-// request refused while the shard goes on, and sync steps that complete on
-// rows alone on a shard without dense variables.
+// The shard actor's embedding rows on CAF's test_coordinator: pulls of
+// unseen keys, a step's rows and dense gradients taken together and once
+// (a replay moves nothing, issue 52), a refused push that changes nothing,
+// a hostile oversized request refused while the shard goes on, a
+// snapshot's frozen rows, and sync steps that complete on rows alone on a
+// shard without dense variables.
 #include <boost/test/unit_test.hpp>
 #include <caf/all.hpp>
 
 #include <algorithm>
 #include <cstring>
 
+#include "actors/protocol/grant_proof.hpp"
 #include "actors/ps/ps_shard.hpp"
 #include "tests/support/actors.hpp"
 
@@ -30,17 +33,32 @@ table_setup small_table() {
 
 using names = std::vector<std::string>;
 
+step_rows rows_of(std::vector<int64_t> keys, float g) {
+  auto n = static_cast<int64_t>(keys.size());
+  std::vector<uint32_t> counts(keys.size(), 1);
+  return {0, std::move(keys), std::move(counts), tensor({n, 2}, g)};
+}
+
 // A shard initialised for test_run with one variable, "bias", and
-// small_table().
+// small_table() (signed with `key` where it is not empty).
 struct table_shard_fixture : deterministic_fixture {
-  auto shard_with_table() {
+  auto shard_with_table(grant_key key = {}) {
     auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
     sched.run();
     shard_options options;
     options.tables = {small_table()};
+    options.grant_key0 = key.k0;
+    options.grant_key1 = key.k1;
     BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"bias"},
                                     std::vector<tensor>{tensor({1}, 0.0f)}, options));
     return s;
+  }
+  caf::expected<tensor> rows(const ps_shard_actor& s, std::vector<int64_t> keys,
+                             run_id run = test_run) {
+    auto reply = pull(s, run, {}, 0, {{0, std::move(keys)}});
+    if (!reply)
+      return reply.error();
+    return std::move(reply->rows.at(0));
   }
 };
 
@@ -50,30 +68,29 @@ BOOST_FIXTURE_TEST_SUITE(ps_shard_rows, table_shard_fixture)
 
 BOOST_AUTO_TEST_CASE(rows_read_initial_values_and_pushes_apply_at_once) {
   auto s = shard_with_table();
-  auto first = ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{{3, 8}, {}});
+  auto first = rows(s, {3, 8});
   BOOST_REQUIRE(first);
   BOOST_TEST(first->shape() == (shape_t{2, 2}));
-  auto version = ask<int64_t>(s, push_rows_atom::value, test_run, int32_t{0}, int64_t{0},
-                              uint64_t{0}, int32_t{0}, row_keys{{3}, {1}}, tensor({1, 2}, 0.25f));
+  auto version = push(s, test_run, 0, 0, 0, 0, names{"bias"}, {tensor({1}, 0.0f)},
+                      {rows_of({3}, 0.25f)});
   BOOST_REQUIRE(version);
-  auto after = ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{{3, 8}, {}});
+  auto after = rows(s, {3, 8});
   BOOST_REQUIRE(after);
   BOOST_TEST((*after)[0] == (*first)[0] - 0.25f);
   BOOST_TEST((*after)[2] == (*first)[2]); // key 8 untouched
 
   // Another run's pull is refused; so is one above max-keys, and the shard
   // answers the next one.
-  auto stranger = ask<tensor>(s, rows_atom::value, run_id{99}, int32_t{0}, row_keys{{3}, {}});
+  auto stranger = rows(s, {3}, run_id{99});
   BOOST_TEST(is(stranger.error(), errc::unauthorized));
   std::vector<int64_t> many(1001);
   for (size_t i = 0; i < many.size(); ++i)
     many[i] = static_cast<int64_t>(i);
-  auto big = ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{many, {}});
+  auto big = rows(s, many);
   BOOST_REQUIRE(!big);
   BOOST_TEST(is(big.error(), errc::invalid_request));
   BOOST_TEST(describe(big.error()).find("max-keys-per-request") != std::string::npos);
-  BOOST_TEST(
-    static_cast<bool>(ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{{3}, {}})));
+  BOOST_TEST(static_cast<bool>(rows(s, {3})));
   auto stats = ask<shard_traffic>(s, stats_atom::value);
   BOOST_REQUIRE(stats);
   BOOST_REQUIRE(stats->tables.size() == 1u);
@@ -81,21 +98,79 @@ BOOST_AUTO_TEST_CASE(rows_read_initial_values_and_pushes_apply_at_once) {
   BOOST_TEST(stats->keys_pushed == 1u);
 }
 
+// Issue 52: a worker pushed one step's rows five times (and once more after
+// the step was reported), or a forger replayed a captured push 50 times,
+// and the rows moved each time. A step is taken once: its replays move
+// neither rows nor dense values, each is answered with the same receipt,
+// and they are counted.
+BOOST_AUTO_TEST_CASE(a_steps_rows_are_applied_once_whoever_replays_them) {
+  auto key = grant_key::draw();
+  auto s = shard_with_table(key);
+  auto before = rows(s, {3});
+  BOOST_REQUIRE(before);
+  step_push captured{test_run,
+                     0,
+                     7,
+                     grant_proof(key, test_run, 0, 7),
+                     0,
+                     names{"bias"},
+                     {tensor({1}, 1.0f)},
+                     {rows_of({3}, 0.25f)}};
+  auto first = push_receipt_of(s, captured);
+  BOOST_REQUIRE(first);
+  BOOST_TEST(first->receipt == step_receipt(key, test_run, 0, 7, 0));
+  auto once = rows(s, {3});
+  BOOST_TEST((*once)[0] == (*before)[0] - 0.25f);
+  for (int replay = 0; replay < 50; ++replay) {
+    auto again = push_receipt_of(s, captured);
+    BOOST_REQUIRE(again);
+    BOOST_TEST(again->version == first->version);
+    BOOST_TEST(again->receipt == first->receipt);
+  }
+  BOOST_TEST(rows(s, {3})->bit_equal(*once));
+  BOOST_TEST(pull(s, test_run, {"bias"})->values[0][0] == -0.5f); // one step of SGD at 0.5
+  auto stats = ask<shard_traffic>(s, stats_atom::value);
+  BOOST_REQUIRE(stats);
+  BOOST_TEST(stats->updates == 1);
+  BOOST_TEST(stats->repeated_pushes == 50u);
+  BOOST_TEST(stats->unauthorized_pushes == 0u);
+}
+
+// A push is taken whole or refused whole: rows that do not fit (a key of
+// another shard, a key twice) leave the dense values unchanged too, and
+// the worker hears the refusal (it reports the step not applied).
+BOOST_AUTO_TEST_CASE(a_push_whose_rows_do_not_fit_changes_nothing) {
+  auto s = shard_with_table();
+  auto twice = rows_of({3, 3}, 0.25f);
+  auto refused = push(s, test_run, 0, 0, 0, 0, names{"bias"}, {tensor({1}, 1.0f)}, {twice});
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(is(refused.error(), errc::invalid_request));
+  BOOST_TEST(describe(refused.error()).find("twice") != std::string::npos);
+  BOOST_TEST(pull(s, test_run, {"bias"})->values[0][0] == 0.0f);
+  auto stats = ask<shard_traffic>(s, stats_atom::value);
+  BOOST_TEST(stats->updates == 0);
+  BOOST_TEST(stats->tables[0].rows == 0u);
+  // The same step, pushed right, is taken.
+  BOOST_TEST(static_cast<bool>(
+    push(s, test_run, 0, 0, 0, 0, names{"bias"}, {tensor({1}, 1.0f)}, {rows_of({3}, 0.25f)})));
+}
+
 // A checkpoint's copy of a table is a frozen view: pushes after the
 // snapshot, to a saved row and to a new one, do not reach the fetched file.
 BOOST_AUTO_TEST_CASE(a_snapshots_rows_are_those_of_its_version_whatever_is_pushed_after) {
   auto s = shard_with_table();
-  auto push = [&](int64_t key) {
-    return ask<int64_t>(s, push_rows_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                        int32_t{0}, row_keys{{key}, {1}}, tensor({1, 2}, 0.25f));
+  int64_t step = 0;
+  auto push_key = [&](int64_t key) {
+    return push(s, test_run, 0, step++, 0, 0, names{"bias"}, {tensor({1}, 0.0f)},
+                {rows_of({key}, 0.25f)});
   };
-  auto version = push(3);
+  auto version = push_key(3);
   BOOST_REQUIRE(version);
-  auto saved = ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{{3}, {}});
+  auto saved = rows(s, {3});
   auto index = ask<snapshot_index>(s, snapshot_atom::value, test_run, *version);
   BOOST_REQUIRE(index);
-  BOOST_REQUIRE(push(3));
-  BOOST_REQUIRE(push(8));
+  BOOST_REQUIRE(push_key(3));
+  BOOST_REQUIRE(push_key(8));
   auto at = [&](const std::string& name) {
     auto it = std::find(index->names.begin(), index->names.end(), name);
     BOOST_REQUIRE(it != index->names.end());
@@ -112,7 +187,7 @@ BOOST_AUTO_TEST_CASE(a_snapshots_rows_are_those_of_its_version_whatever_is_pushe
   BOOST_TEST(key == 3);
   BOOST_TEST(values->shape() == (shape_t{1, 2}));
   BOOST_TEST((*values)[0] == (*saved)[0]); // not the second push's value
-  auto now = ask<tensor>(s, rows_atom::value, test_run, int32_t{0}, row_keys{{3}, {}});
+  auto now = rows(s, {3});
   BOOST_TEST((*now)[0] == (*saved)[0] - 0.25f);
 }
 
@@ -129,17 +204,15 @@ BOOST_AUTO_TEST_CASE(a_sync_shard_without_variables_completes_steps_on_rows) {
   options.tables = {small_table()};
   BOOST_REQUIRE(
     ask<caf::ok_atom>(s, init_atom::value, test_run, names{}, std::vector<tensor>{}, options));
-  auto push = [&](int32_t worker, row_keys keys, float g) {
-    auto n = static_cast<int64_t>(keys.keys.size());
-    return ask<int64_t>(s, push_rows_atom::value, test_run, worker, int64_t{0}, uint64_t{0},
-                        int32_t{0}, std::move(keys), tensor({n, 2}, g));
+  auto push_rows = [&](int32_t worker, std::vector<int64_t> keys, float g) {
+    return push(s, test_run, worker, 0, 0, 0, names{}, {}, {rows_of(std::move(keys), g)});
   };
-  BOOST_REQUIRE(push(0, {{3}, {1}}, 1.0f));
+  BOOST_REQUIRE(push_rows(0, {3}, 1.0f));
   BOOST_TEST(log->empty());
-  BOOST_REQUIRE(push(1, {{}, {}}, 0.0f)); // touched no key here: an empty push
+  BOOST_REQUIRE(push_rows(1, {}, 0.0f)); // touched no key here: an empty push
   BOOST_REQUIRE(log->size() == 1u);
   BOOST_TEST(log->back().step == 1);
-  auto late = push(2, {{3}, {1}}, 1.0f);
+  auto late = push_rows(2, {3}, 1.0f);
   BOOST_TEST(is(late.error(), errc::stale_gradient));
 }
 

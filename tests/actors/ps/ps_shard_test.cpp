@@ -54,24 +54,24 @@ BOOST_FIXTURE_TEST_SUITE(ps_shard_async, deterministic_fixture)
 BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
   auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
   sched.run();
-  auto early = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  auto early = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(!early);
   BOOST_TEST(is(early.error(), errc::not_initialized));
 
   std::vector<tensor> init{tensor({2, 2}, 1.0f), tensor({2}, 0.5f)};
   BOOST_REQUIRE(
     ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w", "b"}, init, shard_options{}));
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"b", "w"}, int32_t{0});
+  auto pulled = pull(s, test_run, names{"b", "w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->version == 0);
   BOOST_TEST(pulled->values[0].bit_equal(init[1])); // in the order asked
   BOOST_TEST(pulled->values[1].bit_equal(init[0]));
 
-  auto version = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                              int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2, 2}, 1.0f)});
+  auto version = push(s, test_run, int32_t{0}, int64_t{0}, uint64_t{0}, int32_t{0}, names{"w"},
+                      std::vector<tensor>{tensor({2, 2}, 1.0f)});
   BOOST_REQUIRE(version);
   BOOST_TEST(*version == 1);
-  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  pulled = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->values[0][3] == 0.5f); // 1 - 0.5 * 1
   BOOST_TEST(pulled->version == 1);
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(pulls_and_pushes_at_a_reduced_wire_precision) {
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"}, std::vector<tensor>{w},
                                   shard_options{}));
   auto bf16 = static_cast<int32_t>(wire_precision::bf16);
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, bf16);
+  auto pulled = pull(s, test_run, names{"w"}, bf16);
   BOOST_REQUIRE(pulled);
   BOOST_REQUIRE(pulled->values[0].size() == 2u); // three bf16 values in two floats
   std::vector<float> values(3);
@@ -101,29 +101,29 @@ BOOST_AUTO_TEST_CASE(pulls_and_pushes_at_a_reduced_wire_precision) {
   std::vector<float> g{0.5f, 1.0f + 0x1p-8f + 0x1p-12f, 0.25f};
   tensor packed;
   pack(g.data(), g.size(), wire_precision::bf16, packed);
-  auto version = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                              bf16, names{"w"}, std::vector<tensor>{packed});
+  auto version = push(s, test_run, int32_t{0}, int64_t{0}, uint64_t{0}, bf16, names{"w"},
+                      std::vector<tensor>{packed});
   BOOST_REQUIRE(version);
   BOOST_TEST(*version == 1);
-  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  pulled = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->values[0][0] == 0.5f); // 1 - 0.5
   // The gradient as bf16 held it (1 + 2^-7), not as it was sent (1.0039...).
   BOOST_TEST(std::fabs(pulled->values[0][1] - (1.0f / 3 - (1.0f + 0x1p-7f))) < 1e-6);
   BOOST_TEST(pulled->values[0][2] == -2.25f);
 
-  auto misfit = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, uint64_t{0},
-                             bf16, names{"w"}, std::vector<tensor>{tensor({3}, 1.0f)});
+  auto misfit = push(s, test_run, int32_t{0}, int64_t{1}, uint64_t{0}, bf16, names{"w"},
+                     std::vector<tensor>{tensor({3}, 1.0f)});
   BOOST_REQUIRE(!misfit);
   BOOST_TEST(is(misfit.error(), errc::shape_mismatch));
-  auto unknown = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, uint64_t{0},
-                              int32_t{9}, names{"w"}, std::vector<tensor>{packed});
+  auto unknown = push(s, test_run, int32_t{0}, int64_t{1}, uint64_t{0}, int32_t{9}, names{"w"},
+                      std::vector<tensor>{packed});
   BOOST_REQUIRE(!unknown);
   BOOST_TEST(is(unknown.error(), errc::invalid_request));
-  auto unknown_pull = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{-1});
+  auto unknown_pull = pull(s, test_run, names{"w"}, int32_t{-1});
   BOOST_REQUIRE(!unknown_pull);
   BOOST_TEST(is(unknown_pull.error(), errc::invalid_request));
-  auto after = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  auto after = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_TEST(after->version == 1);
   BOOST_TEST(after->values[0].bit_equal(pulled->values[0]));
 
@@ -133,13 +133,13 @@ BOOST_AUTO_TEST_CASE(pulls_and_pushes_at_a_reduced_wire_precision) {
   tensor pairs;
   pack_topk(sparse.data(), 3, 0.2, residual, pairs);
   BOOST_REQUIRE(pairs.size() == 2u);
-  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, uint64_t{0},
-                             topk_wire_code, names{"w"}, std::vector<tensor>{pairs}));
-  auto topk = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  BOOST_REQUIRE(push(s, test_run, int32_t{0}, int64_t{1}, uint64_t{0}, topk_wire_code, names{"w"},
+                     std::vector<tensor>{pairs}));
+  auto topk = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_TEST(topk->values[0][0] == after->values[0][0]);
   BOOST_TEST(topk->values[0][1] == after->values[0][1]);
   BOOST_TEST(topk->values[0][2] == -2.75f); // -2.25 - 0.5
-  auto topk_pull = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, topk_wire_code);
+  auto topk_pull = pull(s, test_run, names{"w"}, topk_wire_code);
   BOOST_TEST(is(topk_pull.error(), errc::invalid_request)); // pulls have no top-k form
 
   auto stats = ask<shard_traffic>(s, stats_atom::value);
@@ -158,15 +158,15 @@ BOOST_AUTO_TEST_CASE(an_async_step_pushed_twice_is_applied_once) {
   sched.run();
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({2}, 0.0f)}, shard_options{}));
-  auto push = [&](int32_t worker, int64_t step) {
-    return ask<int64_t>(s, push_atom::value, test_run, worker, step, uint64_t{0}, int32_t{0},
-                        names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)});
+  auto push_step = [&](int32_t worker, int64_t step) {
+    return push(s, test_run, worker, step, uint64_t{0}, int32_t{0}, names{"w"},
+                std::vector<tensor>{tensor({2}, 1.0f)});
   };
-  BOOST_TEST(*push(0, 0) == 1);
-  BOOST_TEST(*push(1, 1) == 2);
-  BOOST_TEST(*push(2, 0) == 2); // step 0 again, from the worker it was granted to next
-  BOOST_TEST(*push(2, 2) == 3);
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  BOOST_TEST(*push_step(0, 0) == 1);
+  BOOST_TEST(*push_step(1, 1) == 2);
+  BOOST_TEST(*push_step(2, 0) == 2); // step 0 again, from the worker it was granted to next
+  BOOST_TEST(*push_step(2, 2) == 3);
+  auto pulled = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->values[0][0] == -1.5f); // three updates of -0.5, not four
 }
@@ -176,22 +176,21 @@ BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
   sched.run();
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({3}, 2.0f)}, shard_options{}));
-  auto unknown = ask<pull_reply>(s, pull_atom::value, test_run, names{"v"}, int32_t{0});
+  auto unknown = pull(s, test_run, names{"v"}, int32_t{0});
   BOOST_REQUIRE(!unknown);
   BOOST_TEST(is(unknown.error(), errc::unknown_variable));
   BOOST_TEST(describe(unknown.error()).find("'v'") != std::string::npos);
   BOOST_TEST(describe(unknown.error()).find("ps:3") != std::string::npos);
 
-  auto wrong_shape = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0},
-                                  uint64_t{0}, int32_t{0}, names{"w"},
-                                  std::vector<tensor>{tensor({4}, 1.0f)});
+  auto wrong_shape = push(s, test_run, int32_t{0}, int64_t{0}, uint64_t{0}, int32_t{0}, names{"w"},
+                          std::vector<tensor>{tensor({4}, 1.0f)});
   BOOST_REQUIRE(!wrong_shape);
   BOOST_TEST(is(wrong_shape.error(), errc::shape_mismatch));
 
   tensor nan_grad({3}, 1.0f);
   nan_grad[2] = std::nanf("");
-  auto nan_push = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                               int32_t{0}, names{"w"}, std::vector<tensor>{nan_grad});
+  auto nan_push = push(s, test_run, int32_t{0}, int64_t{0}, uint64_t{0}, int32_t{0}, names{"w"},
+                       std::vector<tensor>{nan_grad});
   BOOST_REQUIRE(!nan_push);
   BOOST_TEST(is(nan_push.error(), errc::non_finite_gradient));
 
@@ -200,7 +199,7 @@ BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {
   BOOST_REQUIRE(!again);
   BOOST_TEST(is(again.error(), errc::already_initialized));
 
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  auto pulled = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->version == 0);
   BOOST_TEST(pulled->values[0].bit_equal(tensor({3}, 2.0f)));
@@ -222,20 +221,21 @@ BOOST_AUTO_TEST_CASE(only_its_chief_steers_it_and_only_its_run_reads_it) {
        errc::already_initialized));
   BOOST_TEST(
     is(error_of<shard_traffic>(sched, stranger, s, stats_atom::value), errc::unauthorized));
-  BOOST_TEST(is(error_of<pull_reply>(sched, stranger, s, pull_atom::value, test_run + 1, names{"w"},
-                                     int32_t{0}),
+  BOOST_TEST(is(error_of<pull_reply>(sched, stranger, s, pull_atom::value,
+                                     pull_request{test_run + 1, names{"w"}, 0, {}}),
                 errc::unauthorized));
-  BOOST_TEST(is(error_of<int64_t>(sched, stranger, s, push_atom::value, test_run + 1, int32_t{0},
-                                  int64_t{0}, uint64_t{0}, int32_t{0}, names{"w"},
-                                  std::vector<tensor>{tensor({2}, 1.0f)}),
-                errc::unauthorized));
+  BOOST_TEST(is(
+    error_of<push_receipt>(
+      sched, stranger, s, push_atom::value,
+      step_push{test_run + 1, 0, 0, 0, 0, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)}, {}}),
+    errc::unauthorized));
   stranger->send(s, stop_atom::value);
   stranger->send(s, replicas_atom::value, int32_t{5});
   sched.run();
   auto stats = ask<shard_traffic>(s, stats_atom::value); // still alive, for its chief
   BOOST_REQUIRE(stats);
   BOOST_TEST(stats->updates == 0);
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  auto pulled = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->values[0].bit_equal(tensor({2}, 1.0f))); // the first init's values
 }
@@ -255,20 +255,19 @@ BOOST_AUTO_TEST_CASE(a_snapshot_copies_variables_and_slots_at_one_version) {
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w", "b"},
                                   std::vector<tensor>{tensor({2, 3}, 1.0f), tensor({3}, 0.0f)},
                                   shard_options{}));
-  auto push = [&](int64_t step) {
-    return ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, step, uint64_t{0}, int32_t{0},
-                        names{"w", "b"},
-                        std::vector<tensor>{tensor({2, 3}, 0.5f), tensor({3}, -1.0f)});
+  auto push_step = [&](int64_t step) {
+    return push(s, test_run, int32_t{0}, step, uint64_t{0}, int32_t{0}, names{"w", "b"},
+                std::vector<tensor>{tensor({2, 3}, 0.5f), tensor({3}, -1.0f)});
   };
-  BOOST_REQUIRE(push(0));
-  auto before = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  BOOST_REQUIRE(push_step(0));
+  auto before = pull(s, test_run, names{"w"}, int32_t{0});
   auto index = ask<snapshot_index>(s, snapshot_atom::value, test_run, int64_t{1});
   BOOST_REQUIRE(index);
   BOOST_TEST(index->version == 1);
   BOOST_TEST(index->names == (names{"b", "w", "b/Adam", "b/Adam_1", "w/Adam", "w/Adam_1"}));
   BOOST_TEST(index->shapes[1] == (shape_t{2, 3}));
   BOOST_TEST(index->shapes[2] == (shape_t{3}));
-  BOOST_REQUIRE(push(1)); // training goes on; the copy stays at version 1
+  BOOST_REQUIRE(push_step(1)); // training goes on; the copy stays at version 1
   auto w = ask<tensor>(s, fetch_atom::value, test_run, index->ticket, int32_t{1});
   BOOST_REQUIRE(w);
   BOOST_TEST(w->bit_equal(before->values[0]));
@@ -306,9 +305,8 @@ BOOST_AUTO_TEST_CASE(a_restored_shard_continues_as_the_original_would) {
                                   std::vector<tensor>{tensor({2, 3}, 1.0f), tensor({3}, 0.0f)},
                                   shard_options{}));
   for (int64_t step = 0; step < 3; ++step)
-    BOOST_REQUIRE(ask<int64_t>(original, push_atom::value, test_run, int32_t{0}, step, uint64_t{0},
-                               int32_t{0}, names{"w", "b"},
-                               grads(0.25f * static_cast<float>(step + 1))));
+    BOOST_REQUIRE(push(original, test_run, int32_t{0}, step, uint64_t{0}, int32_t{0},
+                       names{"w", "b"}, grads(0.25f * static_cast<float>(step + 1))));
   auto index = ask<snapshot_index>(original, snapshot_atom::value, test_run, int64_t{3});
   BOOST_REQUIRE(index);
   std::vector<tensor> copy;
@@ -332,15 +330,15 @@ BOOST_AUTO_TEST_CASE(a_restored_shard_continues_as_the_original_would) {
   BOOST_REQUIRE(!bad_shape);
   BOOST_TEST(is(bad_shape.error(), errc::shape_mismatch));
   // A step below the restored one counts as applied: a late push of it is not applied.
-  BOOST_TEST(*ask<int64_t>(restored, push_atom::value, test_run, int32_t{0}, int64_t{2},
-                           uint64_t{0}, int32_t{0}, names{"w", "b"}, grads(9.0f))
+  BOOST_TEST(*push(restored, test_run, int32_t{0}, int64_t{2}, uint64_t{0}, int32_t{0},
+                   names{"w", "b"}, grads(9.0f))
              == 3);
   for (auto shard : {original, restored})
-    BOOST_TEST(*ask<int64_t>(shard, push_atom::value, test_run, int32_t{0}, int64_t{3}, uint64_t{0},
-                             int32_t{0}, names{"w", "b"}, grads(1.0f))
+    BOOST_TEST(*push(shard, test_run, int32_t{0}, int64_t{3}, uint64_t{0}, int32_t{0},
+                     names{"w", "b"}, grads(1.0f))
                == 4);
-  auto a = ask<pull_reply>(original, pull_atom::value, test_run, names{"w", "b"}, int32_t{0});
-  auto b = ask<pull_reply>(restored, pull_atom::value, test_run, names{"w", "b"}, int32_t{0});
+  auto a = pull(original, test_run, names{"w", "b"}, int32_t{0});
+  auto b = pull(restored, test_run, names{"w", "b"}, int32_t{0});
   BOOST_TEST(a->values[0].bit_equal(b->values[0]));
   BOOST_TEST(a->values[1].bit_equal(b->values[1]));
 }
@@ -352,18 +350,18 @@ BOOST_AUTO_TEST_CASE(its_chief_reinitialises_it_for_a_new_run) {
   sched.run();
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({2}, 1.0f)}, shard_options{}));
-  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                             int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)}));
+  BOOST_REQUIRE(push(s, test_run, int32_t{0}, int64_t{0}, uint64_t{0}, int32_t{0}, names{"w"},
+                     std::vector<tensor>{tensor({2}, 1.0f)}));
   shard_options restored;
   restored.first_step = 40;
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run + 1, names{"w"},
                                   std::vector<tensor>{tensor({2}, 7.0f)}, restored));
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run + 1, names{"w"}, int32_t{0});
+  auto pulled = pull(s, test_run + 1, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->version == 40);
   BOOST_TEST(pulled->values[0][0] == 7.0f);
-  auto old = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{1}, uint64_t{0},
-                          int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)});
+  auto old = push(s, test_run, int32_t{0}, int64_t{1}, uint64_t{0}, int32_t{0}, names{"w"},
+                  std::vector<tensor>{tensor({2}, 1.0f)});
   BOOST_REQUIRE(!old);
   BOOST_TEST(is(old.error(), errc::unauthorized));
   // The same run again is not a recovery: init stays once per run.
@@ -387,7 +385,7 @@ BOOST_AUTO_TEST_CASE(a_shard_waits_for_a_new_chief_when_its_chief_is_lost) {
   });
   sched.run();
   BOOST_TEST(!sched.has_job());
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  auto pulled = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled); // alive, and still serving its state
   BOOST_TEST(pulled->values[0][0] == 1.0f);
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run + 5, names{"w"},
@@ -423,22 +421,23 @@ BOOST_AUTO_TEST_CASE(a_push_without_its_grants_proof_is_refused_and_counted) {
   options.grant_key1 = key.k1;
   BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
                                   std::vector<tensor>{tensor({2}, 1.0f)}, options));
-  auto push = [&](int32_t worker, int64_t step, uint64_t proof, float g) {
-    return ask<int64_t>(s, push_atom::value, test_run, worker, step, proof, int32_t{0}, names{"w"},
-                        std::vector<tensor>{tensor({2}, g)});
+  auto push_step = [&](int32_t worker, int64_t step, uint64_t proof, float g) {
+    return push(s, test_run, worker, step, proof, int32_t{0}, names{"w"},
+                std::vector<tensor>{tensor({2}, g)});
   };
   auto granted = grant_proof(key, test_run, 0, 0);
-  for (auto forged : {push(0, 1, granted, 1000.0f), // a later step
-                      push(1, 0, granted, 1000.0f), // another worker
-                      push(0, 0, 0, 1000.0f),       // no proof
-                      push(0, 0, grant_proof(key, test_run + 1, 0, 0), 1000.0f)}) { // other run
+  for (auto forged :
+       {push_step(0, 1, granted, 1000.0f),                                 // a later step
+        push_step(1, 0, granted, 1000.0f),                                 // another worker
+        push_step(0, 0, 0, 1000.0f),                                       // no proof
+        push_step(0, 0, grant_proof(key, test_run + 1, 0, 0), 1000.0f)}) { // other run
     BOOST_REQUIRE(!forged);
     BOOST_TEST(is(forged.error(), errc::unauthorized));
   }
-  auto real = push(0, 0, granted, 1.0f);
+  auto real = push_step(0, 0, granted, 1.0f);
   BOOST_REQUIRE(real);
   BOOST_TEST(*real == 1);
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  auto pulled = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(pulled);
   BOOST_TEST(pulled->values[0][0] == 0.5f); // 1 - 0.5 * 1: none of the forged ones
   auto stats = ask<shard_traffic>(s, stats_atom::value);
@@ -456,32 +455,32 @@ BOOST_FIXTURE_TEST_SUITE(ps_shard_sync, sync_shard_fixture)
 // dropped and answered stale.
 BOOST_AUTO_TEST_CASE(shard_applies_at_the_rth_gradient_and_drops_stale_ones) {
   auto s = start(0.5, tensor({2}, 1.0f));
-  auto first = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                            int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 2.0f)});
+  auto first = push(s, test_run, int32_t{0}, int64_t{0}, uint64_t{0}, int32_t{0}, names{"w"},
+                    std::vector<tensor>{tensor({2}, 2.0f)});
   BOOST_REQUIRE(first);
   BOOST_TEST(*first == 0);
-  auto pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  auto pulled = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_TEST(pulled->values[0][0] == 1.0f); // not applied yet
   BOOST_TEST(log->empty());
-  auto second = ask<int64_t>(s, push_atom::value, test_run, int32_t{1}, int64_t{0}, uint64_t{0},
-                             int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 4.0f)});
+  auto second = push(s, test_run, int32_t{1}, int64_t{0}, uint64_t{0}, int32_t{0}, names{"w"},
+                     std::vector<tensor>{tensor({2}, 4.0f)});
   BOOST_REQUIRE(second);
   BOOST_TEST(*second == 1);
-  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  pulled = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_TEST(pulled->values[0][0] == 1.0f - 0.5f * 3.0f); // the mean, applied once
   BOOST_REQUIRE(log->size() == 1u);
   BOOST_TEST(log->at(0).step == 1);
-  auto late = ask<int64_t>(s, push_atom::value, test_run, int32_t{2}, int64_t{0}, uint64_t{0},
-                           int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 100.0f)});
+  auto late = push(s, test_run, int32_t{2}, int64_t{0}, uint64_t{0}, int32_t{0}, names{"w"},
+                   std::vector<tensor>{tensor({2}, 100.0f)});
   BOOST_REQUIRE(!late);
   BOOST_TEST(is(late.error(), errc::stale_gradient));
   BOOST_TEST(describe(late.error()).find("worker:2") != std::string::npos);
-  pulled = ask<pull_reply>(s, pull_atom::value, test_run, names{"w"}, int32_t{0});
+  pulled = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_TEST(pulled->values[0][0] == -0.5f); // unchanged by the stale gradient
   BOOST_TEST(log->size() == 1u);
   // A push at or past last_step is refused: nothing runs after the end.
-  auto past = ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{10}, uint64_t{0},
-                           int32_t{0}, names{"w"}, std::vector<tensor>{tensor({2}, 1.0f)});
+  auto past = push(s, test_run, int32_t{0}, int64_t{10}, uint64_t{0}, int32_t{0}, names{"w"},
+                   std::vector<tensor>{tensor({2}, 1.0f)});
   BOOST_REQUIRE(!past);
   BOOST_TEST(is(past.error(), errc::training_stopped));
 }
@@ -492,15 +491,15 @@ BOOST_AUTO_TEST_CASE(a_sync_snapshot_waits_for_its_update) {
   auto s = start(0.5, tensor({2}, 1.0f), 4); // restored at step 4
   auto waiting = self->request(s, caf::infinite, snapshot_atom::value, test_run, int64_t{5});
   sched.run();
-  auto push = [&](int32_t worker, int64_t step) {
-    return ask<int64_t>(s, push_atom::value, test_run, worker, step, uint64_t{0}, int32_t{0},
-                        names{"w"}, std::vector<tensor>{tensor({2}, 2.0f)});
+  auto push_step = [&](int32_t worker, int64_t step) {
+    return push(s, test_run, worker, step, uint64_t{0}, int32_t{0}, names{"w"},
+                std::vector<tensor>{tensor({2}, 2.0f)});
   };
-  BOOST_TEST(is(push(0, 3).error(), errc::stale_gradient)); // before the restored step
-  BOOST_TEST(*push(0, 4) == 4);
-  BOOST_TEST(*push(1, 4) == 5); // update 5 applied: the snapshot is taken now
-  BOOST_TEST(*push(0, 5) == 5);
-  BOOST_TEST(*push(1, 5) == 6);
+  BOOST_TEST(is(push_step(0, 3).error(), errc::stale_gradient)); // before the restored step
+  BOOST_TEST(*push_step(0, 4) == 4);
+  BOOST_TEST(*push_step(1, 4) == 5); // update 5 applied: the snapshot is taken now
+  BOOST_TEST(*push_step(0, 5) == 5);
+  BOOST_TEST(*push_step(1, 5) == 6);
   std::optional<snapshot_index> index;
   waiting.receive([&](snapshot_index& x) { index = std::move(x); },
                   [&](caf::error& e) { BOOST_FAIL(describe(e)); });
@@ -515,8 +514,8 @@ BOOST_AUTO_TEST_CASE(a_sync_snapshot_waits_for_its_update) {
 
 BOOST_AUTO_TEST_CASE(shrinking_r_applies_a_step_a_lost_worker_blocked) {
   auto s = start(1.0, tensor({1}, 0.0f));
-  BOOST_REQUIRE(ask<int64_t>(s, push_atom::value, test_run, int32_t{0}, int64_t{0}, uint64_t{0},
-                             int32_t{0}, names{"w"}, std::vector<tensor>{tensor({1}, 1.0f)}));
+  BOOST_REQUIRE(push(s, test_run, int32_t{0}, int64_t{0}, uint64_t{0}, int32_t{0}, names{"w"},
+                     std::vector<tensor>{tensor({1}, 1.0f)}));
   BOOST_TEST(log->empty());                        // waiting for a second worker that is gone
   self->send(s, replicas_atom::value, int32_t{1}); // from its chief: the fixture
   sched.run();

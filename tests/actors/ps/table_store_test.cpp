@@ -39,6 +39,17 @@ tensor grads_of(size_t n, uint32_t dim, float value) {
   return tensor({static_cast<int64_t>(n), static_cast<int64_t>(dim)}, value);
 }
 
+// An async push of one table's rows, checked then applied, as the shard's
+// service does.
+maybe_failure apply(table_store& store, int32_t table, std::vector<int64_t> keys,
+                    std::vector<uint32_t> counts, tensor grads) {
+  step_rows rows{table, std::move(keys), std::move(counts), std::move(grads)};
+  if (auto refused = store.check(rows))
+    return refused;
+  store.apply(rows);
+  return std::nullopt;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(table_stores)
@@ -46,8 +57,8 @@ BOOST_AUTO_TEST_SUITE(table_stores)
 BOOST_AUTO_TEST_CASE(initial_rows_do_not_depend_on_the_shard_count_and_pulls_insert_nothing) {
   auto setup = sgd_table();
   table_store one, of_three;
-  BOOST_REQUIRE(!one.configure({setup}, 0, 1, false, 1, 0));
-  BOOST_REQUIRE(!of_three.configure({setup}, 2, 3, false, 1, 0));
+  BOOST_REQUIRE(!one.configure({setup}, 0, 1, false, 0));
+  BOOST_REQUIRE(!of_three.configure({setup}, 2, 3, false, 0));
   auto keys = owned(setup, 2, 3, 5);
   tensor a, b;
   BOOST_REQUIRE(!one.lookup(0, keys, a));
@@ -60,7 +71,7 @@ BOOST_AUTO_TEST_CASE(initial_rows_do_not_depend_on_the_shard_count_and_pulls_ins
 BOOST_AUTO_TEST_CASE(keys_of_other_shards_negative_keys_and_oversized_requests_are_refused) {
   auto setup = sgd_table();
   table_store store;
-  BOOST_REQUIRE(!store.configure({setup}, 0, 2, false, 1, 0));
+  BOOST_REQUIRE(!store.configure({setup}, 0, 2, false, 0));
   tensor out;
   auto foreign = owned(setup, 1, 2, 1);
   auto err = store.lookup(0, foreign, out);
@@ -75,22 +86,22 @@ BOOST_AUTO_TEST_CASE(keys_of_other_shards_negative_keys_and_oversized_requests_a
   BOOST_TEST(big->message.find("embedding.max-keys-per-request = 100") != std::string::npos);
   // A push whose shapes disagree, or with a NaN, changes nothing.
   auto keys = owned(setup, 0, 2, 2);
-  BOOST_TEST(store.apply(0, keys, {1, 1}, grads_of(2, 3, 1.0f)).has_value());
-  BOOST_TEST(store.apply(0, keys, {1}, grads_of(2, 2, 1.0f)).has_value());
+  BOOST_TEST(apply(store, 0, keys, {1, 1}, grads_of(2, 3, 1.0f)).has_value());
+  BOOST_TEST(apply(store, 0, keys, {1}, grads_of(2, 2, 1.0f)).has_value());
   auto nan = grads_of(2, 2, 1.0f);
   nan.data()[3] = NAN;
-  BOOST_TEST((store.apply(0, keys, {1, 1}, nan)->code == errc::non_finite_gradient));
+  BOOST_TEST((apply(store, 0, keys, {1, 1}, nan)->code == errc::non_finite_gradient));
   BOOST_TEST(store.rows() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(async_pushes_apply_at_once_from_the_initial_value) {
   auto setup = sgd_table();
   table_store store;
-  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0));
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 0));
   std::vector<int64_t> keys{5, 9};
   tensor before, after;
   BOOST_REQUIRE(!store.lookup(0, keys, before));
-  BOOST_REQUIRE(!store.apply(0, keys, {2, 1}, grads_of(2, 2, 0.5f)));
+  BOOST_REQUIRE(!apply(store, 0, keys, {2, 1}, grads_of(2, 2, 0.5f)));
   BOOST_REQUIRE(!store.lookup(0, keys, after));
   for (size_t i = 0; i < 4; ++i)
     BOOST_TEST(after[i] == before[i] - 0.5f);
@@ -112,7 +123,7 @@ BOOST_AUTO_TEST_CASE(lookups_on_other_threads_meet_pushes_and_new_runs_safely) {
   auto setup = sgd_table(dim);
   setup.table.init = {row_initializer::zeros, 0.0, 7};
   table_store store;
-  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0));
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 0));
   std::vector<int64_t> keys;
   for (int64_t k = 1; k <= 50; ++k)
     keys.push_back(k);
@@ -138,8 +149,8 @@ BOOST_AUTO_TEST_CASE(lookups_on_other_threads_meet_pushes_and_new_runs_safely) {
     for (int seen = lookups.load(); lookups.load() == seen;)
       std::this_thread::yield();
     for (int push = 0; push < 200; ++push) // SGD at 1.0: each push adds 1 to every value
-      BOOST_REQUIRE(!store.apply(0, keys, once, grads_of(keys.size(), dim, -1.0f)));
-    BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0)); // a new run's tables
+      BOOST_REQUIRE(!apply(store, 0, keys, once, grads_of(keys.size(), dim, -1.0f)));
+    BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 0)); // a new run's tables
   }
   done = true;
   reader.join();
@@ -165,23 +176,23 @@ BOOST_AUTO_TEST_CASE(admission_by_count_creates_a_row_only_once_its_key_was_seen
   auto setup = sgd_table();
   setup.admission.after_count = 3;
   table_store store;
-  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0));
-  BOOST_REQUIRE(!store.apply(0, {5}, {2}, grads_of(1, 2, 1.0f)));
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 0));
+  BOOST_REQUIRE(!apply(store, 0, {5}, {2}, grads_of(1, 2, 1.0f)));
   BOOST_TEST(store.rows() == 0u);
-  BOOST_REQUIRE(!store.apply(0, {5}, {1}, grads_of(1, 2, 1.0f)));
+  BOOST_REQUIRE(!apply(store, 0, {5}, {1}, grads_of(1, 2, 1.0f)));
   BOOST_TEST(store.rows() == 1u);
   BOOST_TEST(store.figures(0, 0).not_admitted == 2u);
   // Probability admission follows from (key, version): the same on a rerun.
   setup.admission = {0, 0.5};
   table_store a, b;
-  BOOST_REQUIRE(!a.configure({setup}, 0, 1, false, 1, 0));
-  BOOST_REQUIRE(!b.configure({setup}, 0, 1, false, 1, 0));
+  BOOST_REQUIRE(!a.configure({setup}, 0, 1, false, 0));
+  BOOST_REQUIRE(!b.configure({setup}, 0, 1, false, 0));
   std::vector<int64_t> keys;
   for (int64_t k = 0; k < 40; ++k)
     keys.push_back(k);
   std::vector<uint32_t> ones(40, 1);
-  BOOST_REQUIRE(!a.apply(0, keys, ones, grads_of(40, 2, 1.0f)));
-  BOOST_REQUIRE(!b.apply(0, keys, ones, grads_of(40, 2, 1.0f)));
+  BOOST_REQUIRE(!apply(a, 0, keys, ones, grads_of(40, 2, 1.0f)));
+  BOOST_REQUIRE(!apply(b, 0, keys, ones, grads_of(40, 2, 1.0f)));
   BOOST_TEST(a.rows() == b.rows());
   BOOST_TEST(a.rows() > 5u);
   BOOST_TEST(a.rows() < 35u);
@@ -192,10 +203,10 @@ BOOST_AUTO_TEST_CASE(rows_not_updated_for_n_versions_are_evicted) {
   setup.eviction.after_steps = 2;
   setup.evict_interval = 1;
   table_store store;
-  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0));
-  BOOST_REQUIRE(!store.apply(0, {1}, {1}, grads_of(1, 2, 1.0f)));
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 0));
+  BOOST_REQUIRE(!apply(store, 0, {1}, {1}, grads_of(1, 2, 1.0f)));
   for (int i = 0; i < 3; ++i)
-    BOOST_REQUIRE(!store.apply(0, {2}, {1}, grads_of(1, 2, 1.0f)));
+    BOOST_REQUIRE(!apply(store, 0, {2}, {1}, grads_of(1, 2, 1.0f)));
   auto figures = store.figures(0, 0);
   BOOST_TEST(figures.rows == 1u); // key 1 went, key 2 stays
   BOOST_TEST(figures.evicted == 1u);
@@ -212,14 +223,14 @@ BOOST_AUTO_TEST_CASE(a_table_stays_within_max_bytes_per_shard) {
   setup.max_keys = 1000;
   setup.eviction.max_bytes = 8 << 20;
   table_store store;
-  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 1, 0));
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, false, 0));
   size_t most = 0;
   std::vector<int64_t> keys(1000);
   for (int64_t push = 0; push < 200; ++push) {
     for (size_t i = 0; i < keys.size(); ++i)
       keys[i] = push * 1000 + static_cast<int64_t>(i);
-    BOOST_REQUIRE(!store.apply(0, keys, std::vector<uint32_t>(keys.size(), 1),
-                               grads_of(keys.size(), 16, 0.1f)));
+    BOOST_REQUIRE(!apply(store, 0, keys, std::vector<uint32_t>(keys.size(), 1),
+                         grads_of(keys.size(), 16, 0.1f)));
     most = std::max<size_t>(most, store.figures(0, 0).bytes);
   }
   auto figures = store.figures(0, 0);
@@ -228,45 +239,39 @@ BOOST_AUTO_TEST_CASE(a_table_stays_within_max_bytes_per_shard) {
   BOOST_TEST(figures.rows > 30000u);
 }
 
+// Which pushes count is the shard's update_rule's; the store sums what it
+// is given and reduces each row over the workers that touched it.
 BOOST_AUTO_TEST_CASE(sync_averages_each_row_over_the_workers_that_touched_it) {
   auto setup = sgd_table(1);
   table_store store;
-  BOOST_REQUIRE(!store.configure({setup}, 0, 1, true, 2, 0));
+  BOOST_REQUIRE(!store.configure({setup}, 0, 1, true, 0));
   tensor start;
   BOOST_REQUIRE(!store.lookup(0, {1, 2}, start));
-  sync_verdict v;
   // Worker 0 touches keys 1 and 2, worker 1 only key 1.
-  BOOST_REQUIRE(!store.add(0, 0, 0, {1, 2}, {1, 1}, grads_of(2, 1, 1.0f), v));
-  BOOST_TEST((v == sync_verdict::accepted));
-  BOOST_TEST(!store.ready());
-  BOOST_REQUIRE(!store.add(0, 0, 0, {1, 2}, {1, 1}, grads_of(2, 1, 9.0f), v));
-  BOOST_TEST((v == sync_verdict::duplicate)); // its first push counts
-  tensor g({1, 1}, 3.0f);
-  BOOST_REQUIRE(!store.add(1, 0, 0, {1}, {1}, g, v));
-  BOOST_TEST(store.ready());
-  BOOST_REQUIRE(!store.apply_step());
-  BOOST_TEST(store.step() == 1);
+  step_rows first{0, {1, 2}, {1, 1}, grads_of(2, 1, 1.0f)};
+  step_rows second{0, {1}, {1}, tensor({1, 1}, 3.0f)};
+  BOOST_REQUIRE(!store.check(first));
+  BOOST_REQUIRE(!store.check(second));
+  store.add(first);
+  store.add(second);
+  store.apply_step(2);
   tensor after;
   BOOST_REQUIRE(!store.lookup(0, {1, 2}, after));
   BOOST_TEST(after[0] == start[0] - 2.0f); // (1 + 3) / 2: both touched it
   BOOST_TEST(after[1] == start[1] - 1.0f); // worker 0's whole gradient
-  BOOST_REQUIRE(!store.add(0, 0, 0, {1}, {1}, g, v));
-  BOOST_TEST((v == sync_verdict::stale));
-  BOOST_REQUIRE(!store.add(0, 2, 0, {1}, {1}, g, v));
-  BOOST_TEST((v == sync_verdict::ahead));
 }
 
 BOOST_AUTO_TEST_CASE(enum_values_a_peer_made_up_are_refused) {
   auto setup = sgd_table();
   setup.reduction = static_cast<sync_reduction>(7);
   table_store store;
-  auto err = store.configure({setup}, 0, 1, false, 1, 0);
+  auto err = store.configure({setup}, 0, 1, false, 0);
   BOOST_REQUIRE(err);
   BOOST_TEST(err->message.find("unknown") != std::string::npos);
-  BOOST_TEST(store.configure({sgd_table()}, 3, 2, false, 1, 0).has_value());
+  BOOST_TEST(store.configure({sgd_table()}, 3, 2, false, 0).has_value());
   auto fixed = sgd_table();
   fixed.table.kind = static_cast<table_kind>(5);
-  BOOST_TEST(store.configure({fixed}, 0, 1, false, 1, 0).has_value());
+  BOOST_TEST(store.configure({fixed}, 0, 1, false, 0).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(a_fixed_size_table_holds_its_tf_partition_and_nothing_past_its_rows) {
@@ -275,7 +280,7 @@ BOOST_AUTO_TEST_CASE(a_fixed_size_table_holds_its_tf_partition_and_nothing_past_
   setup.table.rows = 10;
   setup.table.partition = partition_strategy::div; // parts [0, 4), [4, 7), [7, 10)
   table_store store;
-  BOOST_REQUIRE(!store.configure({setup}, 1, 3, false, 1, 0));
+  BOOST_REQUIRE(!store.configure({setup}, 1, 3, false, 0));
   tensor out;
   BOOST_TEST(!store.lookup(0, {4, 5, 6}, out));
   auto foreign = store.lookup(0, {3}, out);
@@ -285,11 +290,11 @@ BOOST_AUTO_TEST_CASE(a_fixed_size_table_holds_its_tf_partition_and_nothing_past_
   BOOST_REQUIRE(past);
   BOOST_TEST(past->message.find("past the fixed-size table's 10 rows") != std::string::npos,
              past->message);
-  BOOST_TEST(!store.apply(0, {5}, {1}, grads_of(1, 2, 1.0f)));
+  BOOST_TEST(!apply(store, 0, {5}, {1}, grads_of(1, 2, 1.0f)));
   BOOST_TEST(store.rows() == 1u);
   // Admission and eviction are a hash table's: refused on a fixed one.
   setup.eviction.after_steps = 10;
-  auto refused = table_store{}.configure({setup}, 0, 1, false, 1, 0);
+  auto refused = table_store{}.configure({setup}, 0, 1, false, 0);
   BOOST_REQUIRE(refused);
   BOOST_TEST(refused->message.find("apply to hash tables") != std::string::npos);
 }

@@ -39,33 +39,31 @@ struct fake_messages : message_path {
   std::vector<request> requests;
   float value = 1.0f; // what every pulled float is
 
-  void pull(int32_t shard, uint64_t, const std::vector<std::string>&, wire_precision,
-            pull_done done) override {
+  void pull(int32_t shard, pull_request, pull_done done) override {
     requests.push_back({shard, false, -1, std::move(done), {}});
   }
-  void push(int32_t shard, const push_header& h, const std::vector<std::string>&,
-            std::vector<tensor>, push_done done) override {
-    requests.push_back({shard, true, h.step, {}, std::move(done)});
+  void push(int32_t shard, step_push push, push_done done) override {
+    requests.push_back({shard, true, push.step, {}, std::move(done)});
   }
   void fetch(int32_t shard, uint64_t, const copy_tensor&, pull_done done) override {
     requests.push_back({shard, false, -1, std::move(done), {}});
   }
   // Answers every open request in order: pulls with `value`, pushes as
-  // applied (or with `refusal`).
+  // applied with the receipt 10 + the shard (or with `refusal`).
   void answer_all(maybe_failure refusal = std::nullopt) {
     auto open = std::move(requests);
     requests.clear();
     for (auto& r : open) {
       if (r.push) {
-        r.pushed(refusal, std::nullopt);
+        r.pushed({1, 10 + static_cast<uint64_t>(r.shard)}, refusal, std::nullopt);
         continue;
       }
-      std::vector<tensor> values;
+      pull_reply reply;
       if (r.shard == 0)
-        values = {tensor{{2}, value}, tensor{{1, 2}, value}};
+        reply.values = {tensor{{2}, value}, tensor{{1, 2}, value}};
       else
-        values = {tensor{{1, 2}, value}};
-      r.pulled(values, std::nullopt, std::nullopt);
+        reply.values = {tensor{{1, 2}, value}};
+      r.pulled(reply, std::nullopt, std::nullopt);
     }
   }
 };
