@@ -5,6 +5,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/chief/chief_run.hpp"
 #include "actors/chief/grant_desk.hpp"
@@ -56,6 +57,32 @@ public:
   int32_t lease() const override { return async_step_lease(pull_ahead_, report_every_); }
   int64_t refused() const override { return desk_.refused(); }
   uint64_t dropped() const override { return 0; }
+  uint64_t expired_leases() const override { return expired_leases_; }
+
+  // A slow worker's steps go to the others; the shards refuse its pushes
+  // of them from now on, so that a late push neither lands beside the new
+  // holder's nor moves a shard past a checkpoint's fence.
+  void expire_leases(self_ptr self) override {
+    auto& st = self->state;
+    auto expired = desk_.expire(st.config.runtime.step_lease_timeout);
+    for (auto& lease : expired) {
+      ++expired_leases_;
+      std::string steps;
+      for (auto step : lease.steps)
+        steps += (steps.empty() ? "" : ", ") + std::to_string(step);
+      spdlog::warn("chief: worker:{} is slow: it held step(s) {} and reported nothing for {} ms "
+                   "(cluster.step-lease-timeout = {} ms); they go to the other workers",
+                   lease.worker, steps,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(lease.silent).count(),
+                   st.config.runtime.step_lease_timeout.count());
+      for (auto step : lease.steps)
+        for (auto shard : st.receipts.shards())
+          self->send(st.links.shards[static_cast<size_t>(shard)], revoke_atom::value, st.run,
+                     lease.worker, step);
+    }
+    if (!expired.empty())
+      on_grant_settled(self);
+  }
 
   step_coordinator_actor begin(self_ptr self, shard_options&) override {
     return caf::actor_cast<step_coordinator_actor>(self);
@@ -238,6 +265,7 @@ private:
   bool pull_ahead_;
   int32_t report_every_;
   desk desk_;
+  uint64_t expired_leases_ = 0;
 };
 
 } // namespace

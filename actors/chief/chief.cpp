@@ -50,6 +50,8 @@ void on_tick(self_ptr self) {
     self->delayed_send(self, watchdog_period, tick_atom::value);
     return;
   }
+  if (st.now == chief_state::phase::training)
+    st.steps->expire_leases(self);
   if (st.now != chief_state::phase::finishing) {
     if (auto why = st.steps->short_of_workers(limit, now))
       abort_run(self, *why);

@@ -35,6 +35,7 @@ training_result base_result(self_ptr self) {
   r.lost_workers = st.roster->lost_count();
   r.left_workers = st.left_workers;
   r.dropped_workers = st.dropped_workers;
+  r.expired_leases = st.steps->expired_leases();
   r.evaluations = st.evaluations;
   return r;
 }

@@ -6,7 +6,9 @@
 // through: a CAF response promise in the chief, a recorder in tests; it
 // needs deliver(step_grant).
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -46,13 +48,17 @@ public:
     bool completed = false; ///< the report completed the worker's grant (an update counted)
   };
 
+  using clock = std::chrono::steady_clock;
+
   /// lease: the steps a worker may hold at once (step_budget); signer: the
   /// run's key, for the proof each grant carries; bound: how far a worker
-  /// may run ahead of the slowest (train.mode = "ssp"; unbounded: async).
+  /// may run ahead of the slowest (train.mode = "ssp"; unbounded: async);
+  /// now: the clock leases run on (a test's own).
   grant_desk(int64_t last_step, int64_t max_refused, int64_t first_step = 0, int32_t lease = 1,
-             grant_signer signer = {}, staleness_bound bound = staleness_bound::unbounded())
+             grant_signer signer = {}, staleness_bound bound = staleness_bound::unbounded(),
+             std::function<clock::time_point()> now = clock::now)
     : budget_(last_step, first_step, lease), max_refused_(max_refused), signer_(signer),
-      bound_(bound) {}
+      bound_(bound), now_(std::move(now)) {}
 
   /// A worker joins the run: its clock starts at the slowest one.
   void enroll(int32_t worker) { bound_.enroll(worker); }
@@ -70,6 +76,7 @@ public:
 
   /// Completes or revokes the step a report names, granting nothing.
   settled settle(const step_report& r) {
+    active(r.worker);
     if (r.step < 0 || !budget_.has_grant(r.worker, r.step))
       return settled::nothing;
     if (r.applied) {
@@ -150,9 +157,40 @@ public:
   /// A worker is gone: its steps go to waiting workers or back to the pool.
   void lose(int32_t worker) {
     waiting_.erase(worker);
+    active_.erase(worker);
     budget_.revoke_all(worker);
     bound_.leave(worker);
     hand_out_returned();
+  }
+
+  /// A worker that held steps and gave no sign of life (a report, or a
+  /// grant to it) for longer than `limit`, and the steps taken from it.
+  struct expired_lease {
+    int32_t worker;
+    std::vector<int64_t> steps;
+    clock::duration silent;
+  };
+  /// Takes back the steps of every worker silent for longer than `limit`
+  /// (TF's and Bosen's answer to a held step: a lease with a deadline) and
+  /// hands them to waiting workers, or back to the pool. The worker stays:
+  /// a report of a step taken back counts nothing, and it asks for more.
+  std::vector<expired_lease> expire(clock::duration limit) {
+    std::vector<expired_lease> out;
+    auto now = now_();
+    for (auto worker : budget_.holding()) {
+      auto seen = active_.find(worker);
+      auto silent = seen == active_.end() ? clock::duration::zero() : now - seen->second;
+      if (seen == active_.end() || silent <= limit)
+        continue;
+      out.push_back({worker, budget_.steps_of(worker), silent});
+      for (size_t i = 0; i < out.back().steps.size(); ++i)
+        bound_.revoked(worker);
+      budget_.revoke_all(worker);
+      seen->second = now;
+    }
+    if (!out.empty())
+      hand_out_returned();
+    return out;
   }
 
   /// The end of the run: every waiting worker is answered stop.
@@ -208,8 +246,12 @@ private:
     auto step = budget_.grant(worker);
     if (step && !repeat)
       bound_.started(worker);
+    if (step)
+      active(worker);
     return step;
   }
+
+  void active(int32_t worker) { active_[worker] = now_(); }
 
   // Revoked steps go to the waiting workers at once, else stay in the pool.
   void hand_out_returned() {
@@ -224,6 +266,8 @@ private:
   int64_t refused_ = 0;
   bool held_ = false;
   std::multimap<int32_t, Reply> waiting_; // worker -> its replies, lowest index served first
+  std::function<clock::time_point()> now_;
+  std::map<int32_t, clock::time_point> active_; // each worker's last report or grant
 };
 
 } // namespace troupe

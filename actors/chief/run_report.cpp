@@ -72,7 +72,7 @@ std::string training_result::to_json() const {
   w.key("wall_seconds").number(wall_seconds, "%.2f");
   w.key("examples").integer(examples).key("refused_steps").integer(refused_steps);
   w.key("dropped_gradients").integer(dropped_gradients).key("lost_workers").integer(lost_workers);
-  w.key("left_workers").integer(left_workers);
+  w.key("left_workers").integer(left_workers).key("expired_leases").integer(expired_leases);
   w.key("ps_imbalance").number(ps_imbalance, "%.3f");
   // Refused, so the model holds none of them: ok stays true, and says so.
   uint64_t unauthorized = 0;

@@ -39,6 +39,8 @@ struct training_result {
   uint64_t dropped_gradients = 0; ///< sync: gradients not applied (stale, refused)
   uint64_t lost_workers = 0;      ///< workers killed or cut off while training (survived)
   uint64_t left_workers = 0;      ///< workers that left while training (SIGTERM, a scale-down)
+  /// Leases taken back from workers that held steps too long (async).
+  uint64_t expired_leases = 0;
   /// Workers the chief dropped (a step reported applied without its
   /// receipts), each named with why: the run went on without them.
   std::vector<std::string> dropped_workers;

@@ -21,6 +21,21 @@ void step_budget::release(std::map<int64_t, int32_t>::iterator grant) {
   outstanding_.erase(grant);
 }
 
+std::vector<int64_t> step_budget::steps_of(int32_t worker) const {
+  std::vector<int64_t> out;
+  for (auto& [step, holder] : outstanding_)
+    if (holder == worker)
+      out.push_back(step);
+  return out;
+}
+
+std::vector<int32_t> step_budget::holding() const {
+  std::vector<int32_t> out;
+  for (auto& entry : held_by_)
+    out.push_back(entry.first);
+  return out;
+}
+
 bool step_budget::has_grant(int32_t worker, int64_t step) const {
   auto i = outstanding_.find(step);
   return i != outstanding_.end() && i->second == worker;

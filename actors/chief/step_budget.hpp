@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <vector>
 
 namespace troupe {
 
@@ -35,6 +36,10 @@ public:
   bool has_grant(int32_t worker, int64_t step) const;
   /// Steps `worker` holds.
   size_t held(int32_t worker) const;
+  /// The steps `worker` holds, lowest first.
+  std::vector<int64_t> steps_of(int32_t worker) const;
+  /// The workers holding at least one step.
+  std::vector<int32_t> holding() const;
   int64_t global_step() const noexcept { return completed_; }
   int64_t last_step() const noexcept { return last_step_; }
   int32_t lease() const noexcept { return lease_; }

@@ -31,6 +31,8 @@ public:
   virtual int64_t refused() const = 0;
   /// Gradients a sync step did not wait for (backup workers; async: none).
   virtual uint64_t dropped() const = 0;
+  /// Leases taken back from workers that held steps too long (async).
+  virtual uint64_t expired_leases() const = 0;
 
   /// The shards are being initialised: whom the workers report to, and the
   /// shards' update options (sync: the token queue, spawned now).
@@ -55,6 +57,11 @@ public:
   /// longer than `limit`; empty while it can.
   virtual std::optional<std::string> short_of_workers(std::chrono::milliseconds limit,
                                                       clock::time_point now) const = 0;
+
+  /// Every second while training: steps held without a report for
+  /// cluster.step-lease-timeout go to the other workers (async; sync
+  /// waits for its tokens, or for backups).
+  virtual void expire_leases(self_ptr self) = 0;
 
   /// A checkpoint's fence (async: no new grants until every granted step
   /// is in; sync saves need none, the shards copy at a later update).

@@ -29,6 +29,8 @@ public:
   int32_t lease() const override { return 1; }
   int64_t refused() const override { return 0; }
   uint64_t dropped() const override { return dropped_; }
+  uint64_t expired_leases() const override { return 0; }
+  void expire_leases(self_ptr) override {} // a token is a reply: a backup, or R, covers it
 
   step_coordinator_actor begin(self_ptr self, shard_options& options) override {
     auto& st = self->state;

@@ -350,6 +350,7 @@ void settle_settings(node_config& cfg, node_setup& setup, std::vector<std::strin
   setup.runtime.connect_timeout = to_ms(cfg.connect_timeout);
   setup.runtime.request_timeout = to_ms(cfg.request_timeout);
   setup.runtime.worker_wait_timeout = to_ms(cfg.worker_wait_timeout);
+  setup.runtime.step_lease_timeout = to_ms(cfg.step_lease_timeout);
   setup.runtime.recovery_timeout = to_ms(cfg.recovery_timeout);
   setup.runtime.bulk_path = cfg.bulk_path;
   setup.runtime.max_refused_steps = cfg.max_refused_steps;

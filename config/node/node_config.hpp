@@ -36,6 +36,7 @@ public:
   caf::timespan connect_timeout;
   caf::timespan request_timeout;
   caf::timespan worker_wait_timeout;
+  caf::timespan step_lease_timeout;
   caf::timespan recovery_timeout;
   caf::timespan save_interval; // checkpoint
   int64_t keep = 5;            // checkpoint

@@ -10,8 +10,8 @@ namespace troupe {
 
 node_config::node_config()
   : connect_timeout(std::chrono::seconds(60)), request_timeout(std::chrono::seconds(30)),
-    worker_wait_timeout(std::chrono::seconds(120)), recovery_timeout(std::chrono::seconds(120)),
-    save_interval(std::chrono::seconds(600)) {
+    worker_wait_timeout(std::chrono::seconds(120)), step_lease_timeout(std::chrono::seconds(60)),
+    recovery_timeout(std::chrono::seconds(120)), save_interval(std::chrono::seconds(600)) {
   load<caf::io::middleman>();
   load<caf::openssl::manager>(); // used only when [openssl] is configured
   // One queue for every scheduler thread: a message wakes a sleeping thread at
@@ -35,6 +35,9 @@ node_config::node_config()
     .add(request_timeout, "request-timeout", "how long any request waits for its reply")
     .add(worker_wait_timeout, "worker-wait-timeout",
          "the chief fails when no worker has been connected this long")
+    .add(step_lease_timeout, "step-lease-timeout",
+         "async: a worker that holds granted steps and reports nothing this long loses them to "
+         "the other workers (it goes on, with new grants, once it reports)")
     .add(recovery_timeout, "recovery-timeout",
          "how long the other tasks wait for a lost ps task or chief to be restarted before "
          "they give up")

@@ -181,6 +181,8 @@ void check_runtime(const runtime_settings& runtime, std::vector<failure>& out) {
                      limits::min_request_timeout},
         duration_key{"cluster.worker-wait-timeout", runtime.worker_wait_timeout,
                      limits::min_worker_wait_timeout},
+        duration_key{"cluster.step-lease-timeout", runtime.step_lease_timeout,
+                     limits::min_step_lease_timeout},
         duration_key{"cluster.recovery-timeout", runtime.recovery_timeout,
                      limits::min_recovery_timeout}})
     if (value < min || value > limits::max_timeout)

@@ -147,6 +147,9 @@ struct runtime_settings {
   int64_t max_refused_steps = 100;
   /// The chief fails when no worker has been alive for this long.
   std::chrono::milliseconds worker_wait_timeout{120000};
+  /// Async: a worker that holds granted steps and has reported nothing for
+  /// this long loses them to the others (cluster.step-lease-timeout).
+  std::chrono::milliseconds step_lease_timeout{60000};
   /// How long the others wait for a lost ps shard or chief to come back
   /// (troupe-node; the library's in-process clusters do not recover).
   std::chrono::milliseconds recovery_timeout{120000};
@@ -174,6 +177,7 @@ constexpr double max_epochs = 1e6;
 constexpr std::chrono::milliseconds min_connect_timeout{1000};
 constexpr std::chrono::milliseconds min_request_timeout{100};
 constexpr std::chrono::milliseconds min_worker_wait_timeout{1000};
+constexpr std::chrono::milliseconds min_step_lease_timeout{1000};
 constexpr std::chrono::milliseconds min_recovery_timeout{1000};
 constexpr std::chrono::milliseconds max_timeout{24LL * 3600 * 1000}; ///< a day
 constexpr int64_t max_connections = 65536;                           ///< cluster.max-connections

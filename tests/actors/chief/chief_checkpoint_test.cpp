@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <unistd.h>
 
@@ -198,6 +199,56 @@ BOOST_AUTO_TEST_CASE(a_sync_checkpoint_holds_every_workers_data_position) {
   BOOST_REQUIRE(last.manifest().data.size() == 2u);
   for (auto& p : last.manifest().data)
     BOOST_TEST(p.epoch * 20 + p.offset >= 30u * 4u / 2u); // each read ~half of 30 x 4 examples
+}
+
+// Issue 52: a worker that held its granted steps and reported nothing,
+// while still connected, held up the next checkpoint and the run's end
+// until every task timed out (request-timeout + worker-wait-timeout). Its
+// lease expires after cluster.step-lease-timeout: its steps go to the other
+// worker, the shards refuse its pushes of them, and the run, checkpoints
+// and all, ends with exactly last_step updates and names the slow worker.
+BOOST_AUTO_TEST_CASE(a_worker_that_holds_its_steps_loses_them_and_the_run_goes_on) {
+  log_dir dir;
+  auto settings = with_checkpoints(30, dir.root);
+  runtime_settings runtime;
+  runtime.step_lease_timeout = std::chrono::milliseconds(1000);
+  auto data = synthetic_data();
+  auto shard = spawn_ps_shard(sys, 0, settings);
+  training_result result;
+  bool finished = false;
+  auto chief = spawn_chief(
+    sys, settings, runtime, 2, {shard}, data.test,
+    [&](const training_result& r) { result = r, finished = true; }, spawn_mode::cooperative);
+  auto held = std::make_shared<std::vector<int64_t>>();
+  // Worker 1 asks for its two steps, then holds them and says nothing.
+  auto stuck = sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+    self->request(chief, caf::infinite, ready_atom::value, int32_t{1})
+      .then([=](const training_plan& plan) {
+        for (int ask = 0; ask < 2; ++ask)
+          self->request(chief, caf::infinite, report_atom::value, step_report{plan.run, 1, -1})
+            .then([=](const step_grant& g) { held->push_back(g.step); }, [](caf::error&) {});
+      });
+    return {[](stop_atom) {}, [](stop_atom, const std::string&) {}};
+  });
+  sched.run();
+  spawn_worker(sys, 0, 2, settings, runtime, chief, {shard}, data.train, spawn_mode::cooperative);
+  for (int tick = 0; tick < 30 && !finished; ++tick) {
+    sched.run(); // until the run waits for the held steps
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // The chief's watchdog tick, as its timer sends it (firing every timer
+    // would time the waiting worker's request out too).
+    caf::anon_send(caf::actor_cast<caf::actor>(chief), tick_atom::value);
+  }
+  sched.run();
+  caf::anon_send_exit(stuck, caf::exit_reason::user_shutdown);
+  BOOST_REQUIRE(finished);
+  BOOST_TEST(held->size() == 2u);
+  BOOST_TEST(result.ok, result.error);
+  BOOST_TEST(result.global_step == 30);
+  BOOST_REQUIRE(result.traffic.size() == 1u);
+  BOOST_TEST(result.traffic[0].updates == 30);
+  BOOST_TEST(result.expired_leases == 1u);
+  BOOST_TEST(checkpoint_dir(dir.root).complete().size() >= 2u); // the saves went on
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -24,6 +24,43 @@ using desk = grant_desk<recorded_reply>;
 
 BOOST_AUTO_TEST_SUITE(grant_desk_tests)
 
+// Issue 52: a worker that held a step and reported nothing, while still
+// connected, held up a checkpoint's fence and the end of the run until
+// every task timed out. Its lease expires: its steps go to a waiting
+// worker, the fence goes through, and its late report counts nothing.
+BOOST_AUTO_TEST_CASE(a_lease_held_too_long_goes_to_another_worker) {
+  auto now = std::make_shared<desk::clock::time_point>();
+  desk d(4, 10, 0, 2, {}, staleness_bound::unbounded(), [now] { return *now; });
+  using std::chrono::seconds;
+  BOOST_TEST(d.report(report(1, -1, false)).step == 0); // worker 1 holds 0 and 1
+  BOOST_TEST(d.report(report(1, -1, false)).step == 1);
+  BOOST_TEST(d.report(report(0, -1, false)).step == 2); // worker 0 holds 2 and 3
+  BOOST_TEST(d.report(report(0, -1, false)).step == 3);
+  *now += seconds(30);
+  BOOST_TEST(d.expire(seconds(60)).empty()); // nobody silent for a minute yet
+  d.report(report(0, 2));                    // worker 0 goes on; the budget is granted out
+  auto parked = d.report(report(0, 3));
+  BOOST_REQUIRE((parked.what == desk::outcome::waiting));
+  recorded_reply reply;
+  d.park(0, reply);
+  d.hold(); // a checkpoint's fence, waiting for worker 1's steps
+  BOOST_TEST(!d.quiescent());
+  *now += seconds(31);
+  auto expired = d.expire(seconds(60));
+  BOOST_REQUIRE(expired.size() == 1u);
+  BOOST_TEST(expired[0].worker == 1);
+  BOOST_TEST(expired[0].steps == (std::vector<int64_t>{0, 1}));
+  BOOST_TEST((expired[0].silent == seconds(61)));
+  BOOST_TEST(d.quiescent()); // the fence goes through
+  d.resume();
+  BOOST_REQUIRE(reply.log->size() == 1u); // the waiting worker gets a step taken back
+  BOOST_TEST(reply.log->at(0).step == 0);
+  // The slow worker's late report of it counts nothing; the new holder's does.
+  BOOST_TEST(!d.report(report(1, 0)).completed);
+  BOOST_TEST(d.report(report(0, 0)).completed);
+  BOOST_TEST(d.global_step() == 3);
+}
+
 BOOST_AUTO_TEST_CASE(reports_complete_grants_and_hand_out_the_next) {
   desk d(3, 10);
   auto a = d.report(report(0, -1, false)); // joining
