@@ -74,9 +74,9 @@ void report_and_stop(self_ptr self, const training_result& r) {
 }
 
 // The final line may say ok only if the run is what the chief counted: every
-// shard holding variables applied exactly the updates the chief counted (a
-// fake worker's reports or a partial update show here), the others none, and
-// no worker failed of an error of its own.
+// shard a step pushes to (holding variables, or rows) applied exactly the
+// updates the chief counted (a fake worker's reports or a partial update
+// show here), the others none, and no worker failed of an error of its own.
 void verify(self_ptr self, training_result& r) {
   auto& st = self->state;
   if (!r.ok)
@@ -85,8 +85,8 @@ void verify(self_ptr self, training_result& r) {
   if (!st.save.final_error().empty())
     problems.push_back("the final checkpoint could not be written: " + st.save.final_error());
   std::vector<bool> holds(st.links.shards.size(), false);
-  for (auto& part : st.router->parts())
-    holds[static_cast<size_t>(part.shard)] = true;
+  for (auto shard : st.receipts.shards())
+    holds[static_cast<size_t>(shard)] = true;
   for (size_t s = 0; s < holds.size(); ++s) {
     auto t = std::find_if(r.traffic.begin(), r.traffic.end(), [&](const shard_traffic& x) {
       return x.shard == static_cast<int32_t>(s);

@@ -103,6 +103,9 @@ push_outcome shard_service::refusal(errc code, std::string message) const {
 }
 
 push_outcome shard_service::push(const step_push& push) {
+  if (!rule_)
+    return refusal(errc::not_initialized,
+                   label_ + " is not initialised yet; wait for the chief's ready answer");
   if (auto why = store_.other_run(push.run))
     return refusal(errc::unauthorized, label_ + " refused a push: " + *why);
   auto of = "step " + std::to_string(push.step) + " of worker:" + std::to_string(push.worker);

@@ -25,11 +25,10 @@ void step_pipeline::reset(const slice_router& router) {
   router_ = &router;
 }
 
-void step_pipeline::carry_rows(row_exchange* rows, batch_rows* batch) {
-  if (rows && pull_ahead_)
+void step_pipeline::carry_rows(std::vector<carried_rows> tables) {
+  if (!tables.empty() && pull_ahead_)
     throw std::invalid_argument("train.pull-ahead does not apply to a model with embedding tables");
-  rows_ = rows;
-  batch_ = batch;
+  rows_ = std::move(tables);
 }
 
 void step_pipeline::drop() {
@@ -70,8 +69,8 @@ void step_pipeline::pull_now(uint64_t run) {
   auto out = parts(false);
   for (size_t k = 0; k < out.size(); ++k)
     out[k].storage = buffers_.lend(router_->parts()[k]);
-  if (rows_)
-    rows_->ask_pull(*batch_, out);
+  for (auto& table : rows_)
+    table.exchange->ask_pull(*table.batch, out);
   exchange_.start(exchange_kind::pull, stamped({run, 0, 0, 0}), std::move(out), false);
   exchange_.finish([this](std::vector<part_outcome>& outcomes) {
     // The router's parts come first; rows may have added parts after them.
@@ -83,8 +82,8 @@ void step_pipeline::pull_now(uint64_t run) {
     for (size_t k = 0; k < router_->parts().size(); ++k)
       if (!settle_pull(router_->parts()[k], outcomes[k], false))
         return;
-    if (rows_)
-      if (auto refused = rows_->take_pull(outcomes, *batch_)) {
+    for (auto& table : rows_)
+      if (auto refused = table.exchange->take_pull(outcomes, *table.batch)) {
         hooks_.fail("a shard's answer to the pull of embedding rows", *refused);
         return;
       }
@@ -119,8 +118,8 @@ void step_pipeline::computed(const push_header& step, const step_report& report,
 // report shows the receipts of every shard that took its part.
 void step_pipeline::push_now(const push_header& step, const step_report& report) {
   auto out = parts(true);
-  if (rows_)
-    rows_->ask_push(*batch_, out);
+  for (auto& table : rows_)
+    table.exchange->ask_push(*table.batch, out);
   std::vector<int32_t> shards;
   for (auto& part : out)
     shards.push_back(part.shard);

@@ -41,11 +41,16 @@ public:
 
   /// A new plan: whatever was under way is void. `router` must outlive its use.
   void reset(const slice_router& router);
-  /// From now on each step pulls the rows of batch->keys (into
-  /// batch->values) with its values and pushes batch->grads with its
-  /// gradients (to every shard: each counts every step); null: none. Both
-  /// must outlive their use; the keys must be in before begin().
-  void carry_rows(row_exchange* rows, batch_rows* batch);
+  /// One embedding table's rows a step carries: each step pulls the rows
+  /// of batch->keys (into batch->values) with its values and pushes
+  /// batch->grads with its gradients (to every shard: each counts every
+  /// step). Both must outlive their use; the keys must be in before begin().
+  struct carried_rows {
+    row_exchange* exchange;
+    batch_rows* batch;
+  };
+  /// From now on each step carries these tables' rows (none: a dense model).
+  void carry_rows(std::vector<carried_rows> tables);
   /// A granted step of `run` begins: its values pulled (unless pulled
   /// ahead), then computed.
   void begin(uint64_t run);
@@ -88,8 +93,7 @@ private:
     step_report report;  // of the pushed step, sent once it is answered
   } job_;
   bool values_ready_ = false; // the parameters hold the next step's values
-  row_exchange* rows_ = nullptr;
-  batch_rows* batch_ = nullptr;
+  std::vector<carried_rows> rows_;
 };
 
 } // namespace troupe

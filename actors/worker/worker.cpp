@@ -1,7 +1,7 @@
 // The worker actor: its state set up, its handlers and its behaviour. The
 // steps, the plan and recovery are in worker_steps.cpp, worker_plan.cpp and
-// worker_recovery.cpp (worker_run.hpp); the decisions in plain classes
-// (step_lease, step_pipeline, param_buffers, recovery_wait).
+// worker_recovery.cpp (worker_run.hpp); the step itself and the decisions
+// in plain classes (worker_step, step_lease, report_batch, recovery_wait).
 #include "actors/worker/worker.hpp"
 
 #include <caf/event_based_actor.hpp>
@@ -49,15 +49,14 @@ void setup(self_ptr self, worker_config config, worker_links links) {
   data_options.shuffle_buffer = config.shuffle_buffer;
   data_options.prefetch = config.prefetch;
   data_options.batch_size = static_cast<size_t>(config.batch_size);
-  st.guard.emplace(config.clip_norm);
   st.progress = progress_meter{config.log_interval};
   st.recovery = recovery_wait{config.recovery_timeout};
-  st.report.worker = config.index;
   st.basp = std::make_unique<basp_path<std::remove_pointer_t<self_ptr>>>(self, st.links.shards,
                                                                          config.request_timeout);
   st.exchange = std::make_unique<shard_exchange>(*st.basp, config.request_timeout);
-  st.pipeline = std::make_unique<step_pipeline>(*st.exchange, st.buffers, st.label,
-                                                config.pull_ahead, hooks_of(self));
+  step_settings settings{config.index,     config.pull_ahead, config.wire_precision,
+                         config.push_topk, config.clip_norm,  config.max_norm};
+  st.step = std::make_unique<worker_step>(*st.exchange, st.label, settings, hooks_of(self));
 }
 
 void install_handlers(self_ptr self) {

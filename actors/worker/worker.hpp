@@ -1,12 +1,12 @@
 #pragma once
 // A worker: asks for a step (the chief in async mode, the token queue in
 // sync mode), pulls from every shard in parallel, computes gradients on its
-// share of the data, checks and clips them (gradient_guard), pushes them in
-// parallel, reports, and repeats until told to stop. The actor holds the
-// run's side (plan, grants, recovery, sender checks); its parts do the
-// rest: step_lease (the steps held), step_pipeline (pull, push, pull-ahead
-// through one shard_exchange), param_buffers (where the values land),
-// recovery_wait (a lost peer).
+// share of the data, checks and clips them, pushes them in parallel,
+// reports, and repeats until told to stop. The actor holds the run's side
+// (plan, grants, reports, recovery, sender checks) and computes the model;
+// its parts do the rest: worker_step (the step: its batch and keys, pull,
+// push and settling, through one shard_exchange), step_lease (the steps
+// held), report_batch, recovery_wait (a lost peer).
 // Spawn it detached: compute and the bulk path block.
 #include <chrono>
 #include <cstdint>
@@ -16,17 +16,14 @@
 #include <vector>
 
 #include "actors/common/progress_meter.hpp"
-#include "actors/exchange/row_exchange.hpp"
 #include "actors/net/bulk_client.hpp"
 #include "actors/net/report_channel.hpp"
 #include "actors/protocol/peer_reconnect.hpp"
 #include "actors/protocol/protocol.hpp"
-#include "actors/worker/gradient_guard.hpp"
-#include "actors/worker/param_buffers.hpp"
 #include "actors/worker/recovery_wait.hpp"
 #include "actors/worker/report_batch.hpp"
 #include "actors/worker/step_lease.hpp"
-#include "actors/worker/step_pipeline.hpp"
+#include "actors/worker/worker_step.hpp"
 #include "tensor/data/stream.hpp"
 #include "tensor/nn/model.hpp"
 #include "tensor/plan/training_plan.hpp"
@@ -95,28 +92,17 @@ struct worker_state {
   std::unique_ptr<example_stream> data; // this worker's share, read ahead (from the first plan)
   bool leaving = false;                 // SIGTERM: leave after the step under way
   std::optional<slice_router> router;   // the chief's plan, checked against the model
-  std::optional<gradient_guard> guard;
-  step_coordinator_actor coordinator; // chief (async) or token queue (sync)
-  param_buffers buffers;
-  batch current;
-  step_report report; // of the step in flight / last finished
-  uint64_t proof = 0; // its grant's proof, shown with its pushes
+  step_coordinator_actor coordinator;   // chief (async) or token queue (sync)
   step_lease lease;
   report_batch reports; // train.report-every: finished steps not yet reported
   int64_t local_step = 0;
   progress_meter progress{0};
   recovery_wait recovery; // for a new plan; voids what was in flight before
-  // Declared last: the pipeline goes first, then the exchange (its thread
+  // Declared last: the step goes first, then the exchange (its thread
   // stops), then the message path it used.
   std::unique_ptr<message_path> basp;
   std::unique_ptr<shard_exchange> exchange;
-  std::unique_ptr<step_pipeline> pipeline;
-  // Models with an embedding table: the batch's rows and their exchange
-  // (null for dense models).
-  std::unique_ptr<row_exchange> rows;
-  batch_rows looked_up;
-  std::vector<int64_t> batch_ids; // the batch's keys, occurrence by occurrence
-  std::vector<float> clip_scales; // embedding.max-norm's, for the backward pass
+  std::unique_ptr<worker_step> step; // the step under way: its data, pull, push and report
   // Async, a chief in another process: the report channel, the key its
   // messages to this worker carry, and its requests not yet answered with
   // the recovery generation each was asked in (worker_reports.cpp).

@@ -59,33 +59,23 @@ bool seek_data(self_ptr self, const training_plan& plan) {
   return true;
 }
 
-// The row exchange for a model with an embedding table, by the plan's
-// buckets, its rows carried in the pipeline's steps (pushed to every shard
-// each step); false (the worker stops) where the plan and model disagree.
-bool plan_rows(self_ptr self, const training_plan& plan) {
+// The plan's tables are the model's, in its order and with its row widths;
+// false (the worker stops) where they disagree.
+bool tables_fit(self_ptr self, const training_plan& plan) {
   auto& st = self->state;
   auto& tables = st.links.net->tables();
-  st.pipeline->carry_rows(nullptr, nullptr);
-  st.rows.reset();
-  if (tables.empty() && plan.tables.empty())
-    return true;
-  if (tables.size() != 1 || plan.tables.size() != 1 || plan.tables[0].table.dim != tables[0].dim) {
+  bool fit = tables.size() == plan.tables.size();
+  for (size_t t = 0; fit && t < tables.size(); ++t)
+    fit = plan.tables[t].table.dim == tables[t].dim;
+  if (!fit)
     fail(self, "the chief's plan holds other embedding tables than this worker's model",
          make_error({errc::invalid_request, "tables differ"}));
-    return false;
-  }
-  st.rows = std::make_unique<row_exchange>(*st.exchange, plan.tables[0].table,
-                                           static_cast<int32_t>(st.links.shards.size()), 0,
-                                           tables[0].dim);
-  st.pipeline->carry_rows(st.rows.get(), &st.looked_up);
-  return true;
+  return fit;
 }
 
 void on_plan(self_ptr self, training_plan& plan) {
   auto& st = self->state;
-  st.pipeline->drop(); // of the plan before, if any
-  if (st.rows)
-    st.rows->cancel();
+  st.step->drop(); // of the plan before, if any
   auto& vars = st.links.net->variables();
   try {
     st.router.emplace(std::move(plan.slices), vars, static_cast<int32_t>(st.links.shards.size()));
@@ -109,17 +99,17 @@ void on_plan(self_ptr self, training_plan& plan) {
   st.coordinator = plan.coordinator;
   st.lease.reset(plan.lease);
   st.reports.reset(plan.report_every);
-  st.report.run = plan.run;
-  st.report.step = -1; // a new run (or a restored one) starts by asking
-  st.report.applied = false;
   st.recovery.over();
-  if (!seek_data(self, plan))
+  if (!tables_fit(self, plan) || !seek_data(self, plan))
     return;
-  st.buffers.reset(*st.router, st.links.net->staging(), vars.size(), st.config.wire_precision,
-                   st.config.push_topk);
-  st.pipeline->reset(*st.router);
-  if (!plan_rows(self, plan))
+  try {
+    st.step->reset(plan.run, *st.router, vars, st.links.net->staging(), plan.tables,
+                   static_cast<int32_t>(st.links.shards.size()));
+  } catch (const std::exception& e) {
+    fail(self, "the chief's plan", make_error({errc::invalid_request, e.what()}));
     return;
+  }
+  st.step->read_from(st.data.get(), st.links.net.get());
   st.progress.restart();
   auto share = st.data->position().share;
   spdlog::info("{}: ready; training on {} of {} examples (share {} of {})", st.label,
@@ -128,7 +118,7 @@ void on_plan(self_ptr self, training_plan& plan) {
   auto gen = st.recovery.generation();
   open_bulk_links(
     self, *st.exchange, st.links.shards, st.links.bulk,
-    {st.report.run, st.config.index, st.label, st.config.request_timeout},
+    {plan.run, st.config.index, st.label, st.config.request_timeout},
     [self, gen] { return self->state.recovery.current(gen); },
     [self, plan] {
       open_report_line(self, plan);

@@ -30,9 +30,7 @@ void wait_for_recovery(self_ptr self, const std::string& why, const caf::error& 
     fail(self, why, err);
     return;
   }
-  st.pipeline->drop();
-  if (st.rows)
-    st.rows->cancel();
+  st.step->drop();
   if (!st.recovery.begin()) {
     spdlog::info("{}: while waiting, also {}: {}", st.label, why, describe(err));
     return;

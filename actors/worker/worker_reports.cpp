@@ -107,14 +107,14 @@ void report_step(self_ptr self, const step_report& report) {
 }
 
 void report_nonfinite(self_ptr self) {
-  ask_over_basp<nonfinite_atom>(self, self->state.links.chief, self->state.report);
+  ask_over_basp<nonfinite_atom>(self, self->state.links.chief, self->state.step->report());
 }
 
 void send_reports(self_ptr self) {
   auto& st = self->state;
   auto batch = st.reports.take();
   if (batch.empty())
-    batch.push_back(st.report); // an ask: the step in it is not one of this worker's
+    batch.push_back(st.step->ask()); // an ask: names no step of this worker's
   if (sent_on_line(self, batch.data(), batch.size()))
     return;
   self->request(st.links.chief, st.config.step_timeout, reports_atom::value, std::move(batch))

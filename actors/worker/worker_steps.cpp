@@ -1,7 +1,8 @@
-// The worker's steps: ask for a step, compute it when its values are in,
-// hand the gradients to the step pipeline, count and report it, and ask for
-// the next; the lease says how many steps the worker holds at once. The
-// reports' paths are in worker_reports.cpp.
+// The worker's steps: ask for a step, begin it through the worker step (its
+// batch, keys and pull), compute the model on what the step pulled, hand
+// the step its gradients (it checks, pushes and settles them), count and
+// report it, and ask for the next; the lease says how many steps the worker
+// holds at once. The reports' paths are in worker_reports.cpp.
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
@@ -16,92 +17,26 @@ namespace troupe::worker_run {
 
 namespace {
 
-void train(self_ptr self);
-
-// The step's batch, and where it lies in the data; false once the worker
-// stops (its data failed).
-bool read_batch(self_ptr self) {
-  auto& st = self->state;
-  try {
-    st.data->next_batch(st.current);
-  } catch (const std::exception& e) {
-    fail(self, "reading its data failed at step " + std::to_string(st.report.step),
-         caf::make_error(caf::sec::runtime_error, e.what()));
-    return false;
-  }
-  auto position = st.data->position();
-  if (st.report.share_count > 0
-      && (static_cast<size_t>(st.report.share_rank) != position.share.rank
-          || static_cast<size_t>(st.report.share_count) != position.share.count))
-    spdlog::info("{}: epoch {} reads share {} of {} of the data", st.label, position.epoch,
-                 position.share.rank, position.share.count);
-  st.report.data_epoch = position.epoch;
-  st.report.data_offset = position.offset;
-  st.report.share_rank = static_cast<int32_t>(position.share.rank);
-  st.report.share_count = static_cast<int32_t>(position.share.count);
-  return true;
-}
-
-// A model with an embedding table reads its batch before the step's pull:
-// the pull carries the rows of the batch's distinct ids with the values.
-void begin_step(self_ptr self) {
-  auto& st = self->state;
-  if (st.rows) {
-    if (!read_batch(self))
-      return;
-    st.links.net->batch_keys(st.current, st.batch_ids);
-    st.looked_up.keys.assign(st.batch_ids.data(), st.batch_ids.size());
-  }
-  st.pipeline->begin(st.report.run);
-}
-
-// The step's values (and rows) are in. Rows are clipped to
-// embedding.max-norm where set.
+// The step's values (and rows) are in: the model computes on them.
 void compute(self_ptr self) {
   auto& st = self->state;
-  st.pipeline->before_compute(st.report.run);
-  if (!st.rows) {
-    if (read_batch(self))
-      train(self);
-    return;
-  }
-  if (st.config.max_norm > 0)
-    clip_rows(st.looked_up.values.data(), st.looked_up.keys.size(), st.links.net->tables()[0].dim,
-              static_cast<float>(st.config.max_norm), st.clip_scales);
-  train(self);
-}
-
-void train(self_ptr self) {
-  auto& st = self->state;
-  auto* staging = st.buffers.staging();
+  auto& step = *st.step;
+  auto& net = *st.links.net;
   batch_stats stats;
   try {
     flush_denormals arithmetic; // the CPU model's; a GPU model's kernels are unaffected
-    if (st.rows)
-      stats = st.links.net->train_step_rows(st.buffers.params(), st.current, st.looked_up,
-                                            st.buffers.grads());
+    if (step.tables() > 0)
+      stats = net.train_step_rows(step.params(), step.current(), step.rows(0), step.grads());
+    else if (step.staging())
+      stats = net.train_step_staged(step.current());
     else
-      stats = staging
-                ? st.links.net->train_step_staged(st.current)
-                : st.links.net->train_step(st.buffers.params(), st.current, st.buffers.grads());
+      stats = net.train_step(step.params(), step.current(), step.grads());
   } catch (const std::exception& e) {
-    fail(self, "compute failed at step " + std::to_string(st.report.step),
+    fail(self, "compute failed at step " + std::to_string(step.report().step),
          caf::make_error(caf::sec::runtime_error, e.what()));
     return;
   }
-  st.report.loss = stats.loss;
-  st.report.correct = stats.correct;
-  st.report.examples = stats.examples;
-  auto bad = staging ? st.guard->check_and_clip(*staging, stats.gradient_norm)
-                     : st.guard->check_and_clip(st.buffers.grads(), stats.gradient_norm);
-  if (bad)
-    spdlog::warn("{}: step {}: gradient of {} is not finite (loss {}); nothing pushed", st.label,
-                 st.report.step, st.links.net->variables()[*bad].name, st.report.loss);
-  if (st.rows && !bad && st.config.max_norm > 0)
-    clip_rows_backward(st.looked_up.values.data(), st.looked_up.keys.size(),
-                       st.links.net->tables()[0].dim, st.clip_scales, st.looked_up.grads.data());
-  push_header step{st.report.run, st.config.index, st.report.step, st.proof};
-  st.pipeline->computed(step, st.report, !bad);
+  step.computed(stats);
 }
 
 // A step's pushes are all answered: count it, then report it.
@@ -131,9 +66,9 @@ void start_next_step(self_ptr self) {
   if (st.lease.busy())
     return;
   if (st.leaving) {
-    if (st.pipeline->flushable()) { // its last push is reported first
+    if (st.step->flushable()) { // its last push is reported first
       st.lease.hold();
-      st.pipeline->flush();
+      st.step->flush();
       return;
     }
     if (!st.reports.empty())
@@ -146,16 +81,13 @@ void start_next_step(self_ptr self) {
   }
   auto grant = st.lease.begin();
   if (!grant) {
-    if (st.pipeline->flushable()) {
+    if (st.step->flushable()) {
       st.lease.hold();
-      st.pipeline->flush();
+      st.step->flush();
     }
     return;
   }
-  st.report.step = grant->step;
-  st.report.applied = false;
-  st.proof = grant->proof;
-  begin_step(self);
+  st.step->begin(*grant);
 }
 
 void leave(self_ptr self) {
@@ -193,7 +125,7 @@ void ask_for_first_steps(self_ptr self) {
     return;
   }
   for (int32_t i = 0; i < self->state.lease.size(); ++i)
-    report_step(self, self->state.report);
+    report_step(self, self->state.step->ask());
 }
 
 } // namespace troupe::worker_run

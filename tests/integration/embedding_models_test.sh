@@ -129,6 +129,15 @@ CONF
   expect "restored onto $n shard(s): the same test scores ($(scores restore$n.out) vs $saved)" \
     test "$(scores restore$n.out)" = "$saved"
 done
+# A shard that holds rows and no variable (round_robin on 3 shards puts the
+# bias and the dense weights on ps:0 and ps:1) takes every step as the
+# others do, and the chief's count of its updates says so: the run is ok.
+cluster_config rowsonly.conf 3 2 <<CONF
+$(sed -n '/^\[train\]/,$p' saved.conf | sed 's/^\[train\]$/[train]\nplacement = "round_robin"/; s/^log-dir = .*/log-dir = ""/')
+CONF
+"$bin" --config-file=rowsonly.conf >rowsonly.out 2>&1
+expect "a shard holding only rows counts every step: the run ends ok ($(grep -o '"error":"[^"]*"' rowsonly.out))" \
+  grep -q '"event":"final","ok":true' rowsonly.out
 # The same restore, its test set read from the file (data.eval-memory-bytes = 0): the same scores.
 sed 's/^\[data\]$/[data]\neval-memory-bytes = 0/' restore2.conf >streamed.conf
 "$bin" --config-file=streamed.conf >streamed.out 2>&1

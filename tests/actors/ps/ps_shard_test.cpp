@@ -57,6 +57,9 @@ BOOST_AUTO_TEST_CASE(pull_and_push_semantics) {
   auto early = pull(s, test_run, names{"w"}, int32_t{0});
   BOOST_REQUIRE(!early);
   BOOST_TEST(is(early.error(), errc::not_initialized));
+  auto early_push = push(s, test_run, 0, 0, 0, 0, names{"w"}, {tensor({2, 2}, 1.0f)});
+  BOOST_REQUIRE(!early_push);
+  BOOST_TEST(is(early_push.error(), errc::not_initialized));
 
   std::vector<tensor> init{tensor({2, 2}, 1.0f), tensor({2}, 0.5f)};
   BOOST_REQUIRE(
