@@ -22,10 +22,6 @@ namespace troupe {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw checkpoint_error(path + ": " + what);
-}
-
 using json::fields;
 using json::shape_json;
 
@@ -95,10 +91,11 @@ json::value checkpoint_manifest::to_json() const {
 checkpoint_manifest checkpoint_manifest::from_json(const json::value& v, const std::string& path) {
   fields top{path, v, ""};
   if (v.as_object() == nullptr || top.text("format") != "troupe-checkpoint")
-    fail(path, "not a Troupe checkpoint manifest");
+    fail_checkpoint(path, "not a Troupe checkpoint manifest");
   if (top.integer("version", 0, max_int) != format_version)
-    fail(path, "manifest version " + std::to_string(top.integer("version", 0, max_int)) + " is not "
-                 + std::to_string(format_version) + " (another Troupe release?)");
+    fail_checkpoint(path, "manifest version " + std::to_string(top.integer("version", 0, max_int))
+                            + " is not " + std::to_string(format_version)
+                            + " (another Troupe release?)");
   checkpoint_manifest m;
   m.step = top.integer("step", 0, max_int);
   m.fingerprint = top.named_texts("fingerprint");
@@ -117,9 +114,10 @@ checkpoint_manifest checkpoint_manifest::from_json(const json::value& v, const s
     s.offset = f.integer("offset", 0, max_int);
     s.file = f.text("file");
     if (s.file.find('/') != std::string::npos || s.file.find("..") != std::string::npos)
-      fail(path, f.where + "names a file outside the checkpoint: " + s.file);
+      fail_checkpoint(path, f.where + "names a file outside the checkpoint: " + s.file);
     if (m.shape_of(s.variable) == nullptr)
-      fail(path, f.where + "belongs to variable '" + s.variable + "', which is not listed");
+      fail_checkpoint(path,
+                      f.where + "belongs to variable '" + s.variable + "', which is not listed");
     m.tensors.push_back(std::move(s));
   }
   for (auto& file : top.list("files")) {
@@ -127,13 +125,13 @@ checkpoint_manifest checkpoint_manifest::from_json(const json::value& v, const s
     saved_file s{f.text("name"), static_cast<uint32_t>(f.integer("crc32", 0, 0xFFFFFFFFLL)),
                  static_cast<uint64_t>(f.integer("bytes", 0, max_int))};
     if (s.name.find('/') != std::string::npos || s.name.find("..") != std::string::npos)
-      fail(path, "file '" + s.name + "' lies outside the checkpoint");
+      fail_checkpoint(path, "file '" + s.name + "' lies outside the checkpoint");
     m.files.push_back(std::move(s));
   }
   for (auto& u : top.list("shard_updates")) {
     auto i = u.as_int();
     if (!i || *i < 0)
-      fail(path, "\"shard_updates\" must hold counts");
+      fail_checkpoint(path, "\"shard_updates\" must hold counts");
     m.shard_updates.push_back(*i);
   }
   for (auto& d : top.list("data_positions")) {
@@ -161,12 +159,12 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   auto tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr)
-    fail(tmp, std::string("cannot create: ") + std::strerror(errno));
+    fail_checkpoint(tmp, std::string("cannot create: ") + std::strerror(errno));
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0
             && ::fsync(fileno(f)) == 0;
   ok = std::fclose(f) == 0 && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
-    fail(path, std::string("cannot write: ") + std::strerror(errno));
+    fail_checkpoint(path, std::string("cannot write: ") + std::strerror(errno));
   sync_directory(fs::path(path).parent_path().string());
 }
 
@@ -174,14 +172,14 @@ std::string checkpoint_dir::begin(int64_t step) const {
   std::error_code ec;
   fs::create_directories(root_, ec);
   if (ec)
-    fail(root_, "cannot create the log directory: " + ec.message());
+    fail_checkpoint(root_, "cannot create the log directory: " + ec.message());
   auto staging = (fs::path(root_)
                   / (".saving-" + std::to_string(step) + "-" + std::to_string(::getpid())))
                    .string();
   fs::remove_all(staging, ec);
   fs::create_directory(staging, ec);
   if (ec)
-    fail(staging, "cannot create: " + ec.message());
+    fail_checkpoint(staging, "cannot create: " + ec.message());
   return staging;
 }
 
@@ -196,7 +194,7 @@ std::string checkpoint_dir::commit(const std::string& staging, const checkpoint_
   fs::remove_all(final_path, ec); // a checkpoint of the same step from an earlier run
   fs::rename(staging, final_path, ec);
   if (ec)
-    fail(final_path, "cannot move the finished checkpoint into place: " + ec.message());
+    fail_checkpoint(final_path, "cannot move the finished checkpoint into place: " + ec.message());
   sync_directory(root_);
   // TensorFlow's pointer-file format, so its tools find the latest too.
   write_file_atomically((fs::path(root_) / pointer_file).string(),
@@ -218,10 +216,11 @@ std::optional<std::string> checkpoint_dir::latest() const {
   auto text = read_file_bounded(path, 4096);
   auto open = text.find('"'), close = text.rfind('"');
   if (text.rfind("model_checkpoint_path:", 0) != 0 || open == close)
-    fail(path, "not a checkpoint pointer file (expected model_checkpoint_path: \"ckpt-N\")");
+    fail_checkpoint(path,
+                    "not a checkpoint pointer file (expected model_checkpoint_path: \"ckpt-N\")");
   auto name = text.substr(open + 1, close - open - 1);
   if (checkpoint_step_of(name) < 0)
-    fail(path, "names '" + name + "', which is not a checkpoint directory (ckpt-N)");
+    fail_checkpoint(path, "names '" + name + "', which is not a checkpoint directory (ckpt-N)");
   return (fs::path(root_) / name).string();
 }
 
@@ -246,26 +245,27 @@ checkpoint_reader::checkpoint_reader(std::string dir) : dir_(std::move(dir)) {
   try {
     v = json::parse(read_file_bounded(path, 64u << 20));
   } catch (const json::parse_error& e) {
-    fail(path, e.what());
+    fail_checkpoint(path, e.what());
   }
   manifest_ = checkpoint_manifest::from_json(v, path);
   for (auto& f : manifest_.files) {
     auto file = (fs::path(dir_) / f.name).string();
     auto [crc, bytes] = file_crc32(file);
     if (bytes != f.bytes)
-      fail(file, "holds " + std::to_string(bytes) + " bytes, the manifest says "
-                   + std::to_string(f.bytes) + " (truncated?)");
+      fail_checkpoint(file, "holds " + std::to_string(bytes) + " bytes, the manifest says "
+                              + std::to_string(f.bytes) + " (truncated?)");
     if (crc != f.crc32)
-      fail(file, "checksum mismatch (corrupt): CRC-32 " + std::to_string(crc)
-                   + ", the manifest says " + std::to_string(f.crc32));
+      fail_checkpoint(file, "checksum mismatch (corrupt): CRC-32 " + std::to_string(crc)
+                              + ", the manifest says " + std::to_string(f.crc32));
     files_.emplace(f.name, safetensors_file(file));
   }
   for (auto& t : manifest_.tensors) {
     auto i = files_.find(t.file);
     if (i == files_.end())
-      fail(path, "tensor '" + t.key + "' lies in file '" + t.file + "', which is not listed");
+      fail_checkpoint(path,
+                      "tensor '" + t.key + "' lies in file '" + t.file + "', which is not listed");
     if (i->second.entries().count(t.key) == 0)
-      fail(dir_ + "/" + t.file, "lacks tensor '" + t.key + "' that the manifest lists");
+      fail_checkpoint(dir_ + "/" + t.file, "lacks tensor '" + t.key + "' that the manifest lists");
   }
   check_layout();
   check_update_counts();
@@ -276,7 +276,7 @@ std::vector<const saved_tensor*> checkpoint_reader::layout_of(const std::string&
                                                               const std::string& slot) const {
   auto* shape = manifest_.shape_of(variable);
   if (shape == nullptr)
-    fail(dir_, "holds no variable '" + variable + "'");
+    fail_checkpoint(dir_, "holds no variable '" + variable + "'");
   std::string what = variable + (slot.empty() ? "" : " (slot " + slot + ")");
   std::vector<const saved_tensor*> slices;
   std::vector<std::pair<int64_t, int64_t>> covered; // [offset, end) along the axis
@@ -286,7 +286,7 @@ std::vector<const saved_tensor*> checkpoint_reader::layout_of(const std::string&
       continue;
     auto& part = files_.at(t.file).entries().at(t.key).shape;
     if (axis >= 0 && t.axis != axis)
-      fail(dir_, what + " is split along two axes");
+      fail_checkpoint(dir_, what + " is split along two axes");
     axis = t.axis;
     bool fits = part.size() == shape->size()
                 && (part.empty() ? axis == 0 : static_cast<size_t>(axis) < part.size());
@@ -294,25 +294,26 @@ std::vector<const saved_tensor*> checkpoint_reader::layout_of(const std::string&
       fits = static_cast<int>(d) == axis ? t.offset + part[d] <= (*shape)[d]
                                          : part[d] == (*shape)[d];
     if (!fits)
-      fail(dir_, "slice '" + t.key + "' " + to_string(part) + " at offset "
-                   + std::to_string(t.offset) + " does not fit " + what + " " + to_string(*shape));
+      fail_checkpoint(dir_, "slice '" + t.key + "' " + to_string(part) + " at offset "
+                              + std::to_string(t.offset) + " does not fit " + what + " "
+                              + to_string(*shape));
     slices.push_back(&t);
     covered.emplace_back(t.offset, t.offset + (part.empty() ? 1 : part[static_cast<size_t>(axis)]));
   }
   if (covered.empty())
-    fail(dir_, "holds no slice of " + what);
+    fail_checkpoint(dir_, "holds no slice of " + what);
   std::sort(covered.begin(), covered.end());
   int64_t next = 0;
   for (auto& [b, e] : covered) {
     if (b != next)
-      fail(dir_,
-           "the slices of " + what + " leave a gap or overlap at index " + std::to_string(next));
+      fail_checkpoint(dir_, "the slices of " + what + " leave a gap or overlap at index "
+                              + std::to_string(next));
     next = e;
   }
   auto dims = shape->empty() ? 1 : (*shape)[static_cast<size_t>(axis)];
   if (next != dims)
-    fail(dir_, "the slices of " + what + " end at " + std::to_string(next) + " of "
-                 + std::to_string(dims));
+    fail_checkpoint(dir_, "the slices of " + what + " end at " + std::to_string(next) + " of "
+                            + std::to_string(dims));
   return slices;
 }
 
@@ -322,7 +323,7 @@ void checkpoint_reader::check_layout() const {
   std::set<std::string> keys;
   for (auto& t : manifest_.tensors)
     if (!keys.insert(t.file + "/" + t.key).second)
-      fail(dir_, "lists tensor '" + t.key + "' of " + t.file + " twice");
+      fail_checkpoint(dir_, "lists tensor '" + t.key + "' of " + t.file + " twice");
   for (auto& [variable, shape] : manifest_.variables) {
     layout_of(variable, "");
     for (auto& slot : slots_of(variable))
@@ -337,9 +338,9 @@ void checkpoint_reader::check_values() const {
     auto value = files_.at(t.file).read(t.key);
     for (size_t i = 0; i < value.size(); ++i)
       if (!std::isfinite(value[i]))
-        fail(dir_ + "/" + t.file, "tensor '" + t.key + "' holds " + std::to_string(value[i])
-                                    + " at index " + std::to_string(i)
-                                    + " (a checkpoint of a diverged run?)");
+        fail_checkpoint(dir_ + "/" + t.file,
+                        "tensor '" + t.key + "' holds " + std::to_string(value[i]) + " at index "
+                          + std::to_string(i) + " (a checkpoint of a diverged run?)");
   }
 }
 
@@ -357,14 +358,14 @@ void checkpoint_reader::check_update_counts() const {
     auto updates = manifest_.shard_updates[s];
     bool holds = holding.count(s) > 0;
     if ((holds && updates != manifest_.step) || updates > manifest_.step)
-      fail(dir_, "ps:" + std::to_string(s) + " had applied " + std::to_string(updates)
-                   + " update(s) when saved, but the checkpoint claims step "
-                   + std::to_string(manifest_.step) + " (not a consistent checkpoint)");
+      fail_checkpoint(dir_, "ps:" + std::to_string(s) + " had applied " + std::to_string(updates)
+                              + " update(s) when saved, but the checkpoint claims step "
+                              + std::to_string(manifest_.step) + " (not a consistent checkpoint)");
   }
   for (auto s : holding)
     if (s >= manifest_.shard_updates.size())
-      fail(dir_, "holds tensors of ps:" + std::to_string(s)
-                   + " but no update count for it (not a consistent checkpoint)");
+      fail_checkpoint(dir_, "holds tensors of ps:" + std::to_string(s)
+                              + " but no update count for it (not a consistent checkpoint)");
 }
 
 tensor checkpoint_reader::assemble(const std::string& variable, const std::string& slot) const {
@@ -395,13 +396,14 @@ std::vector<std::string> checkpoint_reader::slots_of(const std::string& variable
 std::string read_file_bounded(const std::string& path, size_t limit) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    fail(path, "cannot open");
+    fail_checkpoint(path, "cannot open");
   std::string text;
   char buf[65536];
   while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
     text.append(buf, static_cast<size_t>(in.gcount()));
     if (text.size() > limit)
-      fail(path, "larger than " + std::to_string(limit) + " bytes; not what it should be");
+      fail_checkpoint(path,
+                      "larger than " + std::to_string(limit) + " bytes; not what it should be");
   }
   return text;
 }

@@ -27,6 +27,9 @@ struct checkpoint_error : troupe_error {
   using troupe_error::troupe_error;
 };
 
+/// Throws checkpoint_error("PATH: WHAT").
+[[noreturn]] void fail_checkpoint(const std::string& path, const std::string& what);
+
 /// CRC-32 (zlib's) of `bytes` bytes, continuing from `crc`.
 uint32_t crc32_of(const void* data, size_t bytes, uint32_t crc = 0);
 

@@ -29,9 +29,9 @@ std::string slurp(const fs::path& path) {
 
 // A log directory with model.json and two complete checkpoints (a manifest
 // each) and a torn one without.
-struct log_dir {
+struct source_log_dir {
   fs::path root = fs::temp_directory_path() / ("troupe-ckpt-source-" + std::to_string(::getpid()));
-  log_dir() {
+  source_log_dir() {
     fs::remove_all(root);
     write(root / "model.json", "{\"card\":1}");
     write(root / "secret.txt", "not a checkpoint file");
@@ -42,7 +42,7 @@ struct log_dir {
     }
     write(root / "ckpt-300" / "ps-0.safetensors", "torn");
   }
-  ~log_dir() { fs::remove_all(root); }
+  ~source_log_dir() { fs::remove_all(root); }
 };
 
 // Reads through the catalog in chunks of `chunk` bytes, as the evaluator does.
@@ -68,7 +68,7 @@ bool throws(F f) {
 BOOST_AUTO_TEST_SUITE(checkpoint_source_tests)
 
 BOOST_AUTO_TEST_CASE(the_catalog_lists_the_newest_complete_checkpoint_after_a_step) {
-  log_dir logs;
+  source_log_dir logs;
   checkpoint_catalog catalog(logs.root.string());
   auto newest = catalog.newest_after(-1);
   BOOST_TEST(newest.step == 200); // ckpt-300 has no manifest
@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(the_catalog_lists_the_newest_complete_checkpoint_after_a_st
 }
 
 BOOST_AUTO_TEST_CASE(the_catalog_reads_only_files_of_a_listed_checkpoint) {
-  log_dir logs;
+  source_log_dir logs;
   checkpoint_catalog catalog(logs.root.string());
   BOOST_TEST(catalog.read(200, "ckpt-200/ps-0.safetensors", 2990, 100) == std::string(10, 'c'));
   BOOST_TEST(catalog.read(200, "model.json", 0, 4).size() == 4u);
@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(the_catalog_reads_only_files_of_a_listed_checkpoint) {
 }
 
 BOOST_AUTO_TEST_CASE(the_fetcher_copies_a_checkpoint_and_keeps_only_the_newest) {
-  log_dir logs;
+  source_log_dir logs;
   checkpoint_catalog catalog(logs.root.string());
   auto local = logs.root / "copies";
   checkpoint_fetcher fetcher(local.string(), 1 << 20);
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(the_fetcher_copies_a_checkpoint_and_keeps_only_the_newest) 
 }
 
 BOOST_AUTO_TEST_CASE(the_fetcher_refuses_a_listing_it_cannot_trust) {
-  log_dir logs;
+  source_log_dir logs;
   checkpoint_catalog catalog(logs.root.string());
   auto good = catalog.newest_after(-1);
   checkpoint_fetcher fetcher((logs.root / "copies").string(), 10000);
@@ -169,7 +169,7 @@ BOOST_AUTO_TEST_CASE(the_read_window_bounds_pieces_on_their_way) {
 // from 39 MB to 2.48 GB); now two are answered and the rest refused, and a
 // follower that shows each piece's token reads a whole file.
 BOOST_AUTO_TEST_CASE(a_burst_of_reads_is_answered_within_the_window) {
-  log_dir logs;
+  source_log_dir logs;
   write(logs.root / "ckpt-200" / "big.bin", std::string(3 * checkpoint_chunk_bytes, 'x'));
   caf::actor_system_config cfg;
   register_protocol(cfg);

@@ -71,7 +71,7 @@ embedding_table_config hash_table() {
   return c;
 }
 
-batch_rows rows_of(std::vector<int64_t> ids) {
+batch_rows batch_rows_of(std::vector<int64_t> ids) {
   batch_rows rows;
   rows.keys.assign(ids.data(), ids.size());
   return rows;
@@ -82,7 +82,7 @@ batch_rows first_keys(int64_t n) {
   std::vector<int64_t> ids;
   for (int64_t k = 0; k < n; ++k)
     ids.push_back(k);
-  return rows_of(ids);
+  return batch_rows_of(ids);
 }
 
 // A row exchange of table 0, dim 2, over `shards` shards that the fake
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(each_shard_gets_its_keys_by_bucket_and_replies_land_on_thei
   std::vector<int64_t> ids;
   for (int64_t k = 0; k < 40; ++k)
     ids.push_back(k % 25); // duplicates: 25 distinct keys
-  auto rows = rows_of(ids);
+  auto rows = batch_rows_of(ids);
   int finished = 0;
   exchange.pull(7, rows, [&](const row_exchange::outcome& out) {
     BOOST_TEST(!out.refused);
@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(each_shard_gets_its_keys_by_bucket_and_replies_land_on_thei
   // The push sends each key's summed gradient and occurrences to its shard,
   // and reaches every shard, even one with no key: each counts every step.
   rows.grads.assign(rows.values.size(), 1.0f);
-  auto few = rows_of({3, 3, 3});
+  auto few = batch_rows_of({3, 3, 3});
   exchange.pull(7, few, [](const row_exchange::outcome&) {});
   path.answer(3);
   few.grads = {0.5f, 0.5f};
@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(a_fixed_size_table_sends_each_id_to_its_tf_partition) {
     over_fake_path fake(3, config);
     auto& path = fake.path;
     auto& exchange = fake.exchange;
-    auto rows = rows_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+    auto rows = batch_rows_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
     exchange.pull(7, rows, [](const row_exchange::outcome&) {});
     BOOST_REQUIRE(path.pulls.size() == 3u);
     for (auto& p : path.pulls) {

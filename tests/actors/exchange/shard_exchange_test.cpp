@@ -19,7 +19,7 @@ namespace {
 constexpr uint64_t run = 7;
 
 // Rows [n, 2] whose rows hold their keys.
-tensor rows_of(const std::vector<int64_t>& keys) {
+tensor row_values_of(const std::vector<int64_t>& keys) {
   tensor out({static_cast<int64_t>(keys.size()), 2});
   for (size_t i = 0; i < keys.size(); ++i)
     out.data()[2 * i] = out.data()[2 * i + 1] = static_cast<float>(keys[i]);
@@ -62,7 +62,7 @@ struct bulk_shard {
       if (!pull.names.empty())
         out.values = {std::make_shared<const tensor>(*w)};
       for (auto& rows : pull.tables) // each key's row reads the key, twice
-        out.rows.push_back(rows_of(rows.keys));
+        out.rows.push_back(row_values_of(rows.keys));
       out.version = version;
       return std::nullopt;
     };
@@ -336,7 +336,7 @@ BOOST_AUTO_TEST_CASE(a_parts_rows_ride_in_its_one_push_and_one_pull) {
   basp.answer_pull(0, 3.0f);
   exchange.finish(collect());
   BOOST_REQUIRE(outcomes.at(0).rows.size() == 1u);
-  BOOST_TEST(outcomes[0].rows[0].bit_equal(rows_of({3, 9})));
+  BOOST_TEST(outcomes[0].rows[0].bit_equal(row_values_of({3, 9})));
   BOOST_TEST(outcomes[0].values.at(0).data()[0] == 1.5f); // after the push's 0.5
 }
 

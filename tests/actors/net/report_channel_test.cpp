@@ -18,7 +18,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bulk::deadline soon() {
+bulk::deadline report_deadline() {
   return std::chrono::steady_clock::now() + 10s;
 }
 
@@ -77,8 +77,8 @@ struct server_fixture {
   }
   std::unique_ptr<report_link> open(uint64_t ticket, maybe_failure& error,
                                     const bulk::tls_context* tls = nullptr) {
-    return report_link::open("127.0.0.1", server->port(), 7, ticket, "worker:test", soon(), error,
-                             tls);
+    return report_link::open("127.0.0.1", server->port(), 7, ticket, "worker:test",
+                             report_deadline(), error, tls);
   }
   void answer(const batch& b, int64_t value) {
     bulk::meta_writer fields;

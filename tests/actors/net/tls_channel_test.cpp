@@ -22,15 +22,15 @@ using troupe::testing::identity_files;
 
 namespace {
 
-deadline soon() {
+deadline tls_deadline() {
   return std::chrono::steady_clock::now() + std::chrono::seconds(10);
 }
 
 // Two TLS channels over a socket pair with small buffers, so that a large
 // frame waits in the channel's output and goes out over many turns.
-struct tls_pair {
+struct channel_pair {
   channel a, b;
-  explicit tls_pair(const tls_context& tls) {
+  explicit channel_pair(const tls_context& tls) {
     int fds[2];
     BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
     for (int fd : fds) {
@@ -40,8 +40,9 @@ struct tls_pair {
     }
     maybe_failure server_error, client_error;
     channel server;
-    std::thread accepting{[&] { server = tls.accept(socket_fd{fds[0]}, soon(), server_error); }};
-    channel client = tls.connect(socket_fd{fds[1]}, soon(), client_error);
+    std::thread accepting{
+      [&] { server = tls.accept(socket_fd{fds[0]}, tls_deadline(), server_error); }};
+    channel client = tls.connect(socket_fd{fds[1]}, tls_deadline(), client_error);
     accepting.join();
     BOOST_REQUIRE_MESSAGE(!server_error, server_error->message);
     BOOST_REQUIRE_MESSAGE(!client_error, client_error->message);
@@ -62,7 +63,7 @@ std::shared_ptr<const tls_context> context_for(const tls_files& files) {
 struct connected {
   identity_files identity;
   std::shared_ptr<const tls_context> tls = context_for(identity.files);
-  tls_pair p{*tls};
+  channel_pair p{*tls};
 };
 
 } // namespace
@@ -87,7 +88,7 @@ BOOST_FIXTURE_TEST_CASE(frames_of_every_size_cross_a_moved_tls_channel_bit_exact
       frame_reader reader{{}};
       auto& from = direction ? p.b : p.a;
       auto& to = direction ? p.a : p.b;
-      bool received = testing::interleave(writer, reader, from, to, error, soon());
+      bool received = testing::interleave(writer, reader, from, to, error, tls_deadline());
       BOOST_REQUIRE_MESSAGE(received, (error ? error->message : "no frame") << " at " << n);
       BOOST_TEST(reader.header().request == request);
       auto fields = reader.fields();
@@ -111,7 +112,7 @@ BOOST_FIXTURE_TEST_CASE(bytes_forged_onto_the_wire_are_refused_with_the_connecti
   char got[64];
   ssize_t n = 0;
   for (int turn = 0; turn < 100 && n == 0; ++turn)
-    if (wait_for(p.a, false, soon(), error))
+    if (wait_for(p.a, false, tls_deadline(), error))
       n = p.a.read_some(got, sizeof(got), error);
   BOOST_TEST(n == -1);
   BOOST_REQUIRE(error);
@@ -131,8 +132,9 @@ BOOST_AUTO_TEST_CASE(a_client_the_server_refuses_learns_it_in_its_handshake) {
   prepare(fds[0]);
   prepare(fds[1]);
   maybe_failure server_error, client_error;
-  std::thread accepting{[&] { server_tls->accept(socket_fd{fds[0]}, soon(), server_error); }};
-  channel client = client_tls->connect(socket_fd{fds[1]}, soon(), client_error);
+  std::thread accepting{
+    [&] { server_tls->accept(socket_fd{fds[0]}, tls_deadline(), server_error); }};
+  channel client = client_tls->connect(socket_fd{fds[1]}, tls_deadline(), client_error);
   accepting.join();
   BOOST_TEST(!client);
   BOOST_REQUIRE(server_error);

@@ -33,7 +33,7 @@ table_setup small_table() {
 
 using names = std::vector<std::string>;
 
-step_rows rows_of(std::vector<int64_t> keys, float g) {
+step_rows step_rows_of(std::vector<int64_t> keys, float g) {
   auto n = static_cast<int64_t>(keys.size());
   std::vector<uint32_t> counts(keys.size(), 1);
   return {0, std::move(keys), std::move(counts), tensor({n, 2}, g)};
@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(rows_read_initial_values_and_pushes_apply_at_once) {
   BOOST_REQUIRE(first);
   BOOST_TEST(first->shape() == (shape_t{2, 2}));
   auto version = push(s, test_run, 0, 0, 0, 0, names{"bias"}, {tensor({1}, 0.0f)},
-                      {rows_of({3}, 0.25f)});
+                      {step_rows_of({3}, 0.25f)});
   BOOST_REQUIRE(version);
   auto after = rows(s, {3, 8});
   BOOST_REQUIRE(after);
@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(a_steps_rows_are_applied_once_whoever_replays_them) {
                      0,
                      names{"bias"},
                      {tensor({1}, 1.0f)},
-                     {rows_of({3}, 0.25f)}};
+                     {step_rows_of({3}, 0.25f)}};
   auto first = push_receipt_of(s, captured);
   BOOST_REQUIRE(first);
   BOOST_TEST(first->receipt == step_receipt(key, test_run, 0, 7, 0));
@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(a_steps_rows_are_applied_once_whoever_replays_them) {
 // the worker hears the refusal (it reports the step not applied).
 BOOST_AUTO_TEST_CASE(a_push_whose_rows_do_not_fit_changes_nothing) {
   auto s = shard_with_table();
-  auto twice = rows_of({3, 3}, 0.25f);
+  auto twice = step_rows_of({3, 3}, 0.25f);
   auto refused = push(s, test_run, 0, 0, 0, 0, names{"bias"}, {tensor({1}, 1.0f)}, {twice});
   BOOST_REQUIRE(!refused);
   BOOST_TEST(is(refused.error(), errc::invalid_request));
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(a_push_whose_rows_do_not_fit_changes_nothing) {
   BOOST_TEST(stats->tables[0].rows == 0u);
   // The same step, pushed right, is taken.
   BOOST_TEST(static_cast<bool>(
-    push(s, test_run, 0, 0, 0, 0, names{"bias"}, {tensor({1}, 1.0f)}, {rows_of({3}, 0.25f)})));
+    push(s, test_run, 0, 0, 0, 0, names{"bias"}, {tensor({1}, 1.0f)}, {step_rows_of({3}, 0.25f)})));
 }
 
 // A checkpoint's copy of a table is a frozen view: pushes after the
@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(a_snapshots_rows_are_those_of_its_version_whatever_is_pushe
   int64_t step = 0;
   auto push_key = [&](int64_t key) {
     return push(s, test_run, 0, step++, 0, 0, names{"bias"}, {tensor({1}, 0.0f)},
-                {rows_of({key}, 0.25f)});
+                {step_rows_of({key}, 0.25f)});
   };
   auto version = push_key(3);
   BOOST_REQUIRE(version);
@@ -205,7 +205,7 @@ BOOST_AUTO_TEST_CASE(a_sync_shard_without_variables_completes_steps_on_rows) {
   BOOST_REQUIRE(
     ask<caf::ok_atom>(s, init_atom::value, test_run, names{}, std::vector<tensor>{}, options));
   auto push_rows = [&](int32_t worker, std::vector<int64_t> keys, float g) {
-    return push(s, test_run, worker, 0, 0, 0, names{}, {}, {rows_of(std::move(keys), g)});
+    return push(s, test_run, worker, 0, 0, 0, names{}, {}, {step_rows_of(std::move(keys), g)});
   };
   BOOST_REQUIRE(push_rows(0, {3}, 1.0f));
   BOOST_TEST(log->empty());

@@ -19,16 +19,16 @@ using namespace troupe;
 namespace {
 
 // Two variables: "a" whole on shard 0, "b" split in two rows over shards 0 and 1.
-std::vector<variable_spec> variables() {
+std::vector<variable_spec> part_variables() {
   return {{"a", {2}, {}}, {"b", {2, 2}, {}}};
 }
 
-std::vector<planned_slice> plan() {
+std::vector<planned_slice> part_plan() {
   return {{"a", 0, 0, 0, 0, 2}, {"b/part_0", 0, 1, 0, 0, 1}, {"b/part_1", 1, 1, 0, 1, 1}};
 }
 
 // Requests wait for the test's answer, as replies wait in a mailbox.
-struct fake_messages : message_path {
+struct fake_step_messages : message_path {
   struct request {
     int32_t shard;
     bool push;
@@ -68,10 +68,10 @@ struct fake_messages : message_path {
   }
 };
 
-struct fixture {
-  fake_messages basp;
+struct parts_fixture {
+  fake_step_messages basp;
   shard_exchange exchange{basp, std::chrono::seconds(5)};
-  slice_router router{plan(), variables(), 2};
+  slice_router router{part_plan(), part_variables(), 2};
   param_buffers buffers;
   std::vector<std::string> events;
   std::vector<step_report> reports;
@@ -216,7 +216,7 @@ BOOST_AUTO_TEST_CASE(lost_shards_are_reached_again_once_in_the_order_lost) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_FIXTURE_TEST_SUITE(param_buffers_tests, fixture)
+BOOST_FIXTURE_TEST_SUITE(param_buffers_tests, parts_fixture)
 
 BOOST_AUTO_TEST_CASE(a_whole_variable_is_pulled_into_its_own_storage) {
   buffers.reset(router, nullptr, 2);
@@ -268,7 +268,7 @@ BOOST_AUTO_TEST_CASE(pushed_gradients_come_back_now_or_after_the_next_cut) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_FIXTURE_TEST_SUITE(step_pipeline_tests, fixture)
+BOOST_FIXTURE_TEST_SUITE(step_pipeline_tests, parts_fixture)
 
 BOOST_AUTO_TEST_CASE(plain_steps_pull_compute_push_report) {
   auto p = pipeline(false);

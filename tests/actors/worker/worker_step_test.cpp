@@ -71,7 +71,7 @@ struct fake_shards : message_path {
   }
 };
 
-struct fixture {
+struct step_fixture {
   fake_shards shards;
   shard_exchange exchange{shards, std::chrono::seconds(5)};
   std::vector<std::string> events;
@@ -109,7 +109,7 @@ struct table_plan {
 
 } // namespace
 
-BOOST_FIXTURE_TEST_SUITE(worker_steps, fixture)
+BOOST_FIXTURE_TEST_SUITE(worker_steps, step_fixture)
 
 // The row path: the keys ride in the step's pull (the dense shard's request
 // carries them beside its value, the other shard's request has rows only),

@@ -18,10 +18,10 @@ using namespace troupe;
 namespace {
 
 // 2 dense values, 3 fields of 2 key slots each.
-constexpr key_layout layout{2, 3, 2};
+constexpr key_layout test_layout{2, 3, 2};
 
 model_options options_of(std::vector<std::string> layers, objective task,
-                         key_layout keys = layout) {
+                         key_layout keys = test_layout) {
   model_options o;
   o.layers = std::move(layers);
   o.keys = keys;

@@ -11,7 +11,7 @@ using namespace troupe;
 
 namespace {
 
-tensor random_tensor(shape_t shape, uint32_t seed, float scale = 1.0f) {
+tensor random_logits(shape_t shape, uint32_t seed, float scale = 1.0f) {
   tensor t(std::move(shape));
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, scale);
@@ -45,7 +45,7 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_is_stable_and_correct) {
 }
 
 BOOST_AUTO_TEST_CASE(softmax_cross_entropy_gradient_matches_finite_differences) {
-  auto logits = random_tensor({4, 5}, 7, 2.0f);
+  auto logits = random_logits({4, 5}, 7, 2.0f);
   std::vector<int32_t> labels{0, 4, 2, 2};
   tensor grad;
   softmax_cross_entropy(logits, labels, &grad);

@@ -12,7 +12,7 @@ using namespace troupe;
 
 namespace {
 
-variable_spec var(std::string name, shape_t shape) {
+variable_spec placed_var(std::string name, shape_t shape) {
   return {std::move(name), std::move(shape), {}};
 }
 
@@ -62,7 +62,8 @@ BOOST_AUTO_TEST_CASE(bad_rules_name_the_rule_and_the_problem) {
   has(error_of("x min_max max_partitions=2 min_slice_bytes=0"), "min_slice_bytes >= 1");
   has(error_of("x axis_size max_shard_bytes=0"), "max_shard_bytes >= 1");
   has(error_of("x fixed_size shards=2 axis=-1"), "not a tensor axis");
-  std::vector<variable_spec> vars{var("fc1/weights", {3136, 1024}), var("fc1/biases", {1024})};
+  std::vector<variable_spec> vars{placed_var("fc1/weights", {3136, 1024}),
+                                  placed_var("fc1/biases", {1024})};
   auto check_error = [&](const std::string& text) {
     try {
       check_partition_rules(parse_partition_rules({text}), vars);
@@ -77,7 +78,8 @@ BOOST_AUTO_TEST_CASE(bad_rules_name_the_rule_and_the_problem) {
 }
 
 BOOST_AUTO_TEST_CASE(rules_apply_under_every_strategy) {
-  std::vector<variable_spec> vars{var("a", {10, 4}), var("b", {6}), var("c", {100, 4})};
+  std::vector<variable_spec> vars{placed_var("a", {10, 4}), placed_var("b", {6}),
+                                  placed_var("c", {100, 4})};
   auto rules = parse_partition_rules({"a fixed_size shards=2"});
   for (auto& [strategy, name] : enum_names<placement_strategy>::table) {
     auto plan = plan_placement(strategy, vars, 2, 0.05, rules);
@@ -117,10 +119,11 @@ BOOST_AUTO_TEST_CASE(round_robin_follows_creation_order) {
 }
 
 BOOST_AUTO_TEST_CASE(round_robin_leaves_the_cnn_lopsided_and_balanced_fixes_it) {
-  std::vector<variable_spec> cnn{var("conv1/weights", {5, 5, 1, 32}),  var("conv1/biases", {32}),
-                                 var("conv2/weights", {5, 5, 32, 64}), var("conv2/biases", {64}),
-                                 var("fc1/weights", {3136, 1024}),     var("fc1/biases", {1024}),
-                                 var("fc2/weights", {1024, 10}),       var("fc2/biases", {10})};
+  std::vector<variable_spec> cnn{
+    placed_var("conv1/weights", {5, 5, 1, 32}),  placed_var("conv1/biases", {32}),
+    placed_var("conv2/weights", {5, 5, 32, 64}), placed_var("conv2/biases", {64}),
+    placed_var("fc1/weights", {3136, 1024}),     placed_var("fc1/biases", {1024}),
+    placed_var("fc2/weights", {1024, 10}),       placed_var("fc2/biases", {10})};
   std::vector<variable_slice> whole;
   for (auto& v : cnn)
     whole.push_back(split_variable(v, 1)[0]);
@@ -135,8 +138,8 @@ BOOST_AUTO_TEST_CASE(round_robin_leaves_the_cnn_lopsided_and_balanced_fixes_it) 
   for (auto& p : balanced)
     if (p.slice.variable == "fc1/weights")
       BOOST_TEST(p.slice.shape[0] == 1568);
-  auto softmax = place_balanced({var("softmax/weights", {784, 10}), var("softmax/biases", {10})},
-                                2);
+  auto softmax = place_balanced(
+    {placed_var("softmax/weights", {784, 10}), placed_var("softmax/biases", {10})}, 2);
   BOOST_TEST(softmax.size() == 3u);
   BOOST_TEST(imbalance(softmax, 2) <= 1.05);
   // Deterministic.
@@ -150,7 +153,8 @@ BOOST_AUTO_TEST_CASE(round_robin_leaves_the_cnn_lopsided_and_balanced_fixes_it) 
 
 BOOST_AUTO_TEST_CASE(greedy_bytes_goes_to_the_least_loaded_shard) {
   std::vector<variable_slice> s;
-  for (auto& v : {var("a", {100}), var("b", {10}), var("c", {10}), var("d", {50})})
+  for (auto& v : {placed_var("a", {100}), placed_var("b", {10}), placed_var("c", {10}),
+                  placed_var("d", {50})})
     s.push_back(split_variable(v, 1)[0]);
   auto p = place_greedy_bytes(s, 2);
   BOOST_TEST(p[0].shard == 0);
@@ -171,7 +175,7 @@ BOOST_AUTO_TEST_CASE(balanced_bound_holds_on_random_variable_sets) {
     int count = 1 + static_cast<int>(rng() % 12);
     for (int i = 0; i < count; ++i) {
       int64_t r = 1 + static_cast<int64_t>(rng() % 3000), c = 1 + static_cast<int64_t>(rng() % 64);
-      vars.push_back(var("v" + std::to_string(i), {r, c}));
+      vars.push_back(placed_var("v" + std::to_string(i), {r, c}));
     }
     double total = 0, widest_row = 0;
     for (auto& v : vars) {
