@@ -138,8 +138,9 @@ inline std::shared_ptr<data_split> input_split(const model_card& card, const com
     // where it has it.
     auto label = csv.label_column;
     csv.label_column.clear();
-    auto probe = open_csv(input, csv);
-    if (probe->features() == num_elements(card.input) + 1 && given == cl.options.end()) {
+    auto probe = open_csv(input, csv); // without the fills: no indicators counted
+    auto values = num_elements(card.input) - card.missing.indicators();
+    if (probe->features() == values + 1 && given == cl.options.end()) {
       csv.label_column = label;
       try {
         open_csv(input, csv);

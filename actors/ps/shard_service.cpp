@@ -96,85 +96,103 @@ maybe_failure shard_service::pull(const pull_request& request, pulled& out) {
   return std::nullopt;
 }
 
-push_outcome shard_service::refusal(errc code, std::string message) const {
+push_outcome shard_service::refusal(failure why) const {
   push_outcome out;
-  out.refused = failure{code, std::move(message)};
+  out.refused = std::move(why);
   return out;
 }
 
 push_outcome shard_service::push(const step_push& push) {
-  if (!rule_)
-    return refusal(errc::not_initialized,
-                   label_ + " is not initialised yet; wait for the chief's ready answer");
-  if (auto why = store_.other_run(push.run))
-    return refusal(errc::unauthorized, label_ + " refused a push: " + *why);
-  auto of = "step " + std::to_string(push.step) + " of worker:" + std::to_string(push.worker);
-  if (!key_.empty() && push.proof != grant_proof(key_, run_, push.worker, push.step)) {
-    traffic_.unauthorized_push();
-    return refusal(errc::unauthorized,
-                   label_ + " refused a push of " + of
-                     + ": its grant proof is not the one of that step for that worker: nobody "
-                       "granted it");
-  }
+  if (auto why = admit(push))
+    return refusal(std::move(*why));
   traffic_.pushed(push);
   push_outcome out;
   out.answer.receipt = key_.empty() ? 0 : step_receipt(key_, run_, push.worker, push.step, index_);
-  switch (rule_->judge(push.worker, push.step)) {
-    case push_verdict::repeated:
-      // Applied already (async: granted again, or replayed), or this
-      // worker's push of the step is in (sync): nothing changes.
-      traffic_.repeated_push();
-      out.answer.version = store_.version();
-      return out;
+  auto verdict = rule_->judge(push.worker, push.step);
+  if (verdict == push_verdict::repeated) {
+    // Applied already (async: granted again, or replayed), or this worker's
+    // push of the step is in (sync): nothing changes.
+    traffic_.repeated_push();
+  } else if (verdict != push_verdict::take) {
+    return refusal(judged(verdict, push));
+  } else if (auto why = take(push, out)) {
+    return refusal(std::move(*why));
+  }
+  out.answer.version = store_.version();
+  return out;
+}
+
+// Whether a push may be judged at all: the shard initialised, the run its
+// own, the grant proof that of the step for that worker.
+maybe_failure shard_service::admit(const step_push& push) {
+  if (!rule_)
+    return failure{errc::not_initialized,
+                   label_ + " is not initialised yet; wait for the chief's ready answer"};
+  if (auto why = store_.other_run(push.run))
+    return failure{errc::unauthorized, label_ + " refused a push: " + *why};
+  if (!key_.empty() && push.proof != grant_proof(key_, run_, push.worker, push.step)) {
+    traffic_.unauthorized_push();
+    return failure{errc::unauthorized,
+                   label_ + " refused a push of " + step_of(push)
+                     + ": its grant proof is not the one of that step for that worker: nobody "
+                       "granted it"};
+  }
+  return std::nullopt;
+}
+
+// Why the update rule will not take a push (anything but take and repeated).
+failure shard_service::judged(push_verdict verdict, const step_push& push) {
+  auto of = step_of(push);
+  switch (verdict) {
     case push_verdict::stale:
       rule_->drop();
-      return refusal(errc::stale_gradient, "the push of " + of + " is stale: " + label_
-                                             + " is at step " + std::to_string(rule_->step())
-                                             + "; dropped");
+      return {errc::stale_gradient, "the push of " + of + " is stale: " + label_ + " is at step "
+                                      + std::to_string(rule_->step()) + "; dropped"};
     case push_verdict::ahead:
-      return refusal(errc::invalid_request, "step " + std::to_string(push.step)
-                                              + " of worker:" + std::to_string(push.worker)
-                                              + " is ahead of " + label_ + " (at step "
-                                              + std::to_string(rule_->step()) + ")");
+      return {errc::invalid_request,
+              of + " is ahead of " + label_ + " (at step " + std::to_string(rule_->step()) + ")"};
     case push_verdict::past_end:
-      return refusal(errc::training_stopped,
-                     "step " + std::to_string(push.step) + " is past last_step on " + label_);
+      return {errc::training_stopped,
+              "step " + std::to_string(push.step) + " is past last_step on " + label_};
     case push_verdict::revoked:
-      return refusal(errc::unauthorized,
-                     label_ + " refused the push of " + of
-                       + ": the chief took that grant back (it was held too long) and gave "
-                         "the step to another worker");
-    case push_verdict::take:
-      break;
+      return {errc::unauthorized, label_ + " refused the push of " + of
+                                    + ": the chief took that grant back (it was held too long) "
+                                      "and gave the step to another worker"};
+    default:
+      return {errc::invalid_request, of + ": no verdict to refuse it by"};
   }
+}
+
+// A push the rule takes: checked whole, then applied (async) or added to
+// the step's sums (sync), which complete the step once R are in.
+maybe_failure shard_service::take(const step_push& push, push_outcome& out) {
   // Packed gradients are widened into the service's own storage first; the
   // optimizer and the sums see fp32 only.
   const std::vector<tensor>* gradients = &push.gradients;
   if (push.precision != static_cast<int32_t>(wire_precision::fp32)) {
     if (auto err = store_.widen_gradients(push.names, push.precision, push.gradients, widened_))
-      return refusal(err->code, err->message);
+      return err;
     gradients = &widened_;
   }
   if (auto err = check(push, *gradients))
-    return refusal(err->code, err->message);
+    return err;
   if (!rule_->is_sync()) {
     for (auto& rows : push.tables)
       tables_.apply(rows);
     store_.apply_checked(push.names, *gradients);
     rule_->took(push.worker, push.step);
-  } else {
-    if (!push.names.empty())
-      sums_->add(*gradients);
-    for (auto& rows : push.tables)
-      tables_.add(rows);
-    rule_->took(push.worker, push.step);
-    if (rule_->ready()) {
-      apply_step();
-      out.completed = true;
-    }
+    return std::nullopt;
   }
-  out.answer.version = store_.version();
-  return out;
+  if (!push.names.empty())
+    sums_->add(*gradients);
+  for (auto& rows : push.tables)
+    tables_.add(rows);
+  rule_->took(push.worker, push.step);
+  if (rule_->ready()) {
+    apply_step();
+    out.completed = true;
+  }
+  return std::nullopt;
 }
 
 // Every part of a push, before any part is taken: the dense gradients

@@ -118,7 +118,13 @@ private:
   maybe_failure check(const step_push& push, const std::vector<tensor>& gradients) const;
   /// Sync: the step's sums applied, the rule on to the next step.
   void apply_step();
-  push_outcome refusal(errc code, std::string message) const;
+  maybe_failure admit(const step_push& push);
+  failure judged(push_verdict verdict, const step_push& push);
+  maybe_failure take(const step_push& push, push_outcome& out);
+  push_outcome refusal(failure why) const;
+  static std::string step_of(const step_push& push) {
+    return "step " + std::to_string(push.step) + " of worker:" + std::to_string(push.worker);
+  }
 
   std::string label_;
   int32_t index_;

@@ -68,33 +68,29 @@ void parse_or_report(const std::string& key, std::vector<std::string>& errors, F
   }
 }
 
-// The values the file writes as text, parsed into the typed settings.
-training_settings typed_settings(const node_config& cfg, std::vector<std::string>& errors) {
-  auto t = cfg.train;
-  t.seed = static_cast<uint64_t>(cfg.seed);
-  t.checkpoint.save_interval = std::chrono::duration_cast<std::chrono::milliseconds>(
-    cfg.save_interval);
-  if (cfg.save_interval.count() < 0)
-    t.checkpoint.save_interval = std::chrono::milliseconds(-1); // reported as out of range
-  t.checkpoint.keep = static_cast<int32_t>(std::clamp<int64_t>(cfg.keep, -1, 1'000'000));
-  if (cfg.seed < 0)
-    errors.push_back("train.seed must not be negative");
+// train.replicas-to-aggregate: a count, or "all" (every worker taking part now).
+void parse_replicas(const node_config& cfg, training_settings& t,
+                    std::vector<std::string>& errors) {
   if (cfg.replicas_to_aggregate == "all") {
     t.replicas_follow_membership = true;
     t.replicas_to_aggregate = 0;
-  } else {
-    try {
-      size_t used = 0;
-      t.replicas_to_aggregate = std::stoll(cfg.replicas_to_aggregate, &used);
-      if (used != cfg.replicas_to_aggregate.size())
-        throw std::invalid_argument("trailing text");
-    } catch (const std::exception&) {
-      errors.push_back("train.replicas-to-aggregate = \"" + cfg.replicas_to_aggregate
-                       + "\" is neither a count nor \"all\"; write a number of workers (0: "
-                         "every listed worker) or \"all\" (every worker taking part now)");
-    }
+    return;
   }
-  t.total_num_replicas = cfg.total_num_replicas;
+  try {
+    size_t used = 0;
+    t.replicas_to_aggregate = std::stoll(cfg.replicas_to_aggregate, &used);
+    if (used != cfg.replicas_to_aggregate.size())
+      throw std::invalid_argument("trailing text");
+  } catch (const std::exception&) {
+    errors.push_back("train.replicas-to-aggregate = \"" + cfg.replicas_to_aggregate
+                     + "\" is neither a count nor \"all\"; write a number of workers (0: "
+                       "every listed worker) or \"all\" (every worker taking part now)");
+  }
+}
+
+// The [train] choices written as names.
+void parse_train_choices(const node_config& cfg, training_settings& t,
+                         std::vector<std::string>& errors) {
   t.model = parse_choice("train.model", cfg.model, t.model, errors,
                          {"is not a known model", "known"});
   t.mode = parse_choice("train.mode", cfg.mode, t.mode, errors);
@@ -106,32 +102,6 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
   t.optimizer.kind = parse_choice("train.optimizer", cfg.optimizer, t.optimizer.kind, errors);
   t.optimizer.learning_rate.type = parse_choice("train.lr-schedule", cfg.lr_schedule,
                                                 t.optimizer.learning_rate.type, errors);
-  t.data.normalize = parse_choice("data.normalize", cfg.normalize, t.data.normalize, errors);
-  t.data.bad_records = parse_choice("data.bad-records", cfg.bad_records, t.data.bad_records,
-                                    errors);
-  t.data.task = parse_choice("data.task", cfg.task, t.data.task, errors);
-  t.embedding.initializer = parse_choice("embedding.initializer", cfg.embedding_initializer,
-                                         t.embedding.initializer, errors);
-  t.embedding.optimizer.kind = parse_choice("embedding.optimizer", cfg.embedding_optimizer,
-                                            t.embedding.optimizer.kind, errors);
-  t.embedding.reduction = parse_choice("embedding.sync-reduction", cfg.sync_reduction,
-                                       t.embedding.reduction, errors);
-  t.embedding.kind = parse_choice("embedding.kind", cfg.embedding_kind, t.embedding.kind, errors);
-  t.embedding.partition = parse_choice("embedding.partition", cfg.embedding_partition,
-                                       t.embedding.partition, errors);
-  t.embedding.ids = parse_choice("embedding.id-mapping", cfg.embedding_ids, t.embedding.ids,
-                                 errors);
-  if (cfg.csv_delimiter == "tab" || cfg.csv_delimiter == "\\t" || cfg.csv_delimiter == "\t")
-    t.data.csv.delimiter = '\t';
-  else if (cfg.csv_delimiter.size() == 1 && cfg.csv_delimiter != "\"")
-    t.data.csv.delimiter = cfg.csv_delimiter[0];
-  else
-    errors.push_back("data.csv-delimiter = \"" + cfg.csv_delimiter
-                     + "\": give one character (e.g. \",\" or \";\") or \"tab\"");
-  // The model's input and classes come from the data (catalog_for_node);
-  // tasks that read none check the model against [model] where it is given.
-  t.network.input = cfg.model_input;
-  t.network.classes = cfg.model_classes;
   parse_or_report("train.partitioners", errors,
                   [&] { t.partitioners = parse_partition_rules(cfg.partitioners); });
   parse_or_report("train.device", errors, [&] { t.device = gpu::parse_device(cfg.device); });
@@ -139,6 +109,64 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
   for (size_t i = 0; i < cfg.worker_devices.size(); ++i)
     parse_or_report("train.worker-devices[" + std::to_string(i) + "]", errors,
                     [&] { t.worker_devices.push_back(gpu::parse_device(cfg.worker_devices[i])); });
+}
+
+// The [data] values written as text.
+void parse_data_text(const node_config& cfg, data_options& d, std::vector<std::string>& errors) {
+  d.normalize = parse_choice("data.normalize", cfg.normalize, d.normalize, errors);
+  d.bad_records = parse_choice("data.bad-records", cfg.bad_records, d.bad_records, errors);
+  d.task = parse_choice("data.task", cfg.task, d.task, errors);
+  d.csv.missing = parse_choice("data.missing-values", cfg.missing_values, d.csv.missing, errors);
+  for (auto& text : cfg.missing_fill) {
+    if (auto fill = parse_column_fill(text))
+      d.csv.missing_fill.push_back(*fill);
+    else
+      errors.push_back("data.missing-fill: " + quote_input(text)
+                       + " is not \"column=value\" with a finite number, e.g. "
+                         "[\"total_charges=0\"]");
+  }
+  if (cfg.csv_delimiter == "tab" || cfg.csv_delimiter == "\\t" || cfg.csv_delimiter == "\t")
+    d.csv.delimiter = '\t';
+  else if (cfg.csv_delimiter.size() == 1 && cfg.csv_delimiter != "\"")
+    d.csv.delimiter = cfg.csv_delimiter[0];
+  else
+    errors.push_back("data.csv-delimiter = \"" + cfg.csv_delimiter
+                     + "\": give one character (e.g. \",\" or \";\") or \"tab\"");
+}
+
+// The [embedding] choices written as names.
+void parse_embedding_choices(const node_config& cfg, embedding_settings& e,
+                             std::vector<std::string>& errors) {
+  e.initializer = parse_choice("embedding.initializer", cfg.embedding_initializer, e.initializer,
+                               errors);
+  e.optimizer.kind = parse_choice("embedding.optimizer", cfg.embedding_optimizer, e.optimizer.kind,
+                                  errors);
+  e.reduction = parse_choice("embedding.sync-reduction", cfg.sync_reduction, e.reduction, errors);
+  e.kind = parse_choice("embedding.kind", cfg.embedding_kind, e.kind, errors);
+  e.partition = parse_choice("embedding.partition", cfg.embedding_partition, e.partition, errors);
+  e.ids = parse_choice("embedding.id-mapping", cfg.embedding_ids, e.ids, errors);
+}
+
+// The values the file writes as text, parsed into the typed settings.
+training_settings typed_settings(const node_config& cfg, std::vector<std::string>& errors) {
+  auto t = cfg.train;
+  t.seed = static_cast<uint64_t>(cfg.seed);
+  if (cfg.seed < 0)
+    errors.push_back("train.seed must not be negative");
+  t.checkpoint.save_interval = std::chrono::duration_cast<std::chrono::milliseconds>(
+    cfg.save_interval);
+  if (cfg.save_interval.count() < 0)
+    t.checkpoint.save_interval = std::chrono::milliseconds(-1); // reported as out of range
+  t.checkpoint.keep = static_cast<int32_t>(std::clamp<int64_t>(cfg.keep, -1, 1'000'000));
+  parse_replicas(cfg, t, errors);
+  t.total_num_replicas = cfg.total_num_replicas;
+  parse_train_choices(cfg, t, errors);
+  parse_data_text(cfg, t.data, errors);
+  parse_embedding_choices(cfg, t.embedding, errors);
+  // The model's input and classes come from the data (catalog_for_node);
+  // tasks that read none check the model against [model] where it is given.
+  t.network.input = cfg.model_input;
+  t.network.classes = cfg.model_classes;
   return t;
 }
 

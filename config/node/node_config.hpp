@@ -63,6 +63,8 @@ public:
   std::string csv_delimiter = ",";
   std::string normalize = "auto";
   std::string bad_records = "fail";
+  std::string missing_values = "mean";
+  std::vector<std::string> missing_fill; // "column=value" each
   std::string task = "classification";
   std::vector<int64_t> model_input; // empty: the data's
   int64_t model_classes = 0;        // 0: the data's
@@ -76,6 +78,20 @@ public:
   std::string embedding_ids = "identity";
 
   const caf::config_option_set& options() const noexcept { return custom_options_; }
+
+private:
+  // The options of each section, bound to the members above.
+  void add_global_options();
+  void add_cluster_options();
+  void add_train_options();
+  void add_optimizer_options();
+  void add_step_options();
+  void add_placement_options();
+  void add_checkpoint_options();
+  void add_model_options();
+  void add_data_options();
+  void add_data_reading_options();
+  void add_embedding_options();
 };
 
 /// What the node will do, once the configuration checked out.

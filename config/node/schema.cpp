@@ -19,6 +19,20 @@ node_config::node_config()
   // pull's round trip halves (docs/results.md, "Transfer"). The file may
   // still choose 'stealing'.
   set("scheduler.policy", caf::atom("sharing"));
+  add_global_options();
+  add_cluster_options();
+  add_train_options();
+  add_optimizer_options();
+  add_step_options();
+  add_placement_options();
+  add_checkpoint_options();
+  add_model_options();
+  add_data_options();
+  add_data_reading_options();
+  add_embedding_options();
+}
+
+void node_config::add_global_options() {
   opt_group{custom_options_, "global"}
     .add(job_name, "job_name",
          "this task's job: ps, worker, chief or evaluator (omit to run every task "
@@ -27,6 +41,9 @@ node_config::node_config()
     .add(restore, "restore",
          "chief: auto (the latest complete checkpoint in checkpoint.log-dir, if any), never, "
          "or the path of a checkpoint directory");
+}
+
+void node_config::add_cluster_options() {
   opt_group{custom_options_, "cluster"}
     .add(chief_hosts, "chief", "the chief task's host:port (exactly one)")
     .add(ps_hosts, "ps", "PS tasks' host:port list")
@@ -56,6 +73,9 @@ node_config::node_config()
          "run without TLS although the cluster's addresses are not all loopback: anyone who "
          "reaches its ports can join, read and change the model (docs/operations.md#security); "
          "without it such a cluster must configure [openssl]");
+}
+
+void node_config::add_train_options() {
   opt_group{custom_options_, "train"}
     .add(model, "model",
          "model to train: softmax, mlp, cnn, vgg11, vgg16, vgg19 or custom; for categorical "
@@ -66,7 +86,12 @@ node_config::node_config()
          "more than train.staleness steps ahead of the slowest)")
     .add(train.staleness, "staleness",
          "ssp: steps a worker may run ahead of the slowest (0: lockstep; large: async)")
-    .add(train.batch_size, "batch-size", "examples per worker step")
+    .add(train.batch_size, "batch-size", "examples per worker step");
+}
+
+// [train]: the optimizer the shards apply, and its learning-rate schedule.
+void node_config::add_optimizer_options() {
+  opt_group{custom_options_, "train"}
     .add(train.optimizer.learning_rate.base, "learning-rate",
          "the (initial) learning rate of the optimizer")
     .add(optimizer, "optimizer",
@@ -90,7 +115,12 @@ node_config::node_config()
     .add(train.optimizer.learning_rate.boundaries, "lr-boundaries",
          "piecewise: the steps where the rate changes, e.g. [1000, 2000]")
     .add(train.optimizer.learning_rate.values, "lr-values",
-         "piecewise: the rates, one more than boundaries, e.g. [0.1, 0.01, 0.001]")
+         "piecewise: the rates, one more than boundaries, e.g. [0.1, 0.01, 0.001]");
+}
+
+// [train]: what a worker step sends, and how long the run is.
+void node_config::add_step_options() {
+  opt_group{custom_options_, "train"}
     .add(train.clip_norm, "clip-norm", "if > 0: workers clip their gradients to this global norm")
     .add(wire_precision, "wire-precision",
          "fp32, bf16 or fp16: how workers' pushed gradients and pulled values cross the wire "
@@ -113,7 +143,12 @@ node_config::node_config()
     .add(train.log_interval, "log-interval", "progress line every N steps (0: off)")
     .add(train.eval_interval, "eval-interval",
          "the chief evaluates on the test (or validation) set every N global steps while "
-         "training (0: only at the end)")
+         "training (0: only at the end)");
+}
+
+// [train]: where variables and workers go, and how sync steps aggregate.
+void node_config::add_placement_options() {
+  opt_group{custom_options_, "train"}
     .add(placement, "placement",
          "variables over PS shards: round_robin (TF), greedy_bytes, or balanced (splits "
          "variables so that no shard holds more than (1 + placement-epsilon) x the mean)")
@@ -141,6 +176,9 @@ node_config::node_config()
     .add(on_worker_loss, "on-worker-loss",
          "sync, when fewer than R workers are left: shrink (average over those alive) or "
          "wait (hold the step until one restarts, at most cluster.worker-wait-timeout)");
+}
+
+void node_config::add_checkpoint_options() {
   opt_group{custom_options_, "checkpoint"}
     .add(train.checkpoint.log_dir, "log-dir",
          "the chief's log directory for checkpoints, relative to its working directory "
@@ -152,6 +190,9 @@ node_config::node_config()
     .add(train.checkpoint.summaries, "summaries",
          "the chief writes TensorBoard event files into log-dir (loss, accuracy, speed, "
          "learning rate, gradients dropped, checkpoints, evaluations, ps traffic)");
+}
+
+void node_config::add_model_options() {
   opt_group{custom_options_, "model"}
     .add(train.network.layers, "layers",
          "model custom: one string per layer, e.g. [\"conv2d filters=32 kernel=5\", \"relu\", "
@@ -168,6 +209,9 @@ node_config::node_config()
          "synthetic: spend the step on the CPU (true) or asleep (false)")
     .add(train.network.synthetic.floats, "floats",
          "synthetic: the floats of its one variable, what every pull and push moves");
+}
+
+void node_config::add_data_options() {
   auto& d = train.data;
   opt_group{custom_options_, "data"}
     .add(d.train, "train",
@@ -191,14 +235,21 @@ node_config::node_config()
     .add(d.csv.label_column, "label-column",
          "CSV: the label's column, a name from the header or a 0-based index as text (\"0\")")
     .add(d.csv.ignore_columns, "ignore-columns",
-         "CSV: columns that are neither features nor the label (names or indices)")
+         "CSV: columns that are neither features nor the label (names or indices)");
+}
+
+// [data]: what the values are: classes, normalisation, empty cells, bad records, reading.
+void node_config::add_data_reading_options() {
+  auto& d = train.data;
+  opt_group{custom_options_, "data"}
     .add(d.label_names, "label-names",
          "the classes' names in class order, for labels written as names (default: sorted)")
     .add(d.classes, "classes", "classes (0: one more than the largest integer label)")
     .add(d.input_shape, "input-shape",
          "one example's shape, e.g. [28, 28, 1] for 784 columns (default: the files')")
     .add(normalize, "normalize",
-         "auto (uint8 IDX/.npy scaled to [0, 1], else none), none, scale (x * data.scale) or "
+         "auto (uint8 IDX/.npy scaled to [0, 1], CSV standardized, else none), none, scale "
+         "(x * data.scale) or "
          "standardize ((x - mean) / stddev per feature)")
     .add(d.scale, "scale", "normalize = scale: the factor")
     .add(d.mean, "mean", "normalize = standardize: per-feature means (default: the training set's)")
@@ -207,6 +258,13 @@ node_config::node_config()
     .add(task, "task",
          "classification (labels are classes; softmax cross-entropy, accuracy) or regression "
          "(the label column of a CSV is a real target; mean squared error, RMSE)")
+    .add(missing_values, "missing-values",
+         "CSV: what an empty numeric cell becomes: mean (the column's training mean, and an "
+         "indicator feature where the training set has empty cells), zero (0, and the "
+         "indicator) or refuse (a bad record)")
+    .add(missing_fill, "missing-fill",
+         "CSV: a column's own value for its empty cells, as [\"column=value\", ...] (with the "
+         "indicator); overrides missing-values for that column")
     .add(bad_records, "bad-records",
          "fail (a bad record ends the run, naming it) or skip (counted per file and reported)")
     .add(d.shuffle_buffer, "shuffle-buffer",
@@ -218,6 +276,9 @@ node_config::node_config()
          "the evaluation set (validation, else test) is read once and kept in memory when its "
          "examples take at most this many bytes (default 268435456: 256 MiB), else read from its "
          "files at each evaluation, a batch at a time; 0: always from the files");
+}
+
+void node_config::add_embedding_options() {
   auto& e = train.embedding;
   opt_group{custom_options_, "embedding"}
     .add(e.dim, "dim", "fm, mf, deepfm: factors per key (a row: its weight and dim factors)")

@@ -1,5 +1,7 @@
 #include "tensor/data/catalog.hpp"
 
+#include <cmath>
+
 #include "tensor/core/json_writer.hpp"
 #include "tensor/data/catalog_steps.hpp"
 
@@ -65,6 +67,8 @@ shape_t item_shape_of(const data_options& options, const file_scan& scan, const 
 
 std::shared_ptr<const data_split> catalog_split(std::shared_ptr<data_split> split,
                                                 const data_split* train) {
+  if (train)
+    split->csv.fills = train->csv.fills; // empty cells become what they do in training
   std::vector<file_scan> scans;
   for (auto& file : split->files)
     scans.push_back(scan_file(*split, file));
@@ -117,6 +121,23 @@ void write_normalization(json_writer& w, const normalizer& norm, bool brief) {
   w.end_object();
 }
 
+// Empty numeric cells: every column's fill (brief: those that had empty
+// cells in training, which carry an indicator).
+void write_missing(json_writer& w, const missing_fills& fills, bool brief) {
+  w.begin_array();
+  for (size_t c = 0; c < fills.value.size(); ++c) {
+    if (brief && !fills.indicator[c])
+      continue;
+    w.begin_object().key("column").string(fills.column[c]);
+    if (std::isnan(fills.value[c]))
+      w.key("refuse").boolean(true);
+    else
+      w.key("fill").number(double{fills.value[c]}, "%.9g");
+    w.key("indicator").boolean(fills.indicator[c] != 0).end_object();
+  }
+  w.end_array();
+}
+
 std::string catalog_json(const data_catalog& catalog, bool brief) {
   auto& t = *catalog.train;
   json_writer w;
@@ -136,6 +157,10 @@ std::string catalog_json(const data_catalog& catalog, bool brief) {
   w.end_array();
   w.key("normalize");
   write_normalization(w, t.norm, brief);
+  if (t.csv.fills.known()) {
+    w.key("missing");
+    write_missing(w, t.csv.fills, brief);
+  }
   w.key("train");
   write_split(w, t, brief);
   w.key("test");
@@ -206,13 +231,14 @@ data_catalog catalog_data(const data_options& options, const std::string& fashio
   for (auto& file : train->files)
     scans.push_back(scan_file(*train, file));
   check_item_shapes(*train, scans);
+  resolve_missing_values(*train, scans);
   train->item_shape = item_shape_of(o, scans[0], train->files[0].features);
   train->keys = scans[0].keys;
   if (train->keys.sparse() && !o.input_shape.empty())
     throw data_error("data.input-shape does not apply to categorical data (its examples are keys "
                      "and dense values); leave it out");
   find_classes(*train, o, scans);
-  train->norm = make_normalizer(o, scans[0], train->dense_features());
+  train->norm = make_normalizer(o, *train, scans[0]);
   apply_classes(train, scans);
   if (train->norm.kind == normalization::standardize && train->norm.mean.empty())
     compute_statistics(train);
@@ -242,6 +268,11 @@ std::vector<std::string> describe_lines(const data_catalog& catalog) {
                 + (t.task == objective::regression ? std::string("a real target (regression)")
                                                    : std::to_string(t.classes) + " classes")
                 + ", normalisation " + t.norm.describe());
+  auto& fills = t.csv.fills;
+  for (size_t c = 0; c < fills.indicator.size(); ++c)
+    if (fills.indicator[c])
+      out.push_back("empty cells of column " + fills.column[c] + " read "
+                    + std::to_string(fills.value[c]) + " (data.missing-values), with an indicator");
   for (auto* s : {catalog.train.get(), catalog.test.get(), catalog.validation.get()}) {
     if (!s)
       continue;

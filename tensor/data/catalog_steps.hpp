@@ -51,6 +51,15 @@ inline std::optional<float> target_value(std::string_view text) {
   return v;
 }
 
+// Per numeric CSV column, over the training set's first pass: the values
+// present (their sum) and the empty cells (data.missing-values).
+struct column_tally {
+  std::vector<double> sum;
+  std::vector<uint64_t> present, missing;
+  void add(const float* values, size_t count);
+  void merge(const column_tally& other);
+};
+
 // What one pass over a file finds before the classes are known.
 struct file_scan {
   uint64_t records = 0;
@@ -60,6 +69,8 @@ struct file_scan {
   key_layout keys; // where the keys lie (embedding models)
   bool holds_bytes = false;
   std::string label_column;
+  std::vector<std::string> numeric_columns; // CSV: by name (or index), in order
+  column_tally columns;                     // CSV, while what empty cells become is unknown
 };
 
 /// How a scan splits a plain text file (CSV, Criteo, libsvm): into at most
@@ -70,6 +81,12 @@ struct scan_split {
   uint64_t min_bytes = 0;
 };
 scan_split default_scan_split();
+
+/// What the training set's empty numeric cells become (data.missing-values,
+/// data.missing-fill), from its first pass: into train.csv.fills, and the
+/// scans' shapes widened by the indicators. Throws data_error for a
+/// data.missing-fill that names no numeric column.
+void resolve_missing_values(data_split& train, std::vector<file_scan>& scans);
 
 /// Reads every record of `file` once: records, bad ones, labels as written.
 /// Throws data_error for a bad record where the split's policy is fail. A
@@ -87,9 +104,12 @@ void apply_classes(std::shared_ptr<data_split> split, const std::vector<file_sca
 void find_classes(data_split& split, const data_options& options,
                   const std::vector<file_scan>& scans);
 
-// The normalizer data.normalize asks for; `first`: the training set's first
-// file, whose bytes data.normalize = auto scales.
-normalizer make_normalizer(const data_options& options, const file_scan& first, int64_t features);
+// The normalizer data.normalize asks for `train`; `first`: its first
+// file's scan. auto scales a file of bytes (IDX, .npy) to [0, 1] and
+// standardizes a CSV set's numeric values: columns of counts, money and
+// 0/1 flags side by side train badly as they are.
+normalizer make_normalizer(const data_options& options, const data_split& train,
+                           const file_scan& first);
 
 // Per-feature mean and standard deviation over the usable training records
 // (a constant feature keeps stddev 1: it is only centred).

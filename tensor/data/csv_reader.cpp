@@ -51,7 +51,13 @@ public:
       is_feature_[c] = false;
       field_of_[c] = f;
     }
-    keys_.dense = static_cast<int64_t>(std::count(is_feature_.begin(), is_feature_.end(), true));
+    for (size_t c = 0; c < columns_; ++c)
+      if (is_feature_[c])
+        numeric_columns_.push_back(c);
+    place_indicators(path);
+    for (auto c : numeric_columns_)
+      refused_.push_back(layout_.missing == missing_values::refuse && !has_own_fill(c));
+    keys_.dense = static_cast<int64_t>(numeric_columns_.size()) + indicators_;
     keys_.fields = static_cast<int64_t>(layout_.categorical_columns.size());
     keys_.keys_per_field = keys_.fields > 0 ? 1 : 0;
     features_ = keys_.width();
@@ -68,16 +74,20 @@ public:
     } while (is_blank(line_));
     ++index_;
     out.features.resize(static_cast<size_t>(features_));
+    float* values = out.features.data();
+    std::fill_n(values + numeric_columns_.size(), indicators_, 0.0f);
     // Quoted fields go through split(); plain lines are parsed in place.
     if (line_.find('"') != std::string::npos) {
       split(line_);
       check_columns(fields_.size());
       size_t f = 0;
       for (size_t c = 0; c < columns_; ++c)
-        if (is_feature_[c])
-          out.features[f++] = number(trim(fields_[c]), c);
-        else if (field_of_[c] != no_field)
-          key_of(trim(fields_[c]), field_of_[c], out.features.data());
+        if (is_feature_[c]) {
+          values[f] = value(trim(fields_[c]), c, f, values);
+          ++f;
+        } else if (field_of_[c] != no_field) {
+          key_of(trim(fields_[c]), field_of_[c], values);
+        }
       out.label_text = label_ == no_label ? std::string_view{} : trim(fields_[label_]);
       return true;
     }
@@ -94,10 +104,12 @@ public:
       std::string_view text(at, static_cast<size_t>(stop - at));
       if (c == label_)
         out.label_text = trim(text);
-      else if (is_feature_[c])
-        out.features[f++] = number(trim(text), c);
-      else if (field_of_[c] != no_field)
-        key_of(trim(text), field_of_[c], out.features.data());
+      else if (is_feature_[c]) {
+        values[f] = value(trim(text), c, f, values);
+        ++f;
+      } else if (field_of_[c] != no_field) {
+        key_of(trim(text), field_of_[c], values);
+      }
       at = stop + 1;
     }
     return true;
@@ -125,6 +137,12 @@ public:
   std::string label_name() const override {
     return names_.empty() || label_ == no_label ? std::string{} : names_[label_];
   }
+  std::vector<std::string> numeric_columns() const override {
+    std::vector<std::string> out;
+    for (auto c : numeric_columns_)
+      out.push_back(names_.empty() ? std::to_string(c) : names_[c]);
+    return out;
+  }
 
 private:
   // A categorical value into its field's key slot after the dense values.
@@ -141,6 +159,56 @@ private:
     }
     pack_key(key, 1.0f,
              features + keys_.dense + static_cast<int64_t>(field) * key_layout::floats_per_key);
+  }
+
+  // Where each filled column's indicator goes: after the numeric values,
+  // in column order.
+  void place_indicators(const std::string& path) {
+    auto& fills = layout_.fills;
+    if (!fills.known())
+      return;
+    if (fills.value.size() != numeric_columns_.size()
+        || fills.indicator.size() != numeric_columns_.size())
+      throw data_error(path + ": " + std::to_string(numeric_columns_.size())
+                       + " numeric columns, but the training set's examples have "
+                       + std::to_string(fills.value.size()) + "; are its columns the same?");
+    if (!names_.empty() && fills.column.size() == numeric_columns_.size())
+      for (size_t f = 0; f < numeric_columns_.size(); ++f)
+        if (fills.column[f] != names_[numeric_columns_[f]])
+          throw data_error(path + ": numeric column " + std::to_string(f + 1) + " is "
+                           + quote_input(names_[numeric_columns_[f]]) + ", but in training it was "
+                           + quote_input(fills.column[f]));
+    indicator_of_.assign(numeric_columns_.size(), no_field);
+    for (size_t f = 0; f < numeric_columns_.size(); ++f)
+      if (fills.indicator[f])
+        indicator_of_[f] = numeric_columns_.size() + static_cast<size_t>(indicators_++);
+  }
+
+  // Whether data.missing-fill names column c (by name, or by index where
+  // the file has no header), as the catalog's resolve_missing_values reads it.
+  bool has_own_fill(size_t c) const {
+    auto name = names_.empty() ? std::to_string(c) : names_[c];
+    return std::any_of(layout_.missing_fill.begin(), layout_.missing_fill.end(),
+                       [&](const column_fill& f) { return f.column == name; });
+  }
+
+  // A numeric cell's value; an empty one as data.missing-values says.
+  float value(std::string_view text, size_t column, size_t numeric, float* values) const {
+    if (!text.empty())
+      return number(text, column);
+    auto& fills = layout_.fills;
+    float fill = fills.known() ? fills.value[numeric] : std::nanf("");
+    bool refused = fills.known() ? std::isnan(fill) : refused_[numeric];
+    if (refused)
+      throw bad_record(where() + ", column " + column_name(column)
+                       + " is empty, and data.missing-values = \"refuse\": \"mean\" fills it "
+                         "with the column's training mean and an indicator, data.missing-fill = "
+                         "[\""
+                       + (names_.empty() ? std::to_string(column) : names_[column])
+                       + "=0\"] with a value of its own");
+    if (fills.known() && indicator_of_[numeric] != no_field)
+      values[indicator_of_[numeric]] = 1.0f;
+    return fill; // NaN while unknown: the catalog's first pass counts it
   }
 
   void check_columns(size_t found) const {
@@ -174,9 +242,10 @@ private:
     if (!text.empty() && *begin == '+')
       ++begin;
     auto [p, ec] = std::from_chars(begin, e, v);
-    if (text.empty() || ec != std::errc() || p != e)
+    if (ec != std::errc() || p != e)
       throw bad_record(where() + ", column " + column_name(column) + ": " + quote_input(text)
-                       + " is not a number");
+                       + " is not a number (a column of categories belongs in "
+                         "data.categorical-columns; one to leave out in data.ignore-columns)");
     if (!std::isfinite(v))
       throw bad_record(where() + ", column " + column_name(column) + ": " + quote_input(text)
                        + " is not finite");
@@ -288,7 +357,11 @@ private:
   size_t label_ = no_label;
   std::vector<bool> is_feature_;
   static constexpr size_t no_field = static_cast<size_t>(-1);
-  std::vector<size_t> field_of_; // column -> categorical field
+  std::vector<size_t> field_of_;        // column -> categorical field
+  std::vector<size_t> numeric_columns_; // numeric feature -> column
+  std::vector<size_t> indicator_of_;    // numeric feature -> its indicator's value (or none)
+  std::vector<bool> refused_;           // numeric feature: an empty cell is a bad record
+  int64_t indicators_ = 0;
   key_layout keys_;
   int64_t features_ = 0;
   shape_t shape_;

@@ -2,6 +2,9 @@
 
 #include "tensor/data/byte_file.hpp"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 
 namespace troupe {
@@ -26,6 +29,25 @@ data_format format_of_name(const std::string& path) {
     if (ends_with(path, suffix))
       return data_format::libsvm;
   return data_format::idx;
+}
+
+std::optional<column_fill> parse_column_fill(const std::string& text) {
+  auto eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    return std::nullopt;
+  column_fill out{text.substr(0, eq), 0};
+  const char* begin = text.data() + eq + 1;
+  const char* end = text.data() + text.size();
+  if (*begin == '+')
+    ++begin;
+  auto [p, ec] = std::from_chars(begin, end, out.value);
+  if (ec != std::errc() || p != end || !std::isfinite(out.value))
+    return std::nullopt;
+  return out;
+}
+
+int64_t missing_fills::indicators() const {
+  return static_cast<int64_t>(std::count(indicator.begin(), indicator.end(), uint8_t{1}));
 }
 
 int64_t plain_text_bytes(const std::string& path) {

@@ -6,6 +6,7 @@
 // data. What the values mean (labels, classes, normalisation) is catalog's.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,38 @@ struct bad_record : data_error {
   using data_error::data_error;
 };
 
+/// What an empty numeric CSV cell becomes (data.missing-values): the
+/// column's mean over the training set, or 0, each with an indicator
+/// feature (1 where the cell was empty) for a column that has empty cells
+/// in the training set; or refused as a bad record.
+enum class missing_values { mean, zero, refuse };
+
+TROUPE_ENUM_NAMES(missing_values, {missing_values::mean, "mean"}, {missing_values::zero, "zero"},
+                  {missing_values::refuse, "refuse"});
+
+/// A column's own value for its empty cells (data.missing-fill, written
+/// "column=value"; the column a name from the header or a 0-based index).
+struct column_fill {
+  std::string column;
+  float value = 0;
+};
+
+/// Parses "column=value"; nullopt where it is not that or the value is not
+/// a finite number.
+std::optional<column_fill> parse_column_fill(const std::string& text);
+
+/// What a CSV reader writes for an empty numeric cell, per numeric column
+/// in file order. The catalog works it out from the training set (every set
+/// of a run, and the model exported from it, reads the same); unknown (the
+/// catalog's own first pass), an empty cell reads NaN unless refused.
+struct missing_fills {
+  std::vector<std::string> column; ///< the numeric columns' names (or indices)
+  std::vector<float> value;        ///< NaN: refused, a bad record
+  std::vector<uint8_t> indicator;  ///< 1: the column has an indicator feature
+  bool known() const { return !value.empty(); }
+  int64_t indicators() const;
+};
+
 /// How CSV files are laid out.
 struct csv_layout {
   char delimiter = ',';
@@ -63,6 +96,12 @@ struct csv_layout {
   /// an integer id at or past its field's size is a bad record. Empty: any
   /// key (a hash table).
   std::vector<int64_t> vocabulary;
+  /// Empty numeric cells: the policy for every numeric column, and the
+  /// columns with a value of their own.
+  missing_values missing = missing_values::mean;
+  std::vector<column_fill> missing_fill;
+  /// The policy worked out for this data (see missing_fills).
+  missing_fills fills;
 };
 
 /// One example as the file holds it, before labels are mapped to classes
@@ -95,6 +134,9 @@ public:
   virtual std::string where() const = 0;
   /// The label column's name (CSV with a header), else "".
   virtual std::string label_name() const { return {}; }
+  /// CSV: the numeric columns, in order, by name (or index without a
+  /// header); where an empty cell's value goes (missing_fills).
+  virtual std::vector<std::string> numeric_columns() const { return {}; }
   /// The file stores bytes 0..255 (uint8 IDX, .npy): data.normalize = auto
   /// scales them to [0, 1].
   virtual bool holds_bytes() const { return false; }
@@ -117,8 +159,10 @@ std::unique_ptr<record_reader> open_idx(const std::string& features, const std::
 /// integers of shape [N] (empty: none); little-endian, C order.
 std::unique_ptr<record_reader> open_npy(const std::string& features, const std::string& labels);
 
-/// CSV: every column other than the label's and the ignored ones is a
-/// numeric feature.
+/// CSV: every column other than the label's, the ignored and the
+/// categorical ones is a numeric feature; an example holds the numeric
+/// values, then an indicator per column that layout.fills marks, then the
+/// categorical columns' keys.
 std::unique_ptr<record_reader> open_csv(const std::string& path, const csv_layout& layout);
 
 /// Criteo's TSV (sparse_lines.hpp): 13 dense values, each x written as

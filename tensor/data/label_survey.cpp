@@ -26,7 +26,9 @@ int64_t class_of(const data_split& split, const std::string& text) {
 
 // Finds the first record whose label has no class, to name it.
 [[noreturn]] void refuse_first_bad_label(std::shared_ptr<const data_split> split, size_t file) {
-  example_source source(split, file);
+  auto raw = std::make_shared<data_split>(*split);
+  raw->norm = normalizer{}; // its statistics may be still to come
+  example_source source(raw, file);
   std::vector<float> features(static_cast<size_t>(split->features()));
   int32_t label;
   float target;
@@ -77,6 +79,9 @@ namespace {
 void scan_records(const data_split& split, const data_file& file, record_reader& reader,
                   file_scan& out) {
   raw_record record;
+  // The training set's first pass counts the empty cells of each numeric
+  // column (NaN until the catalog knows what they become).
+  bool tally = split.format == data_format::csv && !split.csv.fills.known();
   for (;;) {
     try {
       if (!reader.next(record))
@@ -90,6 +95,8 @@ void scan_records(const data_split& split, const data_file& file, record_reader&
       continue;
     }
     ++out.records;
+    if (tally)
+      out.columns.add(record.features.data(), out.numeric_columns.size());
     if (split.task == objective::regression) {
       if (target_value(record.label_text))
         continue;
@@ -121,6 +128,7 @@ void describe_records(const record_reader& reader, file_scan& out) {
   out.holds_bytes = reader.holds_bytes();
   out.keys = reader.keys();
   out.label_column = reader.label_name();
+  out.numeric_columns = reader.numeric_columns();
 }
 
 file_scan scan_whole(const data_split& split, const data_file& file) {
@@ -186,6 +194,7 @@ std::optional<file_scan> scan_in_ranges(const data_split& split, const data_file
     out.bad_rows += scans[r].bad_rows;
     for (auto& [text, count] : scans[r].label_counts)
       out.label_counts[text] += count;
+    out.columns.merge(scans[r].columns);
   }
   if (out.label_counts.size() > max_distinct_labels || out.records == 0)
     return std::nullopt;

@@ -36,13 +36,17 @@ std::string normalizer::describe() const {
 
 namespace catalog_steps {
 
-normalizer make_normalizer(const data_options& options, const file_scan& first, int64_t features) {
+normalizer make_normalizer(const data_options& options, const data_split& train,
+                           const file_scan& first) {
   normalizer out;
+  auto features = train.dense_features();
   switch (options.normalize) {
     case normalization::automatic:
       if (first.holds_bytes) {
         out.kind = normalization::scale;
         out.scale = 1.0f / 255.0f;
+      } else if (train.format == data_format::csv && features > 0) {
+        out.kind = normalization::standardize; // statistics: compute_statistics
       }
       break;
     case normalization::none:

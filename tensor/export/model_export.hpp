@@ -34,6 +34,7 @@ struct model_card {
   std::vector<std::string> label_names; ///< class i's name, where labels were names
   std::string label_column;             ///< CSV: the column that held the labels
   normalizer norm;                      ///< applied to every example before the network
+  missing_fills missing;                ///< CSV: what empty numeric cells become
   int64_t step = 0;                     ///< global steps trained
   // Models with an embedding table (lr, fm, mf, deepfm; keys.fields > 0):
   key_layout keys;                       ///< where an example's keys lie

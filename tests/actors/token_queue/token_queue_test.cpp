@@ -37,7 +37,7 @@ struct queue_rig {
         [=](stop_atom) { self->send(*slot, stop_atom::value); },
       };
     });
-    token_queue_config config{test_run, last_step, {}, 0, grant_key{}};
+    token_queue_config config{test_run, last_step, {}, 0, grant_key{}, step_receipts{}};
     for (int32_t i = 0; i < num_shards; ++i) {
       shards.push_back(sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
         return {[=](int64_t step, double ms) {

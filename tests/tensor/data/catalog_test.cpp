@@ -16,6 +16,7 @@ namespace {
 
 data_options csv_options(const temp_dir& d, std::vector<std::string> train, std::string test) {
   data_options o;
+  o.normalize = normalization::none; // the values as written
   for (auto& t : train)
     o.train.push_back(d.file(t));
   o.test = {d.file(test)};
@@ -175,7 +176,8 @@ BOOST_AUTO_TEST_CASE(globs_empty_files_and_disagreeing_files_are_named) {
   BOOST_TEST(contains(error_of([&] { catalog_data(o, ""); }),
                       "b.csv: examples of shape [2], but " + d.file("a.csv")));
   o = csv_options(d, {"a.csv"}, "b.csv");
-  BOOST_TEST(contains(error_of([&] { catalog_data(o, ""); }), "the training set's are [1]"));
+  BOOST_TEST(contains(error_of([&] { catalog_data(o, ""); }),
+                      "b.csv: 2 numeric columns, but the training set's examples have 1"));
   o = csv_options(d, {"a.csv"}, "test.csv");
   o.input_shape = {2, 2};
   BOOST_TEST(

@@ -58,6 +58,7 @@ BOOST_AUTO_TEST_CASE(csv_categorical_columns_become_field_keys_after_the_dense_v
   o.csv.label_column = "rating";
   o.csv.categorical_columns = {"userId", "movieId"};
   o.task = objective::regression;
+  o.normalize = normalization::none;
   auto catalog = catalog_data(o, "");
   auto& train = *catalog.train;
   BOOST_TEST(train.keys.dense == 1);

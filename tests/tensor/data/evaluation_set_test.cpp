@@ -21,6 +21,7 @@ data_options two_test_files(const temp_dir& d) {
   o.csv.label_column = "y";
   o.task = objective::regression;
   o.bad_records = bad_record_policy::skip;
+  o.normalize = normalization::none;
   return o;
 }
 

@@ -180,6 +180,49 @@ BOOST_AUTO_TEST_CASE(inputs_must_hold_the_models_features) {
              msg);
 }
 
+// What training made of empty cells travels in the card: prediction fills
+// them the same way, and a card from before data.missing-values refuses them.
+BOOST_AUTO_TEST_CASE(the_card_fills_empty_cells_as_training_did) {
+  temp_dir d;
+  std::ofstream(d.file("in.csv")) << "a,b\n1,\n,2\n";
+  model_card card;
+  card.input = {3};
+  card.classes = 2;
+  card.missing = {{"a", "b"}, {std::nanf(""), 7.5f}, {0, 1}};
+  auto back = model_card::from_json(card.to_json(), "model.json");
+  BOOST_TEST((back.missing.column == card.missing.column));
+  BOOST_TEST(std::isnan(back.missing.value[0]));
+  BOOST_TEST(back.missing.value[1] == 7.5f);
+  BOOST_TEST((back.missing.indicator == card.missing.indicator));
+  csv_layout csv;
+  csv.label_column.clear();
+  csv.header = true;
+  auto split = split_for_model(back, data_format::csv, {d.file("in.csv")}, {}, csv, false);
+  example_source source(split, 0);
+  std::vector<float> x(3);
+  int32_t label;
+  float target;
+  BOOST_REQUIRE(source.next(x.data(), label, target));
+  BOOST_TEST((x == std::vector<float>{1, 7.5f, 1}));
+  // a is refused: the second row is a bad record, named.
+  auto msg = error_of([&] { source.next(x.data(), label, target); });
+  BOOST_TEST(contains(msg, "column 'a' (0) is empty"), msg);
+  // A card without "missing" reads an empty cell as a bad record.
+  card.missing = {};
+  card.input = {2};
+  card = model_card::from_json(card.to_json(), "model.json");
+  BOOST_TEST(!card.missing.known());
+  split = split_for_model(card, data_format::csv, {d.file("in.csv")}, {}, csv, false);
+  example_source plain(split, 0);
+  msg = error_of([&] { plain.next(x.data(), label, target); });
+  BOOST_TEST(contains(msg, "column 'b' (1) is empty"), msg);
+  // Columns that differ from training's are named.
+  std::ofstream(d.file("other.csv")) << "a,c\n1,2\n";
+  msg = error_of(
+    [&] { split_for_model(back, data_format::csv, {d.file("other.csv")}, {}, csv, false); });
+  BOOST_TEST(contains(msg, "numeric column 2 is 'c', but in training it was 'b'"), msg);
+}
+
 // An embedding model's export: its card (layout, dim, the table's
 // initializer with a 64-bit seed) read back, its rows by key, an unseen key
 // predicted from its initial row as in training, and a card without its
