@@ -55,6 +55,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from pytorch_loop import finish, train_epochs
+
 NI, NC = 13, 26
 
 
@@ -279,27 +281,19 @@ def main():
         p = torch.sigmoid(logits.double()).numpy()
         return auc_exact(yte, p), logloss(yte, p)
 
-    gen = torch.Generator().manual_seed(args.seed)
-    train_s = 0.0
     history = []
     auc, ll = float("nan"), float("nan")
-    for epoch in range(1, args.epochs + 1):
-        t = time.perf_counter()
-        order = torch.arange(n) if args.no_shuffle else torch.randperm(n, generator=gen)
-        for s in range(0, n, args.batch):
-            b = order[s:s + args.batch]
-            loss = F.binary_cross_entropy_with_logits(model(Ktr[b], Xtr[b]), Ytr[b])
-            for o in opts:
-                o.zero_grad(set_to_none=True)
-            loss.backward()
-            for o in opts:
-                o.step()
-        dt = time.perf_counter() - t
-        train_s += dt
+
+    def after_epoch(epoch, dt):
+        nonlocal auc, ll
         auc, ll = evaluate()
         history.append({"epoch": epoch, "test_auc": round(auc, 5), "test_logloss": round(ll, 5),
                         "examples_per_sec": round(n / dt)})
         print("epoch=%d test_auc=%.4f test_logloss=%.4f examples_per_sec=%.0f" % (epoch, auc, ll, n / dt), flush=True)
+
+    train_s = train_epochs(n, args.batch, args.epochs, args.seed, not args.no_shuffle, opts,
+                           lambda b: F.binary_cross_entropy_with_logits(model(Ktr[b], Xtr[b]), Ytr[b]),
+                           after_epoch)
 
     oauc = oracle.get("auc")
     out = {"framework": "pytorch", "model": "fm", "test_auc": round(auc, 5), "test_logloss": round(ll, 5),
@@ -310,9 +304,7 @@ def main():
            "train_examples": n, "test_examples": len(yte), "table_rows": rows,
            "test_unknown_values": unknown_test, "key_mapping": "dictionary from train, unknown row per field",
            "history": history, "torch": torch.__version__}
-    for k, v in vars(args).items():
-        out.setdefault(k, v)
-    print(json.dumps(out), flush=True)
+    finish(out, args)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ steps; not the CSV loading nor the evaluation).
   /usr/bin/python3 bench/pytorch_mf.py --data /tmp/ml
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -38,6 +37,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from pytorch_loop import finish, train_epochs
 
 
 def load_csv(path):
@@ -112,26 +113,17 @@ def main():
         with torch.no_grad():
             return float(torch.sqrt(F.mse_loss(model(TU, TI), TR)))
 
-    gen = torch.Generator().manual_seed(args.seed)
-    train_s = 0.0
     history = []
     rmse = test_rmse()
-    for epoch in range(1, args.epochs + 1):
-        t = time.perf_counter()
-        order = torch.arange(n_tr) if args.no_shuffle else torch.randperm(n_tr, generator=gen)
-        for s in range(0, n_tr, args.batch):
-            b = order[s:s + args.batch]
-            loss = F.mse_loss(model(U[b], I[b]), R[b])
-            for o in opts:
-                o.zero_grad(set_to_none=True)
-            loss.backward()
-            for o in opts:
-                o.step()
-        dt = time.perf_counter() - t
-        train_s += dt
+
+    def after_epoch(epoch, dt):
+        nonlocal rmse
         rmse = test_rmse()
         history.append(round(rmse, 5))
         print("epoch=%d test_rmse=%.4f train_examples_per_sec=%.0f" % (epoch, rmse, n_tr / dt), flush=True)
+
+    train_s = train_epochs(n_tr, args.batch, args.epochs, args.seed, not args.no_shuffle, opts,
+                           lambda b: F.mse_loss(model(U[b], I[b]), R[b]), after_epoch)
 
     out = {"framework": "pytorch", "model": "mf", "test_rmse": round(rmse, 5),
            "examples_per_sec": round(n_tr * args.epochs / train_s) if train_s > 0 else None,
@@ -140,9 +132,7 @@ def main():
            "train_examples": n_tr, "test_examples": len(te_r), "users": len(users), "items": len(items),
            "test_unseen_users": unseen_users, "test_unseen_items": unseen_items,
            "torch": torch.__version__}
-    for k, v in vars(args).items():
-        out.setdefault(k, v)
-    print(json.dumps(out), flush=True)
+    finish(out, args)
 
 
 if __name__ == "__main__":

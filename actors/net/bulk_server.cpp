@@ -23,56 +23,18 @@ frame_limits current_limits() {
 } // namespace
 
 bulk_server::bulk_server(bulk_endpoint endpoint, bulk_server_options options, maybe_failure& error)
-  : endpoint_(std::move(endpoint)), options_(std::move(options)) {
-  port_ = options_.port;
-  listener_ = listen_on(options_.host, port_, error);
-  if (!listener_)
-    return;
-  acceptor_ = std::thread([this] { accept_loop(); });
+  : endpoint_(std::move(endpoint)), options_(std::move(options)),
+    server_(options_.host, options_.port, options_.max_connections, error) {
+  server_.start(
+    nullptr, [this](const std::shared_ptr<connection>& conn) { serve(*conn); },
+    [this](const std::string& peer, size_t open) {
+      spdlog::warn("ps:{}: refused a bulk connection from {}: {} connections are open already",
+                   options_.shard, peer, open);
+    });
 }
 
 bulk_server::~bulk_server() {
-  stopping_ = true;
-  if (listener_)
-    ::shutdown(listener_.get(), SHUT_RDWR);
-  if (acceptor_.joinable())
-    acceptor_.join();
-  std::lock_guard<std::mutex> guard{mutex_};
-  for (auto& conn : connections_)
-    ::shutdown(conn.socket, SHUT_RDWR);
-  for (auto& conn : connections_)
-    if (conn.thread.joinable())
-      conn.thread.join();
-}
-
-void bulk_server::accept_loop() {
-  while (!stopping_) {
-    auto fd = accept_next(listener_, std::chrono::seconds(1));
-    if (!fd || stopping_)
-      continue;
-    std::lock_guard<std::mutex> guard{mutex_};
-    connections_.remove_if([](connection& c) {
-      if (!c.finished)
-        return false;
-      c.thread.join();
-      return true;
-    });
-    auto peer = peer_name(fd.get());
-    if (connections_.size() >= options_.max_connections) {
-      spdlog::warn("ps:{}: refused a bulk connection from {}: {} connections are open already",
-                   options_.shard, peer, connections_.size());
-      continue;
-    }
-    auto& conn = connections_.emplace_back();
-    conn.socket = fd.get();
-    conn.accepted = std::move(fd);
-    conn.peer = std::move(peer);
-    conn.thread = std::thread([this, &conn] {
-      serve(conn);
-      ::shutdown(conn.socket, SHUT_RDWR);
-      conn.finished = true;
-    });
-  }
+  server_.stop(); // every connection's thread joined while what it uses is here
 }
 
 // Under TLS the handshake first (a certificate of the cluster CA); then the
@@ -134,9 +96,9 @@ void bulk_server::serve(connection& conn) {
     in.next();
     // Idle between requests: wake each second to notice a stop.
     maybe_failure idle;
-    while (!stopping_ && !wait_for(conn.ch, false, after(std::chrono::seconds(1)), idle))
+    while (!server_.stopping() && !wait_for(conn.ch, false, after(std::chrono::seconds(1)), idle))
       idle.reset();
-    if (stopping_)
+    if (server_.stopping())
       return;
     if (auto err = receive_frame(conn.ch, in, after(options_.request_timeout))) {
       if (err->code != errc::training_stopped)

@@ -21,7 +21,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "actors/net/connection_server.hpp"
 #include "actors/net/socket.hpp"
 #include "actors/net/ticket_book.hpp"
 
@@ -137,19 +137,14 @@ public:
   bulk_server(const bulk_server&) = delete;
   bulk_server& operator=(const bulk_server&) = delete;
 
-  uint16_t port() const noexcept { return port_; }
+  uint16_t port() const noexcept { return server_.port(); }
   /// A ticket that opens one connection, whose pushes must name `worker`
   /// (-1: none may push). Thread-safe.
   uint64_t issue_ticket(int32_t worker) { return tickets_.issue(worker); }
 
 private:
-  struct connection {
-    bulk::socket_fd accepted; // kept for its life: `socket` stays its number (accept_channel)
+  struct connection : bulk::served_connection {
     bulk::channel ch;
-    int socket = -1; // the descriptor, for shutdown from the server's thread
-    std::string peer;
-    std::thread thread;
-    std::atomic<bool> finished{false};
     bool shares_link = false;      // it waited for a turn: its buffers are small
     int32_t worker = -1;           // whose pushes it carries (its ticket's); -1: none
     std::vector<tensor> pull_keys; // a pull's keys, storage kept between requests
@@ -158,7 +153,6 @@ private:
   /// What the checks of a request's fields found.
   enum class request_check { accepted, malformed, other_worker, too_many_keys };
 
-  void accept_loop();
   void serve(connection& conn);
   bool welcome(connection& conn);
   /// One request and its reply; false when the connection must close.
@@ -205,13 +199,8 @@ private:
   std::mutex inbound_;
   std::vector<tensor> push_storage_; // guarded by inbound_
   std::mutex outbound_;
-  ticket_book<int32_t> tickets_; // whose pushes each ticket's connection carries
-  uint16_t port_ = 0;
-  bulk::socket_fd listener_;
-  std::atomic<bool> stopping_{false};
-  std::mutex mutex_; // guards connections_
-  std::list<connection> connections_;
-  std::thread acceptor_;
+  ticket_book<int32_t> tickets_;               // whose pushes each ticket's connection carries
+  bulk::connection_server<connection> server_; // last: stopped before the rest goes
 };
 
 } // namespace troupe

@@ -1,5 +1,7 @@
 #include "actors/net/report_channel.hpp"
 
+#include "actors/net/connection_server.hpp"
+
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -48,80 +50,40 @@ constexpr frame_limits report_limits{0, 0, max_report_meta_bytes};
 
 // -- report_server --------------------------------------------------------------
 
-struct report_server::connection {
-  socket_fd accepted; // kept for its life: `socket` stays its number (accept_channel)
+struct report_server::connection : served_connection {
   channel ch;
-  int socket = -1; // the descriptor, for shutdown from other threads
-  std::string peer;
   uint64_t key = 0;
   std::atomic<int32_t> worker{-1}; // its ticket's, once welcomed
   uint64_t owner = 0;              // likewise (set before worker)
   std::mutex sending;              // one answer at a time
-  std::thread thread;
-  std::atomic<bool> finished{false};
 };
 
 report_server::report_server(batch_handler on_batch, report_server_options options,
                              maybe_failure& error)
-  : on_batch_(std::move(on_batch)), options_(std::move(options)) {
-  port_ = options_.port;
-  listener_ = listen_on(options_.host, port_, error);
-  if (!listener_)
-    return;
-  acceptor_ = std::thread([this] { accept_loop(); });
+  : on_batch_(std::move(on_batch)), options_(std::move(options)),
+    server_(std::make_unique<connection_server<connection>>(options_.host, options_.port,
+                                                            options_.max_connections, error)) {
+  server_->start(
+    [](connection& fresh, const std::vector<std::shared_ptr<connection>>& open) {
+      auto taken = [&](uint64_t key) {
+        return std::any_of(open.begin(), open.end(), [&](auto& c) { return c->key == key; });
+      };
+      do
+        fresh.key = draw_secret();
+      while (taken(fresh.key));
+    },
+    [this](const std::shared_ptr<connection>& conn) { serve(conn); },
+    [](const std::string& peer, size_t open) {
+      spdlog::warn("chief: refused a report connection from {}: {} are open already", peer, open);
+    });
 }
 
 report_server::~report_server() {
-  stopping_ = true;
-  if (listener_)
-    ::shutdown(listener_.get(), SHUT_RDWR);
-  if (acceptor_.joinable())
-    acceptor_.join();
-  std::map<uint64_t, std::shared_ptr<connection>> open;
-  {
-    std::lock_guard<std::mutex> guard{mutex_};
-    open.swap(connections_);
-  }
-  for (auto& [key, conn] : open)
-    ::shutdown(conn->socket, SHUT_RDWR);
-  for (auto& [key, conn] : open)
-    if (conn->thread.joinable())
-      conn->thread.join();
+  server_->stop(); // every connection's thread joined while what it uses is here
 }
 
-void report_server::accept_loop() {
-  while (!stopping_) {
-    auto fd = accept_next(listener_, std::chrono::seconds(1));
-    if (!fd || stopping_)
-      continue;
-    std::lock_guard<std::mutex> guard{mutex_};
-    for (auto it = connections_.begin(); it != connections_.end();)
-      if (it->second->finished) {
-        it->second->thread.join(); // its last step: it takes no lock after finishing
-        it = connections_.erase(it);
-      } else {
-        ++it;
-      }
-    auto peer = peer_name(fd.get());
-    if (connections_.size() >= options_.max_connections) {
-      spdlog::warn("chief: refused a report connection from {}: {} are open already", peer,
-                   connections_.size());
-      continue;
-    }
-    auto conn = std::make_shared<connection>();
-    conn->socket = fd.get();
-    conn->accepted = std::move(fd);
-    conn->peer = std::move(peer);
-    do
-      conn->key = draw_secret();
-    while (connections_.count(conn->key) > 0);
-    connections_[conn->key] = conn;
-    conn->thread = std::thread([this, conn] {
-      serve(conn);
-      ::shutdown(conn->socket, SHUT_RDWR);
-      conn->finished = true;
-    });
-  }
+uint16_t report_server::port() const noexcept {
+  return server_->port();
 }
 
 uint64_t report_server::issue_ticket(int32_t worker, uint64_t owner) {
@@ -129,26 +91,21 @@ uint64_t report_server::issue_ticket(int32_t worker, uint64_t owner) {
 }
 
 std::shared_ptr<report_server::connection> report_server::find(uint64_t key) const {
-  std::lock_guard<std::mutex> guard{mutex_};
-  auto it = connections_.find(key);
-  if (it == connections_.end() || it->second->finished)
-    return nullptr;
-  return it->second;
+  return server_->find([key](const connection& c) { return c.key == key; });
 }
 
 std::optional<report_server::holder> report_server::worker_of(uint64_t key) const {
-  std::lock_guard<std::mutex> guard{mutex_};
-  auto it = connections_.find(key);
-  if (it == connections_.end() || it->second->finished || it->second->worker < 0)
+  auto conn = find(key);
+  if (!conn || conn->worker < 0)
     return std::nullopt;
-  return holder{it->second->worker, it->second->owner};
+  return holder{conn->worker, conn->owner};
 }
 
 void report_server::close_worker(int32_t worker) {
-  std::lock_guard<std::mutex> guard{mutex_};
-  for (auto& [key, conn] : connections_)
-    if (conn->worker == worker)
-      ::shutdown(conn->socket, SHUT_RDWR);
+  server_->for_each([worker](const connection& c) {
+    if (c.worker == worker)
+      ::shutdown(c.socket, SHUT_RDWR);
+  });
 }
 
 bool report_server::answer(uint64_t key, uint64_t request, const meta_writer& fields) {
@@ -213,14 +170,14 @@ bool report_server::welcome(connection& conn) {
     send_frame(conn.ch, out, after(options_.hello_timeout));
     return false;
   }
-  {
-    std::lock_guard<std::mutex> guard{mutex_};
-    for (auto& [key, other] : connections_)
+  // The worker's older connections closed, and this one its own, at once.
+  server_->locked([&](const std::vector<std::shared_ptr<connection>>& open) {
+    for (auto& other : open)
       if (other->worker == to->worker)
         ::shutdown(other->socket, SHUT_RDWR);
     conn.owner = to->owner;
     conn.worker = to->worker;
-  }
+  });
   spdlog::debug("chief: report connection from {} ({}, worker {})", conn.peer, label, to->worker);
   meta_writer meta;
   meta.i32(to->worker);
@@ -236,9 +193,9 @@ void report_server::serve(const std::shared_ptr<connection>& conn) {
   for (;;) {
     in.next();
     // Idle between batches: wake each second to notice a stop.
-    while (!stopping_ && !readable_before(conn->ch, after(std::chrono::seconds(1))))
+    while (!server_->stopping() && !readable_before(conn->ch, after(std::chrono::seconds(1))))
       ;
-    if (stopping_)
+    if (server_->stopping())
       return;
     if (auto err = receive_before(conn->ch, in, after(options_.send_timeout))) {
       if (err->code != errc::training_stopped)

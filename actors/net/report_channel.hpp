@@ -28,6 +28,11 @@
 #include "actors/net/frame.hpp"
 #include "actors/net/ticket_book.hpp"
 
+namespace troupe::bulk {
+template <class Conn>
+class connection_server; // connection_server.hpp
+} // namespace troupe::bulk
+
 namespace troupe {
 
 struct report_server_options {
@@ -60,7 +65,7 @@ public:
   report_server(const report_server&) = delete;
   report_server& operator=(const report_server&) = delete;
 
-  uint16_t port() const noexcept { return port_; }
+  uint16_t port() const noexcept;
   /// A ticket that opens one connection for `worker`, valid for a minute;
   /// `owner` is the caller's name for who holds the index (an admission),
   /// which worker_of tells back. A connection opened with it closes the
@@ -82,20 +87,16 @@ public:
 
 private:
   struct connection;
-  void accept_loop();
   void serve(const std::shared_ptr<connection>& conn);
   bool welcome(connection& conn);
   std::shared_ptr<connection> find(uint64_t key) const;
 
   batch_handler on_batch_;
   report_server_options options_;
-  uint16_t port_ = 0;
-  bulk::socket_fd listener_;
-  std::atomic<bool> stopping_{false};
-  mutable std::mutex mutex_;                                    // guards connections_
-  std::map<uint64_t, std::shared_ptr<connection>> connections_; // by key
   ticket_book<holder> tickets_;
-  std::thread acceptor_;
+  // Last: stopped before the rest goes. Behind a pointer: `connection` is
+  // this file's own.
+  std::unique_ptr<bulk::connection_server<connection>> server_;
 };
 
 /// The worker's side: one connection to the chief's report server.

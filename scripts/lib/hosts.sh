@@ -5,10 +5,20 @@
 #                                  prints why and fails where they cannot be made
 #   add_host PREFIX HOST ADDRESS   (the switch namespace is PREFIXsw)
 #   remove_hosts PREFIX            deletes every namespace whose name starts with PREFIX
+#   host_cluster_keys CONNECT REQUEST   [cluster] keys of a cluster on these hosts:
+#                                  plain TCP allowed (the namespaces are the caller's own),
+#                                  connect-timeout CONNECT, request-timeout REQUEST
+#   host_middleman CLOSE           a [middleman] section: a heartbeat each second, a
+#                                  silent connection closed after CLOSE
 #   stop_tasks PID...              kills each task started in the background and
 #                                  what it started: `timeout CMD` runs CMD in a
 #                                  process group of its own (led by timeout), and
 #                                  a SIGKILL to timeout alone leaves CMD running
+host_cluster_keys() {
+  printf 'allow-plain = true ; namespaces this script made: nobody else reaches them\n'
+  printf 'connect-timeout = %s\nrequest-timeout = %s\n' "$1" "$2"
+}
+host_middleman() { printf '[middleman]\nheartbeat-interval = 1s\nconnection-timeout = %s\n' "$1"; }
 add_switch() {
   ip netns add "$1sw" 2>/dev/null || { echo "cannot create network namespaces"; return 1; }
   ip -n "$1sw" link add br0 type bridge 2>/dev/null || { echo "cannot create a bridge"; return 1; }

@@ -12,7 +12,7 @@
 # Needs root, ip netns and bridges; skipped (exit 77) where missing.
 set -u
 . "$(dirname "$0")/lib.sh" # expect, start_task, expect_exit, finish, ... (listed there)
-. "$(dirname "$0")/../../scripts/lib/hosts.sh" # add_host
+. "$(dirname "$0")/../../scripts/lib/hosts.sh" # add_host, host_cluster_keys, host_middleman
 bin=$1
 skip() { echo "elastic_test: $1; skipped"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root"
@@ -32,9 +32,7 @@ chief = ["${addr[chief]}:7200"]
 ps = ["${addr[ps]}:7201"]
 worker = ["${addr[w0]}:7300", "${addr[w1]}:7300"]
 max-workers = 4
-allow-plain = true ; namespaces this script made: nobody else reaches them
-connect-timeout = 30s
-request-timeout = 10s
+$(host_cluster_keys 30s 10s)
 [train]
 model = "mlp"
 mode = "$2"
@@ -44,9 +42,7 @@ last-step = $3
 log-interval = 500
 replicas-to-aggregate = "all"
 report-every = $([ "$2" = async ] && echo 8 || echo 1)
-[middleman]
-heartbeat-interval = 1s
-connection-timeout = 6s
+$(host_middleman 6s)
 CONF
 }
 start() { # RUN HOST JOB INDEX: task JOB:INDEX of RUN.conf on HOST, named RUN_HOST

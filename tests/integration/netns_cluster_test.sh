@@ -17,7 +17,7 @@
 # Needs root, ip netns, bridges and tc; skipped (exit 77) where missing.
 set -u
 . "$(dirname "$0")/lib.sh" # expect, start_cluster, expect_exit, finish, ... (listed there)
-. "$(dirname "$0")/../../scripts/lib/hosts.sh" # add_host
+. "$(dirname "$0")/../../scripts/lib/hosts.sh" # add_host, host_cluster_keys, host_middleman
 bin=$1; client=$2
 skip() { echo "netns_cluster_test: $1; skipped"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root"
@@ -42,9 +42,7 @@ config() { # name mode last_step workers replicas [recovery-timeout]
 chief = ["${addr[chief]}:7200"]
 ps = ["${addr[ps]}:7201"]
 worker = [$workers]
-allow-plain = true ; namespaces this script made: nobody else reaches them
-connect-timeout = 30s
-request-timeout = 10s
+$(host_cluster_keys 30s 10s)
 worker-wait-timeout = 60s
 recovery-timeout = ${6:-8s}
 [train]
@@ -55,9 +53,7 @@ learning-rate = 0.1
 last-step = $3
 log-interval = 1000
 replicas-to-aggregate = $5
-[middleman]
-heartbeat-interval = 1s
-connection-timeout = 6s
+$(host_middleman 6s)
 CONF
 }
 start() { # RUN HOST JOB INDEX: task JOB:INDEX of RUN.conf on HOST, named RUN_HOST

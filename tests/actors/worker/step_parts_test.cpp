@@ -13,6 +13,7 @@
 #include "actors/worker/report_batch.hpp"
 #include "actors/worker/step_lease.hpp"
 #include "actors/worker/step_pipeline.hpp"
+#include "tests/support/step_events.hpp"
 
 using namespace troupe;
 
@@ -68,29 +69,11 @@ struct fake_step_messages : message_path {
   }
 };
 
-struct parts_fixture {
+struct parts_fixture : troupe::testing::step_events {
   fake_step_messages basp;
   shard_exchange exchange{basp, std::chrono::seconds(5)};
   slice_router router{part_plan(), part_variables(), 2};
   param_buffers buffers;
-  std::vector<std::string> events;
-  std::vector<step_report> reports;
-
-  step_hooks hooks() {
-    step_hooks h;
-    h.compute = [this] { events.push_back("compute"); };
-    h.report = [this](const step_report& r) {
-      reports.push_back(r);
-      events.push_back("report " + std::to_string(r.step) + (r.applied ? "" : " not applied"));
-    };
-    h.nonfinite = [this] { events.push_back("nonfinite"); };
-    h.over = [this] { events.push_back("over"); };
-    h.recover = [this](const std::string& why, const std::string&) {
-      events.push_back("recover: " + why);
-    };
-    h.fail = [this](const std::string& why, const failure&) { events.push_back("fail: " + why); };
-    return h;
-  }
 
   std::unique_ptr<step_pipeline> pipeline(bool pull_ahead) {
     exchange.reset_links(2);

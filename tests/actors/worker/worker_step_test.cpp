@@ -13,6 +13,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/worker/worker_step.hpp"
+#include "tests/support/step_events.hpp"
 #include "tests/support/synthetic_data.hpp"
 
 using namespace troupe;
@@ -71,27 +72,9 @@ struct fake_shards : message_path {
   }
 };
 
-struct step_fixture {
+struct step_fixture : troupe::testing::step_events {
   fake_shards shards;
   shard_exchange exchange{shards, std::chrono::seconds(5)};
-  std::vector<std::string> events;
-  std::vector<step_report> reports;
-
-  step_hooks hooks() {
-    step_hooks h;
-    h.compute = [this] { events.push_back("compute"); };
-    h.report = [this](const step_report& r) {
-      reports.push_back(r);
-      events.push_back("report " + std::to_string(r.step) + (r.applied ? "" : " not applied"));
-    };
-    h.nonfinite = [this] { events.push_back("nonfinite"); };
-    h.over = [this] { events.push_back("over"); };
-    h.recover = [this](const std::string& why, const std::string&) {
-      events.push_back("recover: " + why);
-    };
-    h.fail = [this](const std::string& why, const failure&) { events.push_back("fail: " + why); };
-    return h;
-  }
 };
 
 // One variable "bias" [1] on shard 1 and table 0 (dim 2, 16 buckets) over

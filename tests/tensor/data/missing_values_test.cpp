@@ -43,7 +43,8 @@ BOOST_AUTO_TEST_CASE(an_empty_cell_reads_the_training_mean_and_an_indicator_mark
   BOOST_TEST((c.train->item_shape == shape_t{3}));
   auto train = load_all(c.train);
   BOOST_REQUIRE(train.size() == 5u);
-  BOOST_TEST((examples(train, 1, 2) == std::vector<float>{3, 14.0f / 3, 1})); // y's mean over 2, 8 and 4 is 14/3
+  BOOST_TEST((examples(train, 1, 2)
+              == std::vector<float>{3, 14.0f / 3, 1})); // y's mean over 2, 8 and 4 is 14/3
   BOOST_TEST((examples(train, 0, 1) == std::vector<float>{1, 2, 0}));
   // The test set's empty x reads x's training mean (5), without an
   // indicator: x had no empty cell to learn one from.
