@@ -12,36 +12,24 @@ std::unique_ptr<bulk_link> bulk_link::open(const std::string& host, uint16_t por
                                            uint64_t ticket, const std::string& label,
                                            deadline until, maybe_failure& error,
                                            const tls_context* tls) {
-  auto ch = connect_channel(host, port, tls, until, error);
+  int32_t shard = -1;
+  auto ch = open_ticketed(host, port, tls, {run, ticket, label}, until, shard, error);
   if (!ch)
     return nullptr;
-  std::unique_ptr<bulk_link> link{
-    new bulk_link(std::move(ch), frame_limits{max_wire_elements(), max_frame_bytes()})};
-  meta_writer meta;
-  meta.u64(run).u64(ticket).text(label);
-  link->begin(frame_kind::hello, meta);
-  complete_all({link.get()}, until);
-  if (link->error()) {
-    error = link->error();
-    return nullptr;
-  }
-  return link;
+  return std::unique_ptr<bulk_link>(
+    new bulk_link(std::move(ch), frame_limits{max_wire_elements(), max_frame_bytes()}, shard));
 }
 
-// The reply each request kind gets: a hello's welcome, a push's push_reply,
-// a pull_reply for the rest.
+// The reply each request kind gets: a push's push_reply, a pull_reply for
+// the rest.
 static frame_kind reply_to(frame_kind kind) {
-  if (kind == frame_kind::hello)
-    return frame_kind::welcome;
-  if (kind == frame_kind::push)
-    return frame_kind::push_reply;
-  return frame_kind::pull_reply;
+  return kind == frame_kind::push ? frame_kind::push_reply : frame_kind::pull_reply;
 }
 
 void bulk_link::begin(frame_kind kind, const meta_writer& meta, const tensor_refs& data,
                       std::vector<tensor> storage) {
-  // A hello is request 0; the requests after it are numbered on.
-  auto number = kind == frame_kind::hello ? 0 : ++next_number_;
+  // The hello was request 0; the requests after it are numbered on.
+  auto number = ++next_number_;
   frame_writer frame{kind, number, meta, data};
   if (!asking_) { // a new exchange
     asking_ = true;
@@ -156,26 +144,16 @@ bool bulk_link::finish() {
       fail({errc::invalid_request, "bulk frame: a malformed refusal"});
       return true;
     }
-    asked.error = *why;
-    // Only an unauthorized hello closes the connection; other refusals are answers.
-    if (asked.expected == frame_kind::welcome) {
-      broken_ = true;
-      done_ = true;
-      return true;
-    }
+    asked.error = *why; // an answer: the connection goes on
   } else if (kind != asked.expected) {
     fail({errc::invalid_request, "bulk frame: a reply of kind " + std::to_string(head.kind)
                                    + " where " + std::to_string(static_cast<int>(asked.expected))
                                    + " was expected"});
     return true;
   } else {
-    if (kind == frame_kind::welcome) {
-      shard_ = fields.i32();
-    } else {
-      asked.version = fields.i64();
-      if (kind == frame_kind::push_reply)
-        asked.receipt = fields.u64();
-    }
+    asked.version = fields.i64();
+    if (kind == frame_kind::push_reply)
+      asked.receipt = fields.u64();
     if (!fields.at_end() || (kind != frame_kind::pull_reply && !asked.values.empty())) {
       fail({errc::invalid_request, "bulk frame: a malformed reply"});
       return true;

@@ -85,7 +85,8 @@ public:
 
 private:
   friend void complete_all(const std::vector<bulk_link*>& links, bulk::deadline until);
-  bulk_link(bulk::channel ch, bulk::frame_limits limits) : ch_(std::move(ch)), in_(limits) {}
+  bulk_link(bulk::channel ch, bulk::frame_limits limits, int32_t shard)
+    : ch_(std::move(ch)), in_(limits), shard_(shard) {}
   /// Asks a request of kind `kind` (its meta section and tensors, which
   /// must outlive the exchange), its reply read into `storage`.
   void begin(bulk::frame_kind kind, const bulk::meta_writer& meta,

@@ -227,25 +227,10 @@ std::unique_ptr<report_link> report_link::open(const std::string& host, uint16_t
                                                uint64_t ticket, const std::string& label,
                                                deadline until, maybe_failure& error,
                                                const tls_context* tls) {
-  auto ch = connect_channel(host, port, tls, until, error);
+  int32_t worker = -1; // the ticket's: the worker's own
+  auto ch = open_ticketed(host, port, tls, {run, ticket, label}, until, worker, error);
   if (!ch)
     return nullptr;
-  meta_writer meta;
-  meta.u64(run).u64(ticket).text(label);
-  frame_writer hello{frame_kind::hello, 0, meta};
-  frame_reader in{frame_limits{0, 0, max_hello_meta_bytes}};
-  if ((error = send_frame(ch, hello, until)) || (error = receive_frame(ch, in, until)))
-    return nullptr;
-  if (in.header().kind == static_cast<uint16_t>(frame_kind::refusal)) {
-    auto why = read_refusal(in.fields());
-    error = why ? *why : failure{errc::invalid_request, "report channel: a malformed refusal"};
-    return nullptr;
-  }
-  if (in.header().kind != static_cast<uint16_t>(frame_kind::welcome)) {
-    error = failure{errc::invalid_request, "report channel: the chief answered the hello with a "
-                                             + std::to_string(in.header().kind) + " frame"};
-    return nullptr;
-  }
   return std::unique_ptr<report_link>(new report_link(std::move(ch)));
 }
 

@@ -69,6 +69,34 @@ channel connect_channel(const std::string& host, uint16_t port, const tls_contex
   return tls ? tls->connect(std::move(fd), until, error) : channel{std::move(fd)};
 }
 
+channel open_ticketed(const std::string& host, uint16_t port, const tls_context* tls,
+                      const hello_fields& hello, deadline until, int32_t& welcomed,
+                      maybe_failure& error) {
+  auto ch = connect_channel(host, port, tls, until, error);
+  if (!ch)
+    return {};
+  meta_writer meta;
+  meta.u64(hello.run).u64(hello.ticket).text(hello.label);
+  frame_writer out{frame_kind::hello, 0, meta};
+  frame_reader in{frame_limits{0, 0, max_hello_meta_bytes}};
+  if ((error = send_frame(ch, out, until)) || (error = receive_frame(ch, in, until)))
+    return {};
+  auto fields = in.fields();
+  auto kind = static_cast<frame_kind>(in.header().kind);
+  if (kind == frame_kind::refusal) {
+    auto why = read_refusal(fields);
+    error = why ? *why : failure{errc::invalid_request, host + ": a malformed refusal of a hello"};
+    return {};
+  }
+  welcomed = fields.i32();
+  if (kind != frame_kind::welcome || !fields.at_end() || in.header().request != 0) {
+    error = failure{errc::invalid_request, host + " answered a hello with a malformed frame (kind "
+                                             + std::to_string(in.header().kind) + ")"};
+    return {};
+  }
+  return ch;
+}
+
 std::string peer_name(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);

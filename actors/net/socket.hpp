@@ -46,6 +46,23 @@ channel accept_channel(const socket_fd& accepted, const tls_context* tls, deadli
 channel connect_channel(const std::string& host, uint16_t port, const tls_context* tls,
                         deadline until, maybe_failure& error);
 
+/// What a client shows in the first frame of a ticketed connection (the
+/// bulk path's and the report channel's): its run, the ticket the server
+/// issued for it, and a label for the server's log lines.
+struct hello_fields {
+  uint64_t run = 0;
+  uint64_t ticket = 0;
+  std::string label;
+};
+
+/// A client's ticketed connection to host:port: connect_channel, then the
+/// hello, answered within the deadline by a welcome whose one field lands
+/// in `welcomed` (the shard's index, or the worker the ticket names).
+/// Empty, with `error` set (to the server's refusal when it refused).
+channel open_ticketed(const std::string& host, uint16_t port, const tls_context* tls,
+                      const hello_fields& hello, deadline until, int32_t& welcomed,
+                      maybe_failure& error);
+
 /// "host:port" of a connected socket's peer, for log lines ("?" unknown).
 std::string peer_name(int fd);
 

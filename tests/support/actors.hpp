@@ -73,6 +73,29 @@ inline token_queue_actor::behavior_type spy_queue(token_queue_actor::pointer,
   };
 }
 
+/// A sync shard's options: R = 2 up to step 10 from `first_step`,
+/// completed steps reported to `queue`.
+inline shard_options sync_shard_options(token_queue_actor queue, int64_t first_step = 0) {
+  shard_options options;
+  options.sync = true;
+  options.replicas_to_aggregate = 2;
+  options.last_step = 10;
+  options.token_queue = std::move(queue);
+  options.first_step = first_step;
+  return options;
+}
+
+/// A chief of `workers` workers over `shards` on the test coordinator; its
+/// result lands in `result` (which must outlive the run).
+inline chief_actor cooperative_chief(caf::actor_system& sys, const training_settings& settings,
+                                     int32_t workers, std::vector<ps_shard_actor> shards,
+                                     const training_data& data, training_result& result,
+                                     const runtime_settings& runtime = {}) {
+  return spawn_chief(
+    sys, settings, runtime, workers, std::move(shards), data.test,
+    [&result](const training_result& r) { result = r; }, spawn_mode::cooperative);
+}
+
 using grant_slot = std::shared_ptr<std::optional<step_grant>>;
 
 /// A whole cluster on the test coordinator (spawn_mode::cooperative): its

@@ -66,9 +66,7 @@ BOOST_AUTO_TEST_CASE(a_restarted_worker_takes_over_from_one_that_does_not_answer
   auto data = synthetic_data();
   auto shard = spawn_ps_shard(sys, 0, settings);
   training_result result;
-  auto chief = spawn_chief(
-    sys, settings, runtime_settings{}, 1, {shard}, data.test,
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto chief = cooperative_chief(sys, settings, 1, {shard}, data, result);
   // The "crashed" worker: registered, but it answers nothing any more.
   auto ghost = sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
     self->request(chief, caf::infinite, ready_atom::value, int32_t{0})

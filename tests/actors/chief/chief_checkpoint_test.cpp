@@ -57,9 +57,7 @@ BOOST_AUTO_TEST_CASE(a_worker_that_reports_steps_it_never_pushed_is_dropped_and_
   auto data = synthetic_data();
   auto shard = spawn_ps_shard(sys, 0, settings);
   training_result result;
-  auto chief = spawn_chief(
-    sys, settings, runtime_settings{}, 2, {shard}, data.test,
-    [&](const training_result& r) { result = r; }, spawn_mode::cooperative);
+  auto chief = cooperative_chief(sys, settings, 2, {shard}, data, result);
   auto lies = std::make_shared<int>(0);
   auto told = std::make_shared<std::string>();
   // Worker 1 asks for steps and reports each granted one applied, with no

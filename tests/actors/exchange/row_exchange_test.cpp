@@ -11,6 +11,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/exchange/row_exchange.hpp"
+#include "tests/support/held_requests.hpp"
 
 using namespace troupe;
 
@@ -18,31 +19,7 @@ namespace {
 
 // The shards' side of a fake message path: every request kept, answered
 // when the test says.
-struct fake_rows : message_path {
-  struct asked_pull {
-    int32_t shard;
-    pull_request request;
-    pull_done done;
-  };
-  struct asked_push {
-    int32_t shard;
-    step_push push;
-    push_done done;
-  };
-  std::vector<asked_pull> pulls;
-  std::vector<asked_push> pushes;
-  std::vector<std::string> sent; // "pull:S", "push:S", in order
-
-  void pull(int32_t shard, pull_request request, pull_done done) override {
-    sent.push_back("pull:" + std::to_string(shard));
-    pulls.push_back({shard, std::move(request), std::move(done)});
-  }
-  void push(int32_t shard, step_push push, push_done done) override {
-    sent.push_back("push:" + std::to_string(shard));
-    pushes.push_back({shard, std::move(push), std::move(done)});
-  }
-  void fetch(int32_t, uint64_t, const copy_tensor&, pull_done) override {}
-
+struct fake_rows : troupe::testing::held_requests {
   // Answers pull i with each key's row [key, key] (dim 2), and any dense
   // value it asked as 3.
   void answer(size_t i) {

@@ -13,6 +13,7 @@
 #include "actors/protocol/grant_proof.hpp"
 #include "actors/ps/ps_shard.hpp"
 #include "tests/support/actors.hpp"
+#include "tests/support/tables.hpp"
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -20,15 +21,7 @@ using namespace troupe::testing;
 namespace {
 
 table_setup small_table() {
-  table_setup s;
-  s.table.name = "embedding";
-  s.table.dim = 2;
-  s.table.init = {row_initializer::uniform, 0.5, 1};
-  s.table.optimizer.kind = sparse_optimizer_kind::sgd;
-  s.table.optimizer.learning_rate = 1.0;
-  s.table.buckets = {16, 0};
-  s.max_keys = 1000;
-  return s;
+  return sgd_table_setup(2, {row_initializer::uniform, 0.5, 1}, {16, 0}, 1000);
 }
 
 using names = std::vector<std::string>;
@@ -196,11 +189,7 @@ BOOST_AUTO_TEST_CASE(a_sync_shard_without_variables_completes_steps_on_rows) {
   token_queue_actor queue = sys.spawn(spy_queue, log);
   auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(0.5)});
   sched.run();
-  shard_options options;
-  options.sync = true;
-  options.replicas_to_aggregate = 2;
-  options.last_step = 10;
-  options.token_queue = queue;
+  auto options = sync_shard_options(queue);
   options.tables = {small_table()};
   BOOST_REQUIRE(
     ask<caf::ok_atom>(s, init_atom::value, test_run, names{}, std::vector<tensor>{}, options));

@@ -35,14 +35,9 @@ struct sync_shard_fixture : deterministic_fixture {
   ps_shard_actor start(double lr, tensor w, int64_t first_step = 0) {
     auto s = sys.spawn(ps_shard, ps_shard_config{0, plain_sgd(lr)});
     sched.run();
-    shard_options options;
-    options.sync = true;
-    options.replicas_to_aggregate = 2;
-    options.last_step = 10;
-    options.token_queue = queue;
-    options.first_step = first_step;
     BOOST_REQUIRE(ask<caf::ok_atom>(s, init_atom::value, test_run, names{"w"},
-                                    std::vector<tensor>{std::move(w)}, options));
+                                    std::vector<tensor>{std::move(w)},
+                                    sync_shard_options(queue, first_step)));
     return s;
   }
 };

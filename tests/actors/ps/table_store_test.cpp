@@ -9,21 +9,14 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/ps/table_store.hpp"
+#include "tests/support/tables.hpp"
 
 using namespace troupe;
 
 namespace {
 
 table_setup sgd_table(uint32_t dim = 2) {
-  table_setup s;
-  s.table.name = "embedding";
-  s.table.dim = dim;
-  s.table.init = {row_initializer::normal, 0.1, 7};
-  s.table.optimizer.kind = sparse_optimizer_kind::sgd;
-  s.table.optimizer.learning_rate = 1.0;
-  s.table.buckets = {64, 3};
-  s.max_keys = 100;
-  return s;
+  return troupe::testing::sgd_table_setup(dim, {row_initializer::normal, 0.1, 7}, {64, 3}, 100);
 }
 
 // Keys 0..n that shard `shard` of `shards` owns.

@@ -13,6 +13,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/worker/worker_step.hpp"
+#include "tests/support/held_requests.hpp"
 #include "tests/support/step_events.hpp"
 #include "tests/support/synthetic_data.hpp"
 
@@ -21,28 +22,7 @@ using namespace troupe;
 namespace {
 
 // Requests wait for the test's answer, as replies wait in a mailbox.
-struct fake_shards : message_path {
-  struct pulled_request {
-    int32_t shard;
-    pull_request request;
-    pull_done done;
-  };
-  struct pushed_request {
-    int32_t shard;
-    step_push push;
-    push_done done;
-  };
-  std::vector<pulled_request> pulls;
-  std::vector<pushed_request> pushes;
-
-  void pull(int32_t shard, pull_request request, pull_done done) override {
-    pulls.push_back({shard, std::move(request), std::move(done)});
-  }
-  void push(int32_t shard, step_push push, push_done done) override {
-    pushes.push_back({shard, std::move(push), std::move(done)});
-  }
-  void fetch(int32_t, uint64_t, const copy_tensor&, pull_done) override {}
-
+struct fake_shards : troupe::testing::held_requests {
   // Answers every pull: each dense value as `shapes` says, filled with
   // `value`; each key's row [3 key, 4 key] (dim 2, norm 5 key).
   void answer_pulls(const std::vector<shape_t>& shapes, float value) {
