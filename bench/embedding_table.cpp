@@ -153,6 +153,47 @@ void compare_maps(size_t n) {
 // half to a sixth as fast (an artefact of the process's earlier
 // allocations, not of the table: a lone program repeating them after
 // applies did not slow down).
+// Lookups and Adagrad applies of `stream`'s keys on a filled table: lookups
+// in batches of 16384 keys sorted by bucket (the order workers send),
+// applies of 4096 keys with each batch's duplicates removed. Prints M/s.
+void lookups_and_applies(embedding_table& table, const std::vector<int64_t>& stream,
+                         const char* law, size_t rows) {
+  auto dim = table.dim();
+  auto by_bucket = [&](int64_t a, int64_t b) {
+    return table.config().buckets.bucket_of(a) < table.config().buckets.bucket_of(b);
+  };
+  constexpr size_t pull_batch = 16384, batch = 4096;
+  std::vector<int64_t> sorted = stream;
+  for (size_t first = 0; first + pull_batch <= sorted.size(); first += pull_batch)
+    std::sort(sorted.begin() + first, sorted.begin() + first + pull_batch, by_bucket);
+  std::vector<float> pulled(pull_batch * dim);
+  auto start = std::chrono::steady_clock::now();
+  size_t looked_up = 0;
+  for (size_t first = 0; first + pull_batch <= sorted.size();
+       first += pull_batch, looked_up += pull_batch)
+    table.lookup(sorted.data() + first, pull_batch, pulled.data());
+  double lookup_s = seconds_since(start);
+  std::vector<std::vector<int64_t>> batches;
+  for (size_t first = 0; first + batch <= stream.size(); first += batch) {
+    std::vector<int64_t> b(stream.begin() + first, stream.begin() + first + batch);
+    std::sort(b.begin(), b.end());
+    b.erase(std::unique(b.begin(), b.end()), b.end());
+    batches.push_back(std::move(b));
+  }
+  std::vector<uint32_t> counts(batch, 1);
+  std::vector<float> grads(batch * dim, 0.01f);
+  size_t applied = 0;
+  start = std::chrono::steady_clock::now();
+  int64_t step = 1;
+  for (auto& b : batches) {
+    table.apply(b.data(), counts.data(), grads.data(), b.size(), step++);
+    applied += b.size();
+  }
+  double apply_s = seconds_since(start);
+  std::printf("table dim %2u rows %9zu  %-8s lookups %6.2f M/s  adagrad applies %6.2f M rows/s\n",
+              dim, rows, law, looked_up / lookup_s / 1e6, applied / apply_s / 1e6);
+}
+
 void table_run(uint32_t dim, size_t rows, const char* law) {
   embedding_table_config config;
   config.name = "bench";
@@ -184,47 +225,122 @@ void table_run(uint32_t dim, size_t rows, const char* law) {
               "+ %5.1f (table's count: %5.1f)\n",
               dim, rows, rows / upsert_s / 1e6, bytes_per_row, payload, bytes_per_row - payload,
               double(table.bytes()) / rows - payload);
-  {
-    size_t total = std::min<size_t>(std::max<size_t>(rows, 2000000), 4000000);
-    auto stream = law[0] == 'u' ? uniform_keys(rows, total, 5) : zipf_keys(rows, 1.2, total, 5);
-    // Lookups as a shard receives them: batches of 16384 keys sorted by
-    // bucket, the order workers send.
-    constexpr size_t pull_batch = 16384;
-    std::vector<int64_t> sorted = stream;
-    for (size_t first = 0; first + pull_batch <= sorted.size(); first += pull_batch)
-      std::sort(sorted.begin() + first, sorted.begin() + first + pull_batch, by_bucket);
-    std::vector<float> pulled(pull_batch * dim);
-    start = std::chrono::steady_clock::now();
-    size_t looked_up = 0;
-    for (size_t first = 0; first + pull_batch <= sorted.size();
-         first += pull_batch, looked_up += pull_batch)
-      table.lookup(sorted.data() + first, pull_batch, pulled.data());
-    double lookup_s = seconds_since(start);
-    // Applies take distinct keys: each batch's duplicates removed.
-    std::vector<std::vector<int64_t>> batches;
-    for (size_t first = 0; first + batch <= stream.size(); first += batch) {
-      std::vector<int64_t> b(stream.begin() + first, stream.begin() + first + batch);
-      std::sort(b.begin(), b.end());
-      b.erase(std::unique(b.begin(), b.end()), b.end());
-      batches.push_back(std::move(b));
-    }
-    size_t applied = 0;
-    start = std::chrono::steady_clock::now();
-    int64_t step = 1;
-    for (auto& b : batches) {
-      table.apply(b.data(), counts.data(), grads.data(), b.size(), step++);
-      applied += b.size();
-    }
-    double apply_s = seconds_since(start);
-    std::printf("table dim %2u rows %9zu  %-8s lookups %6.2f M/s  adagrad applies %6.2f M rows/s\n",
-                dim, rows, law, looked_up / lookup_s / 1e6, applied / apply_s / 1e6);
-  }
+  size_t total = std::min<size_t>(std::max<size_t>(rows, 2000000), 4000000);
+  auto stream = law[0] == 'u' ? uniform_keys(rows, total, 5) : zipf_keys(rows, 1.2, total, 5);
+  lookups_and_applies(table, stream, law, rows);
 }
 
 double peak_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return double(usage.ru_maxrss) / 1024.0;
+}
+
+constexpr size_t checkpoint_batch = 4096;
+
+// Rows 0 .. rows-1, each pushed once with a small gradient.
+void fill_in_order(embedding_table& table, size_t rows) {
+  std::vector<int64_t> keys(checkpoint_batch);
+  std::vector<uint32_t> counts(checkpoint_batch, 1);
+  std::vector<float> grads(checkpoint_batch * table.dim(), 0.01f);
+  for (size_t first = 0; first < rows; first += checkpoint_batch) {
+    size_t n = std::min(checkpoint_batch, rows - first);
+    for (size_t i = 0; i < n; ++i)
+      keys[i] = static_cast<int64_t>(first + i);
+    table.apply(keys.data(), counts.data(), grads.data(), n, 0);
+  }
+}
+
+struct written_file {
+  uint64_t bytes = 0;
+  double seconds = 0;
+  size_t pushes = 0;
+};
+
+// The view's file written on another thread while this one goes on updating
+// the table as a shard under training would: pushes of up to 4096 distinct
+// keys of `hot`, 10 ms apart, so that the view copies the rows that change
+// before they are written.
+written_file write_beside_pushes(embedding_table& table, table_snapshot& view,
+                                 const std::vector<int64_t>& hot,
+                                 const std::filesystem::path& path) {
+  written_file out;
+  std::atomic<bool> written{false};
+  auto start = std::chrono::steady_clock::now();
+  std::thread writer_thread([&] {
+    auto meta = view.metadata();
+    safetensors_writer writer(path.string(), view.entries(), {{meta.first, meta.second}});
+    view.append_to(writer);
+    out.bytes = writer.finish().second;
+    written = true;
+  });
+  std::vector<uint32_t> counts(checkpoint_batch, 1);
+  std::vector<float> grads(checkpoint_batch * table.dim(), 0.01f);
+  size_t at = 0;
+  while (!written) {
+    std::vector<int64_t> push_keys(hot.begin() + static_cast<std::ptrdiff_t>(at),
+                                   hot.begin()
+                                     + static_cast<std::ptrdiff_t>(at + checkpoint_batch));
+    at = (at + checkpoint_batch) % (hot.size() - checkpoint_batch);
+    std::sort(push_keys.begin(), push_keys.end());
+    push_keys.erase(std::unique(push_keys.begin(), push_keys.end()), push_keys.end());
+    table.apply(push_keys.data(), counts.data(), grads.data(), push_keys.size(),
+                static_cast<int64_t>(1 + out.pushes++));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  writer_thread.join();
+  out.seconds = seconds_since(start);
+  return out;
+}
+
+struct rows_in {
+  size_t rows = 0;
+  double seconds = 0;
+  double most_added_mib = 0; ///< resident memory added at most, where measured
+};
+
+// Restore onto 3 shards: the file read once for all three (as the chief
+// restores), or a pass per shard (as it did before).
+rows_in restore_onto_three(const std::filesystem::path& path, const embedding_table_config& config,
+                           bool one_pass) {
+  rows_in out;
+  auto start = std::chrono::steady_clock::now();
+  safetensors_file file(path.string());
+  if (one_pass) {
+    std::vector<std::unique_ptr<embedding_table>> parts;
+    std::vector<embedding_table*> targets;
+    for (int s = 0; s < 3; ++s) {
+      parts.push_back(std::make_unique<embedding_table>(config));
+      targets.push_back(parts.back().get());
+    }
+    out.rows = restore_table_rows(file, targets);
+  } else {
+    for (uint32_t shard = 0; shard < 3; ++shard) {
+      embedding_table part(config);
+      out.rows += restore_table_rows(file, part, shard, 3);
+    }
+  }
+  out.seconds = seconds_since(start);
+  return out;
+}
+
+// What the chief does on restore: the file read in batches of 65,536 rows
+// for 3 shards, each batch dropped as a sent message would be; the most
+// resident memory it added at any batch.
+rows_in chief_restore_reading(const std::filesystem::path& path,
+                              const embedding_table_config& config) {
+  rows_in out;
+  auto start = std::chrono::steady_clock::now();
+  double resident_at_start = double(resident_bytes()) / (1 << 20);
+  safetensors_file file(path.string());
+  saved_table_reader reader({&file}, config, 3, size_t{1} << 16);
+  while (auto batch = reader.next()) {
+    out.rows += batch->keys.size();
+    out.most_added_mib = std::max(out.most_added_mib,
+                                  double(resident_bytes()) / (1 << 20) - resident_at_start);
+  }
+  out.seconds = seconds_since(start);
+  return out;
 }
 
 // Benchmark 6: what a shard's checkpoint of one table costs.
@@ -237,116 +353,45 @@ void checkpoint_run(size_t rows) {
   // them does not count in the memory measured.
   auto hot = zipf_keys(rows, 1.2, size_t{1} << 22, 11);
   embedding_table table(config);
-  constexpr size_t batch = 4096;
-  std::vector<int64_t> keys(batch);
-  std::vector<uint32_t> counts(batch, 1);
-  std::vector<float> grads(batch * config.dim, 0.01f);
-  for (size_t first = 0; first < rows; first += batch) {
-    size_t n = std::min(batch, rows - first);
-    for (size_t i = 0; i < n; ++i)
-      keys[i] = static_cast<int64_t>(first + i);
-    table.apply(keys.data(), counts.data(), grads.data(), n, 0);
-  }
+  fill_in_order(table, rows);
   double table_mib = double(table.bytes()) / (1 << 20);
   double before = peak_mib(), resident_before = double(resident_bytes()) / (1 << 20);
   auto start = std::chrono::steady_clock::now();
   std::optional<table_snapshot> view(std::in_place, table);
   double pause_s = seconds_since(start);
   double after_freeze = double(resident_bytes()) / (1 << 20);
-  // The file is written on another thread while this one goes on updating
-  // the table as a shard under training would: pushes of up to 4096
-  // distinct Zipf(1.2) keys, 10 ms apart, so that the view copies the rows
-  // that change before they are written.
   auto path = std::filesystem::temp_directory_path()
               / ("troupe-bench-ckpt-" + std::to_string(getpid()));
-  uint64_t bytes = 0;
-  std::atomic<bool> written{false};
-  start = std::chrono::steady_clock::now();
-  std::thread writer_thread([&] {
-    auto meta = view->metadata();
-    safetensors_writer writer(path.string(), view->entries(), {{meta.first, meta.second}});
-    view->append_to(writer);
-    bytes = writer.finish().second;
-    written = true;
-  });
-  size_t pushes = 0, at = 0;
-  while (!written) {
-    std::vector<int64_t> push_keys(hot.begin() + static_cast<std::ptrdiff_t>(at),
-                                   hot.begin() + static_cast<std::ptrdiff_t>(at + batch));
-    at = (at + batch) % (hot.size() - batch);
-    std::sort(push_keys.begin(), push_keys.end());
-    push_keys.erase(std::unique(push_keys.begin(), push_keys.end()), push_keys.end());
-    table.apply(push_keys.data(), counts.data(), grads.data(), push_keys.size(),
-                static_cast<int64_t>(1 + pushes++));
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  writer_thread.join();
-  double write_s = seconds_since(start);
+  auto file = write_beside_pushes(table, *view, hot, path);
   size_t copied = table.frozen_copies();
   double after_write = double(resident_bytes()) / (1 << 20), peak = peak_mib();
   view.reset();
-  // Restore onto 3 shards: the file read once for all three (as the chief
-  // restores), beside a pass per shard (as it did before) in the same run.
-  start = std::chrono::steady_clock::now();
-  size_t restored = 0;
-  {
-    safetensors_file file(path.string());
-    std::vector<std::unique_ptr<embedding_table>> parts;
-    std::vector<embedding_table*> targets;
-    for (int s = 0; s < 3; ++s) {
-      parts.push_back(std::make_unique<embedding_table>(config));
-      targets.push_back(parts.back().get());
-    }
-    restored = restore_table_rows(file, targets);
-  }
-  double restore_s = seconds_since(start);
-  start = std::chrono::steady_clock::now();
-  size_t restored_per_shard = 0;
-  {
-    safetensors_file file(path.string());
-    for (uint32_t shard = 0; shard < 3; ++shard) {
-      embedding_table part(config);
-      restored_per_shard += restore_table_rows(file, part, shard, 3);
-    }
-  }
-  double per_shard_s = seconds_since(start);
-  // What the chief does on restore: the file read in batches of 65,536
-  // rows for 3 shards, each batch dropped as a sent message would be; the
-  // most resident memory it added at any batch.
-  start = std::chrono::steady_clock::now();
-  size_t read_rows = 0;
-  double resident_at_start = double(resident_bytes()) / (1 << 20), most_added = 0;
-  {
-    safetensors_file file(path.string());
-    saved_table_reader reader({&file}, config, 3, size_t{1} << 16);
-    while (auto batch = reader.next()) {
-      read_rows += batch->keys.size();
-      most_added = std::max(most_added, double(resident_bytes()) / (1 << 20) - resident_at_start);
-    }
-  }
-  double read_s = seconds_since(start);
+  auto one_pass = restore_onto_three(path, config, true);
+  auto per_shard = restore_onto_three(path, config, false);
+  auto read = chief_restore_reading(path, config);
   std::filesystem::remove(path);
   std::printf("checkpoint of %zu rows (dim 16, Adagrad; the table holds %.0f MiB):\n", rows,
               table_mib);
   std::printf("  freeze between two updates (the shard's pause): %.3f s\n", pause_s);
   std::printf("  file: %.0f MiB written in %.3f s, %.0f MB/s, beside %zu pushes of up to %zu "
               "Zipf(1.2) keys, 10 ms apart\n",
-              double(bytes) / (1 << 20), write_s, double(bytes) / write_s / 1e6, pushes, batch);
+              double(file.bytes) / (1 << 20), file.seconds, double(file.bytes) / file.seconds / 1e6,
+              file.pushes, checkpoint_batch);
   std::printf("  rows copied aside (changed before they were written): %zu of %zu (%.1f%%)\n",
               copied, rows, 100.0 * double(copied) / double(rows));
   std::printf("  resident: %.0f MiB before, %.0f after the freeze (+%.0f), %.0f with the file "
               "written and the copies still held (+%.0f); peak %.0f MiB against %.0f before\n",
               resident_before, after_freeze, after_freeze - resident_before, after_write,
               after_write - resident_before, peak, before);
-  std::printf("  restore onto 3 shards, one pass: %zu rows in %.3f s (%.2f M rows/s)\n", restored,
-              restore_s, double(restored) / restore_s / 1e6);
+  std::printf("  restore onto 3 shards, one pass: %zu rows in %.3f s (%.2f M rows/s)\n",
+              one_pass.rows, one_pass.seconds, double(one_pass.rows) / one_pass.seconds / 1e6);
   std::printf("  restore onto 3 shards, a pass per shard (before): %zu rows in %.3f s (%.2f M "
               "rows/s); one pass is %.2fx faster\n",
-              restored_per_shard, per_shard_s, double(restored_per_shard) / per_shard_s / 1e6,
-              per_shard_s / restore_s);
+              per_shard.rows, per_shard.seconds, double(per_shard.rows) / per_shard.seconds / 1e6,
+              per_shard.seconds / one_pass.seconds);
   std::printf("  the chief's restore reading (batches of 65,536 rows for 3 shards): %zu rows in "
               "%.3f s (%.2f M rows/s), resident at most +%.0f MiB\n",
-              read_rows, read_s, double(read_rows) / read_s / 1e6, most_added);
+              read.rows, read.seconds, double(read.rows) / read.seconds / 1e6, read.most_added_mib);
 }
 
 } // namespace

@@ -284,6 +284,21 @@ void print_phase(const char* name, const phase_result& r, int64_t rows, uint32_t
               rate * dim * sizeof(float) / 1e6, r.seconds);
 }
 
+// The shard initialised with the benchmark's one table and no variables.
+bool initialise_table(caf::scoped_actor& self, const ps_shard_actor& shard,
+                      const bench_options& o) {
+  shard_options options;
+  options.tables.push_back(bench_table(o));
+  options.shards = 1;
+  bool initialised = false;
+  self
+    ->request(shard, std::chrono::seconds(60), init_atom::value, bench_run,
+              std::vector<std::string>{}, std::vector<tensor>{}, options)
+    .receive([&](caf::ok_atom) { initialised = true; },
+             [&](caf::error& e) { std::fprintf(stderr, "init: %s\n", to_string(e).c_str()); });
+  return initialised;
+}
+
 int run_client(caf::actor_system& sys, uint16_t port, const bench_options& o) {
   auto shard = sys.middleman().remote_actor<ps_shard_actor>("127.0.0.1", port);
   if (!shard) {
@@ -291,16 +306,7 @@ int run_client(caf::actor_system& sys, uint16_t port, const bench_options& o) {
     return 1;
   }
   caf::scoped_actor self{sys};
-  shard_options options;
-  options.tables.push_back(bench_table(o));
-  options.shards = 1;
-  bool initialised = false;
-  self
-    ->request(*shard, std::chrono::seconds(60), init_atom::value, bench_run,
-              std::vector<std::string>{}, std::vector<tensor>{}, options)
-    .receive([&](caf::ok_atom) { initialised = true; },
-             [&](caf::error& e) { std::fprintf(stderr, "init: %s\n", to_string(e).c_str()); });
-  if (!initialised)
+  if (!initialise_table(self, *shard, o))
     return 1;
   auto requests = make_requests(o);
   int64_t rows = 0;

@@ -92,19 +92,46 @@ tensor small_tensor() {
 }
 
 // The messages target: one file per message type (CAF's binary format).
-void seed_messages(caf::actor_system& sys, const fs::path& messages) {
+step_push sample_push() {
+  return {
+    7, 1, 3, 0, 0, {"w"}, {small_tensor()}, {{0, {4, 1LL << 50}, {2, 1}, tensor({2, 9}, 0.25f)}}};
+}
+
+pull_request sample_pull() {
+  return {7, {"w", "b"}, 0, {{0, {4, 8}}}};
+}
+
+step_report sample_report() {
+  step_report report;
+  report.run = 7;
+  report.step = 12;
+  report.applied = true;
+  report.loss = 0.5;
+  report.receipt = 0x0123456789abcdefULL;
+  return report;
+}
+
+// Whole messages as peers send them, and the BASP gate's inputs.
+void seed_whole_messages(caf::actor_system& sys, const fs::path& messages) {
+  auto push = sample_push();
+  seed(sys, messages, whole_message, "push", caf::make_message(push_atom::value, push));
+  seed(sys, messages, whole_message, "pull", caf::make_message(pull_atom::value, sample_pull()));
+  seed(sys, messages, whole_message, "hello",
+       caf::make_message(hello_atom::value, protocol_version, std::string("worker"), int32_t{0}));
+  seed(sys, messages, whole_message, "reports",
+       caf::make_message(reports_atom::value, std::vector<step_report>{sample_report()}));
+  std::vector<caf::strong_actor_ptr> no_stages;
+  auto message = caf::make_message(push_atom::value, push);
+  seed(sys, messages, direct_gate, "gate_direct_push", no_stages, message);
+  seed(sys, messages, routed_gate, "gate_routed_push", sys.node(), sys.node(), no_stages, message);
+}
+
+// Typed values, each at its type's pick.
+void seed_typed_values(caf::actor_system& sys, const fs::path& messages) {
   auto small = small_tensor();
-  // Typed values, each at its type's pick.
   auto value = [&](const char* name, auto x) {
     seed(sys, messages, pick_of<decltype(x)>(), name, x);
   };
-  step_push push{7, 1,     3,       0,
-                 0, {"w"}, {small}, {{0, {4, 1LL << 50}, {2, 1}, tensor({2, 9}, 0.25f)}}};
-  pull_request pull{7, {"w", "b"}, 0, {{0, {4, 8}}}};
-  seed(sys, messages, whole_message, "push", caf::make_message(push_atom::value, push));
-  seed(sys, messages, whole_message, "pull", caf::make_message(pull_atom::value, pull));
-  seed(sys, messages, whole_message, "hello",
-       caf::make_message(hello_atom::value, protocol_version, std::string("worker"), int32_t{0}));
   value("tensor", small);
   value("tensors", std::vector<tensor>{small, tensor({4})});
   value("pull_reply", pull_reply{5, {small}, {tensor({2, 9}, 1.0f)}});
@@ -115,12 +142,7 @@ void seed_messages(caf::actor_system& sys, const fs::path& messages) {
   plan.run = 7;
   plan.slices = {{"w", 0, 0, 0, 0, 784}};
   value("training_plan", plan);
-  step_report report;
-  report.run = 7;
-  report.step = 12;
-  report.applied = true;
-  report.loss = 0.5;
-  report.receipt = 0x0123456789abcdefULL;
+  auto report = sample_report();
   value("step_report", report);
   value("step_grant", step_grant{13, false});
   value("step_summary", step_summary{13, 0.4, 90, 100, 1.5, 1, 2, {0, 1}, {3, 4}, {17, 5}, {}, {}});
@@ -145,18 +167,17 @@ void seed_messages(caf::actor_system& sys, const fs::path& messages) {
   value("restored_rows", restored_rows{0, {5, 6}, {1, 2}, {0, 3}, tensor({2, 18}, 0.5f)});
   value("table_report", table_report{"embedding", 10, 400, 10, 0, 0, {5}, {9}});
   value("table_reports", std::vector<table_report>{{"embedding", 1, 40, 1, 0, 0, {}, {}}});
-  seed(sys, messages, whole_message, "reports",
-       caf::make_message(reports_atom::value, std::vector<step_report>{report}));
   value("step_reports", std::vector<step_report>{report, report});
   value("step_grants", std::vector<step_grant>{{13, false, 5}, {14, false, 6}});
   value("checkpoint_chunk", checkpoint_chunk{"bytes", 99});
-  value("pull_request", pull);
-  value("step_push", push);
+  value("pull_request", sample_pull());
+  value("step_push", sample_push());
   value("push_receipt", push_receipt{4, 0xfeedULL});
-  std::vector<caf::strong_actor_ptr> no_stages;
-  auto message = caf::make_message(push_atom::value, push);
-  seed(sys, messages, direct_gate, "gate_direct_push", no_stages, message);
-  seed(sys, messages, routed_gate, "gate_routed_push", sys.node(), sys.node(), no_stages, message);
+}
+
+void seed_messages(caf::actor_system& sys, const fs::path& messages) {
+  seed_whole_messages(sys, messages);
+  seed_typed_values(sys, messages);
 }
 
 // The tensor_wire target: tensors as CAF serialises them.
@@ -228,29 +249,24 @@ std::vector<char> frame(bulk::frame_kind kind, uint64_t request, const bulk::met
 // The bulk_frame target: every kind as the peers write it, and a few a
 // stranger might (a NaN gradient, a reserved field set, a zero dimension
 // beside huge ones).
-void seed_bulk_frames(const fs::path& dir) {
+// What a peer asks: a hello, pulls, pushes (one with a NaN, one with
+// empty rows) and a fetch.
+void seed_bulk_requests(const fs::path& dir) {
   using bulk::frame_kind;
   int64_t keys[2] = {4, int64_t{1} << 50};
   uint32_t counts[2] = {2, 1};
   auto key_bits = bulk::key_bits(keys, 2);
   auto count_bits = bulk::count_bits(counts, 2);
-  tensor row_grads({2, 3}, 0.25f), value({2, 2}, 1.5f), rows({2, 3}, -1.0f);
+  tensor row_grads({2, 3}, 0.25f);
   auto tables = [](bulk::meta_writer& m) { m.i32(1).i32(0); };
   bulk::meta_writer hello;
   hello.u64(7).u64(0x1234).text("worker:0");
   write(dir / "hello", frame(frame_kind::hello, 0, hello));
-  bulk::meta_writer welcome;
-  welcome.i32(0);
-  write(dir / "welcome", frame(frame_kind::welcome, 0, welcome));
   bulk::tensor_refs pull_data{&key_bits};
   bulk::meta_writer pull{pull_data};
   pull.u64(7).names({"w"}).i32(0);
   tables(pull);
   write(dir / "pull", frame(frame_kind::pull, 1, pull, pull_data));
-  bulk::tensor_refs reply_data{&value, &rows};
-  bulk::meta_writer reply{reply_data};
-  reply.i64(3);
-  write(dir / "pull_reply", frame(frame_kind::pull_reply, 1, reply, reply_data));
   for (auto [name, g] :
        {std::pair{"push", 0.5f}, std::pair{"push_nan", std::numeric_limits<float>::quiet_NaN()}}) {
     tensor gradient({2, 2}, g);
@@ -266,15 +282,29 @@ void seed_bulk_frames(const fs::path& dir) {
   empty_rows.u64(7).i32(0).i64(3).u64(0xfeed).i32(0).names({});
   tables(empty_rows);
   write(dir / "push_empty_rows", frame(frame_kind::push, 3, empty_rows, empty_data));
+  bulk::meta_writer fetch;
+  fetch.u64(7).u64(0x77).i32(1);
+  write(dir / "fetch", frame(frame_kind::fetch, 4, fetch));
+}
+
+// What a server answers: a welcome, a pull's values and rows, a push's
+// version and receipt, a refusal, and the report channel's frames.
+void seed_bulk_answers(const fs::path& dir) {
+  using bulk::frame_kind;
+  bulk::meta_writer welcome;
+  welcome.i32(0);
+  write(dir / "welcome", frame(frame_kind::welcome, 0, welcome));
+  tensor value({2, 2}, 1.5f), rows({2, 3}, -1.0f);
+  bulk::tensor_refs reply_data{&value, &rows};
+  bulk::meta_writer reply{reply_data};
+  reply.i64(3);
+  write(dir / "pull_reply", frame(frame_kind::pull_reply, 1, reply, reply_data));
   bulk::meta_writer push_reply;
   push_reply.i64(4).u64(0xabcdef);
   write(dir / "push_reply", frame(frame_kind::push_reply, 2, push_reply));
   bulk::meta_writer refusal;
   refusal.u8(static_cast<uint8_t>(errc::stale_gradient)).text("step 3 is stale");
   write(dir / "refusal", frame(frame_kind::refusal, 2, refusal));
-  bulk::meta_writer fetch;
-  fetch.u64(7).u64(0x77).i32(1);
-  write(dir / "fetch", frame(frame_kind::fetch, 4, fetch));
   step_report report;
   report.run = 7;
   report.step = 12;
@@ -286,10 +316,17 @@ void seed_bulk_frames(const fs::path& dir) {
   bulk::meta_writer grants;
   write_grants(grants, {{13, false, 5}, {14, true, 0}});
   write(dir / "grants", frame(frame_kind::grants, 5, grants));
+}
+
+// Headers no writer makes: a reserved field set, and shapes [0, 2^40] and
+// [2^40, 0] (no float, but a product past every limit).
+void seed_bulk_oddities(const fs::path& dir) {
+  using bulk::frame_kind;
+  bulk::meta_writer welcome;
+  welcome.i32(0);
   auto reserved = frame(frame_kind::welcome, 0, welcome);
   reserved[offsetof(bulk::frame_header, reserved)] = 3;
   write(dir / "reserved-field-not-zero", reserved);
-  // Shapes [0, 2^40] and [2^40, 0]: no float, but a product past every limit.
   std::string meta;
   auto put = [&](const void* p, size_t n) { meta.append(static_cast<const char*>(p), n); };
   uint32_t two = 2, rank = 2;
@@ -304,6 +341,12 @@ void seed_bulk_frames(const fs::path& dir) {
              reinterpret_cast<const char*>(&head) + sizeof(head));
   odd.insert(odd.end(), meta.begin(), meta.end());
   write(dir / "zero-dimension-beside-huge-ones", odd);
+}
+
+void seed_bulk_frames(const fs::path& dir) {
+  seed_bulk_requests(dir);
+  seed_bulk_answers(dir);
+  seed_bulk_oddities(dir);
 }
 
 } // namespace

@@ -148,6 +148,81 @@ int forge_pushes(run_id run, const std::string& host, uint16_t port) {
   return accepted == 0 ? 0 : 1;
 }
 
+// The shard: initialise it again, read and write it without the run's id,
+// push a huge finite gradient, ask for its traffic.
+void ask_the_shard(caf::scoped_actor& self, const ps_shard_actor& shard) {
+  tensor huge_gradient({784, 10}, 1e30f);
+  must_refuse<caf::ok_atom>(self, shard, "init of the shard", init_atom::value, run_id{42},
+                            std::vector<std::string>{"softmax/weights"},
+                            std::vector<tensor>{tensor({784, 10})}, shard_options{});
+  must_refuse<pull_reply>(self, shard, "pull of the weights", pull_atom::value,
+                          pull_request{0, {"softmax/weights"}, 0, {}});
+  must_refuse<push_receipt>(self, shard, "push of a huge gradient", push_atom::value,
+                            step_push{0, 0, 0, 0, 0, {"softmax/weights"}, {huge_gradient}, {}});
+  must_refuse<shard_traffic>(self, shard, "stats of the shard", stats_atom::value);
+}
+
+// The chief: ask for the plan (and so the run id and the token queue) under
+// an index the cluster lacks and one a live worker holds; report and claim
+// a non-finite gradient as worker 0. Returns the forged report.
+step_report ask_the_chief(caf::scoped_actor& self, const chief_actor& chief) {
+  must_refuse<training_plan>(self, chief, "ready as worker 99", ready_atom::value, int32_t{99});
+  must_refuse<training_plan>(self, chief, "ready as worker 0", ready_atom::value, int32_t{0});
+  step_report fake;
+  fake.worker = 0;
+  fake.step = 5;
+  fake.applied = true;
+  must_refuse<step_grant>(self, chief, "report as worker 0", report_atom::value, fake);
+  must_refuse<step_grant>(self, chief, "non-finite gradient as worker 0", nonfinite_atom::value,
+                          fake);
+  return fake;
+}
+
+// One-way messages: their refusals show in the nodes' logs.
+void tell_both(caf::scoped_actor& self, const ps_shard_actor& shard, const chief_actor& chief,
+               const step_report& fake) {
+  self->send(shard, replicas_atom::value, int32_t{1});
+  self->send(shard, stop_atom::value);
+  self->send(shard, stop_atom::value, std::string("forged abort"));
+  std::printf("sent: replicas, stop and abort to the shard\n");
+  self->send(chief, step_done_atom::value,
+             step_summary{999999, 0, 0, 0, 0, 0, 0, {}, {}, {}, {}, {}});
+  std::printf("sent: step_done to the chief\n");
+  // What the chief's report channel relays in its own process: a stranger
+  // does not know a connection's key.
+  self->send(caf::actor_cast<caf::actor>(chief), relayed_atom::value, uint64_t{0x5eed}, uint64_t{1},
+             std::vector<step_report>{fake});
+  std::printf("sent: a relayed batch of reports to the chief\n");
+  // Let the one-way messages leave, and their refusals name this address,
+  // before the exit message costs this process its connection: kill would
+  // end an actor whatever its exit handler says.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  self->send_exit(shard, caf::exit_reason::kill);
+  std::printf("sent: an exit message (kill) to the shard\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+}
+
+// A stranger that reached the chief's and a shard's BASP ports: every
+// request refused, every one-way message ignored; exit 0 when none was
+// accepted.
+int impersonate(const std::string& chief_host, uint16_t chief_port, const std::string& ps_host,
+                uint16_t ps_port) {
+  client_config cfg;
+  caf::actor_system sys{cfg};
+  auto shard = sys.middleman().remote_actor<ps_shard_actor>(ps_host, ps_port);
+  auto chief = sys.middleman().remote_actor<chief_actor>(chief_host, chief_port);
+  if (!shard || !chief) {
+    std::printf("cannot connect: %s\n", sys.render(!shard ? shard.error() : chief.error()).c_str());
+    return 3;
+  }
+  caf::scoped_actor self{sys};
+  ask_the_shard(self, *shard);
+  auto fake = ask_the_chief(self, *chief);
+  tell_both(self, *shard, *chief, fake);
+  std::printf("%d request(s) accepted\n", accepted);
+  return accepted == 0 ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -184,58 +259,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s CHIEF_HOST:PORT PS_HOST:PORT\n", argv[0]);
     return 2;
   }
-  client_config cfg;
-  caf::actor_system sys{cfg};
-  auto shard = sys.middleman().remote_actor<ps_shard_actor>(ps_host, ps_port);
-  auto chief = sys.middleman().remote_actor<chief_actor>(chief_host, chief_port);
-  if (!shard || !chief) {
-    std::printf("cannot connect: %s\n", sys.render(!shard ? shard.error() : chief.error()).c_str());
-    return 3;
-  }
-  caf::scoped_actor self{sys};
-  // The shard: initialise it again, read and write it without the run's id,
-  // push a huge finite gradient, ask for its traffic.
-  tensor huge_gradient({784, 10}, 1e30f);
-  must_refuse<caf::ok_atom>(self, *shard, "init of the shard", init_atom::value, run_id{42},
-                            std::vector<std::string>{"softmax/weights"},
-                            std::vector<tensor>{tensor({784, 10})}, shard_options{});
-  must_refuse<pull_reply>(self, *shard, "pull of the weights", pull_atom::value,
-                          pull_request{0, {"softmax/weights"}, 0, {}});
-  must_refuse<push_receipt>(self, *shard, "push of a huge gradient", push_atom::value,
-                            step_push{0, 0, 0, 0, 0, {"softmax/weights"}, {huge_gradient}, {}});
-  must_refuse<shard_traffic>(self, *shard, "stats of the shard", stats_atom::value);
-  // The chief: ask for the plan (and so the run id and the token queue)
-  // under an index the cluster lacks and one a live worker holds; report
-  // and claim a non-finite gradient as worker 0.
-  must_refuse<training_plan>(self, *chief, "ready as worker 99", ready_atom::value, int32_t{99});
-  must_refuse<training_plan>(self, *chief, "ready as worker 0", ready_atom::value, int32_t{0});
-  step_report fake;
-  fake.worker = 0;
-  fake.step = 5;
-  fake.applied = true;
-  must_refuse<step_grant>(self, *chief, "report as worker 0", report_atom::value, fake);
-  must_refuse<step_grant>(self, *chief, "non-finite gradient as worker 0", nonfinite_atom::value,
-                          fake);
-  // One-way messages: their refusals show in the nodes' logs.
-  self->send(*shard, replicas_atom::value, int32_t{1});
-  self->send(*shard, stop_atom::value);
-  self->send(*shard, stop_atom::value, std::string("forged abort"));
-  std::printf("sent: replicas, stop and abort to the shard\n");
-  self->send(*chief, step_done_atom::value,
-             step_summary{999999, 0, 0, 0, 0, 0, 0, {}, {}, {}, {}, {}});
-  std::printf("sent: step_done to the chief\n");
-  // What the chief's report channel relays in its own process: a stranger
-  // does not know a connection's key.
-  self->send(caf::actor_cast<caf::actor>(*chief), relayed_atom::value, uint64_t{0x5eed},
-             uint64_t{1}, std::vector<step_report>{fake});
-  std::printf("sent: a relayed batch of reports to the chief\n");
-  // Let the one-way messages leave, and their refusals name this address,
-  // before the exit message costs this process its connection: kill would
-  // end an actor whatever its exit handler says.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  self->send_exit(*shard, caf::exit_reason::kill);
-  std::printf("sent: an exit message (kill) to the shard\n");
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  std::printf("%d request(s) accepted\n", accepted);
-  return accepted == 0 ? 0 : 1;
+  return impersonate(chief_host, chief_port, ps_host, ps_port);
 }

@@ -40,61 +40,11 @@ struct bulk_shard {
 
   bulk_shard() {
     bulk_endpoint endpoint;
-    endpoint.fetch = [this](uint64_t r, uint64_t ticket, int32_t index, tensor& out,
-                            int64_t& v) -> maybe_failure {
-      std::lock_guard<std::mutex> guard{mutex};
-      if (r != run || ticket != 42)
-        return failure{errc::unauthorized, "no copy with that ticket"};
-      auto i = copy.find(index);
-      if (i == copy.end())
-        return failure{errc::invalid_request, "fetched already"};
-      out = std::move(i->second);
-      copy.erase(i);
-      v = 17;
-      return std::nullopt;
+    endpoint.fetch = [this](uint64_t r, uint64_t ticket, int32_t index, tensor& out, int64_t& v) {
+      return fetch(r, ticket, index, out, v);
     };
-    endpoint.pull = [this](bulk_pull& pull, bulk_pulled& out) -> maybe_failure {
-      std::lock_guard<std::mutex> guard{mutex};
-      if (pull.run != run)
-        return failure{errc::unauthorized, "another run"};
-      if (!pull.names.empty() && pull.names != std::vector<std::string>{"w"})
-        return failure{errc::unknown_variable, "no such variable"};
-      if (!pull.names.empty())
-        out.values = {std::make_shared<const tensor>(*w)};
-      for (auto& rows : pull.tables) // each key's row reads the key, twice
-        out.rows.push_back(row_values_of(rows.keys));
-      out.version = version;
-      return std::nullopt;
-    };
-    // Applied when handed over (rows are only counted); the answers wait
-    // for await, in order. `events` says which came when.
-    endpoint.open_pusher = [this]() -> bulk_endpoint::pusher {
-      auto answers = std::make_shared<std::deque<bulk_push_answer>>();
-      return {[this, answers](bulk_push& push) {
-                std::lock_guard<std::mutex> guard{mutex};
-                events.push_back("hand over " + std::to_string(push.gradients.size())
-                                 + " gradient(s), " + std::to_string(push.tables.size())
-                                 + " table(s)");
-                bulk_push_answer answer;
-                if (push.step == 99) {
-                  answer.refused = failure{errc::stale_gradient, "step 99 is stale"};
-                } else {
-                  for (size_t g = 0; g < push.gradients.size(); ++g)
-                    for (size_t i = 0; i < w->size(); ++i)
-                      w->data()[i] += push.gradients[g].data()[i];
-                  answer.version = ++version;
-                  answer.receipt = 1000 + static_cast<uint64_t>(push.step);
-                }
-                answers->push_back(answer);
-              },
-              [this, answers](bulk_push&, std::chrono::milliseconds) {
-                std::lock_guard<std::mutex> guard{mutex};
-                events.push_back("await");
-                auto answer = answers->front();
-                answers->pop_front();
-                return answer;
-              }};
-    };
+    endpoint.pull = [this](bulk_pull& pull, bulk_pulled& out) { return answer(pull, out); };
+    endpoint.open_pusher = [this] { return pusher(); };
     endpoint.max_row_keys = 1000;
     endpoint.unauthorized_push = [] {};
     bulk_server_options options;
@@ -102,6 +52,67 @@ struct bulk_shard {
     maybe_failure error;
     server = std::make_unique<bulk_server>(std::move(endpoint), options, error);
     BOOST_REQUIRE(!error);
+  }
+
+  maybe_failure fetch(uint64_t r, uint64_t ticket, int32_t index, tensor& out, int64_t& v) {
+    std::lock_guard<std::mutex> guard{mutex};
+    if (r != run || ticket != 42)
+      return failure{errc::unauthorized, "no copy with that ticket"};
+    auto i = copy.find(index);
+    if (i == copy.end())
+      return failure{errc::invalid_request, "fetched already"};
+    out = std::move(i->second);
+    copy.erase(i);
+    v = 17;
+    return std::nullopt;
+  }
+
+  maybe_failure answer(bulk_pull& pull, bulk_pulled& out) {
+    std::lock_guard<std::mutex> guard{mutex};
+    if (pull.run != run)
+      return failure{errc::unauthorized, "another run"};
+    if (!pull.names.empty() && pull.names != std::vector<std::string>{"w"})
+      return failure{errc::unknown_variable, "no such variable"};
+    if (!pull.names.empty())
+      out.values = {std::make_shared<const tensor>(*w)};
+    for (auto& rows : pull.tables) // each key's row reads the key, twice
+      out.rows.push_back(row_values_of(rows.keys));
+    out.version = version;
+    return std::nullopt;
+  }
+
+  // Applied when handed over (rows are only counted); the answers wait
+  // for await, in order. `events` says which came when.
+  bulk_endpoint::pusher pusher() {
+    auto answers = std::make_shared<std::deque<bulk_push_answer>>();
+    return {[this, answers](bulk_push& push) {
+              std::lock_guard<std::mutex> guard{mutex};
+              answers->push_back(take(push));
+            },
+            [this, answers](bulk_push&, std::chrono::milliseconds) {
+              std::lock_guard<std::mutex> guard{mutex};
+              events.push_back("await");
+              auto answer = answers->front();
+              answers->pop_front();
+              return answer;
+            }};
+  }
+
+  // Under the mutex.
+  bulk_push_answer take(const bulk_push& push) {
+    events.push_back("hand over " + std::to_string(push.gradients.size()) + " gradient(s), "
+                     + std::to_string(push.tables.size()) + " table(s)");
+    bulk_push_answer answer;
+    if (push.step == 99) {
+      answer.refused = failure{errc::stale_gradient, "step 99 is stale"};
+      return answer;
+    }
+    for (size_t g = 0; g < push.gradients.size(); ++g)
+      for (size_t i = 0; i < w->size(); ++i)
+        w->data()[i] += push.gradients[g].data()[i];
+    answer.version = ++version;
+    answer.receipt = 1000 + static_cast<uint64_t>(push.step);
+    return answer;
   }
 
   std::unique_ptr<bulk_link> link() {
