@@ -466,6 +466,27 @@ BOOST_AUTO_TEST_CASE(row_requests_are_checked_as_over_basp_and_the_link_serves_o
   BOOST_TEST(pull_rows(*link, the_run, {1}).bit_equal(tensor({1, 2}, 0.0f)));
 }
 
+// Issue 52: a process with a ticket for worker 0 replayed a captured row
+// push 50 times and each moved the rows. The bulk door takes a step once,
+// as BASP does, whichever connection the replays come on.
+BOOST_AUTO_TEST_CASE(a_row_push_replayed_on_the_bulk_path_moves_the_rows_once) {
+  auto link = open(0);
+  tensor grads({1, 2}, std::vector<float>{1, -2});
+  push_rows(*link, 0, 5, {4}, {1}, grads);
+  BOOST_REQUIRE_MESSAGE(!link->error(), link->error()->message);
+  auto once = pull_rows(*link, the_run, {4});
+  BOOST_TEST(once.bit_equal(tensor({1, 2}, std::vector<float>{-0.5f, 1.0f})));
+  auto forger = open(0); // a second admission of the same worker
+  for (int replay = 0; replay < 50; ++replay)
+    push_rows(replay % 2 ? *link : *forger, 0, 5, {4}, {1}, grads);
+  BOOST_TEST(pull_rows(*link, the_run, {4}).bit_equal(once));
+  shard_traffic stats;
+  chief->request(shard, 10s, stats_atom::value)
+    .receive([&](shard_traffic& t) { stats = t; }, [](caf::error& e) { BOOST_FAIL(describe(e)); });
+  BOOST_TEST(stats.updates == 1);
+  BOOST_TEST(stats.repeated_pushes == 50u);
+}
+
 // A request naming more keys than a shard takes is refused from its header
 // and shapes, before a byte of its keys is read or allocated: 10^9 keys
 // (8 GB) pass no frame limit; 2^25 keys (256 MiB) pass the frame's but not
