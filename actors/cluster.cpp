@@ -79,7 +79,7 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief_handle, std::vector<ps_shard_actor> shards,
                           std::shared_ptr<const data_split> train, spawn_mode mode,
-                          peer_reconnect reconnect, bulk_peers bulk) {
+                          peer_reconnect reconnect, bulk_peers bulk, const model_wrapper& wrap) {
   require_valid_settings(settings, runtime, {static_cast<int32_t>(shards.size()), num_workers});
   auto capacity = worker_capacity(runtime, num_workers);
   if (index < 0 || index >= capacity)
@@ -108,13 +108,15 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   auto options = model_options_of(settings);
   options.seed += 7919u * static_cast<uint64_t>(index + 1);
   auto device = device_of(settings, index);
-  auto net = gpu::make_device_model(make_model(settings.model, options), device,
-                                    {settings.gpu_memory_fraction});
+  std::shared_ptr<model> net = gpu::make_device_model(make_model(settings.model, options), device,
+                                                      {settings.gpu_memory_fraction});
   if (device.type == gpu::device_spec::kind::cuda)
     spdlog::info("worker:{}: computing on {}, memory share {:.2f}, batch {}", index,
                  gpu::describe_device(device), settings.gpu_memory_fraction, config.batch_size);
   else
     spdlog::info("worker:{}: computing on cpu, batch {}", index, config.batch_size);
+  if (wrap)
+    net = wrap(std::move(net));
   worker_links links{std::move(chief_handle), std::move(shards),    std::move(net),
                      std::move(train),        std::move(reconnect), std::move(bulk)};
   return spawn_as<worker_actor>(sys, mode, worker, config, std::move(links));

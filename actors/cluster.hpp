@@ -76,12 +76,14 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
 /// Worker `index` of num_workers (or beyond, up to runtime.max_workers:
 /// elastic membership); the chief's plan says its share of `train`. bulk (a host per shard, or none): where the worker opens the
 /// bulk path to each shard in another process that offers one, and its TLS.
+/// wrap (empty: none): the model the worker computes with in place of the
+/// settings' (model_wrapper).
 worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_workers,
                           const training_settings& settings, const runtime_settings& runtime,
                           chief_actor chief, std::vector<ps_shard_actor> shards,
                           std::shared_ptr<const data_split> train,
                           spawn_mode mode = spawn_mode::detached, peer_reconnect reconnect = {},
-                          bulk_peers bulk = {});
+                          bulk_peers bulk = {}, const model_wrapper& wrap = {});
 
 struct local_cluster {
   std::vector<ps_shard_actor> shards;

@@ -38,7 +38,11 @@ void on_sigterm(int) {
 } // namespace
 
 void setup_logging(const std::string& who) {
-  auto logger = spdlog::stderr_color_mt("troupe");
+  // Once per process, again for each task a process runs in turn (the
+  // Python package's workers).
+  auto logger = spdlog::get("troupe");
+  if (!logger)
+    logger = spdlog::stderr_color_mt("troupe");
   logger->set_pattern("[%H:%M:%S.%e] [" + who + "] [%^%l%$] %v");
   spdlog::set_default_logger(logger);
 }

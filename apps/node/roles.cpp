@@ -156,7 +156,8 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
   return finish_run(setup, result, summary);
 }
 
-int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path& bulk) {
+int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path& bulk,
+               const model_wrapper& wrap) {
   // SIGTERM before it joined: nothing to leave.
   auto stopped_early = [] {
     spdlog::info("worker: stopped by SIGTERM before it joined the run");
@@ -177,7 +178,7 @@ int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path&
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
                         setup.train, setup.runtime, *chief, shards, setup.data->train,
                         spawn_mode::detached, reconnect_to_peers(sys, setup),
-                        bulk_peers_of(setup, bulk));
+                        bulk_peers_of(setup, bulk), wrap);
   sigterm_relay relay{sys, caf::actor_cast<caf::actor>(w), caf::make_message(leave_atom::value)};
   return exit_code_of(wait_for(sys, caf::actor_cast<caf::actor>(w)));
 }

@@ -18,6 +18,9 @@ int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits&
 /// freed once the shards are initialised, for the chief to publish on.
 int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limits& limits,
               const bulk_path& bulk, chief_lobby* lobby = nullptr);
-int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path& bulk);
+/// `wrap`: the model the worker computes with, in place of the settings'
+/// (the Python package's; empty: the settings').
+int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path& bulk,
+               const model_wrapper& wrap = {});
 
 } // namespace troupe::node

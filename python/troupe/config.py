@@ -80,7 +80,4 @@ def load_config(
     if task is not None:
         argv.append(f"--task_index={task}")
     argv.extend(str(arg) for arg in args)
-    loaded = _native.load_config(argv)
-    if isinstance(loaded, str):  # --help
-        raise ConfigError("load_config does not take --help; run troupe-node --help")
-    return TaskConfig(**loaded)
+    return TaskConfig(**_native.load_config(argv))

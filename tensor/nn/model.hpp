@@ -4,6 +4,7 @@
 // loss and one gradient per variable. Models hold scratch buffers only, no
 // parameters, so a worker can reuse one across steps without allocating.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -158,6 +159,11 @@ public:
   virtual void predict_rows(const std::vector<tensor>& params, const batch& b,
                             const batch_rows& rows, tensor& outputs);
 };
+
+/// Replaces the model a worker computes with (the one the settings name,
+/// on its device) by another with the same variables: the Python package's,
+/// whose steps compute in PyTorch.
+using model_wrapper = std::function<std::shared_ptr<model>(std::shared_ptr<model>)>;
 
 class layer;
 

@@ -1,0 +1,83 @@
+#pragma once
+// A worker's compute handed to another thread: the worker actor's thread
+// posts a step (the pulled values, the batch, the gradient buffers) and
+// waits; the Python thread takes it, computes (in PyTorch), writes the
+// gradients and answers. Closing wakes both sides: the run is over, or the
+// Python side gave up. Without CAF or Python: a plain monitor.
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensor/nn/model.hpp"
+
+namespace troupe::python {
+
+/// A step as the computing side sees it, valid until it answers.
+struct posted_step {
+  const std::vector<tensor>* params = nullptr;
+  const batch* examples = nullptr;
+  std::vector<tensor>* grads = nullptr;
+};
+
+class compute_handoff {
+public:
+  /// The worker's side: posts a step and waits for its answer. Throws
+  /// std::runtime_error when closed first, or when the computing side
+  /// failed (the worker then fails the run with that message).
+  batch_stats compute(const std::vector<tensor>& params, const batch& b,
+                      std::vector<tensor>& grads);
+
+  /// The computing side: the posted step, waiting at most `wait`; nullopt
+  /// on timeout or once closed (closed() tells which).
+  std::optional<posted_step> take(std::chrono::milliseconds wait);
+  /// The step taken is computed (its gradients written).
+  void answer(const batch_stats& stats);
+  /// The step taken could not be computed: `why` fails the worker.
+  void refuse(std::string why);
+
+  /// No more steps: both sides wake; `why` is what a waiting worker reads.
+  void close(std::string why);
+  bool closed() const;
+
+private:
+  enum class phase { idle, posted, taken, answered, refused };
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  phase phase_ = phase::idle;
+  posted_step step_;
+  batch_stats stats_;
+  std::string why_;
+  bool closed_ = false;
+};
+
+/// The settings' model with its train_step handed off: variables, layers,
+/// evaluation and prediction stay the inner model's, so that the plan, the
+/// checks and the export are the same as for a C++ worker.
+class handed_off_model : public model {
+public:
+  handed_off_model(std::shared_ptr<model> inner, std::shared_ptr<compute_handoff> handoff);
+
+  const std::string& name() const override { return inner_->name(); }
+  const std::vector<variable_spec>& variables() const override { return inner_->variables(); }
+  batch_stats train_step(const std::vector<tensor>& params, const batch& b,
+                         std::vector<tensor>& grads) override;
+  batch_stats evaluate(const std::vector<tensor>& params, const batch& b) override {
+    return inner_->evaluate(params, b);
+  }
+  void skip_training_steps(uint64_t steps, int64_t batch_size) override {
+    inner_->skip_training_steps(steps, batch_size);
+  }
+  std::string describe() const override { return inner_->describe(); }
+  std::vector<layer_desc> layers() const override { return inner_->layers(); }
+  shape_t input_shape() const override { return inner_->input_shape(); }
+
+private:
+  std::shared_ptr<model> inner_;
+  std::shared_ptr<compute_handoff> handoff_;
+};
+
+} // namespace troupe::python

@@ -1,0 +1,111 @@
+#include "python/native/python_worker.hpp"
+
+#include <caf/actor_system.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/net/openssl_error_queue.hpp"
+#include "actors/protocol/protocol.hpp"
+#include "apps/node/peers.hpp"
+#include "apps/node/process.hpp"
+#include "apps/node/roles.hpp"
+
+namespace troupe::python {
+
+loaded_node load_node(const std::vector<std::string>& args, bool for_worker) {
+  std::vector<std::string> argv_s{"troupe"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  loaded_node out;
+  out.cfg = std::make_unique<node_config>();
+  register_protocol(*out.cfg);
+  out.outcome = load_node_config(*out.cfg, static_cast<int>(argv.size()), argv.data());
+  auto& outcome = out.outcome;
+  if (outcome.what == load_outcome::action::help)
+    throw config_error("--help is troupe-node's: run troupe-node --help");
+  if (outcome.what == load_outcome::action::fail) {
+    std::string text;
+    for (auto& error : outcome.errors)
+      text += (text.empty() ? "" : "\n") + error;
+    throw config_error(text.empty() ? "the configuration was refused" : text);
+  }
+  auto& setup = outcome.setup;
+  if (for_worker && (setup.whole_cluster || setup.job != job_kind::worker))
+    throw config_error(
+      "a Python worker is a worker task of a cluster, but the configuration "
+      "names "
+      + (setup.whole_cluster ? std::string("the whole cluster in one process") : setup.name())
+      + ": give job=\"worker\" and its task (or TF_CONFIG naming one)");
+  return out;
+}
+
+python_worker::python_worker(const std::vector<std::string>& args)
+  : loaded_(load_node(args, true)) {
+  auto& train = loaded_.outcome.setup.train;
+  auto net = make_model(train.model, model_options_of(train));
+  handed_off_model check(std::move(net), handoff_); // refuses what it cannot hand off
+  variables_ = check.variables();
+  if (auto problem = openssl_error_queue_problem(); setup().tls && !problem.empty())
+    throw config_error("TLS is not safe in this process: " + problem);
+}
+
+python_worker::~python_worker() {
+  stop("the Python worker was closed");
+  if (thread_.joinable())
+    thread_.join();
+}
+
+void python_worker::start() {
+  if (thread_.joinable())
+    return;
+  thread_ = std::thread([this] {
+    int code = node::exit_failure;
+    try {
+      code = run();
+    } catch (const std::exception& e) {
+      spdlog::error("{}: {}", setup().name(), e.what());
+    }
+    handoff_->close("the run is over for " + setup().name());
+    std::lock_guard<std::mutex> lock(mutex_);
+    exit_code_ = code;
+    finished_.notify_all();
+  });
+}
+
+// troupe-node's worker path (apps/troupe_node.cpp) without the signal
+// handling, which is the Python process's own.
+int python_worker::run() {
+  auto& cfg = *loaded_.cfg;
+  auto& setup = loaded_.outcome.setup;
+  node::setup_logging(setup.name());
+  node::warn_without_tls(setup);
+  node::default_heartbeats(cfg);
+  node::bound_connects();
+  auto model_bytes = node::limit_tensors_to_the_model(setup.train);
+  node::guard_frames(cfg, setup, model_bytes);
+  auto bulk = node::bulk_path_of(cfg, setup);
+  if (!bulk)
+    return node::exit_failure;
+  caf::actor_system sys{cfg};
+  auto handoff = handoff_;
+  return node::run_worker(sys, setup, *bulk, [handoff](std::shared_ptr<model> net) {
+    return std::make_shared<handed_off_model>(std::move(net), handoff);
+  });
+}
+
+void python_worker::stop(const std::string& why) {
+  handoff_->close(why);
+}
+
+std::optional<int> python_worker::join(std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!finished_.wait_for(lock, wait, [this] { return exit_code_.has_value(); }))
+    return std::nullopt;
+  lock.unlock();
+  if (thread_.joinable())
+    thread_.join();
+  return exit_code_;
+}
+
+} // namespace troupe::python

@@ -1,0 +1,186 @@
+"""troupe.Worker: a worker task whose steps compute in Python (here in
+PyTorch), beside troupe-node's chief, ps and a C++ worker."""
+
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import troupe
+
+SOURCE = Path(os.environ.get("TROUPE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+NODE = Path(os.environ.get("TROUPE_NODE", SOURCE / "build" / "bin" / "troupe-node"))
+EXAMPLE = SOURCE / "config" / "examples" / "local-1ps-2workers.conf"
+LAST_STEP = 1200
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def cluster_config(tmp_path):
+    chief, ps, w0, w1 = free_ports(4)
+    conf = tmp_path / "cluster.conf"
+    conf.write_text(
+        f"""[cluster]
+chief = ["127.0.0.1:{chief}"]
+ps = ["127.0.0.1:{ps}"]
+worker = ["127.0.0.1:{w0}", "127.0.0.1:{w1}"]
+connect-timeout = 60s
+request-timeout = 30s
+
+[train]
+model = "softmax"
+mode = "async"
+batch-size = 100
+learning-rate = 0.05
+last-step = {LAST_STEP}
+seed = 42
+data-dir = "/usr/share/datasets/fashion-mnist"
+log-interval = 400
+"""
+    )
+    return conf
+
+
+def softmax_step(step):
+    """The softmax model's gradients, computed by PyTorch's autograd."""
+    x = torch.from_numpy(step.features).reshape(len(step.labels), -1)
+    y = torch.from_numpy(step.labels)
+    weights = torch.from_numpy(step.params["softmax/weights"]).requires_grad_()
+    biases = torch.from_numpy(step.params["softmax/biases"]).requires_grad_()
+    logits = x @ weights + biases
+    loss = F.cross_entropy(logits, y)
+    loss.backward()
+    correct = int((logits.argmax(1) == y).sum())
+    grads = {"softmax/weights": weights.grad.numpy(), "softmax/biases": biases.grad.numpy()}
+    return grads, float(loss), correct
+
+
+@pytest.fixture(autouse=True)
+def _no_cluster_from_environment(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+
+
+def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    conf = cluster_config(tmp_path)
+    tasks = {}
+    logs = {}
+    for job, index in (("chief", 0), ("ps", 0), ("worker", 1)):
+        name = f"{job}{index}"
+        logs[name] = open(tmp_path / f"{name}.log", "w+")
+        tasks[name] = subprocess.Popen(
+            [str(NODE), f"--config-file={conf}", f"--job_name={job}", f"--task_index={index}"],
+            stdout=logs[name], stderr=subprocess.STDOUT, cwd=tmp_path,
+        )
+    try:
+        pushed = 0
+        with troupe.Worker(conf, task=0) as worker:
+            assert worker.name == "worker:0"
+            assert worker.variables == [("softmax/weights", (784, 10)), ("softmax/biases", (10,))]
+            for step in worker.steps():
+                grads, loss, correct = softmax_step(step)
+                if pushed == 0:  # a wrong shape is refused and the step stays open
+                    with pytest.raises(ValueError, match="softmax/biases"):
+                        step.push({**grads, "softmax/biases": np.zeros(3)}, loss, correct)
+                    with pytest.raises(ValueError, match="no gradient"):
+                        step.push({"softmax/weights": grads["softmax/weights"]}, loss)
+                step.push(grads, loss, correct)
+                pushed += 1
+                with pytest.raises(RuntimeError, match="answered"):
+                    step.push(grads, loss, correct)
+        assert worker.exit_code == 0
+        codes = {name: task.wait(timeout=120) for name, task in tasks.items()}
+    finally:
+        for task in tasks.values():
+            if task.poll() is None:
+                task.kill()
+    assert codes == {"chief0": 0, "ps0": 0, "worker1": 0}, codes
+    logs["chief0"].seek(0)
+    chief_log = logs["chief0"].read()
+    final = json.loads(chief_log[chief_log.index('{"event":"final"'):].splitlines()[0])
+    assert final["ok"] is True
+    assert final["global_step"] == LAST_STEP
+    # Both workers took part, and the model learned (softmax reaches ~0.80
+    # in 1,200 steps of batch 100 here).
+    assert pushed > LAST_STEP // 10
+    assert final["test_accuracy"] > 0.75, final
+
+
+def test_a_configuration_that_names_no_worker_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(troupe.ConfigError, match="task_index=5 is out of range"):
+        troupe.Worker(EXAMPLE, task=5)
+    with pytest.raises(troupe.ConfigError, match="config-file"):
+        troupe.Worker(tmp_path / "absent.conf", task=0)
+
+
+def test_a_task_index_must_be_an_int():
+    with pytest.raises(TypeError):
+        troupe.Worker(EXAMPLE, task="0")
+
+
+def test_leaving_the_loop_early_stops_the_worker_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    conf = cluster_config(tmp_path)
+    tasks = [
+        subprocess.Popen(
+            [str(NODE), f"--config-file={conf}", f"--job_name={job}", "--task_index=0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
+        )
+        for job in ("chief", "ps")
+    ]
+    try:
+        worker = troupe.Worker(conf, task=0)
+        with pytest.raises(troupe.WorkerError, match="exit code 1"):
+            with worker:
+                for taken, step in enumerate(worker.steps()):
+                    grads, loss, correct = softmax_step(step)
+                    step.push(grads, loss, correct)
+                    if taken == 4:
+                        break
+        assert worker.exit_code == 1
+    finally:
+        for task in tasks:
+            task.kill()
+            task.wait()
+
+
+@pytest.mark.parametrize("mistake", ["raises", "leaves a step unanswered"])
+def test_an_error_in_the_loop_reaches_the_caller_and_stops_the_worker(tmp_path, monkeypatch, mistake):
+    monkeypatch.chdir(tmp_path)
+    conf = cluster_config(tmp_path)
+    tasks = [
+        subprocess.Popen(
+            [str(NODE), f"--config-file={conf}", f"--job_name={job}", "--task_index=0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
+        )
+        for job in ("chief", "ps")
+    ]
+    try:
+        worker = troupe.Worker(conf, task=0)
+        expected = (ZeroDivisionError, "division") if mistake == "raises" else (
+            RuntimeError, "neither pushed nor refused")
+        with pytest.raises(expected[0], match=expected[1]):
+            with worker:
+                for step in worker.steps():
+                    if mistake == "raises":
+                        step.push(*softmax_step(step)[:1], 1 / 0)
+        assert worker.exit_code == 1
+    finally:
+        for task in tasks:
+            task.kill()
+            task.wait()

@@ -1,0 +1,183 @@
+"""A worker task of a Troupe cluster whose steps compute in Python.
+
+The worker is ``troupe-node``'s own worker task (connection to the chief and
+the shards, step grants or sync tokens, the bulk path, reports, recovery),
+running on a thread of this process; each step it hands over the pulled
+values and its batch, and takes back the gradients. The chief and the ps
+shards are ``troupe-node`` tasks, and C++ workers may share the run.
+
+So far the model is one the configuration names (``train.model``): its
+variables, their placement and initial values are the chief's, and the
+Python code computes that model's gradients. Models declared by a PyTorch
+module and embedding tables are issue 53's next steps (docs/python.md).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from troupe import _native
+
+
+__all__ = ["Worker", "Step", "WorkerError"]
+
+
+class WorkerError(RuntimeError):
+    """The worker task ended without finishing the run (its log says why)."""
+
+
+class Step:
+    """One granted step: the pulled values and the batch (NumPy copies, valid
+    after the step), and the gradients to push. Answer it once, with
+    :meth:`push` or :meth:`refuse`."""
+
+    def __init__(self, native: _native.Step, variables: Sequence[Tuple[str, Tuple[int, ...]]]):
+        self._native = native
+        self._variables = variables
+        self.params: Dict[str, np.ndarray] = {
+            name: value for (name, _), value in zip(variables, native.params())
+        }
+        """The variables' values as pulled, by Troupe's names (``softmax/weights``)."""
+        self.features: np.ndarray = native.features()
+        """The batch's examples, float32, as the worker's data reader gives them."""
+        self.labels: np.ndarray = native.labels()
+        """The batch's class indices, int64."""
+        self.answered = False
+
+    def push(self, grads: Mapping[str, np.ndarray], loss: float, correct: int = 0) -> None:
+        """Pushes the step's gradients (one per variable, by name, each of its
+        variable's shape; anything NumPy turns into float32) and reports the
+        step with its mean loss and the examples classified right.
+
+        Raises:
+            ValueError: a gradient missing, unknown or of the wrong shape;
+                nothing was pushed and the step is still open.
+        """
+        unknown = set(grads) - {name for name, _ in self._variables}
+        if unknown:
+            raise ValueError(f"gradients for unknown variables: {sorted(unknown)}")
+        ordered = []
+        for name, _ in self._variables:
+            if name not in grads:
+                raise ValueError(f"no gradient for {name}")
+            ordered.append(np.ascontiguousarray(np.asarray(grads[name]), dtype=np.float32))
+        self._native.set_gradients(ordered)
+        self._native.answer(float(loss), int(correct))
+        self.answered = True
+
+    def refuse(self, why: str) -> None:
+        """The step cannot be computed: the worker fails the run with ``why``."""
+        self._native.refuse(why)
+        self.answered = True
+
+
+class Worker:
+    """Worker ``task`` of the cluster a configuration names, computing in Python.
+
+    Use it as a context manager and iterate :meth:`steps`; the iteration ends
+    when the run is over for this worker::
+
+        with troupe.Worker("caf-application.conf", task=0) as w:
+            for step in w.steps():
+                grads, loss = my_gradients(step.params, step.features, step.labels)
+                step.push(grads, loss)
+
+    Args:
+        config_file: the cluster's ``caf-application.conf`` (None: as
+            ``troupe-node`` finds one, or ``TF_CONFIG``).
+        task: the worker's index (None: from ``TF_CONFIG``).
+        args: more of ``troupe-node``'s command line.
+        idle_timeout: seconds without a step after which :meth:`steps` gives
+            up (None: wait as long as the worker task runs; it has deadlines
+            of its own).
+
+    Raises:
+        ConfigError: the configuration was refused or names no worker task.
+    """
+
+    def __init__(
+        self,
+        config_file: Optional[str | os.PathLike] = None,
+        task: Optional[int] = None,
+        args: Sequence[str] = (),
+        idle_timeout: Optional[float] = None,
+    ):
+        if task is not None and (isinstance(task, bool) or not isinstance(task, int)):
+            raise TypeError(f"task must be an int, not {type(task).__name__}")
+        argv: List[str] = []
+        if config_file is not None:
+            argv.append(f"--config-file={os.fspath(config_file)}")
+        argv.append("--job_name=worker")
+        if task is not None:
+            argv.append(f"--task_index={task}")
+        argv.extend(str(arg) for arg in args)
+        self._native = _native.Worker(argv)
+        self._idle_timeout = idle_timeout
+        self.exit_code: Optional[int] = None
+        """troupe-node's exit code once the worker ended (0: the run finished)."""
+
+    @property
+    def name(self) -> str:
+        """The task's name in logs, ``worker:N``."""
+        return self._native.name
+
+    @property
+    def variables(self) -> List[Tuple[str, Tuple[int, ...]]]:
+        """The model's variables, ``(name, shape)``, in the model's order."""
+        return list(self._native.variables)
+
+    def __enter__(self) -> "Worker":
+        self._native.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        # Leaving the block before the run is over (an exception, Ctrl-C, a
+        # break) stops the worker task: its step under way fails, as a
+        # crashed C++ worker's would, and the chief recovers without it.
+        if exc is not None:
+            self._native.stop(f"the Python code raised {exc_type.__name__}: {exc}")
+        elif not self._native.closed:
+            self._native.stop("the Python code left its loop before the run was over")
+        self.exit_code = self._wait()
+        if exc is None and self.exit_code != 0:
+            raise WorkerError(
+                f"{self.name} ended with exit code {self.exit_code} before the run finished; "
+                "its log says why"
+            )
+
+    def steps(self) -> Iterator[Step]:
+        """The steps granted to this worker, until the run is over for it.
+
+        Raises:
+            RuntimeError: the previous step was neither pushed nor refused
+                (it is refused, and the worker fails the run).
+            TimeoutError: no step for ``idle_timeout`` seconds.
+        """
+        variables = self.variables
+        waited = 0.0
+        while True:
+            native = self._native.take(0.5)
+            if native is None:
+                if self._native.closed:
+                    return
+                waited += 0.5
+                if self._idle_timeout is not None and waited >= self._idle_timeout:
+                    raise TimeoutError(f"{self.name}: no step for {self._idle_timeout} s")
+                continue
+            waited = 0.0
+            step = Step(native, variables)
+            yield step
+            if not step.answered:
+                step.refuse("the Python code neither pushed nor refused a step")
+                raise RuntimeError("a step was neither pushed nor refused: call step.push(...)")
+
+    def _wait(self) -> int:
+        while True:
+            code = self._native.join(1.0)
+            if code is not None:
+                return code
+
+
