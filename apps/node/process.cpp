@@ -51,6 +51,10 @@ void catch_sigterm() {
   std::signal(SIGTERM, on_sigterm);
 }
 
+void note_sigterm() {
+  sigterm_received = 1;
+}
+
 bool sigterm_arrived() {
   return sigterm_received != 0;
 }

@@ -31,6 +31,9 @@ void setup_logging(const std::string& who);
 /// loss.
 void catch_sigterm();
 bool sigterm_arrived();
+/// What the handler does, for a process whose signals are another
+/// runtime's (the Python package: Python's own SIGTERM handler calls it).
+void note_sigterm();
 
 /// Until `target` ends: sends it `what` (the chief: stop; a worker: leave)
 /// when SIGTERM arrives (a signal handler may not send messages itself).

@@ -184,5 +184,6 @@ PYBIND11_MODULE(_native, m) {
     .def("take", &take, py::arg("timeout_s"), py::keep_alive<0, 1>())
     .def_property_readonly("closed", [](python_worker& w) { return w.handoff().closed(); })
     .def("stop", &python_worker::stop, py::arg("why"))
+    .def("leave", &python_worker::leave)
     .def("join", &join, py::arg("timeout_s"));
 }

@@ -94,6 +94,10 @@ int python_worker::run() {
   });
 }
 
+void python_worker::leave() {
+  node::note_sigterm(); // run_worker's relay tells the worker actor
+}
+
 void python_worker::stop(const std::string& why) {
   handoff_->close(why);
 }

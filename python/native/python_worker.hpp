@@ -49,6 +49,10 @@ public:
   /// Ends the run for this worker: a step waiting is refused with `why`
   /// and the worker stops.
   void stop(const std::string& why);
+  /// SIGTERM's meaning for a worker: it leaves the run once the step under
+  /// way is pushed and reported, and ends with exit code 0. For the whole
+  /// process, as troupe-node's handler: a worker started later leaves at once.
+  void leave();
   /// Waits for the worker's thread: troupe-node's exit code (0: the run
   /// finished), or nullopt while it runs and `wait` is not over.
   std::optional<int> join(std::chrono::milliseconds wait);

@@ -2,6 +2,7 @@
 PyTorch), beside troupe-node's chief, ps and a C++ worker."""
 
 import json
+import signal
 import os
 import socket
 import subprocess
@@ -30,14 +31,15 @@ def free_ports(count):
     return ports
 
 
-def cluster_config(tmp_path):
-    chief, ps, w0, w1 = free_ports(4)
+def cluster_config(tmp_path, workers=2):
+    chief, ps, *worker_ports = free_ports(2 + workers)
+    worker_list = ", ".join(f'"127.0.0.1:{port}"' for port in worker_ports)
     conf = tmp_path / "cluster.conf"
     conf.write_text(
         f"""[cluster]
 chief = ["127.0.0.1:{chief}"]
 ps = ["127.0.0.1:{ps}"]
-worker = ["127.0.0.1:{w0}", "127.0.0.1:{w1}"]
+worker = [{worker_list}]
 connect-timeout = 60s
 request-timeout = 30s
 
@@ -184,3 +186,84 @@ def test_an_error_in_the_loop_reaches_the_caller_and_stops_the_worker(tmp_path, 
         for task in tasks:
             task.kill()
             task.wait()
+
+
+PYTHON_WORKER = """
+import sys
+sys.path.insert(0, {tests!r})
+import troupe, test_worker
+with troupe.Worker({conf!r}, task=0) as w:
+    for n, step in enumerate(w.steps()):
+        step.push(*test_worker.softmax_step(step))
+        print(n, flush=True)
+"""
+
+
+def test_a_python_worker_killed_mid_run_rejoins_and_every_step_counts_once(tmp_path):
+    # The only worker: while it is down the run waits for it (the chief's
+    # recovery), and every step is the Python worker's.
+    conf = cluster_config(tmp_path, workers=1)
+    tasks = {
+        f"{job}0": subprocess.Popen(
+            [str(NODE), f"--config-file={conf}", f"--job_name={job}", "--task_index=0"],
+            stdout=open(tmp_path / f"{job}0.log", "w"), stderr=subprocess.STDOUT, cwd=tmp_path,
+        )
+        for job in ("chief", "ps")
+    }
+    script = PYTHON_WORKER.format(tests=str(Path(__file__).parent), conf=str(conf))
+    python = ["/usr/bin/python3", "-c", script]
+    try:
+        first = subprocess.Popen(python, stdout=subprocess.PIPE, stderr=open(tmp_path / "py0.log", "w"),
+                                 cwd=tmp_path, text=True)
+        for _ in range(20):  # 20 steps pushed, then SIGKILL mid-run
+            assert first.stdout.readline(), "the Python worker ended before 20 steps"
+        first.kill()
+        first.wait()
+        second = subprocess.run(python, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                cwd=tmp_path, text=True, timeout=120)
+        assert second.returncode == 0
+        codes = {name: task.wait(timeout=120) for name, task in tasks.items()}
+    finally:
+        for task in tasks.values():
+            if task.poll() is None:
+                task.kill()
+    assert codes == {"chief0": 0, "ps0": 0}, codes
+    chief_log = (tmp_path / "chief0.log").read_text()
+    final = json.loads(chief_log[chief_log.index('{"event":"final"'):].splitlines()[0])
+    assert final["ok"] is True  # the shard applied exactly the steps the chief counted
+    assert final["global_step"] == LAST_STEP
+    assert final["lost_workers"] == 1
+    assert "lost worker:0" in chief_log
+
+
+def test_sigterm_makes_a_python_worker_leave_cleanly(tmp_path):
+    conf = cluster_config(tmp_path)
+    node = lambda job, index: subprocess.Popen(  # noqa: E731
+        [str(NODE), f"--config-file={conf}", f"--job_name={job}", f"--task_index={index}",
+         "--train.last-step=8000"],
+        stdout=open(tmp_path / f"{job}{index}.log", "w"), stderr=subprocess.STDOUT, cwd=tmp_path,
+    )
+    tasks = {"chief0": node("chief", 0), "ps0": node("ps", 0)}
+    script = PYTHON_WORKER.format(tests=str(Path(__file__).parent), conf=str(conf))
+    python = subprocess.Popen(["/usr/bin/python3", "-c", script], stdout=subprocess.PIPE,
+                              stderr=open(tmp_path / "py0.log", "w"), cwd=tmp_path, text=True)
+    try:
+        assert python.stdout.readline(), "the Python worker took no step"
+        tasks["worker1"] = node("worker", 1)  # finishes the run once worker:0 left
+        for _ in range(20):
+            assert python.stdout.readline(), "the Python worker ended before 20 steps"
+        python.send_signal(signal.SIGTERM)
+        python.stdout.read()
+        assert python.wait(timeout=60) == 0
+        codes = {name: task.wait(timeout=120) for name, task in tasks.items()}
+    finally:
+        for task in [*tasks.values(), python]:
+            if task.poll() is None:
+                task.kill()
+    assert codes == {"chief0": 0, "ps0": 0, "worker1": 0}, codes
+    assert "leaves the run" in (tmp_path / "py0.log").read_text()
+    chief_log = (tmp_path / "chief0.log").read_text()
+    final = json.loads(chief_log[chief_log.index('{"event":"final"'):].splitlines()[0])
+    assert final["ok"] is True
+    assert final["global_step"] == 8000
+    assert final["left_workers"] == 1 and final["lost_workers"] == 0

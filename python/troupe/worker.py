@@ -15,6 +15,8 @@ module and embedding tables are issue 53's next steps (docs/python.md).
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -131,9 +133,24 @@ class Worker:
 
     def __enter__(self) -> "Worker":
         self._native.start()
+        # SIGTERM (a scale-down, Kubernetes' stop) means what it means to a
+        # C++ worker: leave once the step under way is pushed and reported.
+        self._previous_sigterm = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
         return self
 
+    def _on_sigterm(self, signum, frame) -> None:
+        self.leave()
+
+    def leave(self) -> None:
+        """Leaves the run once the step under way is pushed and reported (what
+        SIGTERM does); :meth:`steps` then ends and the worker exits 0."""
+        self._native.leave()
+
     def __exit__(self, exc_type, exc, tb) -> None:
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
         # Leaving the block before the run is over (an exception, Ctrl-C, a
         # break) stops the worker task: its step under way fails, as a
         # crashed C++ worker's would, and the chief recovers without it.
