@@ -31,7 +31,7 @@ def free_ports(count):
     return ports
 
 
-def cluster_config(tmp_path, workers=2):
+def cluster_config(tmp_path, workers=2, mode="async"):
     chief, ps, *worker_ports = free_ports(2 + workers)
     worker_list = ", ".join(f'"127.0.0.1:{port}"' for port in worker_ports)
     conf = tmp_path / "cluster.conf"
@@ -45,7 +45,7 @@ request-timeout = 30s
 
 [train]
 model = "softmax"
-mode = "async"
+mode = "{mode}"
 batch-size = 100
 learning-rate = 0.05
 last-step = {LAST_STEP}
@@ -76,9 +76,10 @@ def _no_cluster_from_environment(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
 
 
-def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, monkeypatch):
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, monkeypatch, mode):
     monkeypatch.chdir(tmp_path)
-    conf = cluster_config(tmp_path)
+    conf = cluster_config(tmp_path, mode=mode)
     tasks = {}
     logs = {}
     for job, index in (("chief", 0), ("ps", 0), ("worker", 1)):
@@ -116,10 +117,42 @@ def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, monkeypatch):
     final = json.loads(chief_log[chief_log.index('{"event":"final"'):].splitlines()[0])
     assert final["ok"] is True
     assert final["global_step"] == LAST_STEP
-    # Both workers took part, and the model learned (softmax reaches ~0.80
-    # in 1,200 steps of batch 100 here).
-    assert pushed > LAST_STEP // 10
+    # Both workers took part (sync: in every step, R = N = 2), and the model
+    # learned (softmax reaches ~0.80 in 1,200 steps of batch 100 here).
+    assert final["mode"] == mode
+    assert pushed == LAST_STEP if mode == "sync" else pushed > LAST_STEP // 10
     assert final["test_accuracy"] > 0.75, final
+    if mode == "sync":
+        # Each step averages the Python worker's gradient with the C++
+        # worker's: the same run with two C++ workers ends the same.
+        cpp = cpp_only_final(tmp_path / "cpp", mode)
+        assert abs(cpp["test_accuracy"] - final["test_accuracy"]) <= 0.001, (cpp, final)
+        assert abs(cpp["test_loss"] - final["test_loss"]) <= 0.002, (cpp, final)
+
+
+def final_line(log_text):
+    return json.loads(log_text[log_text.index('{"event":"final"'):].splitlines()[0])
+
+
+def cpp_only_final(directory, mode):
+    """The final line of the same run with C++ workers only."""
+    directory.mkdir()
+    conf = cluster_config(directory, mode=mode)
+    tasks = [
+        subprocess.Popen(
+            [str(NODE), f"--config-file={conf}", f"--job_name={job}", f"--task_index={index}"],
+            stdout=open(directory / f"{job}{index}.log", "w"), stderr=subprocess.STDOUT,
+            cwd=directory,
+        )
+        for job, index in (("chief", 0), ("ps", 0), ("worker", 0), ("worker", 1))
+    ]
+    try:
+        assert [task.wait(timeout=120) for task in tasks] == [0, 0, 0, 0]
+    finally:
+        for task in tasks:
+            if task.poll() is None:
+                task.kill()
+    return final_line((directory / "chief0.log").read_text())
 
 
 def test_a_configuration_that_names_no_worker_is_refused(tmp_path, monkeypatch):
