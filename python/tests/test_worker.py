@@ -1,9 +1,9 @@
 """troupe.Worker: a worker task whose steps compute in Python (here in
-PyTorch), beside troupe-node's chief, ps and a C++ worker."""
+PyTorch), beside troupe-node's chief, ps and C++ workers."""
 
 import json
-import signal
 import os
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -20,6 +20,18 @@ NODE = Path(os.environ.get("TROUPE_NODE", SOURCE / "build" / "bin" / "troupe-nod
 EXAMPLE = SOURCE / "config" / "examples" / "local-1ps-2workers.conf"
 LAST_STEP = 1200
 
+# A Python worker as a process of its own: worker:0 of CONF, printing the
+# number of each step it pushed.
+PYTHON_WORKER = """
+import sys
+sys.path.insert(0, {tests!r})
+import troupe, test_worker
+with troupe.Worker({conf!r}, task=0) as w:
+    for n, step in enumerate(w.steps()):
+        step.push(*test_worker.softmax_step(step))
+        print(n, flush=True)
+"""
+
 
 def free_ports(count):
     sockets = [socket.socket() for _ in range(count)]
@@ -31,10 +43,11 @@ def free_ports(count):
     return ports
 
 
-def cluster_config(tmp_path, workers=2, mode="async"):
+def cluster_config(directory, workers=2, mode="async"):
+    """A cluster of a chief, 1 ps and `workers` workers on free ports."""
     chief, ps, *worker_ports = free_ports(2 + workers)
     worker_list = ", ".join(f'"127.0.0.1:{port}"' for port in worker_ports)
-    conf = tmp_path / "cluster.conf"
+    conf = directory / "cluster.conf"
     conf.write_text(
         f"""[cluster]
 chief = ["127.0.0.1:{chief}"]
@@ -57,6 +70,52 @@ log-interval = 400
     return conf
 
 
+class Nodes:
+    """troupe-node tasks of one cluster as processes, each logging to
+    DIRECTORY/<job><index>.log; those still running are killed on exit."""
+
+    def __init__(self, directory, conf, args=()):
+        self.directory, self.conf, self.args = directory, conf, list(args)
+        self.tasks = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for task in self.tasks.values():
+            if task.poll() is None:
+                task.kill()
+                task.wait()
+
+    def start(self, *tasks):
+        for job, index in tasks:
+            name = f"{job}{index}"
+            self.tasks[name] = subprocess.Popen(
+                [str(NODE), f"--config-file={self.conf}", f"--job_name={job}",
+                 f"--task_index={index}", *self.args],
+                stdout=open(self.directory / f"{name}.log", "w"), stderr=subprocess.STDOUT,
+                cwd=self.directory,
+            )
+
+    def exit_codes(self, timeout=120):
+        return {name: task.wait(timeout=timeout) for name, task in self.tasks.items()}
+
+    def log(self, name):
+        return (self.directory / f"{name}.log").read_text()
+
+    def final(self):
+        """The chief's final line."""
+        log = self.log("chief0")
+        return json.loads(log[log.index('{"event":"final"'):].splitlines()[0])
+
+
+def python_worker_process(directory, conf):
+    """PYTHON_WORKER as a process (its log: DIRECTORY/py0.log)."""
+    script = PYTHON_WORKER.format(tests=str(Path(__file__).parent), conf=str(conf))
+    return subprocess.Popen(["/usr/bin/python3", "-c", script], stdout=subprocess.PIPE,
+                            stderr=open(directory / "py0.log", "w"), cwd=directory, text=True)
+
+
 def softmax_step(step):
     """The softmax model's gradients, computed by PyTorch's autograd."""
     x = torch.from_numpy(step.features).reshape(len(step.labels), -1)
@@ -72,24 +131,16 @@ def softmax_step(step):
 
 
 @pytest.fixture(autouse=True)
-def _no_cluster_from_environment(monkeypatch):
+def _no_cluster_from_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("TF_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.mark.parametrize("mode", ["async", "sync"])
-def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, monkeypatch, mode):
-    monkeypatch.chdir(tmp_path)
+def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, mode):
     conf = cluster_config(tmp_path, mode=mode)
-    tasks = {}
-    logs = {}
-    for job, index in (("chief", 0), ("ps", 0), ("worker", 1)):
-        name = f"{job}{index}"
-        logs[name] = open(tmp_path / f"{name}.log", "w+")
-        tasks[name] = subprocess.Popen(
-            [str(NODE), f"--config-file={conf}", f"--job_name={job}", f"--task_index={index}"],
-            stdout=logs[name], stderr=subprocess.STDOUT, cwd=tmp_path,
-        )
-    try:
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("chief", 0), ("ps", 0), ("worker", 1))
         pushed = 0
         with troupe.Worker(conf, task=0) as worker:
             assert worker.name == "worker:0"
@@ -106,15 +157,8 @@ def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, monkeypatch, mode)
                 with pytest.raises(RuntimeError, match="answered"):
                     step.push(grads, loss, correct)
         assert worker.exit_code == 0
-        codes = {name: task.wait(timeout=120) for name, task in tasks.items()}
-    finally:
-        for task in tasks.values():
-            if task.poll() is None:
-                task.kill()
-    assert codes == {"chief0": 0, "ps0": 0, "worker1": 0}, codes
-    logs["chief0"].seek(0)
-    chief_log = logs["chief0"].read()
-    final = json.loads(chief_log[chief_log.index('{"event":"final"'):].splitlines()[0])
+        assert nodes.exit_codes() == {"chief0": 0, "ps0": 0, "worker1": 0}
+        final = nodes.final()
     assert final["ok"] is True
     assert final["global_step"] == LAST_STEP
     # Both workers took part (sync: in every step, R = N = 2), and the model
@@ -130,33 +174,16 @@ def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, monkeypatch, mode)
         assert abs(cpp["test_loss"] - final["test_loss"]) <= 0.002, (cpp, final)
 
 
-def final_line(log_text):
-    return json.loads(log_text[log_text.index('{"event":"final"'):].splitlines()[0])
-
-
 def cpp_only_final(directory, mode):
     """The final line of the same run with C++ workers only."""
     directory.mkdir()
-    conf = cluster_config(directory, mode=mode)
-    tasks = [
-        subprocess.Popen(
-            [str(NODE), f"--config-file={conf}", f"--job_name={job}", f"--task_index={index}"],
-            stdout=open(directory / f"{job}{index}.log", "w"), stderr=subprocess.STDOUT,
-            cwd=directory,
-        )
-        for job, index in (("chief", 0), ("ps", 0), ("worker", 0), ("worker", 1))
-    ]
-    try:
-        assert [task.wait(timeout=120) for task in tasks] == [0, 0, 0, 0]
-    finally:
-        for task in tasks:
-            if task.poll() is None:
-                task.kill()
-    return final_line((directory / "chief0.log").read_text())
+    with Nodes(directory, cluster_config(directory, mode=mode)) as nodes:
+        nodes.start(("chief", 0), ("ps", 0), ("worker", 0), ("worker", 1))
+        assert set(nodes.exit_codes().values()) == {0}
+        return nodes.final()
 
 
-def test_a_configuration_that_names_no_worker_is_refused(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_a_configuration_that_names_no_worker_is_refused(tmp_path):
     with pytest.raises(troupe.ConfigError, match="task_index=5 is out of range"):
         troupe.Worker(EXAMPLE, task=5)
     with pytest.raises(troupe.ConfigError, match="config-file"):
@@ -168,44 +195,25 @@ def test_a_task_index_must_be_an_int():
         troupe.Worker(EXAMPLE, task="0")
 
 
-def test_leaving_the_loop_early_stops_the_worker_and_says_so(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_leaving_the_loop_early_stops_the_worker_and_says_so(tmp_path):
     conf = cluster_config(tmp_path)
-    tasks = [
-        subprocess.Popen(
-            [str(NODE), f"--config-file={conf}", f"--job_name={job}", "--task_index=0"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
-        )
-        for job in ("chief", "ps")
-    ]
-    try:
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("chief", 0), ("ps", 0))
         worker = troupe.Worker(conf, task=0)
         with pytest.raises(troupe.WorkerError, match="exit code 1"):
             with worker:
                 for taken, step in enumerate(worker.steps()):
-                    grads, loss, correct = softmax_step(step)
-                    step.push(grads, loss, correct)
+                    step.push(*softmax_step(step))
                     if taken == 4:
                         break
         assert worker.exit_code == 1
-    finally:
-        for task in tasks:
-            task.kill()
-            task.wait()
 
 
 @pytest.mark.parametrize("mistake", ["raises", "leaves a step unanswered"])
-def test_an_error_in_the_loop_reaches_the_caller_and_stops_the_worker(tmp_path, monkeypatch, mistake):
-    monkeypatch.chdir(tmp_path)
+def test_an_error_in_the_loop_reaches_the_caller_and_stops_the_worker(tmp_path, mistake):
     conf = cluster_config(tmp_path)
-    tasks = [
-        subprocess.Popen(
-            [str(NODE), f"--config-file={conf}", f"--job_name={job}", "--task_index=0"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
-        )
-        for job in ("chief", "ps")
-    ]
-    try:
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("chief", 0), ("ps", 0))
         worker = troupe.Worker(conf, task=0)
         expected = (ZeroDivisionError, "division") if mistake == "raises" else (
             RuntimeError, "neither pushed nor refused")
@@ -213,90 +221,60 @@ def test_an_error_in_the_loop_reaches_the_caller_and_stops_the_worker(tmp_path, 
             with worker:
                 for step in worker.steps():
                     if mistake == "raises":
-                        step.push(*softmax_step(step)[:1], 1 / 0)
+                        step.push(softmax_step(step)[0], 1 / 0)
         assert worker.exit_code == 1
-    finally:
-        for task in tasks:
-            task.kill()
-            task.wait()
-
-
-PYTHON_WORKER = """
-import sys
-sys.path.insert(0, {tests!r})
-import troupe, test_worker
-with troupe.Worker({conf!r}, task=0) as w:
-    for n, step in enumerate(w.steps()):
-        step.push(*test_worker.softmax_step(step))
-        print(n, flush=True)
-"""
 
 
 def test_a_python_worker_killed_mid_run_rejoins_and_every_step_counts_once(tmp_path):
     # The only worker: while it is down the run waits for it (the chief's
     # recovery), and every step is the Python worker's.
     conf = cluster_config(tmp_path, workers=1)
-    tasks = {
-        f"{job}0": subprocess.Popen(
-            [str(NODE), f"--config-file={conf}", f"--job_name={job}", "--task_index=0"],
-            stdout=open(tmp_path / f"{job}0.log", "w"), stderr=subprocess.STDOUT, cwd=tmp_path,
-        )
-        for job in ("chief", "ps")
-    }
-    script = PYTHON_WORKER.format(tests=str(Path(__file__).parent), conf=str(conf))
-    python = ["/usr/bin/python3", "-c", script]
-    try:
-        first = subprocess.Popen(python, stdout=subprocess.PIPE, stderr=open(tmp_path / "py0.log", "w"),
-                                 cwd=tmp_path, text=True)
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("chief", 0), ("ps", 0))
+        first = python_worker_process(tmp_path, conf)
         for _ in range(20):  # 20 steps pushed, then SIGKILL mid-run
             assert first.stdout.readline(), "the Python worker ended before 20 steps"
         first.kill()
         first.wait()
-        second = subprocess.run(python, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                cwd=tmp_path, text=True, timeout=120)
-        assert second.returncode == 0
-        codes = {name: task.wait(timeout=120) for name, task in tasks.items()}
-    finally:
-        for task in tasks.values():
-            if task.poll() is None:
-                task.kill()
-    assert codes == {"chief0": 0, "ps0": 0}, codes
-    chief_log = (tmp_path / "chief0.log").read_text()
-    final = json.loads(chief_log[chief_log.index('{"event":"final"'):].splitlines()[0])
+        second = python_worker_process(tmp_path, conf)
+        second.stdout.read()
+        assert second.wait(timeout=120) == 0
+        assert nodes.exit_codes() == {"chief0": 0, "ps0": 0}
+        final = nodes.final()
+        assert "lost worker:0" in nodes.log("chief0")
     assert final["ok"] is True  # the shard applied exactly the steps the chief counted
     assert final["global_step"] == LAST_STEP
     assert final["lost_workers"] == 1
-    assert "lost worker:0" in chief_log
 
 
 def test_sigterm_makes_a_python_worker_leave_cleanly(tmp_path):
     conf = cluster_config(tmp_path)
-    node = lambda job, index: subprocess.Popen(  # noqa: E731
-        [str(NODE), f"--config-file={conf}", f"--job_name={job}", f"--task_index={index}",
-         "--train.last-step=8000"],
-        stdout=open(tmp_path / f"{job}{index}.log", "w"), stderr=subprocess.STDOUT, cwd=tmp_path,
-    )
-    tasks = {"chief0": node("chief", 0), "ps0": node("ps", 0)}
-    script = PYTHON_WORKER.format(tests=str(Path(__file__).parent), conf=str(conf))
-    python = subprocess.Popen(["/usr/bin/python3", "-c", script], stdout=subprocess.PIPE,
-                              stderr=open(tmp_path / "py0.log", "w"), cwd=tmp_path, text=True)
-    try:
-        assert python.stdout.readline(), "the Python worker took no step"
-        tasks["worker1"] = node("worker", 1)  # finishes the run once worker:0 left
-        for _ in range(20):
-            assert python.stdout.readline(), "the Python worker ended before 20 steps"
-        python.send_signal(signal.SIGTERM)
-        python.stdout.read()
-        assert python.wait(timeout=60) == 0
-        codes = {name: task.wait(timeout=120) for name, task in tasks.items()}
-    finally:
-        for task in [*tasks.values(), python]:
-            if task.poll() is None:
-                task.kill()
-    assert codes == {"chief0": 0, "ps0": 0, "worker1": 0}, codes
+    with Nodes(tmp_path, conf, args=["--train.last-step=8000"]) as nodes:
+        nodes.start(("chief", 0), ("ps", 0))
+        python = python_worker_process(tmp_path, conf)
+        try:
+            assert python.stdout.readline(), "the Python worker took no step"
+            nodes.start(("worker", 1))  # finishes the run once worker:0 left
+            for _ in range(20):
+                assert python.stdout.readline(), "the Python worker ended before 20 steps"
+            python.send_signal(signal.SIGTERM)
+            python.stdout.read()
+            assert python.wait(timeout=60) == 0
+        finally:
+            if python.poll() is None:
+                python.kill()
+        assert nodes.exit_codes() == {"chief0": 0, "ps0": 0, "worker1": 0}
+        final = nodes.final()
     assert "leaves the run" in (tmp_path / "py0.log").read_text()
-    chief_log = (tmp_path / "chief0.log").read_text()
-    final = json.loads(chief_log[chief_log.index('{"event":"final"'):].splitlines()[0])
     assert final["ok"] is True
     assert final["global_step"] == 8000
     assert final["left_workers"] == 1 and final["lost_workers"] == 0
+
+
+def test_an_unreachable_cluster_ends_the_worker_within_its_deadline(tmp_path):
+    conf = cluster_config(tmp_path)  # nothing started
+    worker = troupe.Worker(conf, task=0, args=["--cluster.connect-timeout=2s"])
+    with pytest.raises(troupe.WorkerError, match="exit code 1"):
+        with worker:
+            assert list(worker.steps()) == []
+    assert worker.exit_code == 1
