@@ -185,5 +185,6 @@ PYBIND11_MODULE(_native, m) {
     .def_property_readonly("closed", [](python_worker& w) { return w.handoff().closed(); })
     .def("stop", &python_worker::stop, py::arg("why"))
     .def("leave", &python_worker::leave)
+    .def("errors", &python_worker::errors)
     .def("join", &join, py::arg("timeout_s"));
 }

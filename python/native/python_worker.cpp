@@ -1,5 +1,7 @@
 #include "python/native/python_worker.hpp"
 
+#include <algorithm>
+
 #include <caf/actor_system.hpp>
 #include <spdlog/spdlog.h>
 
@@ -79,6 +81,17 @@ int python_worker::run() {
   auto& cfg = *loaded_.cfg;
   auto& setup = loaded_.outcome.setup;
   node::setup_logging(setup.name());
+  // Its errors also kept for the Python exception that ends a failed run.
+  errors_ = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(3);
+  errors_->set_level(spdlog::level::err);
+  errors_->set_pattern("%v");
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.erase(std::remove_if(sinks.begin(), sinks.end(),
+                             [](auto& sink) {
+                               return dynamic_cast<spdlog::sinks::ringbuffer_sink_mt*>(sink.get());
+                             }),
+              sinks.end());
+  sinks.push_back(errors_);
   node::warn_without_tls(setup);
   node::default_heartbeats(cfg);
   node::bound_connects();
@@ -100,6 +113,10 @@ void python_worker::leave() {
 
 void python_worker::stop(const std::string& why) {
   handoff_->close(why);
+}
+
+std::vector<std::string> python_worker::errors() const {
+  return errors_ ? errors_->last_formatted() : std::vector<std::string>{};
 }
 
 std::optional<int> python_worker::join(std::chrono::milliseconds wait) {

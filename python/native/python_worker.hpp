@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/sinks/ringbuffer_sink.h>
+
 #include "config/node/node_config.hpp"
 #include "python/native/compute_handoff.hpp"
 
@@ -56,6 +58,9 @@ public:
   /// Waits for the worker's thread: troupe-node's exit code (0: the run
   /// finished), or nullopt while it runs and `wait` is not over.
   std::optional<int> join(std::chrono::milliseconds wait);
+  /// The worker's last error lines (at most 3), oldest first: why it ended
+  /// with a non-zero exit code.
+  std::vector<std::string> errors() const;
 
 private:
   int run();
@@ -67,6 +72,7 @@ private:
   std::mutex mutex_;
   std::condition_variable finished_;
   std::optional<int> exit_code_;
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> errors_;
 };
 
 } // namespace troupe::python

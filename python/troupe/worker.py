@@ -160,9 +160,9 @@ class Worker:
             self._native.stop("the Python code left its loop before the run was over")
         self.exit_code = self._wait()
         if exc is None and self.exit_code != 0:
+            why = "; ".join(line.strip() for line in self._native.errors()) or "its log says why"
             raise WorkerError(
-                f"{self.name} ended with exit code {self.exit_code} before the run finished; "
-                "its log says why"
+                f"{self.name} ended with exit code {self.exit_code} before the run finished: {why}"
             )
 
     def steps(self) -> Iterator[Step]:
