@@ -95,7 +95,8 @@ def main():
         if args.profile:
             profile(compute, batch)
             continue
-        print(f"pytorch batch={batch} with_transfers_ms={median_ms(with_transfers, args.steps):.4f} "
+        print(f"pytorch batch={batch} "
+              f"with_transfers_ms={median_ms(with_transfers, args.steps):.4f} "
               f"compute_only_ms={median_ms(compute, args.steps):.4f}", flush=True)
 
 

@@ -65,7 +65,8 @@ def _bad(path, lines, first, what):
     nf = 1 + NI + NC
     for k, l in enumerate(lines):
         if l.rstrip(b"\r\n").count(b"\t") != nf - 1:
-            sys.exit("pytorch_ctr: %s:%d: %d fields, want %d" % (path, first + k + 1, l.count(b"\t") + 1, nf))
+            sys.exit("pytorch_ctr: %s:%d: %d fields, want %d"
+                     % (path, first + k + 1, l.count(b"\t") + 1, nf))
     sys.exit("pytorch_ctr: %s: lines %d..%d: %s" % (path, first + 1, first + len(lines), what))
 
 
@@ -238,13 +239,16 @@ def main():
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--lr", type=float, default=1.0)
     ap.add_argument("--row-lr", type=float, default=None, help="the tables' rate (default: --lr)")
-    ap.add_argument("--dense-lr", type=float, default=None, help="bias and d's rate (default: --lr)")
-    ap.add_argument("--initial-accumulator", type=float, default=0.1, help="Adagrad's, for the tables")
+    ap.add_argument("--dense-lr", type=float, default=None,
+                    help="bias and d's rate (default: --lr)")
+    ap.add_argument("--initial-accumulator", type=float, default=0.1,
+                    help="Adagrad's, for the tables")
     ap.add_argument("--init-stddev", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--max-rows", type=int, default=0, help="first N train lines (0: all)")
-    ap.add_argument("--no-shuffle", action="store_true", help="keep train.tsv's order (default: reshuffle every epoch)")
+    ap.add_argument("--no-shuffle", action="store_true",
+                    help="keep train.tsv's order (default: reshuffle every epoch)")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -273,11 +277,13 @@ def main():
     dense_lr = args.lr if args.dense_lr is None else args.dense_lr
     opts = [torch.optim.Adagrad([model.w.weight, model.v.weight], lr=row_lr,
                                 initial_accumulator_value=args.initial_accumulator),
-            torch.optim.Adagrad([model.bias, model.dense], lr=dense_lr, initial_accumulator_value=0.1)]
+            torch.optim.Adagrad([model.bias, model.dense], lr=dense_lr,
+                                initial_accumulator_value=0.1)]
 
     def evaluate():
         with torch.no_grad():
-            logits = torch.cat([model(Kte[s:s + 65536], Xte[s:s + 65536]) for s in range(0, len(yte), 65536)])
+            logits = torch.cat([model(Kte[s:s + 65536], Xte[s:s + 65536])
+                                for s in range(0, len(yte), 65536)])
         p = torch.sigmoid(logits.double()).numpy()
         return auc_exact(yte, p), logloss(yte, p)
 
@@ -289,20 +295,26 @@ def main():
         auc, ll = evaluate()
         history.append({"epoch": epoch, "test_auc": round(auc, 5), "test_logloss": round(ll, 5),
                         "examples_per_sec": round(n / dt)})
-        print("epoch=%d test_auc=%.4f test_logloss=%.4f examples_per_sec=%.0f" % (epoch, auc, ll, n / dt), flush=True)
+        print("epoch=%d test_auc=%.4f test_logloss=%.4f examples_per_sec=%.0f"
+              % (epoch, auc, ll, n / dt), flush=True)
+
+    def batch_loss(b):
+        return F.binary_cross_entropy_with_logits(model(Ktr[b], Xtr[b]), Ytr[b])
 
     train_s = train_epochs(n, args.batch, args.epochs, args.seed, not args.no_shuffle, opts,
-                           lambda b: F.binary_cross_entropy_with_logits(model(Ktr[b], Xtr[b]), Ytr[b]),
-                           after_epoch)
+                           batch_loss, after_epoch)
 
     oauc = oracle.get("auc")
-    out = {"framework": "pytorch", "model": "fm", "test_auc": round(auc, 5), "test_logloss": round(ll, 5),
+    out = {"framework": "pytorch", "model": "fm", "test_auc": round(auc, 5),
+           "test_logloss": round(ll, 5),
            "oracle_auc": oauc, "oracle_logloss": oracle.get("logloss"),
            "auc_gap": round(oauc - auc, 5) if oauc is not None else None,
            "examples_per_sec": round(n * args.epochs / train_s) if train_s > 0 else None,
-           "train_seconds": round(train_s, 3), "parse_seconds": round(parse_s, 3), "map_seconds": round(map_s, 3),
+           "train_seconds": round(train_s, 3), "parse_seconds": round(parse_s, 3),
+           "map_seconds": round(map_s, 3),
            "train_examples": n, "test_examples": len(yte), "table_rows": rows,
-           "test_unknown_values": unknown_test, "key_mapping": "dictionary from train, unknown row per field",
+           "test_unknown_values": unknown_test,
+           "key_mapping": "dictionary from train, unknown row per field",
            "history": history, "torch": torch.__version__}
     finish(out, args)
 

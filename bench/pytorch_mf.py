@@ -77,7 +77,8 @@ def main():
     ap.add_argument("--init-stddev", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--no-shuffle", action="store_true", help="keep train.csv's order (default: reshuffle every epoch)")
+    ap.add_argument("--no-shuffle", action="store_true",
+                    help="keep train.csv's order (default: reshuffle every epoch)")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -93,7 +94,7 @@ def main():
     unseen_items = int((~np.isin(te_i, tr_i)).sum())
     unseen_users = int((~np.isin(te_u, tr_u)).sum())
     U = torch.from_numpy(uidx[:n_tr].astype(np.int64))
-    I = torch.from_numpy(iidx[:n_tr].astype(np.int64))
+    It = torch.from_numpy(iidx[:n_tr].astype(np.int64))
     R = torch.from_numpy(tr_r)
     TU = torch.from_numpy(uidx[n_tr:].astype(np.int64))
     TI = torch.from_numpy(iidx[n_tr:].astype(np.int64))
@@ -120,16 +121,19 @@ def main():
         nonlocal rmse
         rmse = test_rmse()
         history.append(round(rmse, 5))
-        print("epoch=%d test_rmse=%.4f train_examples_per_sec=%.0f" % (epoch, rmse, n_tr / dt), flush=True)
+        print("epoch=%d test_rmse=%.4f train_examples_per_sec=%.0f" % (epoch, rmse, n_tr / dt),
+              flush=True)
 
     train_s = train_epochs(n_tr, args.batch, args.epochs, args.seed, not args.no_shuffle, opts,
-                           lambda b: F.mse_loss(model(U[b], I[b]), R[b]), after_epoch)
+                           lambda b: F.mse_loss(model(U[b], It[b]), R[b]), after_epoch)
 
     out = {"framework": "pytorch", "model": "mf", "test_rmse": round(rmse, 5),
            "examples_per_sec": round(n_tr * args.epochs / train_s) if train_s > 0 else None,
            "train_seconds": round(train_s, 3), "load_seconds": round(load_s, 3),
-           "test_rmse_by_epoch": history, "baseline_mean_rmse": round(float(torch.sqrt(((TR - mean) ** 2).mean())), 5),
-           "train_examples": n_tr, "test_examples": len(te_r), "users": len(users), "items": len(items),
+           "test_rmse_by_epoch": history,
+           "baseline_mean_rmse": round(float(torch.sqrt(((TR - mean) ** 2).mean())), 5),
+           "train_examples": n_tr, "test_examples": len(te_r), "users": len(users),
+           "items": len(items),
            "test_unseen_users": unseen_users, "test_unseen_items": unseen_items,
            "torch": torch.__version__}
     finish(out, args)

@@ -196,5 +196,3 @@ class Worker:
             code = self._native.join(1.0)
             if code is not None:
                 return code
-
-

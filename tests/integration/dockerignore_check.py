@@ -45,8 +45,11 @@ def excluded(path, rules):
 
 def main(root):
     rs = rules(root + "/.dockerignore")
-    git = lambda *args: subprocess.run(["git", "-C", root] + list(args), check=True,
-                                       capture_output=True, text=True).stdout.split("\0")
+
+    def git(*args):
+        return subprocess.run(["git", "-C", root] + list(args), check=True,
+                              capture_output=True, text=True).stdout.split("\0")
+
     ignored = [line[3:].rstrip("/") for line in
                git("status", "--ignored", "--porcelain", "-z", "--untracked-files=normal")
                if line.startswith("!! ")]

@@ -73,8 +73,11 @@ def run(model, feeds):
     env = dict(feeds)
     for init in model.graph.initializer:
         env[init.name] = numpy_helper.to_array(init)
-    attr = lambda node, name, default=None: next(
-        (onnx.helper.get_attribute_value(a) for a in node.attribute if a.name == name), default)
+
+    def attr(node, name, default=None):
+        return next((onnx.helper.get_attribute_value(a) for a in node.attribute
+                     if a.name == name), default)
+
     for node in model.graph.node:
         x = [env[i] for i in node.input]
         op = node.op_type
