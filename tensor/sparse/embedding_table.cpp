@@ -7,8 +7,10 @@
 #include <unordered_map>
 
 #include "tensor/core/flush_denormals.hpp"
+#include "tensor/sparse/frozen_rows.hpp"
 #include "tensor/sparse/lookup_batch.hpp"
 #include "tensor/sparse/prefetch.hpp"
+#include "tensor/sparse/row_layout.hpp"
 
 namespace troupe {
 
@@ -29,57 +31,12 @@ maybe_failure embedding_table_config::check() const {
   return optimizer.check();
 }
 
-namespace {
-
-// Rows live in chunks of 16, 16, 32, ... 1024 rows, then 1024 each: small
-// buckets stay small, large ones waste at most one chunk, and growth never
-// moves a row.
-constexpr uint32_t max_chunk_rows = 1024;
-
-uint32_t chunk_of(uint32_t row) {
-  if (row < 16)
-    return 0;
-  if (row >= max_chunk_rows)
-    return row / max_chunk_rows + 6;
-  return static_cast<uint32_t>(31 - __builtin_clz(row)) - 3;
-}
-
-uint32_t chunk_start(uint32_t chunk) {
-  if (chunk == 0)
-    return 0;
-  if (chunk >= 7)
-    return (chunk - 6) * max_chunk_rows;
-  return 8u << chunk;
-}
-
-uint32_t chunk_rows(uint32_t chunk) {
-  return chunk == 0 ? 16 : chunk >= 7 ? max_chunk_rows : 8u << chunk;
-}
-
-row_counters counters_of(const float* row, uint32_t payload) {
-  row_counters c;
-  std::memcpy(&c.frequency, row + payload, 4);
-  std::memcpy(&c.last_update, row + payload + 1, 4);
-  return c;
-}
-
-void set_counters(float* row, uint32_t payload, row_counters c) {
-  std::memcpy(row + payload, &c.frequency, 4);
-  std::memcpy(row + payload + 1, &c.last_update, 4);
-}
-
-} // namespace
-
-// A bucket's part of a frozen view: the rows that were there at the freeze
-// all had a last update below `unchanged_below`, so a row at or past it
-// changed since (and was copied then) or came later; `copies` holds the
-// rows as they were, by key, each taken before its first change or removal.
-struct embedding_table::frozen_rows {
-  uint64_t generation = 0;
-  uint64_t unchanged_below = 0;
-  std::unordered_map<int64_t, uint32_t> copied; ///< key -> its row in copies
-  std::vector<float> copies;                    ///< stride_ floats a row
-};
+using row_layout::chunk_of;
+using row_layout::chunk_rows;
+using row_layout::chunk_start;
+using row_layout::counters_of;
+using row_layout::max_chunk_rows;
+using row_layout::set_counters;
 
 struct embedding_table::bucket {
   explicit bucket(uint64_t seed) : map(seed) {}
@@ -443,23 +400,17 @@ void embedding_table::restore(int64_t key, const float* payload, row_counters co
 }
 
 void embedding_table::keep_frozen(bucket& b, int64_t key, const float* row) {
-  if (!b.frozen || counters_of(row, payload_).last_update >= b.frozen->unchanged_below)
-    return;
-  auto& f = *b.frozen;
-  auto [at, first] = f.copied.try_emplace(key, static_cast<uint32_t>(f.copies.size() / stride_));
-  if (first)
-    f.copies.insert(f.copies.end(), row, row + stride_);
+  if (b.frozen)
+    b.frozen->keep(key, row);
 }
 
 uint64_t embedding_table::freeze(std::vector<int64_t>& keys, std::vector<uint32_t>& bucket_rows) {
   uint64_t generation = ++generations_;
   for (auto& b : buckets_) {
     std::unique_lock guard(b->lock);
-    b->frozen = std::make_unique<frozen_rows>();
-    b->frozen->generation = generation;
+    b->frozen = std::make_unique<frozen_rows>(generation, b->newest + 1, stride_, payload_);
     size_t before = keys.size();
     b->map.for_each([&](int64_t key, uint32_t) { keys.push_back(key); });
-    b->frozen->unchanged_below = b->newest + 1;
     bucket_rows.push_back(static_cast<uint32_t>(keys.size() - before));
   }
   return generation;
@@ -480,15 +431,12 @@ void embedding_table::read_frozen(uint64_t generation, const int64_t* keys, size
       guard = std::shared_lock<std::shared_mutex>(b.lock);
       held = &b;
     }
-    if (!b.frozen || b.frozen->generation != generation)
+    if (!b.frozen || b.frozen->generation() != generation)
       throw troupe_error("embedding table " + config_.name
                          + ": the checkpoint's view of the rows ended (a newer one replaced it)");
-    const float* row = nullptr;
-    if (auto copy = b.frozen->copied.find(keys[i]); copy != b.frozen->copied.end())
-      row = b.frozen->copies.data() + size_t{copy->second} * stride_;
-    else if (uint32_t live = b.map.find(keys[i], b.map.hash(keys[i])); live != row_map::no_row)
-      row = row_at(b, live);
-    if (!row || counters_of(row, payload_).last_update >= b.frozen->unchanged_below)
+    uint32_t live = b.map.find(keys[i], b.map.hash(keys[i]));
+    const float* row = b.frozen->row(keys[i], live != row_map::no_row ? row_at(b, live) : nullptr);
+    if (!row)
       throw troupe_error("embedding table " + config_.name + ": key " + std::to_string(keys[i])
                          + " is not in the checkpoint's view of the rows");
     std::memcpy(dest, row + from, size_t{words} * sizeof(float));
@@ -498,7 +446,7 @@ void embedding_table::read_frozen(uint64_t generation, const int64_t* keys, size
 void embedding_table::thaw(uint64_t generation) {
   for (auto& b : buckets_) {
     std::unique_lock guard(b->lock);
-    if (b->frozen && b->frozen->generation == generation)
+    if (b->frozen && b->frozen->generation() == generation)
       b->frozen.reset();
   }
 }
@@ -508,7 +456,7 @@ size_t embedding_table::frozen_copies() const {
   for (auto& b : buckets_) {
     std::shared_lock guard(b->lock);
     if (b->frozen)
-      total += b->frozen->copied.size();
+      total += b->frozen->copies();
   }
   return total;
 }

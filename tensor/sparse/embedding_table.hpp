@@ -152,7 +152,6 @@ public:
 
 private:
   struct bucket;
-  struct frozen_rows;
   bucket& bucket_of(int64_t key) const;
   template <class F>
   void each_under_shared_lock(const uint32_t* bucket_indices, size_t n, F&& f) const;
