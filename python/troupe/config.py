@@ -70,6 +70,20 @@ def load_config(
             problem and its fix.
         TypeError: an argument of the wrong type.
     """
+    return TaskConfig(**_native.load_config(node_args(config_file, job, task, args)))
+
+
+def node_args(
+    config_file: Optional[str | os.PathLike],
+    job: Optional[str],
+    task: Optional[int],
+    args: Sequence[str],
+) -> List[str]:
+    """troupe-node's command line (without the program) for a task.
+
+    Raises:
+        TypeError: a ``task`` that is not an int.
+    """
     if task is not None and (isinstance(task, bool) or not isinstance(task, int)):
         raise TypeError(f"task must be an int, not {type(task).__name__}")
     argv: List[str] = []
@@ -80,4 +94,4 @@ def load_config(
     if task is not None:
         argv.append(f"--task_index={task}")
     argv.extend(str(arg) for arg in args)
-    return TaskConfig(**_native.load_config(argv))
+    return argv

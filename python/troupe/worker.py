@@ -22,6 +22,7 @@ from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from troupe import _native
+from troupe.config import node_args
 
 
 __all__ = ["Worker", "Step", "WorkerError"]
@@ -107,16 +108,7 @@ class Worker:
         args: Sequence[str] = (),
         idle_timeout: Optional[float] = None,
     ):
-        if task is not None and (isinstance(task, bool) or not isinstance(task, int)):
-            raise TypeError(f"task must be an int, not {type(task).__name__}")
-        argv: List[str] = []
-        if config_file is not None:
-            argv.append(f"--config-file={os.fspath(config_file)}")
-        argv.append("--job_name=worker")
-        if task is not None:
-            argv.append(f"--task_index={task}")
-        argv.extend(str(arg) for arg in args)
-        self._native = _native.Worker(argv)
+        self._native = _native.Worker(node_args(config_file, "worker", task, args))
         self._idle_timeout = idle_timeout
         self.exit_code: Optional[int] = None
         """troupe-node's exit code once the worker ended (0: the run finished)."""
