@@ -140,7 +140,9 @@ def _no_cluster_from_environment(monkeypatch, tmp_path):
 def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, mode):
     conf = cluster_config(tmp_path, mode=mode)
     with Nodes(tmp_path, conf) as nodes:
-        nodes.start(("chief", 0), ("ps", 0), ("worker", 1))
+        # Async: the C++ worker joins once the Python worker has a step, so
+        # that neither takes the whole run before the other is in.
+        nodes.start(("chief", 0), ("ps", 0), *([("worker", 1)] if mode == "sync" else []))
         pushed = 0
         with troupe.Worker(conf, task=0) as worker:
             assert worker.name == "worker:0"
@@ -154,6 +156,8 @@ def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, mode):
                         step.push({"softmax/weights": grads["softmax/weights"]}, loss)
                 step.push(grads, loss, correct)
                 pushed += 1
+                if mode == "async" and pushed == 1:
+                    nodes.start(("worker", 1))
                 with pytest.raises(RuntimeError, match="answered"):
                     step.push(grads, loss, correct)
         assert worker.exit_code == 0
@@ -164,7 +168,7 @@ def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, mode):
     # Both workers took part (sync: in every step, R = N = 2), and the model
     # learned (softmax reaches ~0.80 in 1,200 steps of batch 100 here).
     assert final["mode"] == mode
-    assert pushed == LAST_STEP if mode == "sync" else pushed > LAST_STEP // 10
+    assert pushed == LAST_STEP if mode == "sync" else 0 < pushed < LAST_STEP
     assert final["test_accuracy"] > 0.75, final
     if mode == "sync":
         # Each step averages the Python worker's gradient with the C++
