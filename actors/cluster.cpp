@@ -68,10 +68,13 @@ chief_actor spawn_chief(caf::actor_system& sys, const training_settings& setting
   require_valid_settings(settings, runtime, shape);
   chief_config config{settings, runtime, num_workers, replicas_of(settings, shape),
                       mode == spawn_mode::detached};
-  chief_links links{std::move(shards),       make_model(settings.model, model_options_of(settings)),
-                    std::move(test),         std::move(on_finish),
-                    std::move(restore_from), std::move(reconnect),
-                    std::move(bulk),         std::move(checkpoints)};
+  // A declared model is its first worker's to declare.
+  std::shared_ptr<model> net;
+  if (settings.model != model_kind::declared)
+    net = make_model(settings.model, model_options_of(settings));
+  chief_links links{std::move(shards),    std::move(net),          std::move(test),
+                    std::move(on_finish), std::move(restore_from), std::move(reconnect),
+                    std::move(bulk),      std::move(checkpoints)};
   return spawn_as<chief_actor>(sys, mode, chief, std::move(config), std::move(links));
 }
 
@@ -108,6 +111,14 @@ worker_actor spawn_worker(caf::actor_system& sys, int32_t index, int32_t num_wor
   auto options = model_options_of(settings);
   options.seed += 7919u * static_cast<uint64_t>(index + 1);
   auto device = device_of(settings, index);
+  if (settings.model == model_kind::declared) { // the program's model, computing in it
+    if (!wrap)
+      throw troupe_error("train.model = declared: a worker's model is declared by its program "
+                         "(the troupe Python package); troupe-node cannot run such a worker");
+    worker_links links{std::move(chief_handle), std::move(shards),    wrap(nullptr),
+                       std::move(train),        std::move(reconnect), std::move(bulk)};
+    return spawn_as<worker_actor>(sys, mode, worker, config, std::move(links));
+  }
   std::shared_ptr<model> net = gpu::make_device_model(make_model(settings.model, options), device,
                                                       {settings.gpu_memory_fraction});
   if (device.type == gpu::device_spec::kind::cuda)

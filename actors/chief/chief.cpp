@@ -153,7 +153,8 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     self->monitor(shard);
   self->set_down_handler([self](const caf::down_msg& msg) { on_down(self, msg); });
   try {
-    initialize_shards(self);
+    if (st.links.net) // else the first worker's program declares the model
+      initialize_shards(self);
   } catch (const std::exception& e) {
     abort_run(self, e.what());
   }
@@ -162,7 +163,11 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     [](hello_atom, uint32_t version, const std::string& job, int32_t task) {
       return answer_hello(version, job, task, "chief");
     },
-    [self](ready_atom, int32_t index) { return on_ready(self, index); },
+    [self](ready_atom, int32_t index) { return on_undeclared_ready(self, index); },
+    [self](ready_atom, int32_t index, model_declaration& declaration) {
+      return on_declared_ready(self, index, declaration);
+    },
+    [self](metrics_atom, const reported_metrics& m) { on_metrics(self, m); },
     [self](report_atom, const step_report& r) { return self->state.steps->on_report(self, r); },
     [self](reports_atom, const std::vector<step_report>& rs) {
       return self->state.steps->on_reports(self, rs);

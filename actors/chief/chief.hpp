@@ -117,7 +117,8 @@ struct chief_state {
   bool evaluating = false;         // one at a time
   std::shared_ptr<model> eval_net; // its own scratch buffers: the final one may overlap
   std::vector<evaluation_point> evaluations;
-  std::unique_ptr<event_file> events; // TensorBoard scalars (checkpoint.summaries)
+  std::map<std::string, double> reported; // the workers' programs' metrics (w.report)
+  std::unique_ptr<event_file> events;     // TensorBoard scalars (checkpoint.summaries)
   // recovery from a lost shard
   struct shard_recovery {
     int32_t shard = 0;

@@ -139,6 +139,17 @@ void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
   for (auto& v : st.links.net->variables())
     r->variables.push_back(v.name);
   r->values = values;
+  if (declared_run(self)) { // its program evaluates it: the final line carries what it reported
+    r->ok = true;
+    r->evaluated = false;
+    r->reported = st.reported;
+    r->wall_seconds = seconds_since(st.created);
+    spdlog::info("chief: done: global_step={} examples/s={:.0f} (a declared model: its "
+                 "workers' programs evaluate it)",
+                 r->global_step, r->examples_per_sec);
+    collect_traffic_and_report(self, std::move(*r));
+    return;
+  }
   score_on_test_set(
     self, st.links.net, std::move(values),
     [self, r](const test_score& score) {
@@ -168,8 +179,11 @@ void finish(self_ptr self) {
   st.now = chief_state::phase::finishing;
   st.steps->finishing(); // nothing left to wait for
   double train_seconds = st.started ? seconds_since(*st.started) : 0.0;
-  spdlog::info("chief: reached last_step {}; evaluating on {} test examples",
-               st.config.train.last_step, st.links.test->size());
+  if (st.links.test)
+    spdlog::info("chief: reached last_step {}; evaluating on {} test examples",
+                 st.config.train.last_step, st.links.test->size());
+  else
+    spdlog::info("chief: reached last_step {}", st.config.train.last_step);
   read_values(
     self,
     [self, train_seconds](std::vector<tensor> values) {

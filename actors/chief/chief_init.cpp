@@ -127,10 +127,13 @@ void initialize_shards(self_ptr self) {
   options.first_step = st.first_step;
   options.grant_key0 = st.signing_key.k0;
   options.grant_key1 = st.signing_key.k1;
-  std::vector<tensor> full; // each variable's first value, computed once, or restored
-  for (auto& v : vars)
-    full.push_back(st.links.restore_from ? st.links.restore_from->assemble(v.name)
-                                         : initial_value(v, t.seed));
+  // Each variable's first value, computed once (or the declaring program's), or restored.
+  std::vector<tensor> full;
+  auto* declared = st.links.net->declaration();
+  for (size_t v = 0; v < vars.size(); ++v)
+    full.push_back(st.links.restore_from ? st.links.restore_from->assemble(vars[v].name)
+                   : declared            ? declared->initial[v]
+                                         : initial_value(vars[v], t.seed));
   std::vector<std::vector<std::string>> names(st.links.shards.size());
   std::vector<std::vector<tensor>> values(st.links.shards.size());
   for (auto& part : st.router->parts()) {

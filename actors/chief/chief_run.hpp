@@ -47,6 +47,19 @@ training_plan plan_message(self_ptr self, int32_t index);
 /// initialised.
 caf::result<training_plan> on_ready(self_ptr self, int32_t index);
 
+/// train.model = declared: the model is its workers' programs'.
+bool declared_run(self_ptr self);
+/// A ready request with the worker program's declaration: the first one
+/// accepted is placed and initialised; later ones must equal it (refused,
+/// naming the difference); then as on_ready.
+caf::result<training_plan> on_declared_ready(self_ptr self, int32_t index,
+                                             model_declaration& declaration);
+/// A ready request without a declaration: refused in a declared run, else on_ready.
+caf::result<training_plan> on_undeclared_ready(self_ptr self, int32_t index);
+/// Metrics a worker's program reported (w.report): the last value of each
+/// name goes into the final line.
+void on_metrics(self_ptr self, const reported_metrics& m);
+
 /// Worker `index` went down: lost (the others carry on) or failed.
 void on_worker_down(self_ptr self, int32_t index, const caf::error& reason);
 

@@ -16,6 +16,14 @@ std::string on_one_line(std::string text) {
 }
 
 void write_quality(json_writer& w, const training_result& r) {
+  if (!r.evaluated) {
+    w.key("test_accuracy").null().key("test_loss").null();
+    w.key("reported").begin_object();
+    for (auto& [name, value] : r.reported)
+      w.key(name).number(value, "%.6g");
+    w.end_object();
+    return;
+  }
   if (r.task == objective::regression) {
     w.key("task").string("regression").key("test_accuracy").null();
     w.key("test_loss").number(r.test_loss, "%.4f");

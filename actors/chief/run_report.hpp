@@ -3,6 +3,7 @@
 // the final JSON line the node prints, and the per-shard traffic table.
 // Plain values; no CAF.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,10 @@ struct training_result {
   std::vector<tensor> values;
   /// The evaluations while training, in step order.
   std::vector<evaluation_point> evaluations;
+  /// False for a declared model, which its program evaluates: no test_*
+  /// figures (null in the JSON), and `reported` holds what it reported.
+  bool evaluated = true;
+  std::map<std::string, double> reported;
   /// What the data became (data_summary_json), added by the node: "" for none.
   std::string data_json;
 

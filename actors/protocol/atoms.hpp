@@ -36,6 +36,7 @@ using evaluate_atom = caf::atom_constant<caf::atom("evaluate")>;     ///< chief 
 using saved_atom = caf::atom_constant<caf::atom("saved")>;           ///< checkpoint writer -> chief
 using shard_back_atom = caf::atom_constant<caf::atom("shard_back")>; ///< reconnector -> chief
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;         ///< worker: find a new chief
+using metrics_atom = caf::atom_constant<caf::atom("metrics")>;       ///< worker -> chief: w.report
 using leave_atom = caf::atom_constant<caf::atom("leave")>;           ///< worker, shard: SIGTERM
 /// The report channel's connection threads -> the chief: a batch of reports
 using relayed_atom = caf::atom_constant<caf::atom("relayed")>;

@@ -9,6 +9,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/protocol/worker_protocol.hpp"
+#include "tensor/nn/declared_model.hpp"
 
 namespace troupe {
 
@@ -44,6 +45,13 @@ using chief_actor =
   caf::typed_actor<hello_handler,
                    // a worker: its index -> the plan, answered once the variables are initialised
                    caf::replies_to<ready_atom, int32_t>::with<training_plan>,
+                   // a worker whose program declares the model (train.model =
+                   // declared): its index and declaration -> the plan, once the
+                   // first declaration is placed and initialised; another
+                   // declaration than the run's is refused, naming the difference
+                   caf::replies_to<ready_atom, int32_t, model_declaration>::with<training_plan>,
+                   // an admitted worker: what its program reported (w.report)
+                   caf::reacts_to<metrics_atom, reported_metrics>,
                    // an admitted worker, async: its step's outcome -> the next grant or stop
                    report_handler,
                    // an admitted worker, async with report-every > 1: several steps' outcomes

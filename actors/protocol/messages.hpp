@@ -108,6 +108,18 @@ struct step_grant {
   uint64_t proof = 0;
 };
 
+/// What a worker's program reported of its own (the Python package's
+/// w.report: an AUC its code computed): the chief keeps each name's last
+/// value for the final line.
+struct reported_metrics {
+  static constexpr size_t max_names = 64;
+  static constexpr size_t max_name = 64;
+  run_id run = 0;
+  int32_t worker = 0;
+  std::vector<std::string> names;
+  std::vector<double> values;
+};
+
 /// Sync mode: what the token queue tells the chief after each update.
 struct step_summary {
   int64_t step = 0; ///< the global step reached

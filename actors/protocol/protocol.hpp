@@ -67,7 +67,9 @@ constexpr uint32_t protocol_version = 16;
   X(checkpoint_chunk)                                                                              \
   X(pull_request)                                                                                  \
   X(step_push)                                                                                     \
-  X(push_receipt)
+  X(push_receipt)                                                                                  \
+  X(model_declaration)                                                                             \
+  X(reported_metrics)
 
 /// Registers every message type and the error category; call on every
 /// node's config before creating the actor system.

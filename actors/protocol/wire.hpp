@@ -21,6 +21,7 @@
 #include "actors/net/wire_limits.hpp"
 #include "actors/protocol/messages.hpp"
 #include "tensor/core/tensor.hpp"
+#include "tensor/nn/declared_model.hpp"
 #include "tensor/plan/training_plan.hpp"
 #include "tensor/sparse/table_setup.hpp"
 
@@ -326,6 +327,11 @@ typename Inspector::result_type inspect(Inspector& f, step_grant& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, reported_metrics& x) {
+  return f(caf::meta::type_name("reported_metrics"), x.run, x.worker, x.names, x.values);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_summary& x) {
   return f(caf::meta::type_name("step_summary"), x.step, x.loss, x.correct, x.examples,
            x.straggler_ms, x.dropped, x.tokens, x.position_workers, x.position_epochs,
@@ -385,6 +391,50 @@ typename Inspector::result_type inspect(Inspector& f, table_setup& x) {
            x.admission.probability, x.eviction.after_steps, x.eviction.l2_below,
            x.eviction.max_bytes, x.evict_interval, x.reduction, x.max_keys, t.kind, t.rows,
            t.partition);
+}
+
+/// A worker program's declared model (tensor/nn/declared_model.hpp): each
+/// variable's name and shape, its first value, and each table's name and
+/// dim. The chief checks it (declaration_problems) before it places anything.
+inline caf::error inspect(caf::serializer& f, model_declaration& x) {
+  std::vector<std::string> names, tables;
+  std::vector<shape_t> shapes;
+  std::vector<uint32_t> dims;
+  for (auto& v : x.variables) {
+    names.push_back(v.name);
+    shapes.push_back(v.shape);
+  }
+  for (auto& t : x.tables) {
+    tables.push_back(t.name);
+    dims.push_back(t.dim);
+  }
+  return f(names, shapes, x.initial, tables, dims);
+}
+
+inline caf::error inspect(caf::deserializer& f, model_declaration& x) {
+  std::vector<std::string> names, tables;
+  std::vector<shape_t> shapes;
+  std::vector<uint32_t> dims;
+  if (auto err = f(names, shapes, x.initial, tables, dims))
+    return err;
+  if (names.size() != shapes.size() || tables.size() != dims.size())
+    return caf::make_error(caf::sec::invalid_argument,
+                           "a model declaration whose names and shapes differ in number");
+  x.variables.clear();
+  for (size_t i = 0; i < names.size(); ++i)
+    x.variables.push_back({names[i], shapes[i], {}});
+  x.tables.clear();
+  for (size_t i = 0; i < tables.size(); ++i)
+    x.tables.push_back({tables[i], dims[i]});
+  return caf::none;
+}
+
+template <class Inspector>
+printing_only<Inspector, typename Inspector::result_type> inspect(Inspector& f,
+                                                                  model_declaration& x) {
+  auto variables = x.variables.size();
+  auto tables = x.tables.size();
+  return f(caf::meta::type_name("model_declaration"), variables, tables);
 }
 
 } // namespace troupe

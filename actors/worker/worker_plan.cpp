@@ -100,7 +100,8 @@ void on_plan(self_ptr self, training_plan& plan) {
   st.lease.reset(plan.lease);
   st.reports.reset(plan.report_every);
   st.recovery.over();
-  if (!tables_fit(self, plan) || !seek_data(self, plan))
+  bool own_batches = st.links.net->brings_batches(); // its program's: no data to seek
+  if (!tables_fit(self, plan) || (!own_batches && !seek_data(self, plan)))
     return;
   try {
     st.step->reset(plan.run, *st.router, vars, st.links.net->staging(), plan.tables,
@@ -111,9 +112,13 @@ void on_plan(self_ptr self, training_plan& plan) {
   }
   st.step->read_from(st.data.get(), st.links.net.get());
   st.progress.restart();
-  auto share = st.data->position().share;
-  spdlog::info("{}: ready; training on {} of {} examples (share {} of {})", st.label,
-               st.data->share_size(), st.data->total_examples(), share.rank, share.count);
+  if (own_batches) {
+    spdlog::info("{}: ready; its program brings the batches", st.label);
+  } else {
+    auto share = st.data->position().share;
+    spdlog::info("{}: ready; training on {} of {} examples (share {} of {})", st.label,
+                 st.data->share_size(), st.data->total_examples(), share.rank, share.count);
+  }
   // Training starts once every shard answered whether it has a bulk path.
   auto gen = st.recovery.generation();
   open_bulk_links(
@@ -133,9 +138,20 @@ void on_plan(self_ptr self, training_plan& plan) {
 
 void ask_for_plan(self_ptr self) {
   auto& st = self->state;
-  self->request(st.links.chief, st.config.ready_timeout, ready_atom::value, st.config.index)
-    .then([self](training_plan& plan) { on_plan(self, plan); },
-          [self](caf::error& err) { fail(self, "the chief refused the ready request", err); });
+  auto planned = [self](training_plan& plan) { on_plan(self, plan); };
+  auto refused = [self](caf::error& err) {
+    fail(self, "the chief refused the ready request", err);
+  };
+  // A model its program declared goes with the request: the first one
+  // places the run's variables, later ones are checked against it.
+  if (auto* declared = st.links.net->declaration())
+    self
+      ->request(st.links.chief, st.config.ready_timeout, ready_atom::value, st.config.index,
+                *declared)
+      .then(planned, refused);
+  else
+    self->request(st.links.chief, st.config.ready_timeout, ready_atom::value, st.config.index)
+      .then(planned, refused);
 }
 
 void on_restored_plan(self_ptr self, training_plan& plan) {

@@ -47,7 +47,7 @@ void worker_step::reset(run_id run, const slice_router& router,
   pipeline_.carry_rows(std::move(carried));
 }
 
-void worker_step::read_from(example_stream* data, const model* net) {
+void worker_step::read_from(example_stream* data, model* net) {
   data_ = data;
   net_ = net;
 }
@@ -71,6 +71,8 @@ void worker_step::begin(const step_grant& grant) {
   report_.step = grant.step;
   report_.applied = false;
   proof_ = grant.proof;
+  if (!rows_.empty() && !data_ && net_ && net_->brings_batches() && !take_program_keys())
+    return;
   if (!rows_.empty() && data_) {
     if (rows_.size() > 1) { // model::batch_keys names one table's keys
       hooks_.fail("a model that reads its own batches",
@@ -84,6 +86,33 @@ void worker_step::begin(const step_grant& grant) {
     rows_[0].batch.keys.assign(rows_[0].ids.data(), rows_[0].ids.size());
   }
   pipeline_.begin(report_.run);
+}
+
+bool worker_step::take_program_keys() {
+  program_ids_.resize(rows_.size());
+  try {
+    net_->next_batch_keys(program_ids_);
+  } catch (const std::exception& e) {
+    hooks_.fail("its program gave no keys for step " + std::to_string(report_.step),
+                failure{errc::invalid_request, e.what()});
+    return false;
+  }
+  if (program_ids_.size() != rows_.size()) {
+    hooks_.fail(
+      "its program gave keys for " + std::to_string(program_ids_.size()) + " tables",
+      failure{errc::invalid_request, "the model looks up " + std::to_string(rows_.size())});
+    return false;
+  }
+  for (size_t t = 0; t < rows_.size(); ++t)
+    rows_[t].batch.keys.assign(program_ids_[t].data(), program_ids_[t].size());
+  return true;
+}
+
+std::vector<batch_rows*> worker_step::all_rows() {
+  std::vector<batch_rows*> out;
+  for (auto& table : rows_)
+    out.push_back(&table.batch);
+  return out;
 }
 
 void worker_step::pulled() {

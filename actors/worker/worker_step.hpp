@@ -52,9 +52,10 @@ public:
   void reset(run_id run, const slice_router& router, const std::vector<variable_spec>& variables,
              host_staging* staging, const std::vector<table_setup>& tables, int32_t shards);
   /// From now on each step reads its batch from `data` (the worker's own
-  /// share; null: the caller sets each table's keys before begin) and a
-  /// table model's keys as `net` says. Both must outlive their use.
-  void read_from(example_stream* data, const model* net);
+  /// share) and a table model's keys as `net` says; with no data, a model
+  /// that brings its batches gives each table's keys (next_batch_keys),
+  /// else the caller sets them before begin. Both must outlive their use.
+  void read_from(example_stream* data, model* net);
 
   /// A granted step begins: its batch read and its keys taken (where it
   /// reads its data), its values and rows pulled (unless pulled ahead),
@@ -74,6 +75,8 @@ public:
   const batch& current() const noexcept { return batch_; }
   size_t tables() const noexcept { return rows_.size(); }
   batch_rows& rows(size_t table) { return rows_.at(table).batch; }
+  /// Every table's rows, in the plan's order.
+  std::vector<batch_rows*> all_rows();
   /// The report of the step under way (run, worker, step, data position).
   const step_report& report() const noexcept { return report_; }
   /// A report that asks for a step (a worker's first, after a new plan).
@@ -100,6 +103,9 @@ private:
   /// The next batch into batch_, its position into the report; false (the
   /// worker fails) where the data cannot be read.
   bool read_batch();
+  /// The program's keys for each table (a model that brings its batches);
+  /// false (the worker fails) where it gives none.
+  bool take_program_keys();
 
   shard_exchange& exchange_;
   std::string label_;
@@ -111,7 +117,8 @@ private:
   std::vector<table_rows> rows_;
   std::vector<std::string> names_; // the variables', for messages
   example_stream* data_ = nullptr;
-  const model* net_ = nullptr;
+  model* net_ = nullptr;
+  std::vector<std::vector<int64_t>> program_ids_; // each table's, from a program's batch
   batch batch_;
   step_report report_;
   uint64_t proof_ = 0; // the grant's, shown with the step's pushes

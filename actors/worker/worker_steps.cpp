@@ -17,6 +17,18 @@ namespace troupe::worker_run {
 
 namespace {
 
+// What the worker's program reported since the last step (w.report) goes
+// to the chief for the final line.
+void send_reported_metrics(self_ptr self) {
+  auto& st = self->state;
+  reported_metrics m;
+  if (!st.links.net->take_reported(m.names, m.values))
+    return;
+  m.run = st.step->report().run;
+  m.worker = st.config.index;
+  self->send(st.links.chief, metrics_atom::value, std::move(m));
+}
+
 // The step's values (and rows) are in: the model computes on them.
 void compute(self_ptr self) {
   auto& st = self->state;
@@ -26,7 +38,7 @@ void compute(self_ptr self) {
   try {
     flush_denormals arithmetic; // the CPU model's; a GPU model's kernels are unaffected
     if (step.tables() > 0)
-      stats = net.train_step_rows(step.params(), step.current(), step.rows(0), step.grads());
+      stats = net.train_step_tables(step.params(), step.current(), step.all_rows(), step.grads());
     else if (step.staging())
       stats = net.train_step_staged(step.current());
     else
@@ -45,12 +57,17 @@ void count_and_report(self_ptr self, const step_report& report) {
   if (report.applied) {
     ++st.local_step;
     st.progress.add_step(report.loss, report.correct, report.examples);
-    if (auto line = st.progress.take_line(st.local_step))
+    // A declared model's program reads no data of the worker's: no accuracy to show.
+    if (auto line = st.progress.take_line(st.local_step); line && !st.links.train)
+      spdlog::info("{}: global_step={} local_step={} loss={:.4f} examples/s={:.0f}", st.label,
+                   report.step + 1, st.local_step, line->loss, line->examples_per_sec);
+    else if (line)
       spdlog::info("{}: global_step={} local_step={} loss={:.4f} {} examples/s={:.0f}", st.label,
                    report.step + 1, st.local_step, line->loss,
                    metric_text(*line, st.links.train->task == objective::regression),
                    line->examples_per_sec);
   }
+  send_reported_metrics(self);
   if (!st.reports.batched())
     report_step(self, report);
   else if (st.reports.add(report, st.lease.queued()) || st.leaving)

@@ -37,6 +37,8 @@ model_card card_of(const node_setup& setup, int64_t step) {
 // Saved with the run so that evaluation and prediction later transform
 // examples the same way.
 std::string announce_data(const node_setup& setup) {
+  if (!setup.data) // a declared model's program brings the data
+    return "";
   auto& catalog = *setup.data;
   for (auto& line : describe_lines(catalog))
     spdlog::info("{}", line);
@@ -58,6 +60,12 @@ void export_model(const node_setup& setup, const training_result& result) {
   auto& dir = setup.train.checkpoint.log_dir;
   if (dir.empty() || !result.ok || result.values.empty())
     return;
+  if (setup.train.model == model_kind::declared) {
+    spdlog::info("a declared model's trained values are its final checkpoint in {}: load them "
+                 "into the module with troupe.torch.load(module, \"{}\")",
+                 dir, dir);
+    return;
+  }
   if (setup.train.model == model_kind::synthetic) {
     spdlog::info("model synthetic (a benchmark's) is not exported; its checkpoints are in {}", dir);
     return;

@@ -178,6 +178,11 @@ bool address_is_free(const node_setup& setup, const host_port& address) {
 // tensor arriving from a peer may be either: the wire format refuses one
 // before allocating for it.
 uint64_t limit_tensors_to_the_model(const training_settings& train) {
+  if (train.model == model_kind::declared) {
+    spdlog::info("a declared model's shapes come from its workers' programs: tensors are "
+                 "bounded by the default limit");
+    return 0;
+  }
   if (train.network.input.empty() || train.network.classes == 0) {
     spdlog::info("the model's shapes come from data this task does not read: tensors are "
                  "bounded by the default limit; give model.input and model.classes for a "

@@ -126,9 +126,12 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
   if (!connect_shards(sys, setup, shards))
     return sigterm_arrived() ? preempted_before_start() : exit_failure;
   auto summary = announce_data(setup);
-  auto test = std::make_shared<const evaluation_set>(
-    setup.data->evaluation(), static_cast<uint64_t>(setup.train.data.eval_memory_bytes));
-  say_where_the_evaluation_set_is(setup, *test);
+  std::shared_ptr<const evaluation_set> test; // none for a declared model: its program evaluates
+  if (setup.data) {
+    test = std::make_shared<const evaluation_set>(
+      setup.data->evaluation(), static_cast<uint64_t>(setup.train.data.eval_memory_bytes));
+    say_where_the_evaluation_set_is(setup, *test);
+  }
   training_result result;
   checkpoint_source_actor checkpoints;
   if (!setup.train.checkpoint.log_dir.empty())
@@ -163,6 +166,12 @@ int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path&
     spdlog::info("worker: stopped by SIGTERM before it joined the run");
     return exit_ok;
   };
+  if (setup.train.model == model_kind::declared && !wrap) {
+    spdlog::error("train.model = declared: a worker's model is declared by its program (the "
+                  "troupe Python package: troupe.torch.worker); troupe-node cannot run such a "
+                  "worker");
+    return exit_failure;
+  }
   auto chief = connect_to_chief(sys, setup, setup.runtime.connect_timeout);
   if (!chief) {
     if (sigterm_arrived())
@@ -176,9 +185,9 @@ int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path&
   // Not published: nobody connects to a worker; the chief reaches it over the
   // connection the worker opened (its ready request).
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),
-                        setup.train, setup.runtime, *chief, shards, setup.data->train,
-                        spawn_mode::detached, reconnect_to_peers(sys, setup),
-                        bulk_peers_of(setup, bulk), wrap);
+                        setup.train, setup.runtime, *chief, shards,
+                        setup.data ? setup.data->train : nullptr, spawn_mode::detached,
+                        reconnect_to_peers(sys, setup), bulk_peers_of(setup, bulk), wrap);
   sigterm_relay relay{sys, caf::actor_cast<caf::actor>(w), caf::make_message(leave_atom::value)};
   return exit_code_of(wait_for(sys, caf::actor_cast<caf::actor>(w)));
 }

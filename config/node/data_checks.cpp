@@ -10,7 +10,9 @@ namespace troupe::load_steps {
 namespace {
 
 bool reads_data(const node_setup& setup) {
-  return setup.whole_cluster || setup.job != job_kind::ps;
+  // A declared model's batches come from its workers' programs.
+  return setup.train.model != model_kind::declared
+         && (setup.whole_cluster || setup.job != job_kind::ps);
 }
 
 } // namespace

@@ -98,6 +98,10 @@ std::string dump_config(const node_config& cfg, const node_setup& s) {
             ? ", worker indices up to " + std::to_string(s.runtime.max_workers - 1) + " may join"
             : "")
       << "\n";
+  if (s.train.model == model_kind::declared) {
+    out << "; network declared by the workers' programs (the troupe Python package)\n";
+    return out.str();
+  }
   try {
     auto net = make_model(s.train.model, model_options_of(s.train));
     size_t values = 0;

@@ -188,10 +188,16 @@ void check_restore(const node_config& cfg, node_setup& setup, std::vector<std::s
     setup.restore_warnings = choice.warnings;
     if (!choice.reader)
       return;
-    auto net = make_model(setup.train.model, model_options_of(setup.train));
+    // A declared model's variables are checked when its first worker declares them.
+    std::vector<variable_spec> variables;
+    if (setup.train.model != model_kind::declared)
+      variables = make_model(setup.train.model, model_options_of(setup.train))->variables();
+    else
+      for (auto& [name, shape] : choice.reader->manifest().variables)
+        variables.push_back({name, shape, {}});
     auto problems = restore_problems(
       choice.reader->manifest(),
-      checkpoint_fingerprint(setup.train.model, setup.train.optimizer.kind), net->variables());
+      checkpoint_fingerprint(setup.train.model, setup.train.optimizer.kind), variables);
     for (auto& p : problems)
       errors.push_back("checkpoint " + choice.reader->dir() + ": " + p
                        + "; restore it with the settings it was written with, or pass "
@@ -399,6 +405,13 @@ void settle_settings(node_config& cfg, node_setup& setup, std::vector<std::strin
     setup.train.network.classes = 0;
   for (auto& problem : check_settings(setup.train, setup.runtime, shape))
     errors.push_back(problem.message);
+  if (setup.train.model == model_kind::declared && setup.whole_cluster)
+    errors.push_back("train.model = declared: the workers are the programs that declare the "
+                     "model (the troupe Python package); run the ps and chief tasks with "
+                     "troupe-node --job_name, not the whole cluster in one process");
+  if (setup.train.model == model_kind::declared && setup.job == job_kind::evaluator)
+    errors.push_back("train.model = declared: an evaluator task cannot run a declared model; "
+                     "evaluate it in its program (tt.load on the checkpoint)");
   // R, N and (from the data) last_step.
   setup.train.replicas_to_aggregate = replicas_of(setup.train, shape);
   setup.train.total_num_replicas = shape.workers;

@@ -34,7 +34,7 @@ void check_model(const training_settings& t, std::vector<failure>& out) {
   }
   // A ps task reads no data: where [model] does not give the shape, the
   // chief's and workers' checks against the data are the ones that count.
-  if (t.network.input.empty() || t.network.classes == 0)
+  if (t.network.input.empty() || t.network.classes == 0 || t.model == model_kind::declared)
     return;
   try {
     auto net = make_model(t.model, model_options_of(t));
@@ -190,6 +190,29 @@ void check_runtime(const runtime_settings& runtime, std::vector<failure>& out) {
            + std::to_string(min.count()) + "ms to 24h, e.g. 30s");
 }
 
+// A model its workers' programs declare: they bring the batches and
+// evaluate it, and its tables take the [embedding] section's rules.
+void check_declared(const training_settings& t, const cluster_shape& shape,
+                    std::vector<failure>& out) {
+  if (t.model != model_kind::declared)
+    return;
+  auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
+  for (auto& p : embedding_problems(t.embedding))
+    out.push_back(p);
+  if (t.epochs > 0)
+    fail("train.epochs needs the data's size, which a declared model's program keeps to itself; "
+         "set train.last-step instead");
+  if (t.eval_interval > 0)
+    fail("train.eval-interval: the chief cannot run a declared model; evaluate it in the "
+         "program and report it (w.report), and set train.eval-interval = 0");
+  for (int32_t w = 0; w < shape.workers; ++w)
+    if (device_of(t, w).type != gpu::device_spec::kind::cpu) {
+      fail("train.device: a declared model computes where its program puts its module (e.g. "
+           "module.to(\"cuda\")); leave train.device = \"cpu\"");
+      break;
+    }
+}
+
 // The embedding models: the [embedding] section, and what they cannot do yet.
 void check_embeddings(const training_settings& t, const cluster_shape& shape,
                       std::vector<failure>& out) {
@@ -230,6 +253,7 @@ std::vector<failure> check_settings(const training_settings& t, const runtime_se
   check_steps(t, out);
   check_data(t, shape, out);
   check_embeddings(t, shape, out);
+  check_declared(t, shape, out);
   check_runtime(runtime, out);
   if (runtime.max_workers > 0 && runtime.max_workers < shape.workers)
     out.push_back(

@@ -12,15 +12,25 @@
 #include <string>
 #include <vector>
 
+#include "tensor/nn/declared_model.hpp"
 #include "tensor/nn/model.hpp"
 
 namespace troupe::python {
 
-/// A step as the computing side sees it, valid until it answers.
+/// A step as the computing side sees it, valid until it answers: the keys
+/// of the program's next batch to give (a declared model with tables,
+/// before the step's pull), or a step to compute.
 struct posted_step {
+  enum class kind { keys, compute };
+  kind what = kind::compute;
   const std::vector<tensor>* params = nullptr;
   const batch* examples = nullptr;
   std::vector<tensor>* grads = nullptr;
+  /// compute: each table's keys and pulled values; the program writes
+  /// their gradients (sized keys × dim). Null: a dense model.
+  const std::vector<batch_rows*>* rows = nullptr;
+  /// keys: where each table's ids go, occurrence by occurrence.
+  std::vector<std::vector<int64_t>>* ids = nullptr;
 };
 
 class compute_handoff {
@@ -28,8 +38,11 @@ public:
   /// The worker's side: posts a step and waits for its answer. Throws
   /// std::runtime_error when closed first, or when the computing side
   /// failed (the worker then fails the run with that message).
-  batch_stats compute(const std::vector<tensor>& params, const batch& b,
-                      std::vector<tensor>& grads);
+  batch_stats compute(const std::vector<tensor>& params, const batch& b, std::vector<tensor>& grads,
+                      const std::vector<batch_rows*>* rows = nullptr);
+  /// The worker's side: the keys of the program's next batch, each
+  /// table's into ids[t]; throws as compute does.
+  void ask_keys(std::vector<std::vector<int64_t>>& ids);
 
   /// The computing side: the posted step, waiting at most `wait`; nullopt
   /// on timeout or once closed (closed() tells which).
@@ -43,7 +56,15 @@ public:
   void close(std::string why);
   bool closed() const;
 
+  /// The program's metrics (w.report), kept until the worker takes them
+  /// for the chief; a name reported again keeps its last value.
+  void report(const std::string& name, double value);
+  bool take_reported(std::vector<std::string>& names, std::vector<double>& values);
+
 private:
+  /// Posts `step` and waits for its answer (compute and ask_keys).
+  batch_stats post(const posted_step& step);
+
   enum class phase { idle, posted, taken, answered, refused };
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -52,6 +73,7 @@ private:
   batch_stats stats_;
   std::string why_;
   bool closed_ = false;
+  std::vector<std::pair<std::string, double>> reported_;
 };
 
 /// The settings' model with its train_step handed off: variables, layers,
@@ -77,6 +99,29 @@ public:
 
 private:
   std::shared_ptr<model> inner_;
+  std::shared_ptr<compute_handoff> handoff_;
+};
+
+/// A model declared by the Python program (train.model = declared): its
+/// variables and tables are the module's, it brings each step's batch (the
+/// keys of its tables asked before the pull) and computes each step in
+/// PyTorch through the handoff.
+class program_model : public declared_model {
+public:
+  program_model(model_declaration declaration, std::shared_ptr<compute_handoff> handoff);
+
+  bool brings_batches() const override { return true; }
+  void next_batch_keys(std::vector<std::vector<int64_t>>& ids) override;
+  batch_stats train_step(const std::vector<tensor>& params, const batch& b,
+                         std::vector<tensor>& grads) override;
+  batch_stats train_step_tables(const std::vector<tensor>& params, const batch& b,
+                                const std::vector<batch_rows*>& rows,
+                                std::vector<tensor>& grads) override;
+  bool take_reported(std::vector<std::string>& names, std::vector<double>& values) override {
+    return handoff_->take_reported(names, values);
+  }
+
+private:
   std::shared_ptr<compute_handoff> handoff_;
 };
 

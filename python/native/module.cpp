@@ -4,6 +4,8 @@
 // compute handed to the Python thread (python_worker.hpp): a setting means
 // one thing, and a step follows one set of rules, in both.
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,11 +14,17 @@
 #include <pybind11/stl.h>
 
 #include "python/native/python_worker.hpp"
+#include "tensor/checkpoint/checkpoint.hpp"
+#include "tensor/checkpoint/restore.hpp"
+#include "tensor/sparse/lookup_batch.hpp"
 
 namespace py = pybind11;
 
 namespace troupe::python {
 namespace {
+
+// reported_metrics::max_name (actors/protocol), which this module does not include.
+constexpr size_t reported_metrics_name_limit = 64;
 
 py::list addresses(const std::vector<host_port>& tasks) {
   py::list out;
@@ -74,11 +82,73 @@ public:
   taken_step(python_worker& worker, posted_step step) : worker_(worker), step_(step) {}
 
   py::list params() const {
-    require_open();
+    require_open(posted_step::kind::compute);
     py::list out;
     for (auto& value : *step_.params)
       out.append(copy_of(value));
     return out;
+  }
+  /// "keys": the program gives its next batch's keys; "compute": a step.
+  std::string kind() const { return step_.what == posted_step::kind::keys ? "keys" : "compute"; }
+  /// keys: each table's ids of the batch, occurrence by occurrence, in the
+  /// declared tables' order. Checked here: a negative id, or more distinct
+  /// ids than a request may carry, raises ValueError and gives nothing.
+  void set_keys(const std::vector<py::array_t<int64_t, py::array::c_style>>& ids) {
+    require_open(posted_step::kind::keys);
+    auto& tables = worker_.tables();
+    if (ids.size() != tables.size())
+      throw py::value_error("expected the ids of " + std::to_string(tables.size()) + " tables, got "
+                            + std::to_string(ids.size()));
+    auto limit = static_cast<size_t>(worker_.setup().train.embedding.max_keys_per_request);
+    unique_keys distinct;
+    for (size_t t = 0; t < ids.size(); ++t) {
+      auto* data = ids[t].data();
+      auto n = static_cast<size_t>(ids[t].size());
+      for (size_t i = 0; i < n; ++i)
+        if (data[i] < 0)
+          throw py::value_error("table " + tables[t].name + ": id " + std::to_string(data[i])
+                                + " is negative; ids are int64 keys >= 0");
+      distinct.assign(data, n);
+      if (distinct.size() > limit)
+        throw py::value_error("table " + tables[t].name + ": the batch looks up "
+                              + std::to_string(distinct.size())
+                              + " distinct ids, more than embedding.max-keys-per-request = "
+                              + std::to_string(limit) + "; use smaller batches or raise it");
+    }
+    auto& out = *step_.ids;
+    out.resize(ids.size());
+    for (size_t t = 0; t < ids.size(); ++t)
+      out[t].assign(ids[t].data(), ids[t].data() + ids[t].size());
+    open_ = false;
+    worker_.handoff().answer({});
+  }
+  /// compute: table t's distinct keys (first-seen order), the position of
+  /// each given id among them, and their pulled values [keys, dim]: copies.
+  py::tuple rows(size_t t) const {
+    require_open(posted_step::kind::compute);
+    auto& batch = table_rows(t);
+    auto& keys = batch.keys.keys();
+    auto& inverse = batch.keys.inverse();
+    py::array_t<int64_t> k(static_cast<py::ssize_t>(keys.size()));
+    std::memcpy(k.mutable_data(), keys.data(), keys.size() * sizeof(int64_t));
+    py::array_t<int64_t> where(static_cast<py::ssize_t>(inverse.size()));
+    std::copy(inverse.begin(), inverse.end(), where.mutable_data());
+    auto dim = static_cast<py::ssize_t>(worker_.tables()[t].dim);
+    py::array_t<float> values({static_cast<py::ssize_t>(keys.size()), dim});
+    std::memcpy(values.mutable_data(), batch.values.data(), batch.values.size() * sizeof(float));
+    return py::make_tuple(k, where, values);
+  }
+  /// compute: the gradient of table t's rows [keys, dim], each row's summed
+  /// over its occurrences.
+  void set_row_gradients(size_t t, const py::array_t<float, py::array::c_style>& grads) {
+    require_open(posted_step::kind::compute);
+    auto& batch = table_rows(t);
+    auto dim = static_cast<py::ssize_t>(worker_.tables()[t].dim);
+    auto n = static_cast<py::ssize_t>(batch.keys.size());
+    if (grads.ndim() != 2 || grads.shape(0) != n || grads.shape(1) != dim)
+      throw py::value_error("the rows' gradient of table " + worker_.tables()[t].name + " must be ["
+                            + std::to_string(n) + ", " + std::to_string(dim) + "]");
+    std::memcpy(batch.grads.data(), grads.data(), batch.grads.size() * sizeof(float));
   }
   py::array_t<float> features() const {
     require_open();
@@ -96,7 +166,7 @@ public:
   /// One C-contiguous float32 array a variable, in the model's order, each
   /// of its variable's shape.
   void set_gradients(const std::vector<py::array_t<float, py::array::c_style>>& grads) {
-    require_open();
+    require_open(posted_step::kind::compute);
     auto& specs = worker_.variables();
     if (grads.size() != specs.size())
       throw py::value_error("expected " + std::to_string(specs.size()) + " gradients, got "
@@ -111,12 +181,14 @@ public:
       std::memcpy(target.data(), grads[i].data(), target.size() * sizeof(float));
     }
   }
-  void answer(double loss, size_t correct) {
-    require_open();
+  /// `examples`: the batch's size where the program brought it (0: the
+  /// worker's batch's).
+  void answer(double loss, size_t correct, size_t examples) {
+    require_open(posted_step::kind::compute);
     batch_stats stats;
     stats.loss = loss;
     stats.correct = correct;
-    stats.examples = step_.examples->size();
+    stats.examples = examples > 0 ? examples : step_.examples->size();
     open_ = false;
     worker_.handoff().answer(stats);
   }
@@ -130,6 +202,17 @@ private:
   void require_open() const {
     if (!open_)
       throw std::runtime_error("this step was answered: take the next one");
+  }
+  void require_open(posted_step::kind what) const {
+    require_open();
+    if (step_.what != what)
+      throw std::runtime_error(std::string("this step asks for ")
+                               + (step_.what == posted_step::kind::keys ? "keys" : "a compute"));
+  }
+  batch_rows& table_rows(size_t t) const {
+    if (!step_.rows || t >= step_.rows->size())
+      throw py::index_error("no table " + std::to_string(t) + " in this step");
+    return *(*step_.rows)[t];
   }
 
   python_worker& worker_;
@@ -153,6 +236,83 @@ std::optional<int> join(python_worker& worker, double timeout_s) {
   return worker.join(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3)));
 }
 
+using declared_variables =
+  std::vector<std::pair<std::string, py::array_t<float, py::array::c_style>>>;
+using declared_tables = std::vector<std::pair<std::string, uint32_t>>;
+
+std::unique_ptr<python_worker> make_worker(const std::vector<std::string>& args,
+                                           std::optional<declared_variables> variables,
+                                           const declared_tables& tables) {
+  std::optional<model_declaration> declaration;
+  if (variables) {
+    declaration.emplace();
+    for (auto& [name, value] : *variables) {
+      shape_t shape(value.shape(), value.shape() + value.ndim());
+      if (shape.empty())
+        shape = {1};
+      tensor first(shape);
+      std::memcpy(first.data(), value.data(), first.size() * sizeof(float));
+      declaration->variables.push_back({name, shape, {}});
+      declaration->initial.push_back(std::move(first));
+    }
+    for (auto& [name, dim] : tables)
+      declaration->tables.push_back({name, dim});
+  }
+  py::gil_scoped_release unlocked; // cataloguing the data can take a while
+  return std::make_unique<python_worker>(args, std::move(declaration));
+}
+
+/// The newest complete checkpoint in `path` (a log directory), or `path`
+/// itself (a checkpoint directory): its step, every variable assembled, and
+/// each table's keys and values gathered from every shard's file.
+py::dict read_checkpoint(const std::string& path) {
+  std::shared_ptr<const checkpoint_reader> reader;
+  if (std::filesystem::exists(path + "/manifest.json")) {
+    reader = std::make_shared<checkpoint_reader>(path);
+  } else {
+    auto choice = choose_checkpoint(path, *restore_request::parse("auto"));
+    if (!choice.reader)
+      throw py::value_error("no complete checkpoint in " + path
+                            + " (a log directory, i.e. the run's checkpoint.log-dir, or one "
+                              "ckpt-N directory)");
+    reader = choice.reader;
+  }
+  py::dict variables;
+  for (auto& [name, shape] : reader->manifest().variables)
+    variables[py::str(name)] = copy_of(reader->assemble(name));
+  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> rows;
+  std::map<std::string, size_t> dims;
+  for (auto& [file, content] : reader->files())
+    for (auto& [entry, e] : content.entries()) {
+      if (entry.rfind("emb/", 0) != 0 || entry.size() < 10
+          || entry.compare(entry.size() - 5, 5, "/keys") != 0)
+        continue;
+      auto table = entry.substr(4, entry.size() - 9);
+      auto keys = content.read_i64(entry);
+      auto values = content.read("emb/" + table + "/values");
+      auto& into = rows[table];
+      into.first.insert(into.first.end(), keys.begin(), keys.end());
+      into.second.insert(into.second.end(), values.data(), values.data() + values.size());
+      if (values.shape().size() == 2)
+        dims[table] = static_cast<size_t>(values.shape()[1]);
+    }
+  py::dict tables;
+  for (auto& [table, kv] : rows) {
+    auto n = static_cast<py::ssize_t>(kv.first.size());
+    py::array_t<int64_t> keys(n);
+    std::memcpy(keys.mutable_data(), kv.first.data(), kv.first.size() * sizeof(int64_t));
+    py::array_t<float> values({n, static_cast<py::ssize_t>(dims[table])});
+    std::memcpy(values.mutable_data(), kv.second.data(), kv.second.size() * sizeof(float));
+    tables[py::str(table)] = py::make_tuple(keys, values);
+  }
+  py::dict out;
+  out["step"] = reader->manifest().step;
+  out["dir"] = reader->dir();
+  out["variables"] = variables;
+  out["tables"] = tables;
+  return out;
+}
+
 py::list variables_of(const python_worker& worker) {
   py::list out;
   for (auto& spec : worker.variables())
@@ -167,17 +327,25 @@ PYBIND11_MODULE(_native, m) {
   using namespace troupe::python;
   m.doc() = "Troupe's C++ runtime, for the troupe package (use troupe, not this module)";
   py::register_exception<config_error>(m, "ConfigError", PyExc_ValueError);
+  m.def("read_checkpoint", &read_checkpoint, py::arg("path"),
+        "A checkpoint's variables and tables (the newest complete one of a log directory).");
   m.def("load_config", &load_config, py::arg("args"),
         "A task's configuration loaded and validated as troupe-node does.");
   py::class_<taken_step>(m, "Step")
     .def("params", &taken_step::params)
     .def("features", &taken_step::features)
     .def("labels", &taken_step::labels)
+    .def_property_readonly("kind", &taken_step::kind)
+    .def("set_keys", &taken_step::set_keys, py::arg("ids"))
+    .def("rows", &taken_step::rows, py::arg("table"))
+    .def("set_row_gradients", &taken_step::set_row_gradients, py::arg("table"), py::arg("grads"))
     .def("set_gradients", &taken_step::set_gradients, py::arg("grads"))
-    .def("answer", &taken_step::answer, py::arg("loss"), py::arg("correct"))
+    .def("answer", &taken_step::answer, py::arg("loss"), py::arg("correct"),
+         py::arg("examples") = 0)
     .def("refuse", &taken_step::refuse, py::arg("why"));
   py::class_<python_worker>(m, "Worker")
-    .def(py::init<const std::vector<std::string>&>(), py::arg("args"))
+    .def(py::init(&make_worker), py::arg("args"), py::arg("variables") = std::nullopt,
+         py::arg("tables") = declared_tables{})
     .def_property_readonly("name", [](const python_worker& w) { return w.setup().name(); })
     .def_property_readonly("variables", &variables_of)
     .def("start", &python_worker::start)
@@ -186,5 +354,21 @@ PYBIND11_MODULE(_native, m) {
     .def("stop", &python_worker::stop, py::arg("why"))
     .def("leave", &python_worker::leave)
     .def("errors", &python_worker::errors)
+    .def_property_readonly("tables",
+                           [](const python_worker& w) {
+                             py::list out;
+                             for (auto& t : w.tables())
+                               out.append(py::make_tuple(t.name, t.dim));
+                             return out;
+                           })
+    .def(
+      "report",
+      [](python_worker& w, const std::string& name, double value) {
+        if (name.empty() || name.size() > reported_metrics_name_limit)
+          throw py::value_error("a metric's name has 1.."
+                                + std::to_string(reported_metrics_name_limit) + " characters");
+        w.handoff().report(name, value);
+      },
+      py::arg("name"), py::arg("value"))
     .def("join", &join, py::arg("timeout_s"));
 }

@@ -42,12 +42,30 @@ loaded_node load_node(const std::vector<std::string>& args, bool for_worker) {
   return out;
 }
 
-python_worker::python_worker(const std::vector<std::string>& args)
+python_worker::python_worker(const std::vector<std::string>& args,
+                             std::optional<model_declaration> declaration)
   : loaded_(load_node(args, true)) {
   auto& train = loaded_.outcome.setup.train;
-  auto net = make_model(train.model, model_options_of(train));
-  handed_off_model check(std::move(net), handoff_); // refuses what it cannot hand off
-  variables_ = check.variables();
+  bool declared = train.model == model_kind::declared;
+  if (declared != declaration.has_value())
+    throw config_error(declared
+                         ? "train.model = declared: the worker's program declares the "
+                           "model (troupe.torch.worker(module, ...))"
+                         : "the configuration's train.model is " + std::string(name_of(train.model))
+                             + ": a module's declaration needs train.model = \"declared\"");
+  if (declared) {
+    try {
+      declared_ = std::make_shared<program_model>(std::move(*declaration), handoff_);
+    } catch (const std::exception& e) {
+      throw config_error(e.what());
+    }
+    variables_ = declared_->variables();
+    tables_ = declared_->tables();
+  } else {
+    auto net = make_model(train.model, model_options_of(train));
+    handed_off_model check(std::move(net), handoff_); // refuses what it cannot hand off
+    variables_ = check.variables();
+  }
   if (auto problem = openssl_error_queue_problem(); setup().tls && !problem.empty())
     throw config_error("TLS is not safe in this process: " + problem);
 }
@@ -102,9 +120,13 @@ int python_worker::run() {
     return node::exit_failure;
   caf::actor_system sys{cfg};
   auto handoff = handoff_;
-  return node::run_worker(sys, setup, *bulk, [handoff](std::shared_ptr<model> net) {
-    return std::make_shared<handed_off_model>(std::move(net), handoff);
-  });
+  auto declared = declared_;
+  return node::run_worker(
+    sys, setup, *bulk, [handoff, declared](std::shared_ptr<model> net) -> std::shared_ptr<model> {
+      if (declared)
+        return declared;
+      return std::make_shared<handed_off_model>(std::move(net), handoff);
+    });
 }
 
 void python_worker::leave() {

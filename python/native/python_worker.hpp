@@ -35,8 +35,10 @@ loaded_node load_node(const std::vector<std::string>& args, bool for_worker);
 class python_worker {
 public:
   /// Throws config_error where the configuration is refused or names no
-  /// worker task.
-  explicit python_worker(const std::vector<std::string>& args);
+  /// worker task, or where a declaration is given and train.model is not
+  /// "declared" (or the other way round), or the declaration is refused.
+  explicit python_worker(const std::vector<std::string>& args,
+                         std::optional<model_declaration> declaration = std::nullopt);
   ~python_worker();
   python_worker(const python_worker&) = delete;
   python_worker& operator=(const python_worker&) = delete;
@@ -44,6 +46,8 @@ public:
   const node_setup& setup() const { return loaded_.outcome.setup; }
   /// The variables the steps hand over, in the model's order.
   const std::vector<variable_spec>& variables() const { return variables_; }
+  /// The declared tables (none for a model of the settings).
+  const std::vector<table_spec>& tables() const { return tables_; }
   compute_handoff& handoff() { return *handoff_; }
 
   /// Joins the cluster on a thread of its own (once).
@@ -67,6 +71,8 @@ private:
 
   loaded_node loaded_;
   std::vector<variable_spec> variables_;
+  std::vector<table_spec> tables_;
+  std::shared_ptr<program_model> declared_; // train.model = declared: the program's model
   std::shared_ptr<compute_handoff> handoff_ = std::make_shared<compute_handoff>();
   std::thread thread_;
   std::mutex mutex_;

@@ -6,10 +6,10 @@ running on a thread of this process; each step it hands over the pulled
 values and its batch, and takes back the gradients. The chief and the ps
 shards are ``troupe-node`` tasks, and C++ workers may share the run.
 
-So far the model is one the configuration names (``train.model``): its
+Here the model is one the configuration names (``train.model``): its
 variables, their placement and initial values are the chief's, and the
-Python code computes that model's gradients. Models declared by a PyTorch
-module and embedding tables are issue 53's next steps (docs/python.md).
+Python code computes that model's gradients. A model declared by a PyTorch
+module, with embedding tables, is :mod:`troupe.torch`'s.
 """
 
 from __future__ import annotations
@@ -108,10 +108,13 @@ class Worker:
         args: Sequence[str] = (),
         idle_timeout: Optional[float] = None,
     ):
-        self._native = _native.Worker(node_args(config_file, "worker", task, args))
+        self._native = self._open(node_args(config_file, "worker", task, args))
         self._idle_timeout = idle_timeout
         self.exit_code: Optional[int] = None
         """troupe-node's exit code once the worker ended (0: the run finished)."""
+
+    def _open(self, args: List[str]) -> _native.Worker:
+        return _native.Worker(args)
 
     @property
     def name(self) -> str:
@@ -166,22 +169,28 @@ class Worker:
             TimeoutError: no step for ``idle_timeout`` seconds.
         """
         variables = self.variables
-        waited = 0.0
         while True:
-            native = self._native.take(0.5)
+            native = self._take()
             if native is None:
-                if self._native.closed:
-                    return
-                waited += 0.5
-                if self._idle_timeout is not None and waited >= self._idle_timeout:
-                    raise TimeoutError(f"{self.name}: no step for {self._idle_timeout} s")
-                continue
-            waited = 0.0
+                return
             step = Step(native, variables)
             yield step
             if not step.answered:
                 step.refuse("the Python code neither pushed nor refused a step")
                 raise RuntimeError("a step was neither pushed nor refused: call step.push(...)")
+
+    def _take(self) -> Optional[_native.Step]:
+        """The next step the worker posts; None once the run is over for it."""
+        waited = 0.0
+        while True:
+            native = self._native.take(0.5)
+            if native is not None:
+                return native
+            if self._native.closed:
+                return None
+            waited += 0.5
+            if self._idle_timeout is not None and waited >= self._idle_timeout:
+                raise TimeoutError(f"{self.name}: no step for {self._idle_timeout} s")
 
     def _wait(self) -> int:
         while True:

@@ -37,6 +37,19 @@ batch_stats model::train_step_rows(const std::vector<tensor>& params, const batc
   return train_step(params, b, grads);
 }
 
+batch_stats model::train_step_tables(const std::vector<tensor>& params, const batch& b,
+                                     const std::vector<batch_rows*>& rows,
+                                     std::vector<tensor>& grads) {
+  if (rows.size() != 1)
+    throw troupe_error("model " + name() + " looks up one table, not "
+                       + std::to_string(rows.size()));
+  return train_step_rows(params, b, *rows[0], grads);
+}
+
+void model::next_batch_keys(std::vector<std::vector<int64_t>>&) {
+  throw troupe_error("model " + name() + " reads its batches from the worker's data");
+}
+
 void model::predict_rows(const std::vector<tensor>& params, const batch& b, const batch_rows&,
                          tensor& outputs) {
   predict(params, b.images, outputs);
@@ -277,7 +290,8 @@ std::unique_ptr<model> make_built_in(model_kind kind, const model_options& optio
     case model_kind::mf:
     case model_kind::deepfm:
     case model_kind::synthetic:
-      break; // make_model builds these
+    case model_kind::declared:
+      break; // make_model builds these, or refuses
   }
   return nullptr;
 }
@@ -296,6 +310,9 @@ std::unique_ptr<model> make_model(model_kind kind, const model_options& options)
     return make_embedding_network(options);
   if (kind == model_kind::synthetic)
     return make_synthetic_model(options);
+  if (kind == model_kind::declared)
+    throw troupe_error("train.model = declared: the model is declared by each worker's program "
+                       "(the troupe Python package), not built by troupe-node");
   std::string name = name_of(kind);
   auto& input = options.input;
   auto classes = options.classes;

@@ -99,6 +99,8 @@ struct batch_rows {
   std::vector<float> grads;  ///< keys.size() × dim
 };
 
+struct model_declaration;
+
 class model {
 public:
   virtual ~model() = default;
@@ -158,6 +160,30 @@ public:
   /// example, into `outputs` [examples, 1].
   virtual void predict_rows(const std::vector<tensor>& params, const batch& b,
                             const batch_rows& rows, tensor& outputs);
+  /// train_step with the rows of every table (one per tables(), in order);
+  /// by default train_step_rows with the one table a built-in model has.
+  virtual batch_stats train_step_tables(const std::vector<tensor>& params, const batch& b,
+                                        const std::vector<batch_rows*>& rows,
+                                        std::vector<tensor>& grads);
+
+  // -- a model declared by its worker's program (declared_model.hpp) ------
+
+  /// What the program declared (null: a model of Troupe's own).
+  virtual const model_declaration* declaration() const { return nullptr; }
+  /// The program brings each step's batch: the worker reads no data and,
+  /// before the step's pull, asks next_batch_keys for the keys it looks up.
+  virtual bool brings_batches() const { return false; }
+  /// The keys the step's batch looks up, table by table (ids[t] for
+  /// tables()[t]), occurrence by occurrence. Throws where the program
+  /// cannot give them (the worker then fails with the message).
+  virtual void next_batch_keys(std::vector<std::vector<int64_t>>& ids);
+  /// Metrics the program reported since the last call (names and values;
+  /// false: none), for the chief's final line.
+  virtual bool take_reported(std::vector<std::string>& names, std::vector<double>& values) {
+    (void)names;
+    (void)values;
+    return false;
+  }
 };
 
 /// Replaces the model a worker computes with (the one the settings name,
@@ -208,6 +234,8 @@ std::unique_ptr<model> make_softmax_model(int64_t features = 784, int64_t classe
 /// (sparse_model.hpp); so is custom where its layers start with an
 /// embedding layer (embedding_network.hpp).
 /// synthetic: a step of a set cost moving a set size (synthetic_model.hpp).
+/// declared: variables and tables a worker's program declares (the Python
+/// package's PyTorch modules; declared_model.hpp): make_model refuses it.
 enum class model_kind {
   softmax,
   mlp,
@@ -220,7 +248,8 @@ enum class model_kind {
   fm,
   mf,
   deepfm,
-  synthetic
+  synthetic,
+  declared
 };
 
 TROUPE_ENUM_NAMES(model_kind, {model_kind::softmax, "softmax"}, {model_kind::mlp, "mlp"},
@@ -228,7 +257,7 @@ TROUPE_ENUM_NAMES(model_kind, {model_kind::softmax, "softmax"}, {model_kind::mlp
                   {model_kind::vgg16, "vgg16"}, {model_kind::vgg19, "vgg19"},
                   {model_kind::custom, "custom"}, {model_kind::lr, "lr"}, {model_kind::fm, "fm"},
                   {model_kind::mf, "mf"}, {model_kind::deepfm, "deepfm"},
-                  {model_kind::synthetic, "synthetic"});
+                  {model_kind::synthetic, "synthetic"}, {model_kind::declared, "declared"});
 
 /// Whether built-in model `kind` looks up an embedding table.
 inline bool uses_embeddings(model_kind kind) {

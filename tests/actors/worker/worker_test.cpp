@@ -26,6 +26,10 @@ BOOST_AUTO_TEST_CASE(a_plan_that_does_not_tile_a_variable_is_refused) {
         return v;
       },
       [plan](ready_atom, int32_t) -> caf::result<training_plan> { return plan; },
+      [plan](ready_atom, int32_t, const model_declaration&) -> caf::result<training_plan> {
+        return plan;
+      },
+      [](metrics_atom, const reported_metrics&) {},
       [](report_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
       [](reports_atom, const std::vector<step_report>&) -> caf::result<std::vector<step_grant>> {
         return std::vector<step_grant>{};
