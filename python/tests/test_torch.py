@@ -265,3 +265,25 @@ def test_a_worker_whose_module_differs_is_refused_naming_the_difference(tmp_path
         finally:
             first.kill()
             first.wait()
+
+
+def test_a_python_worker_killed_mid_run_rejoins_and_each_step_counts_once(tmp_path):
+    conf = declared_config(tmp_path, workers=1, last_step=1500)
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("ps", 0), ("chief", 0))
+        first = start_python_worker(tmp_path, conf, 0)
+        for n, line in enumerate(first.stdout):
+            if n == 20:
+                break
+        first.kill()  # SIGKILL: no goodbye
+        first.wait()
+        again = start_python_worker(tmp_path, conf, 0)
+        again.communicate(timeout=240)
+        assert again.returncode == 0, (tmp_path / "py0.log").read_text()
+        assert nodes.exit_codes()["chief0"] == 0, nodes.log("chief0")
+        final = nodes.final()
+    assert final["ok"] is True and final["global_step"] == 1500
+    assert final["lost_workers"] == 1
+    # Every step counted once: a push the killed worker left on the way is
+    # applied once, whoever sends it again.
+    assert final["examples"] == 1500 * BATCH
