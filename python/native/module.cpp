@@ -4,8 +4,6 @@
 // compute handed to the Python thread (python_worker.hpp): a setting means
 // one thing, and a step follows one set of rules, in both.
 #include <cstring>
-#include <filesystem>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -13,9 +11,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "python/native/arrays.hpp"
 #include "python/native/python_worker.hpp"
-#include "tensor/checkpoint/checkpoint.hpp"
-#include "tensor/checkpoint/restore.hpp"
 #include "tensor/sparse/lookup_batch.hpp"
 
 namespace py = pybind11;
@@ -65,13 +62,6 @@ py::dict load_config(const std::vector<std::string>& args) {
     loaded = load_node(args, false);
   }
   return summary(*loaded.cfg, loaded.outcome.setup);
-}
-
-py::array_t<float> copy_of(const tensor& t) {
-  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-  py::array_t<float> out(shape);
-  std::memcpy(out.mutable_data(), t.data(), t.size() * sizeof(float));
-  return out;
 }
 
 /// A step taken from the worker: the values and the batch as NumPy copies
@@ -262,57 +252,6 @@ std::unique_ptr<python_worker> make_worker(const std::vector<std::string>& args,
   return std::make_unique<python_worker>(args, std::move(declaration));
 }
 
-/// The newest complete checkpoint in `path` (a log directory), or `path`
-/// itself (a checkpoint directory): its step, every variable assembled, and
-/// each table's keys and values gathered from every shard's file.
-py::dict read_checkpoint(const std::string& path) {
-  std::shared_ptr<const checkpoint_reader> reader;
-  if (std::filesystem::exists(path + "/manifest.json")) {
-    reader = std::make_shared<checkpoint_reader>(path);
-  } else {
-    auto choice = choose_checkpoint(path, *restore_request::parse("auto"));
-    if (!choice.reader)
-      throw py::value_error("no complete checkpoint in " + path
-                            + " (a log directory, i.e. the run's checkpoint.log-dir, or one "
-                              "ckpt-N directory)");
-    reader = choice.reader;
-  }
-  py::dict variables;
-  for (auto& [name, shape] : reader->manifest().variables)
-    variables[py::str(name)] = copy_of(reader->assemble(name));
-  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> rows;
-  std::map<std::string, size_t> dims;
-  for (auto& [file, content] : reader->files())
-    for (auto& [entry, e] : content.entries()) {
-      if (entry.rfind("emb/", 0) != 0 || entry.size() < 10
-          || entry.compare(entry.size() - 5, 5, "/keys") != 0)
-        continue;
-      auto table = entry.substr(4, entry.size() - 9);
-      auto keys = content.read_i64(entry);
-      auto values = content.read("emb/" + table + "/values");
-      auto& into = rows[table];
-      into.first.insert(into.first.end(), keys.begin(), keys.end());
-      into.second.insert(into.second.end(), values.data(), values.data() + values.size());
-      if (values.shape().size() == 2)
-        dims[table] = static_cast<size_t>(values.shape()[1]);
-    }
-  py::dict tables;
-  for (auto& [table, kv] : rows) {
-    auto n = static_cast<py::ssize_t>(kv.first.size());
-    py::array_t<int64_t> keys(n);
-    std::memcpy(keys.mutable_data(), kv.first.data(), kv.first.size() * sizeof(int64_t));
-    py::array_t<float> values({n, static_cast<py::ssize_t>(dims[table])});
-    std::memcpy(values.mutable_data(), kv.second.data(), kv.second.size() * sizeof(float));
-    tables[py::str(table)] = py::make_tuple(keys, values);
-  }
-  py::dict out;
-  out["step"] = reader->manifest().step;
-  out["dir"] = reader->dir();
-  out["variables"] = variables;
-  out["tables"] = tables;
-  return out;
-}
-
 py::list variables_of(const python_worker& worker) {
   py::list out;
   for (auto& spec : worker.variables())
@@ -327,8 +266,7 @@ PYBIND11_MODULE(_native, m) {
   using namespace troupe::python;
   m.doc() = "Troupe's C++ runtime, for the troupe package (use troupe, not this module)";
   py::register_exception<config_error>(m, "ConfigError", PyExc_ValueError);
-  m.def("read_checkpoint", &read_checkpoint, py::arg("path"),
-        "A checkpoint's variables and tables (the newest complete one of a log directory).");
+  bind_files(m);
   m.def("load_config", &load_config, py::arg("args"),
         "A task's configuration loaded and validated as troupe-node does.");
   py::class_<taken_step>(m, "Step")

@@ -59,8 +59,8 @@ class _Table(torch.nn.Module):
             raise ValueError("a table needs a name (a non-empty str)")
         if not isinstance(dim, int) or not 1 <= dim <= 4096:
             raise ValueError(f"table {name}: dim must be an int in 1..4096, not {dim!r}")
-        if padding_idx is not None and (not isinstance(padding_idx, int) or padding_idx < 0):
-            raise ValueError(f"table {name}: padding_idx must be an int >= 0 or None")
+        if padding_idx is not None and not isinstance(padding_idx, int):
+            raise ValueError(f"table {name}: padding_idx must be an int (e.g. -1) or None")
         self.table_name = name
         self.dim = dim
         self.padding_idx = padding_idx
@@ -111,7 +111,10 @@ class _Table(torch.nn.Module):
         ids = ids.to(self._keys.device, torch.int64)
         flat = ids.reshape(-1)
         pos = torch.searchsorted(self._keys, flat).clamp(max=max(len(self._keys) - 1, 0))
-        found = (self._keys[pos] == flat) if len(self._keys) else torch.zeros_like(flat, dtype=torch.bool)
+        if len(self._keys):
+            found = self._keys[pos] == flat
+        else:
+            found = torch.zeros_like(flat, dtype=torch.bool)
         rows = torch.where(found, self._order[pos] if len(self._keys) else flat,
                            torch.full_like(flat, zero_row))
         padding = flat == self.padding_idx if self.padding_idx is not None else None
@@ -129,8 +132,9 @@ class _Table(torch.nn.Module):
 
 class Embedding(_Table):
     """``torch.nn.Embedding`` over a table on the ps shards: ``forward(ids)``
-    gives ``ids.shape + (dim,)``; ``padding_idx`` looks up zeros (never
-    pulled, no gradient)."""
+    gives ``ids.shape + (dim,)``; ``padding_idx`` (any int, e.g. -1 for the
+    empty slots of :func:`troupe.load_data`'s keys) looks up zeros, never
+    pulled, no gradient."""
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         rows = self._rows_of(ids)

@@ -456,7 +456,7 @@ BOOST_AUTO_TEST_CASE(training_value_errors) {
   expect_rejected(
     "model = \"cnm\"\n",
     {"train.model = \"cnm\" is not a known model; did you mean \"cnn\"? (known: "
-     "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom, lr, fm, mf, deepfm, synthetic)"});
+     "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom, lr, fm, mf, deepfm, synthetic, declared)"});
   expect_rejected("learning-rate = -0.1\n", {"train.learning-rate"});
   expect_rejected("last-step = 0\n", {"train.last-step"});
   expect_rejected("batch-size = 0\n", {"train.batch-size"});
