@@ -37,6 +37,8 @@ training_result base_result(self_ptr self) {
   r.dropped_workers = st.dropped_workers;
   r.expired_leases = st.steps->expired_leases();
   r.evaluations = st.evaluations;
+  r.evaluated = !declared_run(self); // its program evaluates a declared model
+  r.reported = st.reported;
   return r;
 }
 
@@ -141,8 +143,6 @@ void evaluate(self_ptr self, std::vector<tensor> values, double train_seconds) {
   r->values = values;
   if (declared_run(self)) { // its program evaluates it: the final line carries what it reported
     r->ok = true;
-    r->evaluated = false;
-    r->reported = st.reported;
     r->wall_seconds = seconds_since(st.created);
     spdlog::info("chief: done: global_step={} examples/s={:.0f} (a declared model: its "
                  "workers' programs evaluate it)",

@@ -90,7 +90,12 @@ int run_ps(caf::actor_system& sys, const node_setup& setup, const warden_limits&
   auto& address = setup.cluster.ps[static_cast<size_t>(setup.task)];
   if (!address_is_free(setup, address))
     return exit_failure;
-  ps_shard_config config{setup.task, setup.train.optimizer, setup.runtime.connect_timeout,
+  // A declared model's chief initialises the shards once a worker's program
+  // declared it, which may take until the chief gives up on the workers.
+  auto init_wait = setup.runtime.connect_timeout;
+  if (setup.train.model == model_kind::declared)
+    init_wait += setup.runtime.worker_wait_timeout;
+  ps_shard_config config{setup.task, setup.train.optimizer, init_wait,
                          setup.runtime.recovery_timeout};
   if (bulk.on) {
     config.bulk_host = address.host;

@@ -91,7 +91,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--steps", type=int, default=6000, help="global steps (train.last-step)")
-    parser.add_argument("--log-dir", default=None, help="logs and checkpoints (default: a temp dir)")
+    parser.add_argument("--log-dir", default=None,
+                        help="logs and checkpoints (default: a temp dir)")
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--conf", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -102,6 +103,7 @@ def main() -> None:
             sys.exit(f"mf: no {path}: write the data with scripts/convert-movielens "
                      "data/movielens, or give --train and --test")
     log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="troupe-mf-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
     conf = cluster_config(log_dir, args.workers, args.steps, data=f"""
 train = ["{Path(args.train).resolve()}"]
 test = ["{Path(args.test).resolve()}"]

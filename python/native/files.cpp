@@ -90,13 +90,20 @@ py::dict arrays_of(std::shared_ptr<const data_split> split) {
   py::array_t<int64_t> labels(n);
   py::array_t<float> targets(n);
   auto* images = data.images.data();
+  // Raw pointers: a set without dense values (or keys) has extents of 0,
+  // which pybind11's checked accessors refuse.
+  auto* dense_out = values.mutable_data();
+  auto* ids_out = ids.mutable_data();
+  auto* weights_out = weights.mutable_data();
+  auto slots = static_cast<size_t>(fields * per_field);
   for (py::ssize_t e = 0; e < n; ++e) {
     const float* example = images + static_cast<size_t>(e) * width;
-    std::memcpy(values.mutable_data(e, 0), example, static_cast<size_t>(dense) * sizeof(float));
-    for (py::ssize_t s = 0; s < fields * per_field; ++s) {
+    std::memcpy(dense_out + static_cast<size_t>(e * dense), example,
+                static_cast<size_t>(dense) * sizeof(float));
+    for (size_t s = 0; s < slots; ++s) {
       const float* slot = example + dense + s * key_layout::floats_per_key;
-      ids.mutable_data(e)[s] = unpack_key(slot);
-      weights.mutable_data(e)[s] = slot[0] < 0 ? 0.0f : slot[3];
+      ids_out[static_cast<size_t>(e) * slots + s] = unpack_key(slot);
+      weights_out[static_cast<size_t>(e) * slots + s] = slot[0] < 0 ? 0.0f : slot[3];
     }
     labels.mutable_data()[e] = e < static_cast<py::ssize_t>(data.labels.size()) ? data.labels[e]
                                                                                 : 0;
