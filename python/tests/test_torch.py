@@ -287,3 +287,20 @@ def test_a_python_worker_killed_mid_run_rejoins_and_each_step_counts_once(tmp_pa
     # Every step counted once: a push the killed worker left on the way is
     # applied once, whoever sends it again.
     assert final["examples"] == 1500 * BATCH
+
+
+def test_a_loader_used_up_after_one_pass_is_named(tmp_path):
+    """A generator ends after one pass: the second pass's error says so."""
+    w = tt.ModuleWorker.__new__(tt.ModuleWorker)  # batches() without a cluster
+    w._tables, w._pending, w._held = [], False, None
+    w._begin = lambda ids: True
+    w._refuse = lambda why: None
+
+    def once():
+        yield (torch.zeros(2),)
+
+    batches = w.batches(once())
+    next(batches)
+    w._pending = False  # as if w.step ran
+    with pytest.raises(ValueError, match="a generator ends after one pass"):
+        next(batches)

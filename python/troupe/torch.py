@@ -69,6 +69,7 @@ class _Table(torch.nn.Module):
         self._weight: Optional[torch.Tensor] = None  # rows, then one zero row
         self._given: Optional[Tuple[Any, torch.Tensor]] = None  # (ids given as keys, rows)
         self._step_values: Optional[torch.Tensor] = None
+        self._unsorted: Optional[torch.Tensor] = None  # the keys, in the rows' order
 
     def extra_repr(self) -> str:
         pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
@@ -77,16 +78,24 @@ class _Table(torch.nn.Module):
     # -- rows in a step, or loaded -------------------------------------------
 
     def _bind(self, keys: np.ndarray, where: np.ndarray, values: torch.Tensor,
-              given: Any) -> None:
+              given: Any, kept: Optional[np.ndarray] = None) -> None:
+        """The step's rows: `values` of `keys`; `where`: the row of each id
+        the keys function gave (`given`), but those `kept` is False for
+        (padding), which look up the zero row."""
         device = values.device
-        keys_t = torch.from_numpy(keys).to(device)
-        self._keys, self._order = torch.sort(keys_t)
+        self._unsorted = torch.from_numpy(keys).to(device)
+        self._keys = self._order = None  # sorted only when an id must be searched for
         self._step_values = values
         self._weight = torch.cat([values, values.new_zeros(1, self.dim)])
+        if kept is not None:
+            full = np.full(len(kept), len(keys), dtype=np.int64)
+            full[kept] = where
+            where = full
         self._given = (given, torch.from_numpy(where).to(device)) if given is not None else None
 
     def _unbind(self) -> None:
         self._keys = self._order = self._weight = self._given = self._step_values = None
+        self._unsorted = None
 
     def _load(self, keys: np.ndarray, values: np.ndarray) -> None:
         if values.ndim != 2 or values.shape[1] != self.dim:
@@ -106,8 +115,10 @@ class _Table(torch.nn.Module):
         if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
             raise TypeError(f"table {self.table_name}: ids are {ids.dtype}; give int64 ids")
         zero_row = self._weight.shape[0] - 1
-        if self._given is not None and ids is self._given[0] and self.padding_idx is None:
+        if self._given is not None and _same(ids, self._given[0]):
             return self._given[1].view(ids.shape)
+        if self._keys is None:
+            self._keys, self._order = torch.sort(self._unsorted)
         ids = ids.to(self._keys.device, torch.int64)
         flat = ids.reshape(-1)
         pos = torch.searchsorted(self._keys, flat).clamp(max=max(len(self._keys) - 1, 0))
@@ -128,6 +139,15 @@ class _Table(torch.nn.Module):
         if padding is not None:
             rows = torch.where(padding, torch.full_like(rows, zero_row), rows)
         return rows.view(ids.shape)
+
+
+def _same(ids: torch.Tensor, given: Any) -> bool:
+    """Whether `ids` are the ids the keys function gave (the same memory,
+    shape and strides: a new view of them counts), so that their rows'
+    positions are known without a search."""
+    return (ids is given or (isinstance(given, torch.Tensor) and ids.device == given.device
+                             and ids.data_ptr() == given.data_ptr() and ids.shape == given.shape
+                             and ids.stride() == given.stride()))
 
 
 class Embedding(_Table):
@@ -198,7 +218,9 @@ def declaration(module: torch.nn.Module
     return variables, tables
 
 
-def _ids_array(table: _Table, ids: Any) -> np.ndarray:
+def _ids_array(table: _Table, ids: Any) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """A table's ids as the shards take them (int64, padding left out), and
+    which of the given ids are kept (None: all)."""
     if isinstance(ids, torch.Tensor):
         if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
             raise TypeError(f"table {table.table_name}: ids are {ids.dtype}; give int64 ids")
@@ -208,9 +230,10 @@ def _ids_array(table: _Table, ids: Any) -> np.ndarray:
         if not np.issubdtype(array.dtype, np.integer):
             raise TypeError(f"table {table.table_name}: ids are {array.dtype}; give int64 ids")
     array = np.ascontiguousarray(array.reshape(-1), dtype=np.int64)
-    if table.padding_idx is not None:
-        array = array[array != table.padding_idx]
-    return array
+    if table.padding_idx is None:
+        return array, None
+    kept = array != table.padding_idx
+    return np.ascontiguousarray(array[kept]), kept
 
 
 def _examples_of(item: Any) -> int:
@@ -241,6 +264,9 @@ class ModuleWorker(Worker):
         self._variables, self._table_specs = declaration(module)
         self._params = [p for _, p in module.named_parameters()]
         self._tables = tables_of(module)
+        self._modules_of = {t.table_name: [m for m in module.modules() if isinstance(m, _Table)
+                                           and m.table_name == t.table_name]
+                            for t in self._tables}
         self._held: Optional[_native.Step] = None
         self._given: Dict[str, Any] = {}
         self._examples = 0
@@ -284,8 +310,10 @@ class ModuleWorker(Worker):
             KeyError: a table the module does not have, or one without ids.
             RuntimeError: a batch yielded without a :meth:`step`.
         """
+        passes = 0
         while True:
             empty = True
+            passes += 1
             for item in loader:
                 empty = False
                 ids = self._keys_of(item, keys) if self._tables else {}
@@ -297,8 +325,13 @@ class ModuleWorker(Worker):
                 if self._pending:
                     self._refuse("the Python code took a batch without calling w.step")
                     raise RuntimeError("each batch of w.batches(...) needs one w.step(...)")
-            if empty:
+            if empty and passes == 1:
                 raise ValueError("the loader gave no batch")
+            if empty:
+                raise ValueError("the loader gave no batch on its pass "
+                                 f"{passes}: a generator ends after one pass; give an iterable "
+                                 "that starts again (a list, a torch DataLoader) or an endless "
+                                 "generator")
 
     def _begin(self, ids: Mapping[str, Any]) -> bool:
         """Takes the next step: a table model's keys are given first. False
@@ -307,13 +340,14 @@ class ModuleWorker(Worker):
         if native is None:
             return False
         if native.kind == "keys":
-            arrays = [_ids_array(t, ids[t.table_name]) for t in self._tables]
             try:
-                native.set_keys(arrays)
+                arrays = [_ids_array(t, ids[t.table_name]) for t in self._tables]
+                native.set_keys([array for array, _ in arrays])
             except Exception as e:
                 native.refuse(f"the program's keys were refused: {e}")
                 raise
-            self._given = {t.table_name: ids[t.table_name] for t in self._tables}
+            self._given = {t.table_name: (ids[t.table_name], kept)
+                           for t, (_, kept) in zip(self._tables, arrays)}
             native = None
         self._held = native
         return True
@@ -346,8 +380,9 @@ class ModuleWorker(Worker):
                 pass  # answered already
             raise
         finally:
-            for table in self._tables:
-                table._unbind()
+            for sharing in self._modules_of.values():
+                for table in sharing:
+                    table._unbind()
 
     def _compute(self, native: _native.Step, loss_fn: Callable) -> Tuple[float, int]:
         with torch.no_grad():
@@ -358,7 +393,9 @@ class ModuleWorker(Worker):
         for t, table in enumerate(self._tables):
             keys, where, values = native.rows(t)
             weight = torch.from_numpy(values).to(device).requires_grad_()
-            table._bind(keys, where, weight, self._given.get(table.table_name))
+            given, kept = self._given.get(table.table_name, (None, None))
+            for sharing in self._modules_of[table.table_name]:
+                sharing._bind(keys, where, weight, given, kept)
             rows.append(weight)
         self.module.zero_grad(set_to_none=True)
         out = loss_fn(self.module)
