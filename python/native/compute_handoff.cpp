@@ -108,10 +108,18 @@ bool compute_handoff::take_reported(std::vector<std::string>& names, std::vector
 handed_off_model::handed_off_model(std::shared_ptr<model> inner,
                                    std::shared_ptr<compute_handoff> handoff)
   : inner_(std::move(inner)), handoff_(std::move(handoff)) {
-  if (!inner_->tables().empty())
-    throw std::invalid_argument("model " + inner_->name()
-                                + " looks up embedding tables: a Python worker computes dense "
-                                  "models only so far");
+}
+
+batch_stats handed_off_model::train_step_rows(const std::vector<tensor>& params, const batch& b,
+                                              batch_rows& rows, std::vector<tensor>& grads) {
+  auto& specs = inner_->variables();
+  grads.resize(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (grads[i].shape() != specs[i].shape)
+      grads[i] = tensor(specs[i].shape);
+  rows.grads.assign(rows.keys.size() * tables().at(0).dim, 0.0f);
+  std::vector<batch_rows*> all{&rows};
+  return handoff_->compute(params, b, grads, &all);
 }
 
 batch_stats handed_off_model::train_step(const std::vector<tensor>& params, const batch& b,

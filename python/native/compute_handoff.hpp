@@ -76,9 +76,9 @@ private:
   std::vector<std::pair<std::string, double>> reported_;
 };
 
-/// The settings' model with its train_step handed off: variables, layers,
-/// evaluation and prediction stay the inner model's, so that the plan, the
-/// checks and the export are the same as for a C++ worker.
+/// The settings' model with its train_step handed off: variables, tables,
+/// keys, layers, evaluation and prediction stay the inner model's, so that
+/// the plan, the checks and the export are the same as for a C++ worker.
 class handed_off_model : public model {
 public:
   handed_off_model(std::shared_ptr<model> inner, std::shared_ptr<compute_handoff> handoff);
@@ -96,6 +96,13 @@ public:
   std::string describe() const override { return inner_->describe(); }
   std::vector<layer_desc> layers() const override { return inner_->layers(); }
   shape_t input_shape() const override { return inner_->input_shape(); }
+  // A table model's keys are the inner model's; its step hands the rows over too.
+  const std::vector<table_spec>& tables() const override { return inner_->tables(); }
+  void batch_keys(const batch& b, std::vector<int64_t>& ids) const override {
+    inner_->batch_keys(b, ids);
+  }
+  batch_stats train_step_rows(const std::vector<tensor>& params, const batch& b, batch_rows& rows,
+                              std::vector<tensor>& grads) override;
 
 private:
   std::shared_ptr<model> inner_;

@@ -140,6 +140,38 @@ public:
                             + std::to_string(n) + ", " + std::to_string(dim) + "]");
     std::memcpy(batch.grads.data(), grads.data(), batch.grads.size() * sizeof(float));
   }
+  /// A table model's batch from the worker's data: its dense values
+  /// [examples, dense], its keys [examples, fields, slots] (-1: empty) and
+  /// their weights, as troupe.load_data gives them.
+  py::tuple categorical() const {
+    require_open(posted_step::kind::compute);
+    auto& layout = worker_.keys();
+    auto& images = step_.examples->images;
+    auto n = static_cast<py::ssize_t>(step_.examples->size());
+    auto width = static_cast<size_t>(layout.width());
+    if (!layout.sparse() || images.size() != static_cast<size_t>(n) * width)
+      throw std::runtime_error("this model's batches hold no keys");
+    auto dense = static_cast<py::ssize_t>(layout.dense);
+    auto slots = static_cast<size_t>(layout.slots());
+    py::array_t<float> values({n, dense});
+    py::array_t<int64_t> ids({n, static_cast<py::ssize_t>(layout.fields),
+                              static_cast<py::ssize_t>(layout.keys_per_field)});
+    py::array_t<float> weights({n, static_cast<py::ssize_t>(layout.fields),
+                                static_cast<py::ssize_t>(layout.keys_per_field)});
+    auto* values_out = values.mutable_data();
+    auto* ids_out = ids.mutable_data();
+    auto* weights_out = weights.mutable_data();
+    for (py::ssize_t e = 0; e < n; ++e) {
+      const float* example = images.data() + static_cast<size_t>(e) * width;
+      std::memcpy(values_out + e * dense, example, static_cast<size_t>(dense) * sizeof(float));
+      for (size_t s = 0; s < slots; ++s) {
+        const float* slot = example + dense + s * key_layout::floats_per_key;
+        ids_out[static_cast<size_t>(e) * slots + s] = unpack_key(slot);
+        weights_out[static_cast<size_t>(e) * slots + s] = slot[0] < 0 ? 0.0f : slot[3];
+      }
+    }
+    return py::make_tuple(values, ids, weights);
+  }
   py::array_t<float> features() const {
     require_open();
     return copy_of(step_.examples->images);
@@ -273,6 +305,7 @@ PYBIND11_MODULE(_native, m) {
     .def("params", &taken_step::params)
     .def("features", &taken_step::features)
     .def("labels", &taken_step::labels)
+    .def("categorical", &taken_step::categorical)
     .def_property_readonly("kind", &taken_step::kind)
     .def("set_keys", &taken_step::set_keys, py::arg("ids"))
     .def("rows", &taken_step::rows, py::arg("table"))

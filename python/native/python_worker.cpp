@@ -63,8 +63,10 @@ python_worker::python_worker(const std::vector<std::string>& args,
     tables_ = declared_->tables();
   } else {
     auto net = make_model(train.model, model_options_of(train));
-    handed_off_model check(std::move(net), handoff_); // refuses what it cannot hand off
-    variables_ = check.variables();
+    variables_ = net->variables();
+    tables_ = net->tables();
+    if (setup().data)
+      keys_ = setup().data->train->keys;
   }
   if (auto problem = openssl_error_queue_problem(); setup().tls && !problem.empty())
     throw config_error("TLS is not safe in this process: " + problem);

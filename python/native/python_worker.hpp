@@ -46,8 +46,11 @@ public:
   const node_setup& setup() const { return loaded_.outcome.setup; }
   /// The variables the steps hand over, in the model's order.
   const std::vector<variable_spec>& variables() const { return variables_; }
-  /// The declared tables (none for a model of the settings).
+  /// The model's tables, in its order.
   const std::vector<table_spec>& tables() const { return tables_; }
+  /// Where a batch's keys lie in its examples (a model of the settings
+  /// reading categorical data; none otherwise).
+  const key_layout& keys() const { return keys_; }
   compute_handoff& handoff() { return *handoff_; }
 
   /// Joins the cluster on a thread of its own (once).
@@ -72,6 +75,7 @@ private:
   loaded_node loaded_;
   std::vector<variable_spec> variables_;
   std::vector<table_spec> tables_;
+  key_layout keys_;
   std::shared_ptr<program_model> declared_; // train.model = declared: the program's model
   std::shared_ptr<compute_handoff> handoff_ = std::make_shared<compute_handoff>();
   std::thread thread_;

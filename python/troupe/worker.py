@@ -37,9 +37,11 @@ class Step:
     after the step), and the gradients to push. Answer it once, with
     :meth:`push` or :meth:`refuse`."""
 
-    def __init__(self, native: _native.Step, variables: Sequence[Tuple[str, Tuple[int, ...]]]):
+    def __init__(self, native: _native.Step, variables: Sequence[Tuple[str, Tuple[int, ...]]],
+                 tables: Sequence[Tuple[str, int]] = ()):
         self._native = native
         self._variables = variables
+        self._tables = tables
         self.params: Dict[str, np.ndarray] = {
             name: value for (name, _), value in zip(variables, native.params())
         }
@@ -48,17 +50,38 @@ class Step:
         """The batch's examples, float32, as the worker's data reader gives them."""
         self.labels: np.ndarray = native.labels()
         """The batch's class indices, int64."""
+        self.dense: Optional[np.ndarray] = None
+        """A table model's batch: its dense values [examples, values]."""
+        self.keys: Optional[np.ndarray] = None
+        """A table model's batch: its keys [examples, fields, slots], -1 empty."""
+        self.key_weights: Optional[np.ndarray] = None
+        """A table model's batch: each key's weight (0 for an empty slot)."""
+        self.rows: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
+        """A table model's pulled rows by table: (distinct keys, values [keys, dim])."""
+        if tables:
+            self.dense, self.keys, self.key_weights = native.categorical()
+            for t, (name, _) in enumerate(tables):
+                keys, _, values = native.rows(t)
+                self.rows[name] = (keys, values)
         self.answered = False
 
-    def push(self, grads: Mapping[str, np.ndarray], loss: float, correct: int = 0) -> None:
+    def push(self, grads: Mapping[str, np.ndarray], loss: float, correct: int = 0,
+             rows: Optional[Mapping[str, np.ndarray]] = None) -> None:
         """Pushes the step's gradients (one per variable, by name, each of its
-        variable's shape; anything NumPy turns into float32) and reports the
-        step with its mean loss and the examples classified right.
+        variable's shape; anything NumPy turns into float32), and for a table
+        model each table's row gradients (``rows``: by table, [keys, dim] in
+        the order of ``self.rows``, each row's summed over its occurrences),
+        and reports the step with its mean loss and the examples classified
+        right.
 
         Raises:
             ValueError: a gradient missing, unknown or of the wrong shape;
                 nothing was pushed and the step is still open.
         """
+        rows = rows or {}
+        missing = [name for name, _ in self._tables if name not in rows]
+        if missing:
+            raise ValueError(f"no row gradients for tables {missing}")
         unknown = set(grads) - {name for name, _ in self._variables}
         if unknown:
             raise ValueError(f"gradients for unknown variables: {sorted(unknown)}")
@@ -68,6 +91,9 @@ class Step:
                 raise ValueError(f"no gradient for {name}")
             ordered.append(np.ascontiguousarray(np.asarray(grads[name]), dtype=np.float32))
         self._native.set_gradients(ordered)
+        for t, (name, _) in enumerate(self._tables):
+            self._native.set_row_gradients(
+                t, np.ascontiguousarray(np.asarray(rows[name]), dtype=np.float32))
         self._native.answer(float(loss), int(correct))
         self.answered = True
 
@@ -168,12 +194,12 @@ class Worker:
                 (it is refused, and the worker fails the run).
             TimeoutError: no step for ``idle_timeout`` seconds.
         """
-        variables = self.variables
+        variables, tables = self.variables, list(self._native.tables)
         while True:
             native = self._take()
             if native is None:
                 return
-            step = Step(native, variables)
+            step = Step(native, variables, tables)
             yield step
             if not step.answered:
                 step.refuse("the Python code neither pushed nor refused a step")
