@@ -2,6 +2,7 @@
 trained by Python workers beside troupe-node's chief and ps."""
 
 import json
+import signal
 import os
 import subprocess
 import sys
@@ -304,3 +305,108 @@ def test_a_loader_used_up_after_one_pass_is_named(tmp_path):
     w._pending = False  # as if w.step ran
     with pytest.raises(ValueError, match="a generator ends after one pass"):
         next(batches)
+
+
+def start_slow_python_worker(directory, conf, task, name=None):
+    """MF_WORKER, each step a little slower, so that a kill lands mid-run."""
+    script = MF_WORKER.format(tests=str(Path(__file__).parent), conf=str(conf), task=task,
+                              dim=8).replace("print(len(losses), flush=True)",
+                                             "print(len(losses), flush=True); time.sleep(0.002)")
+    script = "import time\n" + script
+    return subprocess.Popen(["/usr/bin/python3", "-c", script], stdout=subprocess.PIPE,
+                            stderr=open(directory / f"{name or f'py{task}'}.log", "w"),
+                            cwd=directory, text=True)
+
+
+def test_two_python_workers_train_in_sync_mode(tmp_path):
+    conf = declared_config(tmp_path, mode="sync", last_step=300)
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("ps", 0), ("chief", 0))
+        workers = [start_python_worker(tmp_path, conf, task) for task in (0, 1)]
+        steps = [len(w.communicate(timeout=240)[0].split()) for w in workers]
+        assert [w.returncode for w in workers] == [0, 0], (tmp_path / "py1.log").read_text()
+        assert nodes.exit_codes()["chief0"] == 0, nodes.log("chief0")
+        final = nodes.final()
+    assert final["ok"] is True and final["global_step"] == 300
+    assert steps == [300, 300]  # each update averages both workers' gradients
+    # As with C++ workers, sync mode's count leaves one gradient out.
+    assert (2 * 300 - 1) * BATCH <= final["examples"] <= 2 * 300 * BATCH
+
+
+def test_a_ps_killed_mid_run_is_restored_and_the_run_finishes(tmp_path):
+    conf = declared_config(tmp_path, workers=1, last_step=3000)
+    conf.write_text(conf.read_text() + "save-steps = 200\n")
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("ps", 0), ("chief", 0))
+        worker = start_slow_python_worker(tmp_path, conf, 0)
+        for n, line in enumerate(worker.stdout):
+            if n == 600:
+                break
+        nodes.tasks["ps0"].kill()
+        nodes.tasks["ps0"].wait()
+        nodes.start(("ps", 0))  # at the same address: the chief restores it
+        worker.communicate(timeout=240)
+        assert worker.returncode == 0, (tmp_path / "py0.log").read_text()
+        assert nodes.exit_codes()["chief0"] == 0, nodes.log("chief0")
+        final = nodes.final()
+        log = nodes.log("chief0")
+    assert final["ok"] is True and final["global_step"] == 3000
+    assert "every shard restored from step" in log
+
+
+def test_a_chief_killed_mid_run_is_restarted_from_its_checkpoint(tmp_path):
+    conf = declared_config(tmp_path, workers=1, last_step=3000)
+    conf.write_text(conf.read_text() + "save-steps = 200\n")
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("ps", 0), ("chief", 0))
+        worker = start_slow_python_worker(tmp_path, conf, 0)
+        for n, line in enumerate(worker.stdout):
+            if n == 600:
+                break
+        nodes.tasks["chief0"].kill()
+        nodes.tasks["chief0"].wait()
+        (tmp_path / "chief0.log").rename(tmp_path / "chief0-first.log")
+        nodes.start(("chief", 0))  # restores the newest checkpoint, then the worker re-declares
+        worker.communicate(timeout=240)
+        assert worker.returncode == 0, (tmp_path / "py0.log").read_text()
+        assert nodes.exit_codes()["chief0"] == 0, nodes.log("chief0")
+        final = nodes.final()
+        log = nodes.log("chief0")
+    assert final["ok"] is True and final["global_step"] == 3000
+    assert "checkpoint: restoring" in log and "declared the model" in log
+
+
+def test_sigterm_makes_a_module_worker_leave_cleanly(tmp_path):
+    conf = declared_config(tmp_path, last_step=10_000_000)
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("ps", 0), ("chief", 0))
+        staying = start_python_worker(tmp_path, conf, 0)
+        leaving = start_python_worker(tmp_path, conf, 1)
+        try:
+            for n, line in enumerate(leaving.stdout):
+                if n == 20:
+                    break
+            leaving.send_signal(signal.SIGTERM)
+            leaving.communicate(timeout=120)
+            assert leaving.returncode == 0, (tmp_path / "py1.log").read_text()
+            assert "leaves the run" in (tmp_path / "py1.log").read_text()
+            assert staying.poll() is None  # the run goes on
+        finally:
+            staying.kill()
+            staying.wait()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+def test_a_module_on_cuda_trains(tmp_path):
+    conf = declared_config(tmp_path, workers=1, last_step=300)
+    script = MF_WORKER.format(tests=str(Path(__file__).parent), conf=str(conf), task=0,
+                              dim=8).replace("module = test_torch.MF(8)",
+                                             "module = test_torch.MF(8).cuda()")
+    script = script.replace("m(u, i), r", "m(u.cuda(), i.cuda()), r.cuda()")
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("ps", 0), ("chief", 0))
+        worker = subprocess.run(["/usr/bin/python3", "-c", script], capture_output=True,
+                                text=True, timeout=240, cwd=tmp_path)
+        assert worker.returncode == 0, worker.stderr
+        assert nodes.exit_codes()["chief0"] == 0
+        assert nodes.final()["ok"] is True
