@@ -410,3 +410,16 @@ def test_a_module_on_cuda_trains(tmp_path):
         assert worker.returncode == 0, worker.stderr
         assert nodes.exit_codes()["chief0"] == 0
         assert nodes.final()["ok"] is True
+
+
+def test_two_python_workers_train_in_ssp_mode(tmp_path):
+    conf = declared_config(tmp_path, mode="ssp", last_step=400)
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("ps", 0), ("chief", 0))
+        workers = [start_python_worker(tmp_path, conf, task) for task in (0, 1)]
+        steps = [len(w.communicate(timeout=240)[0].split()) for w in workers]
+        assert [w.returncode for w in workers] == [0, 0], (tmp_path / "py1.log").read_text()
+        assert nodes.exit_codes()["chief0"] == 0, nodes.log("chief0")
+        final = nodes.final()
+    assert final["ok"] is True and final["global_step"] == 400
+    assert sum(steps) == 400 and min(steps) > 0
