@@ -18,6 +18,14 @@ inline pybind11::array_t<float> copy_of(const tensor& t) {
   return out;
 }
 
+/// A float32 array of `shape` over `data`, without a copy: valid only as
+/// long as `data` is (the step's buffers: until the step is answered).
+inline pybind11::array_t<float> view_of(float* data, const shape_t& shape) {
+  std::vector<pybind11::ssize_t> extents(shape.begin(), shape.end());
+  // A base that owns nothing: NumPy must not free the worker's buffer.
+  return pybind11::array_t<float>(extents, data, pybind11::capsule(data, [](void*) {}));
+}
+
 /// read_checkpoint and load_data, into module `m`.
 void bind_files(pybind11::module_& m);
 

@@ -78,6 +78,36 @@ public:
       out.append(copy_of(value));
     return out;
   }
+  /// compute, without a copy: the pulled values, the gradient buffers
+  /// (zeroed: a backward pass may accumulate into them), and each table's
+  /// (keys, where, values, gradient buffer), as arrays over the worker's
+  /// own buffers. Valid until the step is answered or refused: use them
+  /// before, never after.
+  py::tuple views() const {
+    require_open(posted_step::kind::compute);
+    py::list values, grads, rows;
+    for (auto& value : *step_.params)
+      values.append(view_of(const_cast<float*>(value.data()), value.shape()));
+    for (auto& grad : *step_.grads) {
+      std::fill(grad.data(), grad.data() + grad.size(), 0.0f);
+      grads.append(view_of(grad.data(), grad.shape()));
+    }
+    for (size_t t = 0; step_.rows && t < step_.rows->size(); ++t) {
+      auto& batch = table_rows(t);
+      auto& keys = batch.keys.keys();
+      auto& inverse = batch.keys.inverse();
+      py::array_t<int64_t> k(static_cast<py::ssize_t>(keys.size()));
+      std::memcpy(k.mutable_data(), keys.data(), keys.size() * sizeof(int64_t));
+      py::array_t<int64_t> where(static_cast<py::ssize_t>(inverse.size()));
+      std::copy(inverse.begin(), inverse.end(), where.mutable_data());
+      shape_t shape{static_cast<int64_t>(keys.size()),
+                    static_cast<int64_t>(worker_.tables()[t].dim)};
+      std::fill(batch.grads.begin(), batch.grads.end(), 0.0f);
+      rows.append(py::make_tuple(k, where, view_of(batch.values.data(), shape),
+                                 view_of(batch.grads.data(), shape)));
+    }
+    return py::make_tuple(values, grads, rows);
+  }
   /// "keys": the program gives its next batch's keys; "compute": a step.
   std::string kind() const { return step_.what == posted_step::kind::keys ? "keys" : "compute"; }
   /// keys: each table's ids of the batch, occurrence by occurrence, in the
@@ -309,6 +339,7 @@ PYBIND11_MODULE(_native, m) {
     .def_property_readonly("kind", &taken_step::kind)
     .def("set_keys", &taken_step::set_keys, py::arg("ids"))
     .def("rows", &taken_step::rows, py::arg("table"))
+    .def("views", &taken_step::views)
     .def("set_row_gradients", &taken_step::set_row_gradients, py::arg("table"), py::arg("grads"))
     .def("set_gradients", &taken_step::set_gradients, py::arg("grads"))
     .def("answer", &taken_step::answer, py::arg("loss"), py::arg("correct"),

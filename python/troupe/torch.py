@@ -236,6 +236,16 @@ def _ids_array(table: _Table, ids: Any) -> Tuple[np.ndarray, Optional[np.ndarray
     return np.ascontiguousarray(array[kept]), kept
 
 
+def _into(buffer: torch.Tensor, grad: Optional[torch.Tensor]) -> None:
+    """The gradient in the worker's buffer: there already where autograd
+    accumulated in place, else copied (a new tensor, another device); no
+    gradient (a parameter the loss does not use) leaves it zero."""
+    if grad is None or (grad.device == buffer.device
+                        and grad.data_ptr() == buffer.data_ptr()):
+        return
+    buffer.copy_(grad.reshape(buffer.shape))
+
+
 def _examples_of(item: Any) -> int:
     """A batch's size: the length of its first sized part."""
     parts = item.values() if isinstance(item, Mapping) else (
@@ -385,32 +395,39 @@ class ModuleWorker(Worker):
                     table._unbind()
 
     def _compute(self, native: _native.Step, loss_fn: Callable) -> Tuple[float, int]:
-        with torch.no_grad():
-            for p, value in zip(self._params, native.params()):
-                p.copy_(torch.from_numpy(value).view_as(p))
+        """The step on the worker's own buffers: the pulled values are read in
+        place, and on the CPU the gradients accumulate into the buffers the
+        worker pushes from (copied there only where autograd made new ones)."""
+        values, grad_buffers, row_views = native.views()
         device = self._params[0].device if self._params else torch.device("cpu")
+        on_cpu = device.type == "cpu"
+        with torch.no_grad():
+            for p, value in zip(self._params, values):
+                p.copy_(torch.from_numpy(value).view_as(p))
+        self.module.zero_grad(set_to_none=True)
+        buffers = [torch.from_numpy(g).view_as(p) for p, g in zip(self._params, grad_buffers)]
+        if on_cpu:
+            for p, buffer in zip(self._params, buffers):
+                p.grad = buffer  # zeroed: backward adds into the worker's buffer
         rows = []
-        for t, table in enumerate(self._tables):
-            keys, where, values = native.rows(t)
-            weight = torch.from_numpy(values).to(device).requires_grad_()
+        for table, (keys, where, pulled, grad_buffer) in zip(self._tables, row_views):
+            weight = torch.from_numpy(pulled).to(device).requires_grad_()
+            if on_cpu:
+                weight.grad = torch.from_numpy(grad_buffer)
             given, kept = self._given.get(table.table_name, (None, None))
             for sharing in self._modules_of[table.table_name]:
                 sharing._bind(keys, where, weight, given, kept)
-            rows.append(weight)
-        self.module.zero_grad(set_to_none=True)
+            rows.append((weight, torch.from_numpy(grad_buffer)))
         out = loss_fn(self.module)
         loss, correct = (out if isinstance(out, tuple) else (out, 0))
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
             raise TypeError("loss_fn must return the batch's mean loss as a one-element tensor")
         loss.backward()
-        grads = [np.ascontiguousarray((p.grad if p.grad is not None else torch.zeros_like(p))
-                                      .detach().cpu().numpy(), dtype=np.float32)
-                 .reshape(value.shape)  # a scalar parameter is declared [1]
-                 for p, (_, value) in zip(self._params, self._variables)]
-        native.set_gradients(grads)
-        for t, weight in enumerate(rows):
-            grad = weight.grad if weight.grad is not None else torch.zeros_like(weight)
-            native.set_row_gradients(t, np.ascontiguousarray(grad.detach().cpu().numpy()))
+        with torch.no_grad():
+            for p, buffer in zip(self._params, buffers):
+                _into(buffer, p.grad)
+            for weight, buffer in rows:
+                _into(buffer, weight.grad)
         return float(loss.item()), int(correct)
 
     def report(self, **metrics: float) -> None:
