@@ -172,6 +172,12 @@ def test_an_id_the_step_did_not_pull_raises_naming_it():
         table(torch.tensor([1, 5]))
 
 
+def test_a_loaded_table_reads_zeros_for_an_id_it_lacks():
+    table = tt.Embedding("users", 2)
+    table._load(np.array([5, 3]), np.array([[1, 2], [3, 4]], dtype=np.float32))
+    assert table(torch.tensor([3, 9, 5])).tolist() == [[3, 4], [0, 0], [1, 2]]
+
+
 def test_float_ids_raise_type_error():
     table = tt.Embedding("users", 2)
     bound(table, [1], np.zeros((1, 2), np.float32))

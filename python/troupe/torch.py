@@ -70,6 +70,7 @@ class _Table(torch.nn.Module):
         self._given: Optional[Tuple[Any, torch.Tensor]] = None  # (ids given as keys, rows)
         self._step_values: Optional[torch.Tensor] = None
         self._unsorted: Optional[torch.Tensor] = None  # the keys, in the rows' order
+        self._loaded = False  # the rows are a checkpoint's (tt.load), not a step's
 
     def extra_repr(self) -> str:
         pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
@@ -78,10 +79,12 @@ class _Table(torch.nn.Module):
     # -- rows in a step, or loaded -------------------------------------------
 
     def _bind(self, keys: np.ndarray, where: np.ndarray, values: torch.Tensor,
-              given: Any, kept: Optional[np.ndarray] = None) -> None:
+              given: Any, kept: Optional[np.ndarray] = None, loaded: bool = False) -> None:
         """The step's rows: `values` of `keys`; `where`: the row of each id
         the keys function gave (`given`), but those `kept` is False for
-        (padding), which look up the zero row."""
+        (padding), which look up the zero row. `loaded`: a checkpoint's rows,
+        where an id they lack reads zeros (in a step it is an error)."""
+        self._loaded = loaded
         device = values.device
         self._unsorted = torch.from_numpy(keys).to(device)
         self._keys = self._order = None  # sorted only when an id must be searched for
@@ -103,8 +106,7 @@ class _Table(torch.nn.Module):
                              f"{list(values.shape)}, the module's dim is {self.dim}")
         weight = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32))
         self._bind(np.ascontiguousarray(keys, dtype=np.int64), np.empty(0, np.int64), weight,
-                   None)
-        self._loaded = True
+                   None, loaded=True)
 
     def _rows_of(self, ids: torch.Tensor) -> torch.Tensor:
         """The row index of each id (the zero row for padding, and for an id a
@@ -129,7 +131,7 @@ class _Table(torch.nn.Module):
         rows = torch.where(found, self._order[pos] if len(self._keys) else flat,
                            torch.full_like(flat, zero_row))
         padding = flat == self.padding_idx if self.padding_idx is not None else None
-        if self._step_values is not None and not getattr(self, "_loaded", False):
+        if not self._loaded:
             missing = ~found if padding is None else ~found & ~padding
             if bool(missing.any()):
                 bad = int(flat[missing][0])
