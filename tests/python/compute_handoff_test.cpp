@@ -83,12 +83,39 @@ BOOST_AUTO_TEST_CASE(closing_wakes_a_waiting_worker_and_a_waiting_taker) {
   BOOST_CHECK_THROW(worker.get(), std::runtime_error);
 }
 
-BOOST_AUTO_TEST_CASE(a_model_with_tables_is_refused_before_the_worker_starts) {
+BOOST_AUTO_TEST_CASE(a_table_model_hands_over_its_rows_and_keeps_its_keys) {
   auto handoff = std::make_shared<compute_handoff>();
   model_options options;
-  BOOST_CHECK_NO_THROW(handed_off_model(make_model(model_kind::softmax, options), handoff));
   options.keys = {0, 2, 1}; // two categorical fields, a click or not
   options.classes = 2;
-  BOOST_CHECK_THROW(handed_off_model(make_model(model_kind::fm, options), handoff),
-                    std::invalid_argument);
+  auto inner = std::shared_ptr<model>(make_model(model_kind::fm, options));
+  handed_off_model net(inner, handoff);
+  BOOST_TEST(net.tables().size() == 1u);
+  BOOST_TEST(net.tables()[0].dim == inner->tables()[0].dim);
+  batch b;
+  b.images = tensor({1, 8});
+  pack_key(7, 1.0f, b.images.data());
+  pack_key(9, 1.0f, b.images.data() + 4);
+  b.labels = {1};
+  std::vector<int64_t> ids, expected;
+  net.batch_keys(b, ids);
+  inner->batch_keys(b, expected);
+  BOOST_TEST(ids == expected); // the inner model's keys
+  batch_rows rows;
+  rows.keys.assign(ids.data(), ids.size());
+  rows.values.assign(ids.size() * net.tables()[0].dim, 0.5f);
+  auto params = initial_values(*inner, 1);
+  std::vector<tensor> grads;
+  auto worker = std::async(std::launch::async,
+                           [&] { return net.train_step_rows(params, b, rows, grads); });
+  auto step = handoff->take(10s);
+  BOOST_REQUIRE(step);
+  BOOST_REQUIRE(step->rows && step->rows->size() == 1u);
+  auto& handed = *(*step->rows)[0];
+  BOOST_TEST(handed.keys.size() == 2u);
+  BOOST_TEST(handed.grads.size() == 2u * net.tables()[0].dim); // sized for the Python side
+  handed.grads[0] = 3;
+  handoff->answer({0.25, 1, 1});
+  BOOST_TEST(worker.get().loss == 0.25);
+  BOOST_TEST(rows.grads[0] == 3.0f);
 }
