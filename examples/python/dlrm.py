@@ -15,12 +15,6 @@ top MLP over them and the bottom's output. The data is read by Troupe's own
 reader (troupe.load_data), so the keys are those a troupe-node worker uses.
 """
 
-import argparse
-import json
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +23,8 @@ import torch.nn.functional as F
 
 import troupe
 import troupe.torch as tt
-from troupe.local import LocalCluster
 
-from common import auc, cluster_config
+from common import auc, run_example
 
 
 class DLRM(torch.nn.Module):
@@ -105,46 +98,9 @@ def evaluate(conf: Path, log_dir: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--train", default="data/ctr/train.tsv")
-    parser.add_argument("--test", default="data/ctr/test.tsv")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--steps", type=int, default=3000, help="global steps (train.last-step)")
-    parser.add_argument("--log-dir", default=None,
-                        help="logs and checkpoints (default: a temp dir)")
-    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--conf", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker is not None:
-        return work(Path(args.conf), args.worker, args.workers, args.batch)
-    for path in (args.train, args.test):
-        if not Path(path).is_file():
-            sys.exit(f"dlrm: no {path}: write the data with scripts/make-ctr-data data/ctr, or "
-                     "give --train and --test")
-    log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="troupe-dlrm-"))
-    log_dir.mkdir(parents=True, exist_ok=True)
-    conf = cluster_config(log_dir, args.workers, args.steps, data=f"""
-train = ["{Path(args.train).resolve()}"]
-test = ["{Path(args.test).resolve()}"]
-format = "criteo"
-""", optimizer="adagrad", learning_rate=0.05, embedding_lr=0.05)
-    started = time.time()
-    with LocalCluster(conf, log_dir) as cluster:
-        workers = [subprocess.Popen([sys.executable, __file__, "--worker", str(i),
-                                     "--conf", str(conf), "--workers", str(args.workers),
-                                     "--batch", str(args.batch)],
-                                    stderr=open(log_dir / f"worker{i}.log", "w"))
-                   for i in range(args.workers)]
-        codes = [w.wait() for w in workers]
-        cluster.wait(timeout=120)
-        final = cluster.final()
-    if any(codes) or not final["ok"]:
-        sys.exit(f"dlrm: the run failed (worker exit codes {codes}); logs in {log_dir}")
-    result = evaluate(conf, log_dir / "checkpoints")
-    result.update(examples_per_sec=final["examples_per_sec"], wall_seconds=time.time() - started,
-                  reported=final["reported"], log_dir=str(log_dir))
-    print(json.dumps(result))
+    run_example("dlrm", __doc__, "data/ctr/train.tsv", "data/ctr/test.tsv",
+                "scripts/make-ctr-data data/ctr", 3000, 'format = "criteo"\n', 0.05, 0.05,
+                work, evaluate)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,6 @@ tables (factors and biases) keyed by Troupe's field keys of userId and
 movieId, as troupe.load_data reads them.
 """
 
-import argparse
-import json
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +21,8 @@ import torch.nn.functional as F
 
 import troupe
 import troupe.torch as tt
-from troupe.local import LocalCluster
 
-from common import cluster_config
+from common import run_example
 
 
 class BiasedMF(torch.nn.Module):
@@ -85,49 +78,11 @@ def evaluate(conf: Path, log_dir: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--train", default="data/movielens/train.csv")
-    parser.add_argument("--test", default="data/movielens/test.csv")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--steps", type=int, default=6000, help="global steps (train.last-step)")
-    parser.add_argument("--log-dir", default=None,
-                        help="logs and checkpoints (default: a temp dir)")
-    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--conf", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker is not None:
-        return work(Path(args.conf), args.worker, args.workers, args.batch)
-    for path in (args.train, args.test):
-        if not Path(path).is_file():
-            sys.exit(f"mf: no {path}: write the data with scripts/convert-movielens "
-                     "data/movielens, or give --train and --test")
-    log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="troupe-mf-"))
-    log_dir.mkdir(parents=True, exist_ok=True)
-    conf = cluster_config(log_dir, args.workers, args.steps, data=f"""
-train = ["{Path(args.train).resolve()}"]
-test = ["{Path(args.test).resolve()}"]
-label-column = "rating"
-task = "regression"
-categorical-columns = ["userId", "movieId"]
-ignore-columns = ["timestamp"]
-""", optimizer="adagrad", learning_rate=0.05, embedding_lr=0.2)
-    started = time.time()
-    with LocalCluster(conf, log_dir) as cluster:
-        workers = [subprocess.Popen([sys.executable, __file__, "--worker", str(i),
-                                     "--conf", str(conf), "--workers", str(args.workers),
-                                     "--batch", str(args.batch)],
-                                    stderr=open(log_dir / f"worker{i}.log", "w"))
-                   for i in range(args.workers)]
-        codes = [w.wait() for w in workers]
-        cluster.wait(timeout=120)
-        final = cluster.final()
-    if any(codes) or not final["ok"]:
-        sys.exit(f"mf: the run failed (worker exit codes {codes}); logs in {log_dir}")
-    result = evaluate(conf, log_dir / "checkpoints")
-    result.update(examples_per_sec=final["examples_per_sec"], wall_seconds=time.time() - started,
-                  reported=final["reported"], log_dir=str(log_dir))
-    print(json.dumps(result))
+    run_example("mf", __doc__, "data/movielens/train.csv", "data/movielens/test.csv",
+                "scripts/convert-movielens data/movielens", 6000,
+                'label-column = "rating"\ntask = "regression"\n'
+                'categorical-columns = ["userId", "movieId"]\nignore-columns = ["timestamp"]\n',
+                0.05, 0.2, work, evaluate)
 
 
 if __name__ == "__main__":

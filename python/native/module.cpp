@@ -64,6 +64,18 @@ py::dict load_config(const std::vector<std::string>& args) {
   return summary(*loaded.cfg, loaded.outcome.setup);
 }
 
+/// A table's distinct keys (first-seen order) and the position of each
+/// given id among them, as int64 arrays (copies).
+std::pair<py::array_t<int64_t>, py::array_t<int64_t>> keys_and_where(const batch_rows& batch) {
+  auto& keys = batch.keys.keys();
+  auto& inverse = batch.keys.inverse();
+  py::array_t<int64_t> k(static_cast<py::ssize_t>(keys.size()));
+  std::memcpy(k.mutable_data(), keys.data(), keys.size() * sizeof(int64_t));
+  py::array_t<int64_t> where(static_cast<py::ssize_t>(inverse.size()));
+  std::copy(inverse.begin(), inverse.end(), where.mutable_data());
+  return {k, where};
+}
+
 /// A step taken from the worker: the values and the batch as NumPy copies
 /// (valid after the step), the gradients copied in, then the answer. Used
 /// once: after answer or refuse every call raises.
@@ -94,16 +106,11 @@ public:
     }
     for (size_t t = 0; step_.rows && t < step_.rows->size(); ++t) {
       auto& batch = table_rows(t);
-      auto& keys = batch.keys.keys();
-      auto& inverse = batch.keys.inverse();
-      py::array_t<int64_t> k(static_cast<py::ssize_t>(keys.size()));
-      std::memcpy(k.mutable_data(), keys.data(), keys.size() * sizeof(int64_t));
-      py::array_t<int64_t> where(static_cast<py::ssize_t>(inverse.size()));
-      std::copy(inverse.begin(), inverse.end(), where.mutable_data());
-      shape_t shape{static_cast<int64_t>(keys.size()),
+      shape_t shape{static_cast<int64_t>(batch.keys.size()),
                     static_cast<int64_t>(worker_.tables()[t].dim)};
       std::fill(batch.grads.begin(), batch.grads.end(), 0.0f);
-      rows.append(py::make_tuple(k, where, view_of(batch.values.data(), shape),
+      auto [keys, where] = keys_and_where(batch);
+      rows.append(py::make_tuple(keys, where, view_of(batch.values.data(), shape),
                                  view_of(batch.grads.data(), shape)));
     }
     return py::make_tuple(values, grads, rows);
@@ -147,16 +154,11 @@ public:
   py::tuple rows(size_t t) const {
     require_open(posted_step::kind::compute);
     auto& batch = table_rows(t);
-    auto& keys = batch.keys.keys();
-    auto& inverse = batch.keys.inverse();
-    py::array_t<int64_t> k(static_cast<py::ssize_t>(keys.size()));
-    std::memcpy(k.mutable_data(), keys.data(), keys.size() * sizeof(int64_t));
-    py::array_t<int64_t> where(static_cast<py::ssize_t>(inverse.size()));
-    std::copy(inverse.begin(), inverse.end(), where.mutable_data());
     auto dim = static_cast<py::ssize_t>(worker_.tables()[t].dim);
-    py::array_t<float> values({static_cast<py::ssize_t>(keys.size()), dim});
+    py::array_t<float> values({static_cast<py::ssize_t>(batch.keys.size()), dim});
     std::memcpy(values.mutable_data(), batch.values.data(), batch.values.size() * sizeof(float));
-    return py::make_tuple(k, where, values);
+    auto [keys, where] = keys_and_where(batch);
+    return py::make_tuple(keys, where, values);
   }
   /// compute: the gradient of table t's rows [keys, dim], each row's summed
   /// over its occurrences.

@@ -4,7 +4,6 @@ PyTorch), beside troupe-node's chief, ps and C++ workers."""
 import json
 import os
 import signal
-import socket
 import subprocess
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import troupe
+from troupe.local import free_ports
 
 SOURCE = Path(os.environ.get("TROUPE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 NODE = Path(os.environ.get("TROUPE_NODE", SOURCE / "build" / "bin" / "troupe-node"))
@@ -31,16 +31,6 @@ with troupe.Worker({conf!r}, task=0) as w:
         step.push(*test_worker.softmax_step(step))
         print(n, flush=True)
 """
-
-
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def cluster_config(directory, workers=2, mode="async"):

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional
 
-__all__ = ["troupe_node", "LocalCluster"]
+__all__ = ["troupe_node", "free_ports", "LocalCluster"]
 
 
 def troupe_node() -> Path:
@@ -29,6 +30,17 @@ def troupe_node() -> Path:
             return Path(candidate)
     raise FileNotFoundError("troupe-node not found: build it (./scripts/demo), or set "
                             "TROUPE_NODE to its path")
+
+
+def free_ports(count: int) -> List[int]:
+    """`count` TCP ports of 127.0.0.1 free now (for a local cluster's tasks)."""
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
 
 
 class LocalCluster:

@@ -281,6 +281,7 @@ class ModuleWorker(Worker):
                             for t in self._tables}
         self._held: Optional[_native.Step] = None
         self._given: Dict[str, Any] = {}
+        self._ids: Mapping[str, Any] = {}  # the current batch's, by table
         self._examples = 0
         self._pending = False
         super().__init__(config_file, task, args, idle_timeout)
@@ -351,18 +352,23 @@ class ModuleWorker(Worker):
         native = self._take()
         if native is None:
             return False
+        self._ids = ids
         if native.kind == "keys":
-            try:
-                arrays = [_ids_array(t, ids[t.table_name]) for t in self._tables]
-                native.set_keys([array for array, _ in arrays])
-            except Exception as e:
-                native.refuse(f"the program's keys were refused: {e}")
-                raise
-            self._given = {t.table_name: (ids[t.table_name], kept)
-                           for t, (_, kept) in zip(self._tables, arrays)}
+            self._give_keys(native)
             native = None
         self._held = native
         return True
+
+    def _give_keys(self, native: _native.Step) -> None:
+        """Answers the worker's request for the current batch's keys."""
+        try:
+            arrays = [_ids_array(t, self._ids[t.table_name]) for t in self._tables]
+            native.set_keys([array for array, _ in arrays])
+        except Exception as e:
+            native.refuse(f"the program's keys were refused: {e}")
+            raise
+        self._given = {t.table_name: (self._ids[t.table_name], kept)
+                       for t, (_, kept) in zip(self._tables, arrays)}
 
     def step(self, loss_fn: Callable[[torch.nn.Module], Any],
              examples: Optional[int] = None) -> float:
@@ -379,6 +385,11 @@ class ModuleWorker(Worker):
         native = self._held if self._held is not None else self._take()
         self._held = None
         self._pending = False
+        while native is not None and native.kind == "keys":
+            # The worker dropped the step under way (a lost ps, a restored
+            # run): the batch's keys go with its next step.
+            self._give_keys(native)
+            native = self._take()
         if native is None:
             raise RuntimeError(f"{self.name}: the run is over")
         try:
