@@ -36,6 +36,7 @@ void worker_step::reset(run_id run, const slice_router& router,
   buffers_.reset(router, staging, variables.size(), settings_.precision, settings_.push_topk);
   pipeline_.reset(router);
   rows_.resize(tables.size());
+  row_pointers_.clear();
   std::vector<step_pipeline::carried_rows> carried;
   for (size_t t = 0; t < tables.size(); ++t) {
     auto& table = rows_[t];
@@ -43,6 +44,7 @@ void worker_step::reset(run_id run, const slice_router& router,
     table.exchange = std::make_unique<row_exchange>(exchange_, tables[t].table, shards,
                                                     static_cast<int32_t>(t), table.dim);
     carried.push_back({table.exchange.get(), &table.batch});
+    row_pointers_.push_back(&table.batch);
   }
   pipeline_.carry_rows(std::move(carried));
 }
@@ -89,30 +91,14 @@ void worker_step::begin(const step_grant& grant) {
 }
 
 bool worker_step::take_program_keys() {
-  program_ids_.resize(rows_.size());
   try {
-    net_->next_batch_keys(program_ids_);
+    net_->next_batch_keys(row_pointers_);
   } catch (const std::exception& e) {
     hooks_.fail("its program gave no keys for step " + std::to_string(report_.step),
                 failure{errc::invalid_request, e.what()});
     return false;
   }
-  if (program_ids_.size() != rows_.size()) {
-    hooks_.fail(
-      "its program gave keys for " + std::to_string(program_ids_.size()) + " tables",
-      failure{errc::invalid_request, "the model looks up " + std::to_string(rows_.size())});
-    return false;
-  }
-  for (size_t t = 0; t < rows_.size(); ++t)
-    rows_[t].batch.keys.assign(program_ids_[t].data(), program_ids_[t].size());
   return true;
-}
-
-std::vector<batch_rows*> worker_step::all_rows() {
-  std::vector<batch_rows*> out;
-  for (auto& table : rows_)
-    out.push_back(&table.batch);
-  return out;
 }
 
 void worker_step::pulled() {

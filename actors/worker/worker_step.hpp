@@ -76,7 +76,7 @@ public:
   size_t tables() const noexcept { return rows_.size(); }
   batch_rows& rows(size_t table) { return rows_.at(table).batch; }
   /// Every table's rows, in the plan's order.
-  std::vector<batch_rows*> all_rows();
+  const std::vector<batch_rows*>& all_rows() const noexcept { return row_pointers_; }
   /// The report of the step under way (run, worker, step, data position).
   const step_report& report() const noexcept { return report_; }
   /// A report that asks for a step (a worker's first, after a new plan).
@@ -118,7 +118,7 @@ private:
   std::vector<std::string> names_; // the variables', for messages
   example_stream* data_ = nullptr;
   model* net_ = nullptr;
-  std::vector<std::vector<int64_t>> program_ids_; // each table's, from a program's batch
+  std::vector<batch_rows*> row_pointers_; // into rows_, set with the plan
   batch batch_;
   step_report report_;
   uint64_t proof_ = 0; // the grant's, shown with the step's pushes

@@ -16,10 +16,10 @@ batch_stats compute_handoff::compute(const std::vector<tensor>& params, const ba
   return post(step);
 }
 
-void compute_handoff::ask_keys(std::vector<std::vector<int64_t>>& ids) {
+void compute_handoff::ask_keys(const std::vector<batch_rows*>& rows) {
   posted_step step;
   step.what = posted_step::kind::keys;
-  step.ids = &ids;
+  step.rows = &rows;
   post(step);
 }
 
@@ -137,9 +137,12 @@ program_model::program_model(model_declaration declaration,
   : declared_model(std::move(declaration)), handoff_(std::move(handoff)) {
 }
 
-void program_model::next_batch_keys(std::vector<std::vector<int64_t>>& ids) {
-  ids.resize(tables().size());
-  handoff_->ask_keys(ids);
+void program_model::next_batch_keys(const std::vector<batch_rows*>& rows) {
+  if (rows.size() != tables().size())
+    throw std::invalid_argument("the step carries " + std::to_string(rows.size())
+                                + " tables' rows, the model declares "
+                                + std::to_string(tables().size()));
+  handoff_->ask_keys(rows);
 }
 
 namespace {

@@ -27,10 +27,10 @@ struct posted_step {
   const batch* examples = nullptr;
   std::vector<tensor>* grads = nullptr;
   /// compute: each table's keys and pulled values; the program writes
-  /// their gradients (sized keys × dim). Null: a dense model.
+  /// their gradients (sized keys × dim). keys: the program sets each
+  /// table's keys. Null: a dense model.
   const std::vector<batch_rows*>* rows = nullptr;
-  /// keys: where each table's ids go, occurrence by occurrence.
-  std::vector<std::vector<int64_t>>* ids = nullptr;
+  // keys: `rows` too, whose keys the program sets (their distinct set).
 };
 
 class compute_handoff {
@@ -41,8 +41,8 @@ public:
   batch_stats compute(const std::vector<tensor>& params, const batch& b, std::vector<tensor>& grads,
                       const std::vector<batch_rows*>* rows = nullptr);
   /// The worker's side: the keys of the program's next batch, each
-  /// table's into ids[t]; throws as compute does.
-  void ask_keys(std::vector<std::vector<int64_t>>& ids);
+  /// table's into rows[t]->keys; throws as compute does.
+  void ask_keys(const std::vector<batch_rows*>& rows);
 
   /// The computing side: the posted step, waiting at most `wait`; nullopt
   /// on timeout or once closed (closed() tells which).
@@ -118,7 +118,7 @@ public:
   program_model(model_declaration declaration, std::shared_ptr<compute_handoff> handoff);
 
   bool brings_batches() const override { return true; }
-  void next_batch_keys(std::vector<std::vector<int64_t>>& ids) override;
+  void next_batch_keys(const std::vector<batch_rows*>& rows) override;
   batch_stats train_step(const std::vector<tensor>& params, const batch& b,
                          std::vector<tensor>& grads) override;
   batch_stats train_step_tables(const std::vector<tensor>& params, const batch& b,

@@ -123,11 +123,11 @@ public:
   void set_keys(const std::vector<py::array_t<int64_t, py::array::c_style>>& ids) {
     require_open(posted_step::kind::keys);
     auto& tables = worker_.tables();
-    if (ids.size() != tables.size())
+    if (ids.size() != tables.size() || !step_.rows || step_.rows->size() != tables.size())
       throw py::value_error("expected the ids of " + std::to_string(tables.size()) + " tables, got "
                             + std::to_string(ids.size()));
     auto limit = static_cast<size_t>(worker_.setup().train.embedding.max_keys_per_request);
-    unique_keys distinct;
+    // Straight into the step's rows: their distinct keys are what it pulls.
     for (size_t t = 0; t < ids.size(); ++t) {
       auto* data = ids[t].data();
       auto n = static_cast<size_t>(ids[t].size());
@@ -135,17 +135,14 @@ public:
         if (data[i] < 0)
           throw py::value_error("table " + tables[t].name + ": id " + std::to_string(data[i])
                                 + " is negative; ids are int64 keys >= 0");
-      distinct.assign(data, n);
-      if (distinct.size() > limit)
+      auto& keys = table_rows(t).keys;
+      keys.assign(data, n);
+      if (keys.size() > limit)
         throw py::value_error("table " + tables[t].name + ": the batch looks up "
-                              + std::to_string(distinct.size())
+                              + std::to_string(keys.size())
                               + " distinct ids, more than embedding.max-keys-per-request = "
                               + std::to_string(limit) + "; use smaller batches or raise it");
     }
-    auto& out = *step_.ids;
-    out.resize(ids.size());
-    for (size_t t = 0; t < ids.size(); ++t)
-      out[t].assign(ids[t].data(), ids[t].data() + ids[t].size());
     open_ = false;
     worker_.handoff().answer({});
   }

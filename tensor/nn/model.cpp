@@ -46,7 +46,7 @@ batch_stats model::train_step_tables(const std::vector<tensor>& params, const ba
   return train_step_rows(params, b, *rows[0], grads);
 }
 
-void model::next_batch_keys(std::vector<std::vector<int64_t>>&) {
+void model::next_batch_keys(const std::vector<batch_rows*>&) {
   throw troupe_error("model " + name() + " reads its batches from the worker's data");
 }
 

@@ -173,10 +173,10 @@ public:
   /// The program brings each step's batch: the worker reads no data and,
   /// before the step's pull, asks next_batch_keys for the keys it looks up.
   virtual bool brings_batches() const { return false; }
-  /// The keys the step's batch looks up, table by table (ids[t] for
-  /// tables()[t]), occurrence by occurrence. Throws where the program
-  /// cannot give them (the worker then fails with the message).
-  virtual void next_batch_keys(std::vector<std::vector<int64_t>>& ids);
+  /// The keys the step's batch looks up, into each table's rows
+  /// (rows[t]->keys for tables()[t], their distinct set). Throws where the
+  /// program cannot give them (the worker then fails with the message).
+  virtual void next_batch_keys(const std::vector<batch_rows*>& rows);
   /// Metrics the program reported since the last call (names and values;
   /// false: none), for the chief's final line.
   virtual bool take_reported(std::vector<std::string>& names, std::vector<double>& values) {
