@@ -1,7 +1,8 @@
 // troupe-node: one binary for every task. With --job_name/--task_index it runs
 // one task of the cluster in caf-application.conf; without, every task in
 // this process (the embedded default when there is no config file either).
-// Exit codes: 0 training finished, 1 runtime failure, 2 configuration error.
+// Exit codes: run_end's (docs/operations.md#exit-codes): 0 done, 1 failed,
+// 2 configuration, 3 data, 4 diverged, 5 lost peer, 6 preempted.
 // What it does lives in apps/node/ (process set-up, peers, the roles, what
 // a run leaves behind), where the tests can reach it.
 #include <csignal>
@@ -18,6 +19,7 @@
 #include "apps/node/peers.hpp"
 #include "apps/node/process.hpp"
 #include "apps/node/roles.hpp"
+#include "apps/node/task_endpoint.hpp"
 #include "config/node/node_config.hpp"
 #include "gpu/backend.hpp"
 #include "tensor/core/error.hpp"
@@ -35,11 +37,14 @@ std::optional<int> answer_without_running(const load_outcome& outcome, node_conf
     case load_outcome::action::help:
       std::cout << help_text(cfg);
       return exit_ok;
-    case load_outcome::action::fail:
+    case load_outcome::action::fail: {
+      int code = outcome.setup.data_unreadable ? exit_bad_data : exit_config;
       for (auto& e : outcome.errors)
         std::cerr << "troupe-node: configuration error: " << e << "\n";
-      std::cerr << "troupe-node: nothing was started (exit code 2); see troupe-node --help\n";
-      return exit_config;
+      std::cerr << "troupe-node: nothing was started (exit code " << code
+                << "); see troupe-node --help\n";
+      return code;
+    }
     case load_outcome::action::dump_config:
       std::cout << dump_config(cfg, outcome.setup);
       return exit_ok;
@@ -82,6 +87,7 @@ bool tls_safe(const node_setup& setup) {
 int run_evaluator_task(node_config& cfg, const node_setup& setup, uint64_t model_bytes) {
   try {
     caf::actor_system sys{cfg};
+    task_endpoint endpoint{sys, cfg, setup};
     auto code = run_evaluator(sys, setup, model_bytes, reconnect_to_peers(sys, setup).chief);
     log_peak_memory();
     return code;
@@ -98,6 +104,7 @@ int run_task(node_config& cfg, const node_setup& setup, const warden_limits& lim
     return exit_failure;
   try {
     caf::actor_system sys{cfg};
+    task_endpoint endpoint{sys, cfg, setup};
     int code = setup.whole_cluster            ? run_whole_cluster(sys, setup)
                : setup.job == job_kind::ps    ? run_ps(sys, setup, limits, *bulk)
                : setup.job == job_kind::chief ? run_chief(sys, setup, limits, *bulk, lobby)
@@ -107,7 +114,7 @@ int run_task(node_config& cfg, const node_setup& setup, const warden_limits& lim
     return code; // the actor system shuts down here
   } catch (const data_error& e) {
     spdlog::error("data: {}", e.what());
-    return exit_failure;
+    return exit_bad_data;
   } catch (const std::exception& e) {
     spdlog::error("fatal: {}", e.what());
     return exit_failure;

@@ -257,9 +257,11 @@ private:
   }
 
   void diverge(self_ptr self) {
-    abort_run(self, std::to_string(desk_.refused())
-                      + " updates not applied (non-finite gradients or refused pushes): "
-                        "training diverged; lower train.learning-rate");
+    abort_run(self,
+              std::to_string(desk_.refused())
+                + " updates not applied (non-finite gradients or refused pushes): "
+                  "training diverged; lower train.learning-rate",
+              run_end::diverged);
   }
 
   bool pull_ahead_;

@@ -28,7 +28,23 @@ void log_progress(self_ptr self) {
                global_step(self), st.config.train.last_step, line->loss,
                metric_text(*line, st.config.train.data.task == objective::regression),
                line->examples_per_sec, st.roster->live().size(), st.steps->progress_text(*line));
+  st.metrics.progress(line->loss, line->examples_per_sec);
   summarize_progress(self, *line);
+}
+
+void publish_metrics(self_ptr self) {
+  auto& st = self->state;
+  run_counts c;
+  c.global_step = global_step(self);
+  c.last_step = st.config.train.last_step;
+  c.examples = st.examples;
+  if (st.roster) {
+    c.workers = st.roster->live().size();
+    c.lost_workers = st.roster->lost_count();
+  }
+  c.expired_leases = st.steps->expired_leases();
+  c.ready = st.now != chief_state::phase::initializing;
+  st.metrics.publish(c, run_metrics::unix_now());
 }
 
 // Every second: fails the run when workers stay missing; after the stop,
@@ -37,6 +53,8 @@ void on_tick(self_ptr self) {
   auto& st = self->state;
   auto now = chief_state::clock::now();
   flush_summaries(self);
+  if (st.steps)
+    publish_metrics(self);
   auto limit = st.config.runtime.worker_wait_timeout;
   if (st.now == chief_state::phase::done) {
     quit(self);
@@ -54,13 +72,15 @@ void on_tick(self_ptr self) {
     st.steps->expire_leases(self);
   if (st.now != chief_state::phase::finishing) {
     if (auto why = st.steps->short_of_workers(limit, now))
-      abort_run(self, *why);
+      abort_run(self, *why, run_end::lost_peer);
     else if (!st.roster->live().empty())
       st.last_worker_seen = now;
     else if (now - st.last_worker_seen > limit)
-      abort_run(self, "no worker has been connected for " + std::to_string(limit.count())
-                        + " ms (cluster.worker-wait-timeout); start the workers or check their "
-                          "logs");
+      abort_run(self,
+                "no worker has been connected for " + std::to_string(limit.count())
+                  + " ms (cluster.worker-wait-timeout); start the workers or check their "
+                    "logs",
+                run_end::lost_peer);
   }
   self->delayed_send(self, watchdog_period, tick_atom::value);
 }

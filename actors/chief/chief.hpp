@@ -19,6 +19,7 @@
 #include "actors/chief/checkpoint_save.hpp"
 #include "actors/chief/checkpoint_schedule.hpp"
 #include "actors/chief/evaluator.hpp"
+#include "actors/chief/run_metrics.hpp"
 #include "actors/chief/run_report.hpp"
 #include "actors/chief/worker_membership.hpp"
 #include "actors/chief/worker_roster.hpp"
@@ -101,6 +102,7 @@ struct chief_state {
   // accounting
   progress_meter progress{0};
   uint64_t examples = 0;
+  run_metrics metrics;                      // what /metrics shows of the run
   clock::time_point created;                // wall_seconds counts from here
   std::optional<clock::time_point> started; // examples/s counts from the first step
   clock::time_point last_worker_seen;

@@ -141,6 +141,7 @@ void on_saved(self_ptr self, int64_t step, bool ok, const std::string& what, uin
     spdlog::info("chief: saved checkpoint {} (step {}, {} bytes, written in {:.0f} ms)", what, step,
                  bytes, seconds * 1000);
     summarize_checkpoint(self, step, seconds, bytes);
+    st.metrics.checkpoint_written(step);
   } else {
     spdlog::error("chief: checkpoint at step {} failed: {}{}", step, what,
                   st.save.final() ? ""
@@ -168,7 +169,7 @@ void on_preempted(self_ptr self) {
     spdlog::warn("chief: SIGTERM while {}; stopping the cluster",
                  st.now == chief_state::phase::initializing ? "initialising" : "finishing");
     if (st.now == chief_state::phase::initializing)
-      abort_run(self, "stopped by SIGTERM before training began");
+      abort_run(self, "stopped by SIGTERM before training began", run_end::preempted);
     return;
   }
   spdlog::warn("chief: SIGTERM at step {}: saving a checkpoint, then stopping the cluster",

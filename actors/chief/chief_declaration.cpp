@@ -33,7 +33,7 @@ caf::result<training_plan> on_declared_ready(self_ptr self, int32_t index,
                               "this run trains model " + std::string(name_of(st.config.train.model))
                                 + " (train.model); a worker's program declares its model only "
                                   "where the cluster's configuration says train.model = declared");
-  if (index < 0 || static_cast<size_t>(index) >= st.roster->size())
+  if (index < 0 || index >= st.roster->size())
     return on_ready(self, index); // refused there, with the range
   if (st.links.net) {
     if (auto differs = declaration_difference(*st.links.net->declaration(), declaration))

@@ -42,20 +42,20 @@ training_result base_result(self_ptr self) {
   return r;
 }
 
-// A finished run stops every task with exit code 0; a failed one tells them
-// why, and they quit with an error so that their processes exit 1 as well. The chief quits
-// once every shard confirmed (went down) or at the next watchdog tick, so the
-// stop messages have left this process.
-void stop_everyone(self_ptr self, caf::error reason) {
+// A finished run stops every task with exit code 0; one that ended
+// otherwise tells them how (a run_end) and why, and they quit with it so
+// that their processes exit with the same code. The chief quits once every
+// shard confirmed (went down) or at the next watchdog tick, so the stop
+// messages have left this process.
+void stop_everyone(self_ptr self, run_end end, const std::string& why) {
   auto& st = self->state;
   st.now = chief_state::phase::done;
-  st.exit_reason = std::move(reason);
-  bool failed = static_cast<bool>(st.exit_reason);
+  st.exit_reason = end_error(end, why);
+  bool failed = end != run_end::done;
   st.steps->stop(self, failed);
-  auto why = failed ? describe(st.exit_reason) : std::string();
   auto stop = [&](const auto& handle) {
     if (failed)
-      self->send(handle, stop_atom::value, why);
+      self->send(handle, stop_atom::value, static_cast<int32_t>(end), why);
     else
       self->send(handle, stop_atom::value);
   };
@@ -71,8 +71,7 @@ void stop_everyone(self_ptr self, caf::error reason) {
 void report_and_stop(self_ptr self, const training_result& r) {
   if (self->state.links.on_finish)
     self->state.links.on_finish(r);
-  stop_everyone(self, r.ok ? caf::error{caf::exit_reason::normal}
-                           : caf::make_error(caf::sec::runtime_error, r.error));
+  stop_everyone(self, r.ended(), r.error);
 }
 
 // The final line may say ok only if the run is what the chief counted: every
@@ -207,16 +206,17 @@ void stop_preempted(self_ptr self, const std::string& why) {
   spdlog::warn("chief: {}", r.error);
   if (st.links.on_finish)
     st.links.on_finish(r);
-  stop_everyone(self, caf::exit_reason::normal);
+  stop_everyone(self, run_end::preempted, r.error);
 }
 
-void abort_run(self_ptr self, const std::string& why) {
+void abort_run(self_ptr self, const std::string& why, run_end kind) {
   auto& st = self->state;
   if (st.now == chief_state::phase::done)
     return;
-  spdlog::error("chief: training failed: {}", why);
+  spdlog::error("chief: training failed ({}): {}", name_of(kind), why);
   auto r = base_result(self);
   r.error = why;
+  r.failure = kind;
   report_and_stop(self, r);
 }
 
@@ -240,7 +240,8 @@ void on_shard_down(self_ptr self, size_t shard, const caf::error& reason) {
   abort_run(self,
             "lost ps:" + std::to_string(shard) + " (" + self->system().render(reason)
               + (st.recovering ? ") while recovering ps:" + std::to_string(st.recovering->shard)
-                               : "); its variables are gone"));
+                               : "); its variables are gone"),
+            run_end::lost_peer);
 }
 
 void quit(self_ptr self) {

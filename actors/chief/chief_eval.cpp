@@ -79,6 +79,7 @@ void maybe_evaluate(self_ptr self) {
           auto& st = self->state;
           st.evaluating = false;
           st.evaluations.push_back({step, score.accuracy(), score.loss, score.auc, score.logloss});
+          st.metrics.evaluated(step, score.accuracy(), score.loss, score.auc, score.logloss);
           summarize_evaluation(self, step, score);
           spdlog::info("chief: evaluation at global_step={}: {} ({} examples)", step,
                        score_text(self, score), score.examples);

@@ -22,7 +22,8 @@ void on_shard_lost(self_ptr self, size_t shard, const caf::error& reason) {
     abort_run(self,
               "lost ps:" + std::to_string(shard) + " (" + self->system().render(reason)
                 + "); its variables are gone"
-                + (st.schedule ? "" : " (set checkpoint.log-dir to recover from a checkpoint)"));
+                + (st.schedule ? "" : " (set checkpoint.log-dir to recover from a checkpoint)"),
+              run_end::lost_peer);
     return;
   }
   st.recovering = chief_state::shard_recovery{static_cast<int32_t>(shard), global_step(self),
@@ -87,6 +88,7 @@ void on_shard_back(self_ptr self, int32_t shard, ps_shard_actor handle) {
   st.schedule->began(from, chief_state::clock::now());
   st.replan_workers = true;
   spdlog::info("chief: run {} continues as run {}", old_run, st.run);
+  st.metrics.shards_recovered();
   try {
     initialize_shards(self);
   } catch (const std::exception& e) {
@@ -98,10 +100,12 @@ void on_shard_not_back(self_ptr self, int32_t shard, const std::string& why) {
   auto& st = self->state;
   if (!st.recovering || st.recovering->shard != shard)
     return;
-  abort_run(self, "ps:" + std::to_string(shard) + " did not come back within "
-                    + std::to_string(st.config.runtime.recovery_timeout.count())
-                    + " ms (cluster.recovery-timeout): " + why
-                    + "; restart it, or restart the job to continue from the latest checkpoint");
+  abort_run(self,
+            "ps:" + std::to_string(shard) + " did not come back within "
+              + std::to_string(st.config.runtime.recovery_timeout.count())
+              + " ms (cluster.recovery-timeout): " + why
+              + "; restart it, or restart the job to continue from the latest checkpoint",
+            run_end::lost_peer);
 }
 
 } // namespace troupe::chief_run

@@ -132,7 +132,7 @@ void flush_summaries(self_ptr self);
 void close_summaries(self_ptr self);
 
 /// Fails the run: reports the error and ends every task with user_shutdown.
-void abort_run(self_ptr self, const std::string& why);
+void abort_run(self_ptr self, const std::string& why, run_end kind = run_end::failed);
 
 /// A shard went down (after the stop, or as a failure).
 void on_shard_down(self_ptr self, size_t shard, const caf::error& reason);

@@ -177,7 +177,8 @@ void drop_worker(self_ptr self, int32_t index, const std::string& why) {
   if (st.report_desk)
     st.report_desk->close_worker(index);
   if (auto worker = caf::actor_cast<worker_actor>(caf::actor_cast<caf::strong_actor_ptr>(*holder)))
-    self->send(worker, stop_atom::value, "the chief dropped this worker: it " + why);
+    self->send(worker, stop_atom::value, static_cast<int32_t>(run_end::failed),
+               "the chief dropped this worker: it " + why);
   st.steps->worker_down(self, index, true);
 }
 

@@ -24,6 +24,8 @@ struct evaluation_point {
 struct training_result {
   bool ok = false;
   std::string error; ///< why training failed, if it did
+  /// What kind of failure it was (when neither ok nor preempted).
+  run_end failure = run_end::failed;
   update_mode mode = update_mode::async;
   /// regression: test_loss is the mean squared error, test_accuracy has no
   /// meaning (null in the JSON) and test_rmse is reported.
@@ -48,6 +50,8 @@ struct training_result {
   /// Stopped by SIGTERM after saving a checkpoint: not done, but not failed
   /// either (ok is false; the node exits 0 and a restart continues).
   bool preempted = false;
+  /// How the run ended: every task's exit code says it.
+  run_end ended() const { return ok ? run_end::done : preempted ? run_end::preempted : failure; }
   /// Per-shard traffic, in shard order, and max / mean of bytes in + out
   /// (0 if unknown).
   std::vector<shard_traffic> traffic;

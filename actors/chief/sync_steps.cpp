@@ -68,10 +68,12 @@ public:
   caf::result<step_grant> on_nonfinite(self_ptr self, step_report r) override {
     if (auto err = unless_admitted(self, r, "a non-finite gradient"))
       return err;
-    abort_run(self, "worker:" + std::to_string(r.worker)
-                      + " computed a non-finite gradient at step " + std::to_string(r.step)
-                      + "; a sync step cannot complete without it: training diverged; lower "
-                        "train.learning-rate");
+    abort_run(self,
+              "worker:" + std::to_string(r.worker) + " computed a non-finite gradient at step "
+                + std::to_string(r.step)
+                + "; a sync step cannot complete without it: training diverged; lower "
+                  "train.learning-rate",
+              run_end::diverged);
     return step_grant{0, true};
   }
 

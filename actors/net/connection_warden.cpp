@@ -1,4 +1,6 @@
 #include "actors/net/connection_warden.hpp"
+
+#include "actors/metrics/task_metrics.hpp"
 #include "actors/net/next_symbol.hpp"
 
 #include <algorithm>
@@ -184,12 +186,14 @@ std::string connection_warden_problem() {
 struct connection_warden::impl {
   impl(uint16_t port, warden_limits limits, std::vector<std::string> cluster_hosts,
        std::chrono::milliseconds sweep_interval)
-    : port(port), limits(limits), cluster_hosts(std::move(cluster_hosts)),
+    : port(port), limits(limits), metrics(metrics::connection_metrics::make(std::to_string(port))),
+      cluster_hosts(std::move(cluster_hosts)),
       cluster_addresses(resolve_hosts(this->cluster_hosts)),
       resolved_at(std::chrono::steady_clock::now()), sweep_interval(sweep_interval) {}
 
   uint16_t port;
   warden_limits limits;
+  metrics::connection_metrics metrics;
   // Resolved again now and then: a pod that restarts keeps its name, not its address.
   std::vector<std::string> cluster_hosts;
   std::vector<std::string> cluster_addresses;
@@ -202,6 +206,7 @@ struct connection_warden::impl {
   // Closed since the last log line.
   size_t closed_idle = 0;
   size_t closed_over_limit = 0;
+  size_t closed_at_accept = 0;
   std::vector<std::string> examples;
   std::chrono::steady_clock::time_point last_log{};
 
@@ -227,7 +232,12 @@ struct connection_warden::impl {
       close(i);
     closed_idle += verdict.idle.size();
     closed_over_limit += verdict.over_limit.size();
-    live_connections.store(open.size() - verdict.idle.size() - verdict.over_limit.size());
+    auto at_accept = refused_at_accept.exchange(0);
+    closed_at_accept += at_accept;
+    auto live = open.size() - verdict.idle.size() - verdict.over_limit.size();
+    live_connections.store(live);
+    metrics.open.set(static_cast<double>(live));
+    metrics.refused_strangers.add(verdict.idle.size() + verdict.over_limit.size() + at_accept);
     report();
   }
 
@@ -236,7 +246,7 @@ struct connection_warden::impl {
     auto now = std::chrono::steady_clock::now();
     if (now - last_log < std::chrono::seconds(5))
       return;
-    auto refused = refused_at_accept.exchange(0);
+    auto refused = closed_at_accept;
     if (closed_idle + closed_over_limit + refused == 0)
       return;
     std::string what;
@@ -256,7 +266,7 @@ struct connection_warden::impl {
     if (closed_idle + closed_over_limit > examples.size())
       from += ", ...";
     spdlog::warn("port {}: {}{}", port, what, from.empty() ? "" : " (from " + from + ")");
-    closed_idle = closed_over_limit = 0;
+    closed_idle = closed_over_limit = closed_at_accept = 0;
     examples.clear();
     last_log = now;
   }

@@ -1,6 +1,8 @@
 #include "actors/net/openssl_error_queue.hpp"
 #include "actors/net/next_symbol.hpp"
 
+#include "actors/metrics/task_metrics.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -29,7 +31,11 @@ TROUPE_INTERPOSE int SSL_write(SSL* ssl, const void* buf, int num) {
 TROUPE_INTERPOSE int SSL_accept(SSL* ssl) {
   static auto real = troupe::next_symbol<int (*)(SSL*)>("SSL_accept", "libssl");
   ERR_clear_error();
-  return real(ssl);
+  int ret = real(ssl);
+  // A handshake that failed, not one that waits for more bytes or a peer that left.
+  if (ret <= 0 && SSL_get_error(ssl, ret) == SSL_ERROR_SSL)
+    troupe::metrics::tls_handshake_failures().add();
+  return ret;
 }
 
 TROUPE_INTERPOSE int SSL_connect(SSL* ssl) {

@@ -4,6 +4,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/message.hpp>
 #include <caf/node_id.hpp>
@@ -21,6 +22,15 @@ std::string render_troupe_error(uint8_t code, caf::atom_value, const caf::messag
   return out;
 }
 
+const auto end_category = caf::atom("troupe_end");
+
+std::string render_run_end(uint8_t code, caf::atom_value, const caf::message& ctx) {
+  std::string out = name_of(run_end_of(code));
+  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+    out += ": " + ctx.get_as<std::string>(0);
+  return out;
+}
+
 } // namespace
 
 void register_protocol(caf::actor_system_config& cfg) {
@@ -28,6 +38,21 @@ void register_protocol(caf::actor_system_config& cfg) {
   TROUPE_MESSAGE_TYPES(TROUPE_REGISTER_TYPE)
 #undef TROUPE_REGISTER_TYPE
   cfg.add_error_category(caf::atom("troupe"), render_troupe_error);
+  cfg.add_error_category(end_category, render_run_end);
+}
+
+caf::error end_error(run_end end, const std::string& why) {
+  if (end == run_end::done)
+    return caf::exit_reason::normal;
+  return caf::error{static_cast<uint8_t>(end), end_category, caf::make_message(why)};
+}
+
+run_end end_of(const caf::error& reason) {
+  if (!reason || reason == caf::exit_reason::normal)
+    return run_end::done;
+  if (reason.category() == end_category)
+    return run_end_of(reason.code());
+  return run_end::failed;
 }
 
 caf::error make_error(const failure& f) {
@@ -43,6 +68,8 @@ maybe_failure refusal_of(const caf::error& err) {
 std::string describe(const caf::error& err) {
   if (err.category() == caf::atom("troupe"))
     return render_troupe_error(err.code(), err.category(), err.context());
+  if (err.category() == end_category)
+    return render_run_end(err.code(), err.category(), err.context());
   return caf::to_string(err);
 }
 

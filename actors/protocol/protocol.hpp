@@ -22,6 +22,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/protocol/chief_protocol.hpp"
+#include "actors/protocol/run_end.hpp"
 #include "actors/protocol/shard_protocol.hpp"
 #include "tensor/core/error.hpp"
 
@@ -77,6 +78,13 @@ void register_protocol(caf::actor_system_config& cfg);
 
 /// A caf::error from a failure (category "troupe").
 caf::error make_error(const failure& f);
+
+/// The reason an actor ends with when its part of the run ended as `end`
+/// (done: a normal exit), `why` naming the cause.
+caf::error end_error(run_end end, const std::string& why);
+/// How an actor's part ended, from its exit reason: a normal exit is done,
+/// an end_error its run_end, anything else failed.
+run_end end_of(const caf::error& reason);
 
 /// The peer's refusal carried by an error of category "troupe" (its code
 /// and message); none for an error that is no answer (the peer is gone, the

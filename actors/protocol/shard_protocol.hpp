@@ -81,7 +81,7 @@ using ps_shard_actor =
                    caf::replies_to<fetch_atom, run_id, uint64_t, int32_t>::with<tensor>,
                    // the chief: training is over, quit
                    caf::reacts_to<stop_atom>,
-                   // the chief: the run failed (why), quit with an error
-                   caf::reacts_to<stop_atom, std::string>>;
+                   // the chief: the run ended otherwise (a run_end, why): quit with it
+                   caf::reacts_to<stop_atom, int32_t, std::string>>;
 
 } // namespace troupe

@@ -73,8 +73,8 @@ using worker_actor = caf::typed_actor<
   hello_handler,
   // the chief: training is over, quit
   caf::reacts_to<stop_atom>,
-  // the chief: the run failed (why), quit with an error
-  caf::reacts_to<stop_atom, std::string>,
+  // the chief: the run ended otherwise (a run_end, why): quit with it
+  caf::reacts_to<stop_atom, int32_t, std::string>,
   // its chief, after restoring every shard from a checkpoint: the new run's plan
   caf::reacts_to<plan_atom, training_plan>,
   // its chief, when workers joined or left: read share `rank` of `count`

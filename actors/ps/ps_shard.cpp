@@ -9,6 +9,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/metrics/task_metrics.hpp"
 #include "actors/net/socket.hpp"
 #include "actors/net/ticket_book.hpp"
 #include "actors/ps/shard_endpoint.hpp"
@@ -113,6 +114,7 @@ void reset_state(self_ptr self) {
     self->demonitor(st.chief);
   st.chief = caf::actor_addr{};
   st.chief_lost_since.reset();
+  metrics::readiness(st.label).set(0);
 }
 
 shard_setup setup_of(const shard_options& options) {
@@ -135,6 +137,7 @@ caf::result<caf::ok_atom> on_init(self_ptr self, run_id run, const std::vector<s
   }
   if (auto err = st.service->initialize(run, names, std::move(values), setup_of(options)))
     return make_error(*err);
+  metrics::readiness(st.label).set(1);
   st.token_queue = options.token_queue;
   // The chief that initialised us owns the run: follow it down, obey it only.
   if (auto chief = caf::actor_cast<caf::actor>(self->current_sender())) {
@@ -199,13 +202,15 @@ void on_stop(self_ptr self) {
   self->quit(caf::exit_reason::normal);
 }
 
-void on_abort(self_ptr self, const std::string& why) {
+void on_abort(self_ptr self, int32_t code, const std::string& why) {
   auto& st = self->state;
   if (unless_from_chief(self, "an abort"))
     return;
-  spdlog::error("{}: the chief ended the run after {} update(s): {}", st.label,
-                st.service->version(), why);
-  self->quit(make_error({errc::training_stopped, "the chief ended the run: " + why}));
+  auto end = run_end_of(code);
+  spdlog::log(end == run_end::preempted ? spdlog::level::warn : spdlog::level::err,
+              "{}: the chief ended the run ({}) after {} update(s): {}", st.label, name_of(end),
+              st.service->version(), why);
+  self->quit(end_error(end, "the chief ended the run: " + why));
 }
 
 // -- peers' requests ---------------------------------------------------------------
@@ -342,10 +347,10 @@ void on_exit_message(self_ptr self, caf::exit_msg& msg) {
                           : std::string("an anonymous sender"));
 }
 
-// SIGTERM, relayed by its own process: a shard that no chief initialised
-// has nothing to lose and ends normally; one that holds a run's variables
-// ends with an error, and the run recovers from its latest checkpoint once
-// the task is back.
+// SIGTERM, relayed by its own process: the task is preempted (exit code 6,
+// retryable). A shard that no chief initialised has nothing to lose; one
+// that holds a run's variables takes them along, and the run recovers from
+// its latest checkpoint once the task is back.
 void on_sigterm(self_ptr self) {
   auto& st = self->state;
   auto sender = self->current_sender();
@@ -355,13 +360,13 @@ void on_sigterm(self_ptr self) {
   }
   if (!st.service->initialized()) {
     spdlog::info("{}: stopped by SIGTERM while waiting for its chief; nothing to save", st.label);
-    self->quit(caf::exit_reason::normal);
+    self->quit(end_error(run_end::preempted, "stopped by SIGTERM before its chief came"));
     return;
   }
   spdlog::warn("{}: stopped by SIGTERM after {} update(s) of run {}; its chief recovers the run "
                "from its latest checkpoint once this task is back",
                st.label, st.service->version(), st.service->run());
-  self->quit(make_error({errc::training_stopped, "stopped by SIGTERM"}));
+  self->quit(end_error(run_end::preempted, "stopped by SIGTERM"));
 }
 
 // The chief's port says the chief still reads its data (its lobby) when the
@@ -417,6 +422,7 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
   auto& st = self->state;
   st.config = config;
   st.label = "ps:" + std::to_string(config.index);
+  metrics::readiness(st.label).set(0); // until the chief initialises it
   st.service.emplace(st.label, config.index, config.optimizer);
   if (!config.bulk_host.empty())
     open_bulk_path(self, config);
@@ -449,7 +455,7 @@ ps_shard_impl::behavior_type ps_shard(ps_shard_impl::stateful_pointer<ps_shard_s
     },
     [self](replicas_atom, int32_t required) { on_replicas(self, required); },
     [self](stop_atom) { on_stop(self); },
-    [self](stop_atom, const std::string& why) { on_abort(self, why); },
+    [self](stop_atom, int32_t end, const std::string& why) { on_abort(self, end, why); },
     [self](tick_atom) { on_tick(self); },
     [self](leave_atom) { on_sigterm(self); },
   };

@@ -7,7 +7,7 @@
 namespace troupe {
 
 shard_service::shard_service(std::string label, int32_t index, const optimizer_config& optimizer)
-  : label_(std::move(label)), index_(index), store_(label_, optimizer) {
+  : label_(std::move(label)), index_(index), store_(label_, optimizer), traffic_(index) {
 }
 
 maybe_failure shard_service::initialize(run_id run, const std::vector<std::string>& names,

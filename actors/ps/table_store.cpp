@@ -32,6 +32,7 @@ maybe_failure table_store::configure(const std::vector<table_setup>& setups, int
     t.rows = std::make_unique<embedding_table>(s.table);
     t.rows->set_byte_cap(s.eviction.max_bytes);
     t.version = first_step;
+    t.metrics.emplace(metrics::table_metrics::make(s.table.name, shard));
     if (sync)
       t.sums.emplace(s.table.dim);
     tables_.push_back(std::move(t));
@@ -41,7 +42,22 @@ maybe_failure table_store::configure(const std::vector<table_setup>& setups, int
 
 void table_store::reset() {
   std::unique_lock<std::shared_mutex> exclusive{structure_};
+  for (auto& t : tables_) {
+    t.metrics->rows.set(0);
+    t.metrics->bytes.set(0);
+  }
   tables_.clear();
+}
+
+void table_store::publish(held& t) {
+  auto& m = *t.metrics;
+  m.rows.set(static_cast<double>(t.rows->rows()));
+  m.bytes.set(static_cast<double>(t.rows->bytes()));
+  auto evicted = t.counts.evicted + t.rows->cap_replaced();
+  m.admitted.add(t.counts.admitted - t.published_admitted);
+  m.evicted.add(evicted - t.published_evicted);
+  t.published_admitted = t.counts.admitted;
+  t.published_evicted = evicted;
 }
 
 maybe_failure table_store::check_request(int32_t table, const std::vector<int64_t>& keys) const {
@@ -151,6 +167,7 @@ void table_store::apply_rows(held& t, const int64_t* keys, const uint32_t* count
              && t.version % t.setup.evict_interval == 0;
   if (t.rows->at_cap() || due)
     t.counts.evicted += t.rows->evict(rules, t.version);
+  publish(t);
 }
 
 void table_store::apply(const step_rows& rows) {
@@ -187,6 +204,7 @@ maybe_failure table_store::restore(int32_t table, const std::vector<int64_t>& ke
                    + " hold a value that is not finite");
   for (size_t i = 0; i < keys.size(); ++i)
     t.rows->restore(keys[i], payloads.data() + i * width, {frequencies[i], last_updates[i]});
+  publish(t);
   return std::nullopt;
 }
 

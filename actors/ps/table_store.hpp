@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/metrics/task_metrics.hpp"
 #include "actors/protocol/messages.hpp"
 #include "tensor/core/error.hpp"
 #include "tensor/core/tensor.hpp"
@@ -90,7 +91,11 @@ private:
     std::unordered_map<int64_t, uint32_t> pending; // occurrences of keys not admitted yet
     std::optional<row_accumulator> sums;           // sync: this step's rows
     table_figures counts;
+    std::optional<metrics::table_metrics> metrics; // the process's view of this table here
+    uint64_t published_admitted = 0, published_evicted = 0;
   };
+  /// The table's rows, bytes, admissions and evictions into the metrics.
+  static void publish(held& t);
   maybe_failure check_request(int32_t table, const std::vector<int64_t>& keys) const;
   void apply_rows(held& t, const int64_t* keys, const uint32_t* counts, const float* grads,
                   size_t n);

@@ -8,12 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "actors/metrics/task_metrics.hpp"
 #include "actors/protocol/messages.hpp"
 
 namespace troupe {
 
 class traffic_counter {
 public:
+  /// Counts for shard `shard`, in the process's metrics too.
+  explicit traffic_counter(int32_t shard) : metrics_(metrics::shard_metrics::make(shard)) {}
+
   /// A pull answered with these values (pointers to them) and `keys` rows
   /// of `row_bytes`.
   template <class Values>
@@ -21,34 +25,46 @@ public:
               size_t row_bytes) {
     std::lock_guard<std::mutex> guard{mutex_};
     ++pulls_;
+    uint64_t sent = 0;
     for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
       auto bytes = values[i]->bytes();
-      out_ += bytes;
+      sent += bytes;
       by_variable_[names[i]].bytes_out += bytes;
     }
+    metrics_.pulls.add();
     if (keys > 0) {
       ++row_pulls_;
-      out_ += row_bytes;
+      sent += row_bytes;
       keys_out_ += keys;
+      metrics_.row_pulls.add();
+      metrics_.keys_pulled.add(keys);
     }
+    out_ += sent;
+    metrics_.sent_bytes.add(sent);
   }
 
   /// A push received (applied or not): its gradients and every table's rows.
   void pushed(const step_push& push) {
     std::lock_guard<std::mutex> guard{mutex_};
     ++pushes_;
+    uint64_t received = 0;
     for (size_t i = 0; i < push.names.size() && i < push.gradients.size(); ++i) {
-      in_ += push.gradients[i].bytes();
+      received += push.gradients[i].bytes();
       by_variable_[push.names[i]].bytes_in += push.gradients[i].bytes();
     }
     size_t keys = 0;
     for (auto& rows : push.tables) {
       keys += rows.keys.size();
-      in_ += rows.grads.bytes();
+      received += rows.grads.bytes();
     }
+    in_ += received;
+    metrics_.pushes.add();
+    metrics_.received_bytes.add(received);
     if (keys > 0) {
       ++row_pushes_;
       keys_in_ += keys;
+      metrics_.row_pushes.add();
+      metrics_.keys_pushed.add(keys);
     }
   }
 
@@ -56,6 +72,7 @@ public:
   void repeated_push() {
     std::lock_guard<std::mutex> guard{mutex_};
     ++repeated_pushes_;
+    metrics_.repeated_pushes.add();
   }
 
   /// A push refused because nobody granted its step to the worker it names
@@ -63,6 +80,7 @@ public:
   void unauthorized_push() {
     std::lock_guard<std::mutex> guard{mutex_};
     ++unauthorized_pushes_;
+    metrics_.refused_pushes.add();
   }
 
   /// The reply to the chief's stats request; variables by name.
@@ -87,6 +105,7 @@ public:
   }
 
 private:
+  metrics::shard_metrics metrics_;
   mutable std::mutex mutex_;
   uint64_t pulls_ = 0, pushes_ = 0, in_ = 0, out_ = 0, unauthorized_pushes_ = 0;
   uint64_t row_pulls_ = 0, row_pushes_ = 0, keys_out_ = 0, keys_in_ = 0, repeated_pushes_ = 0;

@@ -84,7 +84,7 @@ void step_pipeline::pull_now(uint64_t run) {
         return;
     for (auto& table : rows_)
       if (auto refused = table.exchange->take_pull(outcomes, *table.batch)) {
-        hooks_.fail("a shard's answer to the pull of embedding rows", *refused);
+        hooks_.fail("a shard's answer to the pull of embedding rows", *refused, run_end::failed);
         return;
       }
     hooks_.compute();
@@ -194,7 +194,7 @@ bool step_pipeline::settle_pull(const slice_router::shard_part& part, part_outco
   auto err = ahead ? buffers_.take_ahead(part, outcome.values)
                    : buffers_.take(part, outcome.values);
   if (err) {
-    hooks_.fail("pull from " + ps_name(part.shard), *err);
+    hooks_.fail("pull from " + ps_name(part.shard), *err, run_end::failed);
     return false;
   }
   exchange_.give_back(part.shard, std::move(outcome.values));

@@ -17,6 +17,7 @@
 #include "actors/exchange/row_exchange.hpp"
 #include "actors/exchange/shard_exchange.hpp"
 #include "actors/protocol/protocol.hpp"
+#include "actors/protocol/run_end.hpp"
 #include "actors/worker/param_buffers.hpp"
 
 namespace troupe {
@@ -29,8 +30,9 @@ struct step_hooks {
   std::function<void()> over;                     ///< the step under way is over
   /// A peer was lost or a request failed: the run must recover.
   std::function<void(const std::string& why, const std::string& error)> recover;
-  /// What the worker cannot go on from (a pull that does not fit the plan).
-  std::function<void(const std::string& why, const failure& error)> fail;
+  /// What the worker cannot go on from (a pull that does not fit the plan,
+  /// data it cannot read: `kind` says which, for its exit code).
+  std::function<void(const std::string& why, const failure& error, run_end kind)> fail;
 };
 
 class step_pipeline {

@@ -18,9 +18,9 @@ namespace troupe {
 
 namespace worker_run {
 
-void fail(self_ptr self, const std::string& what, const caf::error& err) {
+void fail(self_ptr self, const std::string& what, const caf::error& err, run_end kind) {
   spdlog::error("{}: {}: {}; stopping this worker", self->state.label, what, describe(err));
-  self->quit(err);
+  self->quit(end_error(kind, what + ": " + describe(err)));
 }
 
 bool from_chief_or_here(self_ptr self, const caf::strong_actor_ptr& source) {
@@ -39,6 +39,8 @@ using namespace worker_run;
 void setup(self_ptr self, worker_config config, worker_links links) {
   auto& st = self->state;
   st.label = "worker:" + std::to_string(config.index);
+  st.metrics.emplace(metrics::worker_metrics::make(config.index));
+  metrics::readiness(st.label).set(0); // until it holds a plan
   st.config = config;
   st.links = std::move(links);
   auto& data_options = st.data_options;
@@ -108,7 +110,8 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
     },
     [self](rejoin_atom, const std::string& why) {
       if (self->current_sender() && self->current_sender()->node() == self->node())
-        fail(self, "the chief did not come back", make_error({errc::training_stopped, why}));
+        fail(self, "the chief did not come back", make_error({errc::training_stopped, why}),
+             run_end::lost_peer);
     },
     [self](plan_atom, training_plan& plan) { on_restored_plan(self, plan); },
     [self](share_atom, int32_t rank, int32_t count) { on_share(self, rank, count); },
@@ -130,14 +133,16 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
                    self->state.local_step);
       self->quit(caf::exit_reason::normal);
     },
-    [self](stop_atom, const std::string& why) {
+    [self](stop_atom, int32_t code, const std::string& why) {
       if (!from_chief_or_here(self, self->current_sender())) {
         refuse(self->state.label, "an abort", self->current_sender(), "only its chief stops it");
         return;
       }
-      spdlog::error("{}: the chief ended the run after {} local step(s): {}", self->state.label,
-                    self->state.local_step, why);
-      self->quit(make_error({errc::training_stopped, "the chief ended the run: " + why}));
+      auto end = run_end_of(code);
+      spdlog::log(end == run_end::preempted ? spdlog::level::warn : spdlog::level::err,
+                  "{}: the chief ended the run ({}) after {} local step(s): {}", self->state.label,
+                  name_of(end), self->state.local_step, why);
+      self->quit(end_error(end, "the chief ended the run: " + why));
     },
   };
 }

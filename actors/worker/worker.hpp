@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actors/common/progress_meter.hpp"
+#include "actors/metrics/task_metrics.hpp"
 #include "actors/net/bulk_client.hpp"
 #include "actors/net/report_channel.hpp"
 #include "actors/protocol/peer_reconnect.hpp"
@@ -96,6 +97,7 @@ struct worker_state {
   step_lease lease;
   report_batch reports; // train.report-every: finished steps not yet reported
   int64_t local_step = 0;
+  std::optional<metrics::worker_metrics> metrics; // its figures in /metrics
   progress_meter progress{0};
   recovery_wait recovery; // for a new plan; voids what was in flight before
   // Declared last: the step goes first, then the exchange (its thread

@@ -112,6 +112,7 @@ void on_plan(self_ptr self, training_plan& plan) {
   }
   st.step->read_from(st.data.get(), st.links.net.get());
   st.progress.restart();
+  metrics::readiness(st.label).set(1);
   if (own_batches) {
     spdlog::info("{}: ready; its program brings the batches", st.label);
   } else {

@@ -27,7 +27,7 @@ bool can_recover(self_ptr self) {
 void wait_for_recovery(self_ptr self, const std::string& why, const caf::error& err) {
   auto& st = self->state;
   if (!can_recover(self)) {
-    fail(self, why, err);
+    fail(self, why, err, run_end::lost_peer);
     return;
   }
   st.step->drop();
@@ -35,6 +35,8 @@ void wait_for_recovery(self_ptr self, const std::string& why, const caf::error& 
     spdlog::info("{}: while waiting, also {}: {}", st.label, why, describe(err));
     return;
   }
+  st.metrics->recoveries.add();
+  metrics::readiness(st.label).set(0);
   spdlog::warn("{}: {}: {}; waiting up to {} ms for the run to recover (cluster.recovery-timeout)",
                st.label, why, describe(err), st.config.recovery_timeout.count());
   self->delayed_send(self, st.config.recovery_timeout, tick_atom::value);
@@ -45,7 +47,8 @@ bool reconnect_lost_shards(self_ptr self) {
   for (auto shard : st.recovery.take_lost_shards()) {
     auto back = st.links.reconnect.shard(shard, st.config.recovery_timeout);
     if (!back) {
-      fail(self, "ps:" + std::to_string(shard) + " did not come back", back.error());
+      fail(self, "ps:" + std::to_string(shard) + " did not come back", back.error(),
+           run_end::lost_peer);
       return false;
     }
     st.links.shards[static_cast<size_t>(shard)] = *back;
@@ -91,7 +94,8 @@ void on_tick(self_ptr self) {
     fail(self, "the run did not recover",
          make_error({errc::training_stopped, "nothing within "
                                                + std::to_string(st.config.recovery_timeout.count())
-                                               + " ms (cluster.recovery-timeout)"}));
+                                               + " ms (cluster.recovery-timeout)"}),
+         run_end::lost_peer);
 }
 
 void on_down(self_ptr self, const caf::down_msg& msg) {

@@ -16,7 +16,8 @@ namespace troupe::worker_run {
 using self_ptr = worker_impl::stateful_pointer<worker_state>;
 
 /// Logs `what` and ends the worker with `err` (its task exits non-zero).
-void fail(self_ptr self, const std::string& what, const caf::error& err);
+void fail(self_ptr self, const std::string& what, const caf::error& err,
+          run_end kind = run_end::failed);
 
 /// From the chief, or from this process (its SIGTERM relay or a helper).
 bool from_chief_or_here(self_ptr self, const caf::strong_actor_ptr& source);

@@ -70,6 +70,7 @@ void worker_step::drop() {
 // A table model reads its batch before the step's pull: the pull carries
 // the rows of the batch's distinct keys with the values.
 void worker_step::begin(const step_grant& grant) {
+  began_ = std::chrono::steady_clock::now();
   report_.step = grant.step;
   report_.applied = false;
   proof_ = grant.proof;
@@ -79,7 +80,8 @@ void worker_step::begin(const step_grant& grant) {
     if (rows_.size() > 1) { // model::batch_keys names one table's keys
       hooks_.fail("a model that reads its own batches",
                   {errc::invalid_request,
-                   "it looks up one embedding table, not " + std::to_string(rows_.size())});
+                   "it looks up one embedding table, not " + std::to_string(rows_.size())},
+                  run_end::config);
       return;
     }
     if (!read_batch())
@@ -95,13 +97,14 @@ bool worker_step::take_program_keys() {
     net_->next_batch_keys(row_pointers_);
   } catch (const std::exception& e) {
     hooks_.fail("its program gave no keys for step " + std::to_string(report_.step),
-                failure{errc::invalid_request, e.what()});
+                failure{errc::invalid_request, e.what()}, run_end::bad_data);
     return false;
   }
   return true;
 }
 
 void worker_step::pulled() {
+  pulled_ = std::chrono::steady_clock::now();
   pipeline_.before_compute(report_.run);
   if (rows_.empty() && data_ && !read_batch())
     return;
@@ -117,7 +120,7 @@ bool worker_step::read_batch() {
     data_->next_batch(batch_);
   } catch (const std::exception& e) {
     hooks_.fail("reading its data failed at step " + std::to_string(report_.step),
-                failure{errc::invalid_request, e.what()});
+                failure{errc::invalid_request, e.what()}, run_end::bad_data);
     return false;
   }
   auto position = data_->position();
@@ -133,7 +136,13 @@ bool worker_step::read_batch() {
   return true;
 }
 
+worker_step::durations worker_step::took(std::chrono::steady_clock::time_point end) const {
+  auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  return {seconds(end - began_), seconds(pulled_ - began_), seconds(end - computed_)};
+}
+
 void worker_step::computed(const batch_stats& stats) {
+  computed_ = std::chrono::steady_clock::now();
   report_.loss = stats.loss;
   report_.correct = stats.correct;
   report_.examples = stats.examples;

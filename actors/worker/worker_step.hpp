@@ -11,6 +11,7 @@
 // not know: the leases, the sending of reports, recovery. The worker actor
 // drives it; a caller outside CAF can too (its shard_exchange takes any
 // message path, or bulk links alone).
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -82,6 +83,13 @@ public:
   /// A report that asks for a step (a worker's first, after a new plan).
   step_report ask() const;
 
+  /// How long the step under way took, until `end` (its answers): in all,
+  /// waiting for its pull, and from its push to the end.
+  struct durations {
+    double step_seconds = 0, pull_seconds = 0, push_seconds = 0;
+  };
+  durations took(std::chrono::steady_clock::time_point end) const;
+
   /// A pull-ahead job is under way (or done and not yet collected).
   bool flushable() const noexcept { return pipeline_.flushable(); }
   /// No step is granted: the pull-ahead job is collected, then over.
@@ -122,6 +130,7 @@ private:
   batch batch_;
   step_report report_;
   uint64_t proof_ = 0; // the grant's, shown with the step's pushes
+  std::chrono::steady_clock::time_point began_, pulled_, computed_;
 };
 
 } // namespace troupe

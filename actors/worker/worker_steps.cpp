@@ -54,8 +54,16 @@ void compute(self_ptr self) {
 // A step's pushes are all answered: count it, then report it.
 void count_and_report(self_ptr self, const step_report& report) {
   auto& st = self->state;
+  auto took = st.step->took(std::chrono::steady_clock::now());
+  st.metrics->step_seconds.observe(took.step_seconds);
+  st.metrics->pull_seconds.observe(took.pull_seconds);
+  st.metrics->push_seconds.observe(took.push_seconds);
+  if (!report.applied)
+    st.metrics->refused_steps.add();
   if (report.applied) {
     ++st.local_step;
+    st.metrics->steps.add();
+    st.metrics->examples.add(report.examples);
     st.progress.add_step(report.loss, report.correct, report.examples);
     // A declared model's program reads no data of the worker's: no accuracy to show.
     if (auto line = st.progress.take_line(st.local_step); line && !st.links.train)
@@ -130,8 +138,8 @@ step_hooks hooks_of(self_ptr self) {
   hooks.recover = [self](const std::string& why, const std::string& error) {
     wait_for_recovery(self, why, caf::make_error(caf::sec::runtime_error, error));
   };
-  hooks.fail = [self](const std::string& why, const failure& error) {
-    fail(self, why, make_error(error));
+  hooks.fail = [self](const std::string& why, const failure& error, run_end kind) {
+    fail(self, why, make_error(error), kind);
   };
   return hooks;
 }

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/chief/checkpoint_source.hpp"
+#include "apps/node/process.hpp"
 #include "tensor/checkpoint/checkpoint.hpp"
 #include "tensor/export/model_export.hpp"
 #include "tensor/export/model_score.hpp"
@@ -20,9 +21,6 @@
 namespace troupe {
 
 namespace {
-
-constexpr int exit_ok = 0; // as troupe-node's
-constexpr int exit_failure = 1;
 
 class checkpoint_follower {
 public:
@@ -163,7 +161,7 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
                "{} examples",
                setup.cluster.chief[0].to_string(), setup.train.last_step, test.size());
   if (!chief.follow(setup.runtime.connect_timeout))
-    return exit_failure;
+    return node::exit_lost_peer;
   std::unique_ptr<event_file> events;
   int64_t evaluated = -1;
   auto last_news = std::chrono::steady_clock::now();
@@ -173,7 +171,7 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
       spdlog::warn("evaluator: lost the chief ({}); looking for it again",
                    describe(listing.error()));
       if (!chief.follow(setup.runtime.recovery_timeout))
-        return exit_failure;
+        return node::exit_lost_peer;
       continue;
     }
     if (listing->step > evaluated) {
@@ -187,20 +185,20 @@ int run_evaluator(caf::actor_system& sys, const node_setup& setup, uint64_t mode
         // copy must not answer the next question).
         spdlog::info("evaluator: skipping checkpoint {}: {}", listing->step, e.what());
         if (!chief.follow(setup.runtime.recovery_timeout))
-          return exit_failure;
+          return node::exit_lost_peer;
       }
       continue;
     }
     if (listing->final) {
       spdlog::info("evaluator: the run is over; evaluated up to step {}; done", evaluated);
-      return exit_ok;
+      return node::exit_ok;
     }
     if (std::chrono::steady_clock::now() - last_news > idle_limit) {
       spdlog::error(
         "evaluator: no new checkpoint from the chief for {} s (checkpoint.save-interval "
         "+ cluster.recovery-timeout); did training stop?",
         std::chrono::duration_cast<std::chrono::seconds>(idle_limit).count());
-      return exit_failure;
+      return node::exit_lost_peer;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }

@@ -245,7 +245,7 @@ caf::error wait_for(caf::actor_system& sys, const caf::actor& actor) {
 }
 
 int exit_code_of(const caf::error& reason) {
-  return !reason || reason == caf::exit_reason::normal ? exit_ok : exit_failure;
+  return exit_code(end_of(reason));
 }
 
 // CAF's shutdown waits for every actor, and a connect to a peer that accepts

@@ -13,13 +13,22 @@
 #include <caf/message.hpp>
 
 #include "actors/net/connection_warden.hpp"
+#include "actors/protocol/run_end.hpp"
 #include "config/node/node_config.hpp"
 
 namespace troupe::node {
 
-constexpr int exit_ok = 0;
-constexpr int exit_failure = 1;
-constexpr int exit_config = 2;
+// The exit codes: run_end's values (actors/protocol/run_end.hpp), the one
+// table in docs/operations.md#exit-codes.
+constexpr int exit_code(run_end end) {
+  return static_cast<int>(end);
+}
+constexpr int exit_ok = exit_code(run_end::done);
+constexpr int exit_failure = exit_code(run_end::failed);
+constexpr int exit_config = exit_code(run_end::config);
+constexpr int exit_bad_data = exit_code(run_end::bad_data);
+constexpr int exit_lost_peer = exit_code(run_end::lost_peer);
+constexpr int exit_preempted = exit_code(run_end::preempted);
 
 /// Log lines go to stderr as "[time] [who] [level] message".
 void setup_logging(const std::string& who);

@@ -17,7 +17,7 @@ int finish_run(const node_setup& setup, training_result& result, const std::stri
   result.data_json = data_summary;
   export_model(setup, result);
   print_final(result);
-  return result.ok || result.preempted ? exit_ok : exit_failure;
+  return exit_code(result.ended());
 }
 
 // The evaluators following this chief's checkpoints get the last one before
@@ -40,7 +40,8 @@ void release_followers(caf::actor_system& sys, const node_setup& setup,
   }
 }
 
-// Preempted while it waited for the ps tasks: nothing to save, nothing to stop.
+// Preempted while it waited for the ps tasks: nothing to save, nothing to
+// stop; a retryable exit (the job is not done).
 int preempted_before_start() {
   training_result preempted;
   preempted.preempted = true;
@@ -48,7 +49,7 @@ int preempted_before_start() {
                     "start the job again";
   spdlog::warn("chief: {}", preempted.error);
   print_final(preempted);
-  return exit_ok;
+  return exit_preempted;
 }
 
 // A set too large to keep costs a read of its files at each evaluation:
@@ -129,7 +130,7 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
     return exit_failure;
   std::vector<ps_shard_actor> shards;
   if (!connect_shards(sys, setup, shards))
-    return sigterm_arrived() ? preempted_before_start() : exit_failure;
+    return sigterm_arrived() ? preempted_before_start() : exit_lost_peer;
   auto summary = announce_data(setup);
   std::shared_ptr<const evaluation_set> test; // none for a declared model: its program evaluates
   if (setup.data) {
@@ -175,18 +176,18 @@ int run_worker(caf::actor_system& sys, const node_setup& setup, const bulk_path&
     spdlog::error("train.model = declared: a worker's model is declared by its program (the "
                   "troupe Python package: troupe.torch.worker); troupe-node cannot run such a "
                   "worker");
-    return exit_failure;
+    return exit_config;
   }
   auto chief = connect_to_chief(sys, setup, setup.runtime.connect_timeout);
   if (!chief) {
     if (sigterm_arrived())
       return stopped_early();
     spdlog::error("{}", describe(chief.error()));
-    return exit_failure;
+    return exit_lost_peer;
   }
   std::vector<ps_shard_actor> shards;
   if (!connect_shards(sys, setup, shards))
-    return sigterm_arrived() ? stopped_early() : exit_failure;
+    return sigterm_arrived() ? stopped_early() : exit_lost_peer;
   // Not published: nobody connects to a worker; the chief reaches it over the
   // connection the worker opened (its ready request).
   auto w = spawn_worker(sys, setup.task, static_cast<int32_t>(setup.cluster.worker.size()),

@@ -130,6 +130,45 @@ void check_max_connections(const node_config& cfg, node_setup& setup,
   setup.max_connections = static_cast<size_t>(value);
 }
 
+// The derived port keeps a fixed distance from the cluster port, so that
+// an operator finds it (docs/operations.md#metrics) and a local cluster's
+// tasks, on neighbouring ports, get neighbouring metrics ports.
+void check_metrics(const node_config& cfg, node_setup& setup, std::vector<std::string>& errors) {
+  constexpr int64_t offset = 10000;
+  auto port = cfg.metrics_port;
+  if (port < -1 || port > 65535) {
+    errors.push_back("metrics.port = " + std::to_string(port)
+                     + " is out of range; use -1 (the task's port + 10000), 0 (none) or 1-65535");
+    return;
+  }
+  bool has_address = !setup.whole_cluster && setup.job != job_kind::evaluator;
+  const host_port* own = nullptr;
+  if (has_address) {
+    auto& tasks = setup.cluster.tasks(setup.job);
+    if (setup.task < 0 || static_cast<size_t>(setup.task) >= tasks.size())
+      return; // reported by check_cluster
+    own = &tasks[static_cast<size_t>(setup.task)];
+  }
+  if (port == 0 || (port == -1 && !own))
+    return;
+  if (port == -1)
+    port = own->port + offset <= 65535 ? own->port + offset : own->port - offset;
+  host_port at{cfg.metrics_address.empty() ? (own ? own->host : std::string("127.0.0.1"))
+                                           : cfg.metrics_address,
+               static_cast<uint16_t>(port)};
+  for (auto job : {job_kind::chief, job_kind::ps, job_kind::worker})
+    for (auto& task : setup.cluster.tasks(job))
+      if (task.port == at.port && (task.host == at.host || !own || &task == own)) {
+        errors.push_back("metrics.port = " + std::to_string(port) + " is the cluster port of "
+                         + task.to_string()
+                         + "; the metrics port must differ from the training ports: set "
+                           "metrics.port to a free port, or -1 for the task's port + 10000");
+        return;
+      }
+  setup.metrics = at;
+  setup.metrics_tls = setup.tls && !cfg.metrics_plain;
+}
+
 // Plain TCP between hosts lets anyone who reaches a port act as a task
 // (docs/operations.md#security): a cluster that spans hosts runs under
 // mutual TLS, or says in its config that its network is trusted.

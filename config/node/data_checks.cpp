@@ -53,6 +53,7 @@ void catalog_for_node(const node_config& cfg, node_setup& setup, std::vector<std
       why += "; install Debian's dataset-fashion-mnist package, point train.data-dir at a "
              "directory with the four MNIST-format .gz files, or name your files in [data]";
     errors.push_back(std::string("data: ") + why);
+    setup.data_unreadable = true;
     return;
   }
   auto& data = *setup.data->train;

@@ -13,7 +13,7 @@ namespace troupe {
 namespace {
 
 // The sections --help lists; CAF's own keys are documented in docs/config.md.
-const std::set<std::string> troupe_categories{"cluster", "train", "model"};
+const std::set<std::string> troupe_categories{"cluster", "train", "model", "metrics"};
 
 } // namespace
 
@@ -42,8 +42,10 @@ std::string help_text(const node_config& cfg) {
         << ")\n      " << opt.description() << "\n";
   }
   out << "\nCAF settings used: middleman.heartbeat-interval (default here 1s),\n"
-         "middleman.connection-timeout (default here 10s). Exit codes: 0 done, 1 runtime\n"
-         "failure, 2 configuration error. See docs/config.md.\n";
+         "middleman.connection-timeout (default here 10s). See docs/config.md.\n"
+         "Exit codes (docs/operations.md#exit-codes): 0 done, 1 failed (retryable),\n"
+         "2 configuration, 3 data, 4 diverged (permanent), 5 lost peer, 6 preempted\n"
+         "(retryable).\n";
   return out.str();
 }
 
@@ -80,7 +82,7 @@ std::string dump_config(const node_config& cfg, const node_setup& s) {
       << (s.sources.count("job_name") ? " (from " + s.sources.at("job_name") + ")" : "") << "\n"
       << "; each key set anywhere but by default says where above it\n";
   // Every Troupe key with the value in force, so the dump is a valid config.
-  for (auto category : {"cluster", "train", "model", "data", "checkpoint"}) {
+  for (auto category : {"cluster", "train", "model", "data", "checkpoint", "metrics"}) {
     out << "\n[" << category << "]\n";
     for (auto& opt : cfg.options())
       if (ini::str(opt.category()) == category)

@@ -25,6 +25,7 @@ using load_steps::catalog_for_node;
 using load_steps::check_cluster;
 using load_steps::check_data_size;
 using load_steps::check_max_connections;
+using load_steps::check_metrics;
 using load_steps::check_plain_exposure;
 
 namespace {
@@ -418,6 +419,7 @@ void settle_settings(node_config& cfg, node_setup& setup, std::vector<std::strin
   check_data_size(setup, errors);
   setup.tls = check_tls(cfg, setup, errors);
   check_plain_exposure(cfg, setup, errors);
+  check_metrics(cfg, setup, errors);
   if (errors.empty())
     check_restore(cfg, setup, errors);
 }

@@ -19,6 +19,9 @@ bool apply_tf_config(node_config& cfg, const std::string& text, node_setup& setu
 /// and tools; bounded so that strangers cannot exhaust the descriptors.
 void check_max_connections(const node_config& cfg, node_setup& setup,
                            std::vector<std::string>& errors);
+/// Where the task serves its metrics and probes (metrics.*): never on a
+/// cluster port.
+void check_metrics(const node_config& cfg, node_setup& setup, std::vector<std::string>& errors);
 /// A cluster that spans hosts runs under mutual TLS, or says in its config
 /// that its network is trusted (cluster.allow-plain).
 void check_plain_exposure(const node_config& cfg, const node_setup& setup,

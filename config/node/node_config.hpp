@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ public:
   int64_t max_workers = 0;                 // cluster: 0 = only the listed workers
   bool bulk_path = true;                   // cluster
   bool allow_plain = false;                // cluster: plain TCP between hosts
+  int64_t metrics_port = -1;               // metrics: -1 = the task's port + 10000, 0 = off
+  std::string metrics_address;             // metrics: empty = the task's host
+  bool metrics_plain = false;              // metrics: plain HTTP although [openssl] is set
   std::string replicas_to_aggregate = "0"; ///< a count, or "all"
   // [data] values written as text, and [model] values the data may supply
   std::string csv_delimiter = ",";
@@ -92,6 +96,7 @@ private:
   void add_data_options();
   void add_data_reading_options();
   void add_embedding_options();
+  void add_metrics_options();
 };
 
 /// What the node will do, once the configuration checked out.
@@ -105,6 +110,10 @@ struct node_setup {
   bool tls = false; ///< [openssl] configured: every connection is mutual TLS
   /// Connections a listening task holds at most (cluster.max-connections).
   size_t max_connections = 0;
+  /// Where the task serves /metrics, /healthz and /readyz (none: off), and
+  /// whether under the cluster's mutual TLS.
+  std::optional<host_port> metrics;
+  bool metrics_tls = false;
   /// --restore: auto, never or a checkpoint directory (the chief's).
   restore_request restore;
   /// The checkpoint the chief starts from (null: from the seed), and what
@@ -116,6 +125,8 @@ struct node_setup {
   runtime_settings runtime;
   /// The data as catalogued at start (tasks that read data; null on ps).
   std::shared_ptr<const data_catalog> data;
+  /// The data could not be read or parsed (the task exits bad_data, not config).
+  bool data_unreadable = false;
   /// Where a key's value came from, by "section.key" (and "job_name",
   /// "task_index"): "TF_CONFIG", "the command line" or the config file's
   /// path; absent: the default. --dump-config prints it.

@@ -30,6 +30,7 @@ node_config::node_config()
   add_data_options();
   add_data_reading_options();
   add_embedding_options();
+  add_metrics_options();
 }
 
 void node_config::add_global_options() {
@@ -73,6 +74,20 @@ void node_config::add_cluster_options() {
          "run without TLS although the cluster's addresses are not all loopback: anyone who "
          "reaches its ports can join, read and change the model (docs/operations.md#security); "
          "without it such a cluster must configure [openssl]");
+}
+
+void node_config::add_metrics_options() {
+  opt_group{custom_options_, "metrics"}
+    .add(metrics_port, "port",
+         "the HTTP port of /metrics, /healthz and /readyz: -1 (default) the task's cluster port "
+         "+ 10000 (- 10000 above 55535; none for the evaluator and a whole cluster in one "
+         "process), 0 none, or a port (docs/operations.md#metrics)")
+    .add(metrics_address, "address",
+         "the address the metrics port binds to (default: the task's host in the cluster; "
+         "0.0.0.0 for every interface, as a pod's probes need)")
+    .add(metrics_plain, "plain",
+         "serve plain HTTP although [openssl] is set (default: mutual TLS with the cluster's "
+         "certificates, as on the cluster ports)");
 }
 
 void node_config::add_train_options() {

@@ -133,7 +133,8 @@ expect "F:   the chief says there is nothing to train" grep -q "nothing to train
 expect "F:   and the workers were stopped by it" grep -q "stopped by the chief" "$tmp/e-w0.log"
 
 # G (issue 25): SIGTERM to a chief whose ps tasks are not up yet ended only
-# by SIGKILL; now it exits 0 at once, saying so.
+# by SIGKILL; now it exits at once, saying so, with 6 (preempted: a
+# scheduler starts it again; issue 54).
 config g 1 1000 async # (its ps task never starts)
 sed -i 's/^connect-timeout = .*/connect-timeout = 120s/' "$tmp/g.conf"
 start_task g-chief "$tmp/g.conf" chief 0
@@ -141,19 +142,19 @@ sleep 3
 kill -TERM "${pid[g-chief]}"; term_at=$SECONDS
 wait_exit "${pid[g-chief]}" 20
 # (bounds with room for a loaded machine: ctest runs two tests at once)
-expect "G: SIGTERM to a chief still connecting: it exits 0 (got $rc) within 10 s ($((SECONDS - term_at)) s; it used to take SIGKILL)" \
-  bash -c "[ '$rc' = 0 ] && [ $((SECONDS - term_at)) -le 10 ]"
+expect "G: SIGTERM to a chief still connecting: it exits 6 (got $rc) within 10 s ($((SECONDS - term_at)) s; it used to take SIGKILL)" \
+  bash -c "[ '$rc' = 6 ] && [ $((SECONDS - term_at)) -le 10 ]"
 expect "G:   saying what it was waiting for" \
   grep -q '"preempted":true.*stopped by SIGTERM while waiting for the ps tasks; nothing had started' "$tmp/g-chief.log"
 
 # G2 (issue 52): SIGTERM to a ps task waiting for its chief ended it with 143
-# and no line; now it says so and exits 0 (nothing was lost).
+# and no line; now it says so and exits 6 (preempted; nothing was lost).
 start_task g-ps0 "$tmp/g.conf" ps 0
 sleep 3
 kill -TERM "${pid[g-ps0]}"; term_at=$SECONDS
 wait_exit "${pid[g-ps0]}" 20
-expect "G2: SIGTERM to a ps waiting for its chief: it exits 0 (got $rc) within 10 s" \
-  bash -c "[ '$rc' = 0 ] && [ $((SECONDS - term_at)) -le 10 ]"
+expect "G2: SIGTERM to a ps waiting for its chief: it exits 6 (got $rc) within 10 s" \
+  bash -c "[ '$rc' = 6 ] && [ $((SECONDS - term_at)) -le 10 ]"
 expect "G2:   saying so" grep -q "stopped by SIGTERM while waiting for its chief; nothing to save" \
   "$tmp/g-ps0.log"
 
@@ -167,11 +168,11 @@ kill -9 "${pid[h-ps1]}"
 wait_for_line "$tmp/h-chief.log" "lost ps:1" 20
 kill -TERM "${pid[h-chief]}"; term_at=$SECONDS
 wait_exit "${pid[h-chief]}" 30; h_rc=$rc
-expect "H: SIGTERM while waiting for a lost ps: the chief exits 0 (got $h_rc) in $((SECONDS - term_at)) s" \
-  bash -c "[ '$h_rc' = 0 ] && [ $((SECONDS - term_at)) -le 20 ]"
+expect "H: SIGTERM while waiting for a lost ps: the chief exits 6 (got $h_rc) in $((SECONDS - term_at)) s" \
+  bash -c "[ '$h_rc' = 6 ] && [ $((SECONDS - term_at)) -le 20 ]"
 expect "H:   saying so, and where a restart continues" \
   grep -q '"preempted":true.*stopped by SIGTERM while waiting for lost ps:1 (lost at step [0-9]*); checkpoint saved at step [0-9]*' "$tmp/h-chief.log"
-wait_tasks 30 h-ps0 h-w0 h-w1; others=$?
-expect "H:   and the other tasks exit 0 ($exits)" test "$others" = 0
+wait_tasks 30 h-ps0 h-w0 h-w1
+expect "H:   and the other tasks exit 6 too ($exits)" test "$exits" = "h-ps0:6 h-w0:6 h-w1:6"
 
 finish 5

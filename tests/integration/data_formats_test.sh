@@ -7,7 +7,7 @@
 #      own two files, the CNN learns them, the chief evaluates while training,
 #      the data's description lands in the log directory.
 #   C  iris, whose labels are names: mapped to classes, printed and reported.
-#   D  bad data: a bad row names its file and line (exit 2); with
+#   D  bad data: a bad row names its file and line (exit 3, bad_data); with
 #      data.bad-records = skip it is counted per file in the final line.
 #   E  a model that does not fit the data: exit 2 naming both shapes.
 #   F  regression (diabetes, a real target in a CSV column): mean squared
@@ -92,7 +92,7 @@ sed -i '7s/^[^,]*,/oops,/' bad-train.csv
 echo "1.0,2.0,3.0" >>bad-train.csv
 sed -e 's|sk/iris-train.csv|bad-train.csv|' iris.conf >bad.conf
 timeout 60 "$bin" --config-file=bad.conf >bad.out 2>bad.err; rc=$?
-expect "a bad row: exit 2" test "$rc" = 2
+expect "a bad row: exit 3 (bad_data)" test "$rc" = 3
 expect "a bad row is named by file, line and column" \
   grep -q "bad-train.csv line 7, column 'sepal_length' (0): 'oops' is not a number" bad.err
 printf 'bad-records = "skip"\n' >>bad.conf

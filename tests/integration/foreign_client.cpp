@@ -183,7 +183,7 @@ void tell_both(caf::scoped_actor& self, const ps_shard_actor& shard, const chief
                const step_report& fake) {
   self->send(shard, replicas_atom::value, int32_t{1});
   self->send(shard, stop_atom::value);
-  self->send(shard, stop_atom::value, std::string("forged abort"));
+  self->send(shard, stop_atom::value, int32_t{1}, std::string("forged abort"));
   std::printf("sent: replicas, stop and abort to the shard\n");
   self->send(chief, step_done_atom::value,
              step_summary{999999, 0, 0, 0, 0, 0, 0, {}, {}, {}, {}, {}});

@@ -71,6 +71,8 @@ run() {
 declare -A rcs accuracy
 all_zero() { local tok; [ -n "${accuracy[$1]}" ] || return 1
   for tok in ${rcs[$1]}; do [ "${tok##*:}" = 0 ] || return 1; done; }
+all_exit() { local tok; [ -n "$2" ] || return 1  # CODE "NAME:CODE ...": each exited CODE
+  for tok in $2; do [ "${tok##*:}" = "$1" ] || return 1; done; }
 # Lost state shows as a lower accuracy; async runs differ by about a point
 # either way (arrival order), so a recovered run may not fall more than 1
 # point below the undisturbed one, and may not rise more than 3 above it.
@@ -107,7 +109,7 @@ for case in "async ps:1" "async chief:0" "async worker:0" "async chief:0 save" "
 done
 
 # SIGTERM to the chief (a preemption): a checkpoint, then every task exits
-# 0; starting the job again finishes it.
+# 6 (preempted: retryable); starting the job again finishes it.
 for mode in async sync; do
   name="$mode-sigterm"
   config "$name" "$mode"
@@ -115,7 +117,7 @@ for mode in async sync; do
   wait_for_line "$tmp/$name-chief:0.log" "global_step=800/" 120
   kill -TERM "${pid[chief:0]}"
   wait_tasks 240 $(tasks "$mode"); rcs[$name]=$exits; accuracy[$name]=0
-  expect "$name: every task exits 0 (${rcs[$name]})" all_zero "$name"
+  expect "$name: every task exits 6, preempted (${rcs[$name]})" all_exit 6 "${rcs[$name]}"
   expect "$name:   the final line says preempted, with the checkpoint it saved" \
     grep -q '"preempted":true,"error":"stopped by SIGTERM at step [0-9]*; checkpoint saved at step' "$tmp/$name-chief:0.log"
   for t in $(tasks "$mode"); do start "$name" "$t" "$t-again"; done

@@ -32,19 +32,22 @@ tensor/export        $tensor_base tensor/plan tensor/checkpoint
 tensor/summary       tensor/core
 gpu                  $tensor_base
 config/settings      $tensor_base tensor/plan gpu
-actors/net           tensor/core
+actors/metrics
+actors/net           tensor/core actors/metrics
 actors/protocol      $tensor_base tensor/plan actors/net
 actors/common        $tensor_base
-actors/ps            $tensor_base tensor/checkpoint actors/net actors/protocol actors/common
+actors/ps            $tensor_base tensor/checkpoint actors/metrics actors/net actors/protocol actors/common
 actors/token_queue   $tensor_base actors/protocol actors/common
 actors/exchange      $tensor_base actors/net actors/protocol actors/common
-actors/worker        $tensor_base tensor/plan actors/net actors/protocol actors/common actors/exchange
+actors/worker        $tensor_base tensor/plan actors/metrics actors/net actors/protocol actors/common \
+                     actors/exchange
 actors/chief         $tensor_base tensor/plan tensor/checkpoint tensor/summary config/settings \
-                     actors/net actors/protocol actors/common actors/exchange actors/token_queue
+                     actors/metrics actors/net actors/protocol actors/common actors/exchange \
+                     actors/token_queue
 actors               $tensor_base tensor/plan tensor/checkpoint tensor/summary gpu config/settings
 config/node          $tensor_base tensor/plan tensor/checkpoint gpu config/settings
 TABLE
-caf_free="tensor gpu config/settings actors/net"
+caf_free="tensor gpu config/settings actors/metrics actors/net"
 
 # The files of FOLDER that no deeper folder of the table owns (actors/ itself
 # holds the library API; its subfolders have rows of their own).

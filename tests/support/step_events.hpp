@@ -24,7 +24,9 @@ struct step_events {
     h.recover = [this](const std::string& why, const std::string&) {
       events.push_back("recover: " + why);
     };
-    h.fail = [this](const std::string& why, const failure&) { events.push_back("fail: " + why); };
+    h.fail = [this](const std::string& why, const failure&, run_end) {
+      events.push_back("fail: " + why);
+    };
     return h;
   }
 };

@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(a_worker_that_reports_steps_it_never_pushed_is_dropped_and_
         };
         (*lie)(-1);
       });
-    return {[=](stop_atom, const std::string& why) { *told = why; }, [](hello_atom) {}};
+    return {[=](stop_atom, int32_t, const std::string& why) { *told = why; }, [](hello_atom) {}};
   });
   sched.run();
   spawn_worker(sys, 0, 2, settings, runtime_settings{}, chief, {shard}, data.train,
@@ -226,7 +226,7 @@ BOOST_AUTO_TEST_CASE(a_worker_that_holds_its_steps_loses_them_and_the_run_goes_o
           self->request(chief, caf::infinite, report_atom::value, step_report{plan.run, 1, -1})
             .then([=](const step_grant& g) { held->push_back(g.step); }, [](caf::error&) {});
       });
-    return {[](stop_atom) {}, [](stop_atom, const std::string&) {}};
+    return {[](stop_atom) {}, [](stop_atom, int32_t, const std::string&) {}};
   });
   sched.run();
   spawn_worker(sys, 0, 2, settings, runtime, chief, {shard}, data.train, spawn_mode::cooperative);

@@ -513,6 +513,34 @@ BOOST_AUTO_TEST_CASE(max_connections_follows_the_cluster) {
   BOOST_TEST(set.setup.max_connections == 500u);
 }
 
+// Each task's metrics port is its cluster port + 10000, on its host, unless
+// the file names one; never a cluster port.
+BOOST_AUTO_TEST_CASE(metrics_ports_derive_from_the_task_or_are_named) {
+  auto worker = load(base(), {"--job_name=worker", "--task_index=1"});
+  BOOST_REQUIRE(worker.errors.empty());
+  BOOST_REQUIRE(worker.setup.metrics.has_value());
+  BOOST_TEST(worker.setup.metrics->to_string() == "127.0.0.1:17102");
+  auto ps = load(base(), {"--job_name=ps", "--task_index=0"});
+  BOOST_TEST(ps.setup.metrics->to_string() == "127.0.0.1:17001");
+  auto high = load(base({{"cluster.ps", "[\"127.0.0.1:60001\"]"}}), {"--job_name=ps"});
+  BOOST_REQUIRE(high.errors.empty());
+  BOOST_TEST(high.setup.metrics->port == 50001); // 60001 + 10000 passes 65535
+  auto named = load(base() + "[metrics]\nport = 9400\naddress = \"0.0.0.0\"\n", worker0);
+  BOOST_TEST(named.setup.metrics->to_string() == "0.0.0.0:9400");
+  auto off = load(base(), {"--job_name=worker", "--metrics.port=0"});
+  BOOST_TEST(!off.setup.metrics.has_value());
+  BOOST_TEST(!off.setup.metrics_tls);
+  // One process, every task: no cluster port to derive from.
+  auto whole = load(base(), {});
+  BOOST_REQUIRE(whole.errors.empty());
+  BOOST_TEST(!whole.setup.metrics.has_value());
+  expect_error(load(base(), {"--job_name=worker", "--metrics.port=7001"}),
+               {"metrics.port = 7001 is the cluster port of 127.0.0.1:7001"});
+  expect_error(load(base(), {"--job_name=worker", "--metrics.port=70000"}),
+               {"metrics.port = 70000 is out of range"});
+  expect_error(load(base(), {"--job_name=worker", "--metrics.port=-2"}), {"metrics.port = -2"});
+}
+
 BOOST_AUTO_TEST_CASE(missing_data_directory_is_named) {
   expect_error(load(base({{"train.data-dir", "\"/nonexistent/fmnist\""}}), worker0),
                {"train.data-dir", "/nonexistent/fmnist", "dataset-fashion-mnist"});
