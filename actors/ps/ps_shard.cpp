@@ -320,7 +320,7 @@ void on_chief_down(self_ptr self, const caf::down_msg& msg) {
   if (st.config.recovery_timeout.count() == 0) {
     spdlog::error("{}: lost the chief ({}); shutting down: the run cannot go on without it",
                   st.label, self->system().render(msg.reason));
-    self->quit(msg.reason);
+    self->quit(end_error(run_end::lost_peer, "lost the chief"));
     return;
   }
   spdlog::warn("{}: lost the chief ({}) after {} update(s); keeping the variables and waiting "
@@ -399,7 +399,7 @@ void on_tick(self_ptr self) {
     }
     spdlog::error("{}: no new chief within {} ms (cluster.recovery-timeout); shutting down",
                   st.label, st.config.recovery_timeout.count());
-    self->quit(make_error({errc::training_stopped, "no new chief came"}));
+    self->quit(end_error(run_end::lost_peer, "no new chief came within cluster.recovery-timeout"));
     return;
   }
   if (st.service->initialized()
@@ -412,7 +412,7 @@ void on_tick(self_ptr self) {
   spdlog::error("{}: no chief initialised this shard in time (cluster.connect-timeout){}; is the "
                 "chief running, and does it list this address?",
                 st.label, port);
-  self->quit(make_error({errc::not_initialized, "no chief came"}));
+  self->quit(end_error(run_end::lost_peer, "no chief came within cluster.connect-timeout"));
 }
 
 } // namespace

@@ -20,7 +20,8 @@ namespace worker_run {
 
 void fail(self_ptr self, const std::string& what, const caf::error& err, run_end kind) {
   spdlog::error("{}: {}: {}; stopping this worker", self->state.label, what, describe(err));
-  self->quit(end_error(kind, what + ": " + describe(err)));
+  // A failure no end names keeps its error (a library user can read its code).
+  self->quit(kind == run_end::failed ? err : end_error(kind, what + ": " + describe(err)));
 }
 
 bool from_chief_or_here(self_ptr self, const caf::strong_actor_ptr& source) {

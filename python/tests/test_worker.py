@@ -268,7 +268,7 @@ def test_sigterm_makes_a_python_worker_leave_cleanly(tmp_path):
 def test_an_unreachable_cluster_ends_the_worker_within_its_deadline(tmp_path):
     conf = cluster_config(tmp_path)  # nothing started
     worker = troupe.Worker(conf, task=0, args=["--cluster.connect-timeout=2s"])
-    with pytest.raises(troupe.WorkerError, match="exit code 1.*no chief reachable at 127.0.0.1"):
+    with pytest.raises(troupe.WorkerError, match="exit code 5.*no chief reachable at 127.0.0.1"):
         with worker:
             assert list(worker.steps()) == []
-    assert worker.exit_code == 1
+    assert worker.exit_code == 5  # lost_peer: retryable

@@ -104,8 +104,8 @@ expect "skip: the final line counts them per file" \
   grep -q '"train":{"records":119,"bad_records":2,"files":\[{"path":"bad-train.csv","records":121,"bad_records":2}\]}' skip.out
 sed -e 's|sk/iris-train.csv|nothing-*.csv|' iris.conf >glob.conf
 timeout 60 "$bin" --config-file=glob.conf >/dev/null 2>glob.err; rc=$?
-expect "a glob that matches nothing: exit 2, named" \
-  bash -c "test $rc = 2 && grep -q \"data.train: 'nothing-\\*.csv' matches no file\" glob.err"
+expect "a glob that matches nothing: exit 3 (bad_data), named" \
+  bash -c "test $rc = 3 && grep -q \"data.train: 'nothing-\\*.csv' matches no file\" glob.err"
 
 # -- E: a model that does not fit --
 sed -e 's/model = "mlp"/model = "cnn"/' iris.conf >cnn.conf

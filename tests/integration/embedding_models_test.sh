@@ -235,7 +235,7 @@ fixed_keys ids.conf
 sed -i 's/^id-mapping = "hash"$/id-mapping = "identity"/' ids.conf
 "$bin" --config-file=ids.conf >ids.out 2>&1; rc=$?
 expect "an id past its field's rows is a bad record naming the file, field and embedding.vocabulary (exit $rc)" \
-  eval 'test $rc = 2 && grep -q "train.tsv line [0-9]*: field [0-9]* holds id [0-9]*, outside its 3000 rows: raise embedding.vocabulary" ids.out'
+  eval 'test $rc = 3 && grep -q "train.tsv line [0-9]*: field [0-9]* holds id [0-9]*, outside its 3000 rows: raise embedding.vocabulary" ids.out'
 
 # -- D: what the tables cannot take, refused before anything starts --
 example_config ctr-fm dim.conf dim=0 log-dir='""'

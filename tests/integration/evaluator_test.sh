@@ -45,17 +45,17 @@ if command -v protoc >/dev/null && /usr/bin/python3 -c "import google.protobuf" 
   expect "  with eval/test_accuracy at step 2000" \
     test "$(awk '$1 == 2000 && $2 == "eval/test_accuracy" { printf "%.4f", $3 }' eval.txt)" = "$final"
 fi
-# With no chief to follow it gives up after connect-timeout (exit 1), saying
+# With no chief to follow it gives up after connect-timeout (exit 5), saying
 # where it looked, instead of waiting for ever.
 sed -e 's/^\[cluster\]/[cluster]\nconnect-timeout = 2s/' run.conf >gone.conf
 timeout 60 "$bin" --config-file=gone.conf --job_name=evaluator >gone.out 2>gone.log; rc=$?
-expect "without a chief: exit 1 (got $rc), naming where it looked" \
-  bash -c "test $rc = 1 && grep -q 'no chief reachable at $chief_addr' gone.log"
+expect "without a chief: exit 5, lost_peer (got $rc), naming where it looked" \
+  bash -c "test $rc = 5 && grep -q 'no chief reachable at $chief_addr' gone.log"
 # An embedding model (ctr-fm on make-ctr-data's rows): the evaluator scores each
 # checkpoint's table as the chief scores the shards' rows, AUC and log loss
 # included, and writes them as eval/ scalars. 40 epochs (720 steps, a few
 # seconds): an evaluator that first finds the chief after the run ended
-# exits 1 by design, and 2 epochs ended within 0.2 s.
+# exits 5 by design, and 2 epochs ended within 0.2 s.
 "$root/scripts/make-ctr-data" data/ctr --rows 20000 --vocab 10-2000 --seed 3 >ctr-data.log 2>&1
 example_config ctr-fm ctr.conf epochs=40 log-interval=0 eval-interval=0 log-dir='"logs/ctr"'
 sed -i 's/^save-interval = .*/save-steps = 60/' ctr.conf

@@ -8,9 +8,9 @@
 #      cut off for longer is dropped, waits for the chief, and rejoins by
 #      itself when the link heals; the run ends "ok":true with every step.
 #   B  the ps cut off for longer: the run ends "ok":false naming the lost ps,
-#      every task exits 1, nothing hangs.
+#      every task exits 5 (lost_peer), nothing hangs.
 #   C  the chief cut off for longer: the ps and the workers notice, wait for
-#      a new chief (cluster.recovery-timeout, 8 s here), and exit 1.
+#      a new chief (cluster.recovery-timeout, 8 s here), and exit 5.
 #   D  sync with a backup worker (N = 3, R = 2) whose link is limited to
 #      2 Mbit/s (tc tbf): the run does not wait for it (it computes far
 #      fewer steps than the others) and ends "ok":true.
@@ -99,16 +99,16 @@ expect_exit 0 30 a_ps a_w0 a_w1
 
 echo "== B: the ps cut off for longer than connection-timeout"
 cut_off_long b ps
-expect_exit 1 30 b_chief b_w0 b_w1
+expect_exit 5 30 b_chief b_w0 b_w1
 expect "B: the final line says ok:false and names the lost ps" \
   grep -q '"ok":false.*lost ps:0' "$tmp/b_chief.log"
 heal ps
 wait_exit "${pid[b_ps]}" 30
-expect "B: the ps exits 1 too (got $rc)" test "$rc" = 1
+expect "B: the ps exits 5 too (got $rc)" test "$rc" = 5
 
 echo "== C: the chief cut off for longer than connection-timeout"
 cut_off_long c chief
-expect_exit 1 30 c_ps c_w0 c_w1
+expect_exit 5 30 c_ps c_w0 c_w1
 expect "C: the ps says it lost the chief" grep -q "lost the chief" "$tmp/c_ps.log"
 heal chief
 kill "${pid[c_chief]}" 2>/dev/null

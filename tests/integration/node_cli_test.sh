@@ -55,12 +55,13 @@ check "a key set twice exits 2 (the last one won silently)" 2 "train.batch-size 
 check "a closed stdout does not kill the node" 0 "could not be written to stdout" \
   bash -c "'$bin' --train.last-step=300 2>'$tmp/pipe.log' | true; rc=\${PIPESTATUS[0]}
            cat '$tmp/pipe.log'; exit \$rc"
-# A PS whose chief never comes gives up after connect-timeout (exit 1, no hang).
+# A PS whose chief never comes gives up after connect-timeout (exit 5,
+# lost_peer: retryable; no hang).
 sed 's/^connect-timeout = 60s/connect-timeout = 2s/' "$conf" >"$tmp/short.conf"
 move_to_free_ports "$tmp/short.conf" # sets chief_addr
-check "ps without a chief exits 1 after connect-timeout" 1 "no chief initialised" \
+check "ps without a chief exits 5 after connect-timeout" 5 "no chief initialised" \
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=ps --task_index=0
-check "worker without a chief exits 1 after connect-timeout" 1 "no chief reachable" \
+check "worker without a chief exits 5 after connect-timeout" 5 "no chief reachable" \
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=worker --task_index=0
 # hold_port PORT SECONDS [GREETING]: a stand-in for a chief that reads its
 # data (its lobby, apps/node/chief_lobby): accepts each connection, sends
@@ -86,7 +87,7 @@ hold_port "${chief_addr#*:}" 6 &
 stand_in=$!
 sleep 0.5
 started=$SECONDS
-check "ps waits on while the chief's port answers" 1 "says it is still reading its data" \
+check "ps waits on while the chief's port answers" 5 "says it is still reading its data" \
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=ps --task_index=0
 waited=$((SECONDS - started))
 wait $stand_in
@@ -98,7 +99,7 @@ hold_port "${chief_addr#*:}" 6 "" &
 stand_in=$!
 sleep 0.5
 started=$SECONDS
-check "ps does not wait on a port that does not say the chief is reading" 1 "does not say it is reading its data" \
+check "ps does not wait on a port that does not say the chief is reading" 5 "does not say it is reading its data" \
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=ps --task_index=0
 expect "... it gives up after its connect-timeout ($((SECONDS - started)) s)" test $((SECONDS - started)) -le 4
 wait $stand_in
@@ -107,7 +108,7 @@ wait $stand_in
 hold_port "${chief_addr#*:}" 5 &
 stand_in=$!
 sleep 0.5
-check "a worker whose chief still reads its data gives up after connect-timeout, saying so" 1 \
+check "a worker whose chief still reads its data gives up after connect-timeout, saying so" 5 \
   "as a chief still reading its data does" \
   timeout 30 "$bin" --config-file="$tmp/short.conf" --job_name=worker --task_index=0
 wait $stand_in

@@ -2,7 +2,7 @@
 # Lost peers between real processes: a worker killed with -9 is noticed and
 # training goes on; a restarted worker rejoins; a frozen PS is noticed through
 # heartbeats; with a short cluster.recovery-timeout nobody waits long for it:
-# the run fails clearly and every process exits 1 - none hangs.
+# the run fails clearly and every process exits 5 (lost_peer) - none hangs.
 set -u
 . "$(dirname "$0")/lib.sh" # expect, start_cluster, expect_exit, finish, ... (listed there)
 bin=$1; root=$2
@@ -28,11 +28,11 @@ kill -STOP "${pid[ps0]}"
 expect "the chief notices the frozen PS through heartbeats" \
   wait_for_line chief.log "lost ps:0" 30
 wait_exit "${pid[chief]}" 20
-expect "the chief exits 1 (got $rc) with a final line saying why" \
-  test "$rc" = 1 -a -n "$(grep '"ok":false' chief.log)"
-# The workers exit 1 too: none hangs.
-expect_exit 1 30 w0 w1b
+expect "the chief exits 5, lost_peer (got $rc), with a final line saying why" \
+  test "$rc" = 5 -a -n "$(grep '"ok":false' chief.log)"
+# The workers exit 5 too: none hangs.
+expect_exit 5 30 w0 w1b
 kill -CONT "${pid[ps0]}"
 wait_exit "${pid[ps0]}" 30
-expect "the thawed PS finds its chief gone and exits 1 (got $rc)" test "$rc" = 1
+expect "the thawed PS finds its chief gone and exits 5 (got $rc)" test "$rc" = 5
 finish 8

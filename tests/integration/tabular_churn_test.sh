@@ -9,7 +9,7 @@
 #      the log says what the empty cells became
 #   B  the exported model scores test.csv (with its empty cell) as the run
 #      did (troupe-eval), and troupe-predict writes a row per customer
-#   C  where a setting is truly needed the first run stops at once (exit 2)
+#   C  where a setting is truly needed the first run stops at once (exit 3, bad_data: the data meets the setting)
 #      naming it: data.missing-values = "refuse" meets an empty cell; a
 #      column of categories left numeric names data.categorical-columns
 #   tests/integration/tabular_churn_test.sh TROUPE_NODE TROUPE_PREDICT TROUPE_EVAL SOURCE_ROOT
@@ -54,13 +54,13 @@ expect "B: one row per customer (1409)" test "$(($(wc -l <pred.csv) - 1))" = 140
 example_config churn-lr refuse.conf
 printf 'missing-values = "refuse"\n' >>refuse.conf
 "$bin" --config-file=refuse.conf --job_name=chief --task_index=0 >refuse.out 2>&1; rc=$?
-expect "C: refuse meets total_charges' empty cell: exit 2 ($rc)" test "$rc" = 2
+expect "C: refuse meets total_charges' empty cell: exit 3 ($rc)" test "$rc" = 3
 expect "C: ... naming the line, the column and data.missing-fill" \
   grep -q 'column .total_charges. (19) is empty, and data.missing-values = "refuse"' refuse.out
 example_config churn-lr numeric.conf
 sed -i 's/"contract", //' numeric.conf
 "$bin" --config-file=numeric.conf --job_name=chief --task_index=0 >numeric.out 2>&1; rc=$?
-expect "C: contract left numeric: exit 2 ($rc)" test "$rc" = 2
+expect "C: contract left numeric: exit 3 ($rc)" test "$rc" = 3
 expect "C: ... naming data.categorical-columns" \
   grep -q "column 'contract' (15): '[A-Za-z -]*' is not a number (a column of categories belongs in data.categorical-columns" numeric.out
 finish
