@@ -81,6 +81,60 @@ expect "  but not worker:8, past cluster.max-workers (exit $rc)" \
 HOSTNAME=other-0 TROUPE_PS_REPLICAS=2 TROUPE_WORKER_REPLICAS=3 "$k8s/tf-config-from-statefulset" --print \
   >/dev/null 2>bad.err; rc=$?
 expect "a hostname of no job: exit 2, named" bash -c "test $rc = 2 && grep -q \"'other-0'\" bad.err"
+# Issue 54: the JobSet and the Indexed Jobs. Each pod's TF_CONFIG from its
+# job and completion index; the failure policies act on the exit-code table
+# of docs/operations.md (permanent codes fail the job, 6 is not counted); the
+# probes use /healthz and /readyz on the metrics port the ConfigMap sets.
+"$py" - "$k8s" "$root/docs/operations.md" >policies.txt <<'PY'
+import re, sys, yaml
+k8s, table = sys.argv[1], open(sys.argv[2]).read()
+section = table[table.index("## Exit codes"):]
+section = section[:section.index("\n## ", 5)]
+rows = re.findall(r"^\| (\d+) \| (\w+) \| (yes|no|—) \|", section, re.M)
+permanent = sorted(int(c) for c, _, r in rows if r == "no")
+print("permanent", permanent)
+jobset = yaml.safe_load(open(k8s + "/jobset.yaml"))
+indexed = [d for d in yaml.safe_load_all(open(k8s + "/indexed-jobs.yaml")) if d and d["kind"] == "Job"]
+jobs = [(r["name"], r["template"]["spec"]) for r in jobset["spec"]["replicatedJobs"]]
+jobs += [(d["metadata"]["name"], d["spec"]) for d in indexed]
+for name, spec in jobs:
+    rules = spec["podFailurePolicy"]["rules"]
+    fail = [r["onExitCodes"]["values"] for r in rules if r["action"] == "FailJob"]
+    ignore = [r["onExitCodes"]["values"] for r in rules if r["action"] == "Ignore" and "onExitCodes" in r]
+    pod = spec["template"]["spec"]
+    c = pod["containers"][0]
+    probes = (c["startupProbe"]["httpGet"]["path"], c["livenessProbe"]["httpGet"]["path"],
+              c["readinessProbe"]["httpGet"]["path"])
+    print("job", name, spec["completionMode"], pod["restartPolicy"], fail == [permanent],
+          ignore == [[6]], ",".join(probes), pod["terminationGracePeriodSeconds"])
+rules = jobset["spec"]["failurePolicy"]["rules"]
+print("jobset-fails-on", ",".join(r["onJobFailureReasons"][0] for r in rules if r["action"] == "FailJobSet"))
+print("jobset-succeeds-with", ",".join(jobset["spec"]["successPolicy"]["targetReplicatedJobs"]))
+PY
+expect "the table's permanent codes are 2, 3 and 4" grep -qx "permanent \[2, 3, 4\]" policies.txt
+expect "every Job of the JobSet and the Indexed Jobs: Indexed, restartPolicy Never, FailJob on the permanent codes, Ignore 6, probes /healthz /healthz /readyz" \
+  test "$(grep -c '^job [a-z-]* Indexed Never True True /healthz,/healthz,/readyz ' policies.txt)" = 6
+expect "the JobSet fails on a Job's podFailurePolicy and succeeds with the chief" \
+  bash -c "grep -qx 'jobset-fails-on PodFailurePolicy' policies.txt && grep -qx 'jobset-succeeds-with chief' policies.txt"
+expect "the ConfigMap serves metrics on 9400 of every address" \
+  bash -c "grep -q '^port = 9400' troupe.conf && grep -q '^address = \"0.0.0.0\"' troupe.conf"
+for task in chief:0 ps:0 ps:1 worker:0 worker:2; do
+  for hosts in "{name}-{job}-{index}.{service}" "{name}-{job}-0-{index}.{service}"; do
+    tf=$(TROUPE_JOB=${task%:*} JOB_COMPLETION_INDEX=${task#*:} TROUPE_PS_REPLICAS=2 TROUPE_WORKER_REPLICAS=3 \
+         TROUPE_HOSTS=$hosts "$k8s/tf-config-from-index" --print)
+    TF_CONFIG=$tf "$bin" --config-file=troupe.conf --dump-config >dump.txt 2>dump.err; rc=$?
+    expect "Indexed Job ($hosts) $task: troupe-node accepts its TF_CONFIG" \
+      bash -c "test $rc = 0 && grep -q '; job: $task (from TF_CONFIG)' dump.txt"
+  done
+done
+expect "JobSet's pod names: ps:1 is troupe-ps-0-1.troupe" bash -c \
+  "TROUPE_JOB=ps JOB_COMPLETION_INDEX=1 TROUPE_PS_REPLICAS=2 TROUPE_WORKER_REPLICAS=3 \
+   TROUPE_HOSTS='{name}-{job}-0-{index}.{service}' '$k8s/tf-config-from-index' --print \
+   | grep -q '\"troupe-ps-0-1.troupe:2222\"'"
+TROUPE_JOB=evaluator JOB_COMPLETION_INDEX=0 TROUPE_PS_REPLICAS=2 TROUPE_WORKER_REPLICAS=3 \
+  "$k8s/tf-config-from-index" --print >/dev/null 2>bad.err; rc=$?
+expect "tf-config-from-index: a job of no kind exits 2, named" \
+  bash -c "test $rc = 2 && grep -q \"TROUPE_JOB='evaluator'\" bad.err"
 missing=$(grep -E '^COPY' "$root/deploy/Dockerfile" | grep -oE '(^| )deploy/[^ ]+' | while read -r f; do
   [ -e "$root/$f" ] || echo "$f"; done)
 expect "the Dockerfile copies files that exist (${missing:-all there})" test -z "$missing"
