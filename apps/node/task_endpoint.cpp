@@ -30,8 +30,11 @@ struct task_endpoint::impl {
 task_endpoint::task_endpoint(caf::actor_system& sys, const node_config& cfg,
                              const node_setup& setup)
   : impl_(std::make_unique<impl>(impl{sys, {}, {}})) {
-  if (!setup.metrics)
+  if (!setup.metrics) {
+    if (!setup.metrics_note.empty())
+      spdlog::warn("{}", setup.metrics_note);
     return;
+  }
   metrics::add_process_metrics();
   impl_->echo = sys.spawn(echo);
   endpoint_settings s;

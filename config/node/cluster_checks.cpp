@@ -151,7 +151,8 @@ void check_metrics(const node_config& cfg, node_setup& setup, std::vector<std::s
   }
   if (port == 0 || (port == -1 && !own))
     return;
-  if (port == -1)
+  bool derived = port == -1;
+  if (derived)
     port = own->port + offset <= 65535 ? own->port + offset : own->port - offset;
   host_port at{cfg.metrics_address.empty() ? (own ? own->host : std::string("127.0.0.1"))
                                            : cfg.metrics_address,
@@ -159,6 +160,12 @@ void check_metrics(const node_config& cfg, node_setup& setup, std::vector<std::s
   for (auto job : {job_kind::chief, job_kind::ps, job_kind::worker})
     for (auto& task : setup.cluster.tasks(job))
       if (task.port == at.port && (task.host == at.host || !own || &task == own)) {
+        if (derived) { // not the user's choice: the task runs without metrics, saying why
+          setup.metrics_note = "no metrics port: the derived port " + std::to_string(port)
+                               + " is the cluster port of " + task.to_string()
+                               + "; set metrics.port to a free port";
+          return;
+        }
         errors.push_back("metrics.port = " + std::to_string(port) + " is the cluster port of "
                          + task.to_string()
                          + "; the metrics port must differ from the training ports: set "

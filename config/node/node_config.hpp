@@ -114,6 +114,7 @@ struct node_setup {
   /// whether under the cluster's mutual TLS.
   std::optional<host_port> metrics;
   bool metrics_tls = false;
+  std::string metrics_note; ///< why a task that would serve metrics does not (logged)
   /// --restore: auto, never or a checkpoint directory (the chief's).
   restore_request restore;
   /// The checkpoint the chief starts from (null: from the seed), and what

@@ -10,6 +10,7 @@
 #include "apps/node/peers.hpp"
 #include "apps/node/process.hpp"
 #include "apps/node/roles.hpp"
+#include "apps/node/task_endpoint.hpp"
 
 namespace troupe::python {
 
@@ -121,6 +122,7 @@ int python_worker::run() {
   if (!bulk)
     return node::exit_failure;
   caf::actor_system sys{cfg};
+  node::task_endpoint endpoint{sys, cfg, setup}; // /metrics and the probes, as troupe-node's
   auto handoff = handoff_;
   auto declared = declared_;
   return node::run_worker(

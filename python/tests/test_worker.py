@@ -3,8 +3,10 @@ PyTorch), beside troupe-node's chief, ps and C++ workers."""
 
 import json
 import os
+import re
 import signal
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -148,6 +150,10 @@ def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, mode):
                 pushed += 1
                 if mode == "async" and pushed == 1:
                     nodes.start(("worker", 1))
+                if pushed == 5:  # a Python worker serves its metrics as troupe-node's do
+                    metrics, ready = worker_metrics(conf, 0)
+                    assert 'troupe_worker_steps_total{worker="0"}' in metrics
+                    assert ready == 200
                 with pytest.raises(RuntimeError, match="answered"):
                     step.push(grads, loss, correct)
         assert worker.exit_code == 0
@@ -166,6 +172,18 @@ def test_a_python_worker_trains_beside_a_cpp_worker(tmp_path, mode):
         cpp = cpp_only_final(tmp_path / "cpp", mode)
         assert abs(cpp["test_accuracy"] - final["test_accuracy"]) <= 0.001, (cpp, final)
         assert abs(cpp["test_loss"] - final["test_loss"]) <= 0.002, (cpp, final)
+
+
+def worker_metrics(conf, index):
+    """Worker `index`'s /metrics text and /readyz status (its port + 10000,
+    or - 10000 above 55535: docs/operations.md#metrics-and-probes)."""
+    workers = re.search(r"^worker = \[(.*)\]", conf.read_text(), re.M).group(1)
+    port = int(re.findall(r":(\d+)\"", workers)[index])
+    port = port + 10000 if port + 10000 <= 65535 else port - 10000
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as answer:
+        return text, answer.status
 
 
 def cpp_only_final(directory, mode):

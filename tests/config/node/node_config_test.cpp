@@ -534,6 +534,12 @@ BOOST_AUTO_TEST_CASE(metrics_ports_derive_from_the_task_or_are_named) {
   auto whole = load(base(), {});
   BOOST_REQUIRE(whole.errors.empty());
   BOOST_TEST(!whole.setup.metrics.has_value());
+  // A derived port that is another task's cluster port: no metrics, said why.
+  auto clash = load(base({{"cluster.ps", "[\"127.0.0.1:17101\"]"}}), worker0);
+  BOOST_REQUIRE(clash.errors.empty());
+  BOOST_TEST(!clash.setup.metrics.has_value());
+  BOOST_TEST(clash.setup.metrics_note.find("the cluster port of 127.0.0.1:17101")
+             != std::string::npos);
   expect_error(load(base(), {"--job_name=worker", "--metrics.port=7001"}),
                {"metrics.port = 7001 is the cluster port of 127.0.0.1:7001"});
   expect_error(load(base(), {"--job_name=worker", "--metrics.port=70000"}),
