@@ -127,6 +127,7 @@ def main():
 
         first = wait_for("a global step above 0", lambda: step() and step() > 0 and step())
         wait_for("the global step to rise past %g" % first, lambda: step() > first)
+
         def examples_per_second():
             rate = float(query(api, "rate(troupe_examples_total[5s])")[0]["value"][1])
             return rate if rate > 0 else None
