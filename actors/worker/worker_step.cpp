@@ -97,7 +97,7 @@ bool worker_step::take_program_keys() {
     net_->next_batch_keys(row_pointers_);
   } catch (const std::exception& e) {
     hooks_.fail("its program gave no keys for step " + std::to_string(report_.step),
-                failure{errc::invalid_request, e.what()}, run_end::bad_data);
+                failure{errc::invalid_request, e.what()}, run_end::failed);
     return false;
   }
   return true;

@@ -6,6 +6,7 @@ import signal
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ BATCH = 64
 # the planted ratings, reporting its running loss.
 MF_WORKER = """
 import sys
+import time
 sys.path.insert(0, {tests!r})
 import torch.nn.functional as F
 import troupe.torch as tt, test_torch
@@ -393,6 +395,37 @@ def test_sigterm_makes_a_module_worker_leave_cleanly(tmp_path):
             leaving.communicate(timeout=120)
             assert leaving.returncode == 0, (tmp_path / "py1.log").read_text()
             assert "leaves the run" in (tmp_path / "py1.log").read_text()
+            assert staying.poll() is None  # the run goes on
+        finally:
+            staying.kill()
+            staying.wait()
+
+
+def test_ctrl_c_stops_a_module_worker_and_the_run_goes_on(tmp_path):
+    conf = declared_config(tmp_path, last_step=10_000_000)
+    with Nodes(tmp_path, conf) as nodes:
+        nodes.start(("ps", 0), ("chief", 0))
+        staying = start_python_worker(tmp_path, conf, 0)
+        stopped = start_python_worker(tmp_path, conf, 1)
+        try:
+            for n, line in enumerate(stopped.stdout):
+                if n == 20:
+                    break
+            stopped.send_signal(signal.SIGINT)
+            stopped.communicate(timeout=60)  # no hang: the worker task stops with the block
+            log = (tmp_path / "py1.log").read_text()
+            assert stopped.returncode != 0, log
+            assert "KeyboardInterrupt" in log, log
+            chief_log = tmp_path / "chief0.log"
+            deadline = time.time() + 60
+
+            def ended():  # its steps go to the others
+                return [line for line in chief_log.read_text().splitlines()
+                        if "failed: worker:1 (" in line and "raised KeyboardInterrupt" in line]
+
+            while not ended() and time.time() < deadline:
+                time.sleep(0.2)
+            assert ended(), chief_log.read_text()
             assert staying.poll() is None  # the run goes on
         finally:
             staying.kill()
