@@ -26,11 +26,7 @@ struct run_counts {
 class run_metrics {
 public:
   explicit run_metrics(metrics::registry& r = metrics::process_registry())
-    : m_(metrics::chief_metrics::make(r)),
-      ready_(r.get_gauge("troupe_ready",
-                         "1 while the task can do its work (what /readyz "
-                         "answers)",
-                         {{"task", "chief:0"}})) {}
+    : m_(metrics::chief_metrics::make(r)), ready_(metrics::readiness("chief:0", r)) {}
 
   /// `now_unix`: seconds since the epoch (the clock the global step's
   /// timestamp is written in).

@@ -71,29 +71,32 @@ registry::family& registry::family_of(const std::string& name, const std::string
   return it->second;
 }
 
+template <class Metric, class Make>
+Metric& registry::slot(std::map<label_set, std::unique_ptr<Metric>>& slots, label_set labels,
+                       Make make) {
+  auto& held = slots[std::move(labels)];
+  if (!held)
+    held = make();
+  return *held;
+}
+
 counter& registry::get_counter(const std::string& name, const std::string& help, label_set labels) {
   std::lock_guard<std::mutex> guard{mutex_};
-  auto& slot = family_of(name, help, kind::counter).counters[std::move(labels)];
-  if (!slot)
-    slot = std::make_unique<counter>();
-  return *slot;
+  return slot(family_of(name, help, kind::counter).counters, std::move(labels),
+              [] { return std::make_unique<counter>(); });
 }
 
 gauge& registry::get_gauge(const std::string& name, const std::string& help, label_set labels) {
   std::lock_guard<std::mutex> guard{mutex_};
-  auto& slot = family_of(name, help, kind::gauge).gauges[std::move(labels)];
-  if (!slot)
-    slot = std::make_unique<gauge>();
-  return *slot;
+  return slot(family_of(name, help, kind::gauge).gauges, std::move(labels),
+              [] { return std::make_unique<gauge>(); });
 }
 
 histogram& registry::get_histogram(const std::string& name, const std::string& help,
                                    std::vector<double> upper_bounds, label_set labels) {
   std::lock_guard<std::mutex> guard{mutex_};
-  auto& slot = family_of(name, help, kind::histogram).histograms[std::move(labels)];
-  if (!slot)
-    slot = std::make_unique<histogram>(std::move(upper_bounds));
-  return *slot;
+  return slot(family_of(name, help, kind::histogram).histograms, std::move(labels),
+              [&] { return std::make_unique<histogram>(std::move(upper_bounds)); });
 }
 
 void registry::set_callback_gauge(const std::string& name, const std::string& help,

@@ -94,6 +94,9 @@ private:
     std::map<label_set, std::function<double()>> callbacks;
   };
   family& family_of(const std::string& name, const std::string& help, kind what);
+  /// The metric of `labels` in `slots`, made by `make` the first time.
+  template <class Metric, class Make>
+  Metric& slot(std::map<label_set, std::unique_ptr<Metric>>& slots, label_set labels, Make make);
 
   mutable std::mutex mutex_;
   std::map<std::string, family> families_;

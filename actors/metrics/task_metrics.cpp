@@ -6,17 +6,9 @@
 
 namespace troupe::metrics {
 
-namespace {
-
-label_set shard_label(int32_t shard) {
-  return {{"shard", std::to_string(shard)}};
-}
-
-} // namespace
-
-gauge& readiness(const std::string& task) {
-  return process_registry().get_gauge(
-    "troupe_ready", "1 while the task can do its work (what /readyz answers)", {{"task", task}});
+gauge& readiness(const std::string& task, registry& r) {
+  return r.get_gauge("troupe_ready", "1 while the task can do its work (what /readyz answers)",
+                     {{"task", task}});
 }
 
 gauge& chief_metrics::evaluation(const std::string& metric) {
@@ -48,7 +40,7 @@ chief_metrics chief_metrics::make(registry& r) {
 }
 
 shard_metrics shard_metrics::make(int32_t shard, registry& r) {
-  auto l = shard_label(shard);
+  label_set l{{"shard", std::to_string(shard)}};
   return {
     r.get_counter("troupe_shard_pulls_total", "pull requests answered", l),
     r.get_counter("troupe_shard_pushes_total", "push requests received", l),

@@ -15,7 +15,7 @@ namespace troupe::metrics {
 /// `troupe_ready{task="ps:0"}`: 1 while the task can do its work (a shard
 /// initialised or restored, a worker holding a plan, the chief with its
 /// shards initialised). /readyz answers 200 when every one is 1.
-gauge& readiness(const std::string& task);
+gauge& readiness(const std::string& task, registry& r = process_registry());
 
 /// The chief's view of the run.
 struct chief_metrics {
@@ -86,8 +86,8 @@ struct connection_metrics {
 /// TLS handshakes this process refused (counted where OpenSSL accepts).
 counter& tls_handshake_failures();
 
-/// process_start_time_seconds, process_resident_memory_bytes and
-/// process_cpu_seconds_total (read from /proc at each scrape).
+/// process_start_time_seconds and process_resident_memory_bytes (read
+/// from /proc/self/statm at each scrape).
 void add_process_metrics(registry& r = process_registry());
 
 } // namespace troupe::metrics

@@ -107,6 +107,7 @@ void report_step(self_ptr self, const step_report& report) {
 }
 
 void report_nonfinite(self_ptr self) {
+  self->state.metrics->refused_steps.add(); // nothing pushed; the chief grants it again
   ask_over_basp<nonfinite_atom>(self, self->state.links.chief, self->state.step->report());
 }
 

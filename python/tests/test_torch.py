@@ -1,6 +1,7 @@
 """troupe.torch: a PyTorch module's parameters and tables on Troupe's shards,
 trained by Python workers beside troupe-node's chief and ps."""
 
+import contextlib
 import json
 import signal
 import os
@@ -381,55 +382,52 @@ def test_a_chief_killed_mid_run_is_restarted_from_its_checkpoint(tmp_path):
     assert "checkpoint: restoring" in log and "declared the model" in log
 
 
-def test_sigterm_makes_a_module_worker_leave_cleanly(tmp_path):
+@contextlib.contextmanager
+def two_module_workers(tmp_path):
+    """A ps, the chief and two module workers, worker 1 some 20 steps in:
+    yields (worker 0, worker 1); worker 0 is killed on the way out."""
     conf = declared_config(tmp_path, last_step=10_000_000)
     with Nodes(tmp_path, conf) as nodes:
         nodes.start(("ps", 0), ("chief", 0))
         staying = start_python_worker(tmp_path, conf, 0)
-        leaving = start_python_worker(tmp_path, conf, 1)
+        other = start_python_worker(tmp_path, conf, 1)
         try:
-            for n, line in enumerate(leaving.stdout):
+            for n, _ in enumerate(other.stdout):
                 if n == 20:
                     break
-            leaving.send_signal(signal.SIGTERM)
-            leaving.communicate(timeout=120)
-            assert leaving.returncode == 0, (tmp_path / "py1.log").read_text()
-            assert "leaves the run" in (tmp_path / "py1.log").read_text()
-            assert staying.poll() is None  # the run goes on
+            yield staying, other
         finally:
             staying.kill()
             staying.wait()
+
+
+def test_sigterm_makes_a_module_worker_leave_cleanly(tmp_path):
+    with two_module_workers(tmp_path) as (staying, leaving):
+        leaving.send_signal(signal.SIGTERM)
+        leaving.communicate(timeout=120)
+        assert leaving.returncode == 0, (tmp_path / "py1.log").read_text()
+        assert "leaves the run" in (tmp_path / "py1.log").read_text()
+        assert staying.poll() is None  # the run goes on
 
 
 def test_ctrl_c_stops_a_module_worker_and_the_run_goes_on(tmp_path):
-    conf = declared_config(tmp_path, last_step=10_000_000)
-    with Nodes(tmp_path, conf) as nodes:
-        nodes.start(("ps", 0), ("chief", 0))
-        staying = start_python_worker(tmp_path, conf, 0)
-        stopped = start_python_worker(tmp_path, conf, 1)
-        try:
-            for n, line in enumerate(stopped.stdout):
-                if n == 20:
-                    break
-            stopped.send_signal(signal.SIGINT)
-            stopped.communicate(timeout=60)  # no hang: the worker task stops with the block
-            log = (tmp_path / "py1.log").read_text()
-            assert stopped.returncode != 0, log
-            assert "KeyboardInterrupt" in log, log
-            chief_log = tmp_path / "chief0.log"
-            deadline = time.time() + 60
+    with two_module_workers(tmp_path) as (staying, stopped):
+        stopped.send_signal(signal.SIGINT)
+        stopped.communicate(timeout=60)  # no hang: the worker task stops with the block
+        log = (tmp_path / "py1.log").read_text()
+        assert stopped.returncode != 0, log
+        assert "KeyboardInterrupt" in log, log
+        chief_log = tmp_path / "chief0.log"
+        deadline = time.time() + 60
 
-            def ended():  # its steps go to the others
-                return [line for line in chief_log.read_text().splitlines()
-                        if "failed: worker:1 (" in line and "raised KeyboardInterrupt" in line]
+        def ended():  # its steps go to the others
+            return [line for line in chief_log.read_text().splitlines()
+                    if "failed: worker:1 (" in line and "raised KeyboardInterrupt" in line]
 
-            while not ended() and time.time() < deadline:
-                time.sleep(0.2)
-            assert ended(), chief_log.read_text()
-            assert staying.poll() is None  # the run goes on
-        finally:
-            staying.kill()
-            staying.wait()
+        while not ended() and time.time() < deadline:
+            time.sleep(0.2)
+        assert ended(), chief_log.read_text()
+        assert staying.poll() is None  # the run goes on
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")

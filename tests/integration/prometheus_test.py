@@ -76,6 +76,20 @@ def wait_for(what, check):
     raise AssertionError("timed out waiting for " + what)
 
 
+def check_alert_rules(source, work):
+    """The three alerts of docs/operations.md, as Prometheus's promtool reads them."""
+    doc = open(os.path.join(source, "docs/operations.md")).read()
+    block = doc[doc.index("### Three alerts"):]
+    start = block.index("```yaml\n") + len("```yaml\n")
+    path = os.path.join(work, "alerts.yml")
+    with open(path, "w") as f:
+        f.write(block[start:block.index("```", start)])
+    checked = subprocess.run([shutil.which("promtool") or "promtool", "check", "rules", path],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 3 rules found" in checked.stdout, checked.stdout
+
+
 def main():
     node, source = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     prometheus = shutil.which("prometheus")
@@ -83,6 +97,7 @@ def main():
         print("SKIP: needs Debian's prometheus package (scripts/setup --for-tests)")
         return 77
     work = tempfile.mkdtemp(prefix="troupe-prometheus-")
+    check_alert_rules(source, work)
     ports = {"chief": [free_port_pair()], "ps": [free_port_pair()],
              "worker": [free_port_pair(), free_port_pair()]}
     cluster = {job: "[" + ", ".join('"127.0.0.1:%d"' % p for p in ps) + "]"
@@ -139,6 +154,11 @@ def main():
         assert pulls and float(pulls[0]["value"][1]) > 0, pulls
         steps = query(api, "troupe_worker_steps_total")
         assert len(steps) == 2, steps
+        timed = query(api, "troupe_worker_step_duration_seconds_count")
+        assert len(timed) == 2 and all(float(r["value"][1]) > 0 for r in timed), timed
+        # The stuck alert's term: the step moved within the last seconds.
+        since = float(query(api, "time() - troupe_global_step_timestamp_seconds")[0]["value"][1])
+        assert since < 10, since
 
         victim = "127.0.0.1:%d" % (ports["worker"][1] + 10000)
         procs[("worker", 1)].send_signal(signal.SIGKILL)

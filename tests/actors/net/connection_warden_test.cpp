@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "actors/metrics/registry.hpp"
 #include "actors/net/connection_warden.hpp"
 #include "tests/support/loopback.hpp"
 
@@ -110,6 +111,11 @@ BOOST_AUTO_TEST_CASE(a_silent_connection_is_shut_down_and_a_talking_one_kept) {
   }
   BOOST_TEST(closed_by_peer(silent, 100ms));
   BOOST_TEST(!closed_by_peer(talking, 100ms));
+  // The same in the process's metrics, labelled with the port: one refused, one open.
+  auto port = std::to_string(l.port);
+  auto& m = metrics::process_registry();
+  BOOST_TEST(m.get_counter("troupe_refused_connections_total", "", {{"port", port}}).value() == 1u);
+  BOOST_TEST(m.get_gauge("troupe_connections", "", {{"port", port}}).value() == 1.0);
   for (int fd : {silent, talking, a, b})
     ::close(fd);
 }

@@ -191,6 +191,26 @@ BOOST_AUTO_TEST_CASE(admission_by_count_creates_a_row_only_once_its_key_was_seen
   BOOST_TEST(a.rows() < 35u);
 }
 
+// Each apply publishes the table's rows and admissions into the process's
+// metrics, by table and shard; a new run sets the rows back to 0.
+BOOST_AUTO_TEST_CASE(applies_publish_rows_and_admissions_as_metrics) {
+  auto setup = sgd_table();
+  setup.table.name = "metered"; // this test's own labels
+  table_store store;
+  BOOST_REQUIRE(!store.configure({setup}, 7, 8, false, 0));
+  BOOST_REQUIRE(!apply(store, 0, owned(setup, 7, 8, 3), {1, 1, 1}, grads_of(3, 2, 1.0f)));
+  auto has = [](const std::string& line) {
+    return metrics::process_registry().render().find(line + "\n") != std::string::npos;
+  };
+  BOOST_TEST(has("troupe_table_rows{table=\"metered\",shard=\"7\"} 3"));
+  BOOST_TEST(has("troupe_table_admitted_rows_total{table=\"metered\",shard=\"7\"} 3"));
+  BOOST_TEST(
+    has("troupe_table_bytes{table=\"metered\",shard=\"7\"} " + std::to_string(store.bytes())));
+  store.reset();
+  BOOST_TEST(has("troupe_table_rows{table=\"metered\",shard=\"7\"} 0"));
+  BOOST_TEST(has("troupe_table_admitted_rows_total{table=\"metered\",shard=\"7\"} 3"));
+}
+
 BOOST_AUTO_TEST_CASE(rows_not_updated_for_n_versions_are_evicted) {
   auto setup = sgd_table();
   setup.eviction.after_steps = 2;
