@@ -3,6 +3,7 @@
 // lines (positional arguments and --key=value options), the exit codes, their
 // main around a loaded model,
 // reading an input file the way the model wants it, in batches. No CAF.
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -33,10 +34,11 @@ struct command_line {
 };
 
 /// Splits argv; an option not in `known`, or other than `positionals`
-/// positional arguments, is a usage error (the option named, the usage
-/// printed, exit_usage).
+/// positional arguments (up to `most`, where more are allowed), is a usage
+/// error (the option named, the usage printed, exit_usage).
 inline command_line parse_command_line(int argc, char** argv, const std::vector<std::string>& known,
-                                       const std::string& usage, size_t positionals) {
+                                       const std::string& usage, size_t positionals,
+                                       size_t most = 0) {
   command_line out;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -59,7 +61,7 @@ inline command_line parse_command_line(int argc, char** argv, const std::vector<
     }
     out.options[key] = eq == std::string::npos ? "" : arg.substr(eq + 1);
   }
-  if (out.positional.size() != positionals) {
+  if (out.positional.size() < positionals || out.positional.size() > std::max(most, positionals)) {
     std::cerr << usage;
     std::exit(exit_usage);
   }

@@ -7,6 +7,7 @@
 #include "actors/cluster.hpp"
 #include "apps/node/artifacts.hpp"
 #include "apps/node/process.hpp"
+#include "apps/node/serving_versions.hpp"
 
 namespace troupe::node {
 
@@ -68,12 +69,15 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
   spdlog::info("whole cluster in this process: {} PS shard(s), {} worker(s), model {}, "
                "last_step {}{}",
                setup.cluster.ps.size(), setup.cluster.worker.size(), name_of(setup.train.model),
-               setup.train.last_step, setup.embedded_defaults ? " (embedded defaults)" : "");
+               setup.train.last_step == limits::max_steps ? std::string("none (until stopped)")
+                                                          : std::to_string(setup.train.last_step),
+               setup.embedded_defaults ? " (embedded defaults)" : "");
   auto summary = announce_data(setup);
   auto data = training_data_of(*setup.data,
                                static_cast<uint64_t>(setup.train.data.eval_memory_bytes));
   say_where_the_evaluation_set_is(setup, *data.test);
   training_result result;
+  serving_versions versions(setup);
   auto cluster = spawn_local_cluster(
     sys, setup.train, setup.runtime, static_cast<int32_t>(setup.cluster.ps.size()),
     static_cast<int32_t>(setup.cluster.worker.size()), data,
@@ -83,6 +87,7 @@ int run_whole_cluster(caf::actor_system& sys, const node_setup& setup) {
                         caf::make_message(stop_atom::value)};
     wait_for(sys, caf::actor_cast<caf::actor>(cluster.chief));
   }
+  versions.finish();
   return finish_run(setup, result, summary);
 }
 
@@ -156,11 +161,13 @@ int run_chief(caf::actor_system& sys, const node_setup& setup, const warden_limi
     return exit_failure;
   }
   auto warden = guard_port(setup, limits, setup.cluster.chief[0]);
+  serving_versions versions(setup);
   {
     sigterm_relay relay{sys, caf::actor_cast<caf::actor>(chief),
                         caf::make_message(stop_atom::value)};
     wait_for(sys, caf::actor_cast<caf::actor>(chief));
   }
+  versions.finish();
   release_followers(sys, setup, checkpoints);
   return finish_run(setup, result, summary);
 }

@@ -13,7 +13,7 @@ namespace troupe {
 namespace {
 
 // The sections --help lists; CAF's own keys are documented in docs/config.md.
-const std::set<std::string> troupe_categories{"cluster", "train", "model", "metrics"};
+const std::set<std::string> troupe_categories{"cluster", "train", "model", "metrics", "export"};
 
 } // namespace
 
@@ -82,7 +82,7 @@ std::string dump_config(const node_config& cfg, const node_setup& s) {
       << (s.sources.count("job_name") ? " (from " + s.sources.at("job_name") + ")" : "") << "\n"
       << "; each key set anywhere but by default says where above it\n";
   // Every Troupe key with the value in force, so the dump is a valid config.
-  for (auto category : {"cluster", "train", "model", "data", "checkpoint", "metrics"}) {
+  for (auto category : {"cluster", "train", "model", "data", "checkpoint", "export", "metrics"}) {
     out << "\n[" << category << "]\n";
     for (auto& opt : cfg.options())
       if (ini::str(opt.category()) == category)

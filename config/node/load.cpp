@@ -159,6 +159,22 @@ training_settings typed_settings(const node_config& cfg, std::vector<std::string
   if (cfg.save_interval.count() < 0)
     t.checkpoint.save_interval = std::chrono::milliseconds(-1); // reported as out of range
   t.checkpoint.keep = static_cast<int32_t>(std::clamp<int64_t>(cfg.keep, -1, 1'000'000));
+  t.checkpoint.delta_interval = std::chrono::duration_cast<std::chrono::milliseconds>(
+    cfg.delta_interval);
+  if (cfg.delta_interval.count() < 0)
+    t.checkpoint.delta_interval = std::chrono::milliseconds(-1); // reported as out of range
+  t.checkpoint.base_every = static_cast<int32_t>(
+    std::clamp<int64_t>(cfg.base_every, -1, 1'000'000'000));
+  // Deltas are made from checkpoints: one at least as often.
+  auto& save = t.checkpoint.save_interval;
+  if (t.checkpoint.delta_interval.count() > 0
+      && (save.count() == 0 || save > t.checkpoint.delta_interval))
+    save = t.checkpoint.delta_interval;
+  if (t.checkpoint.serving_dir.empty() && !t.checkpoint.log_dir.empty())
+    t.checkpoint.serving_dir = t.checkpoint.log_dir + "/serving";
+  // 0: until stopped.
+  if (t.last_step == 0 && t.epochs == 0)
+    t.last_step = limits::max_steps;
   parse_replicas(cfg, t, errors);
   t.total_num_replicas = cfg.total_num_replicas;
   parse_train_choices(cfg, t, errors);

@@ -39,8 +39,10 @@ public:
   caf::timespan worker_wait_timeout;
   caf::timespan step_lease_timeout;
   caf::timespan recovery_timeout;
-  caf::timespan save_interval; // checkpoint
-  int64_t keep = 5;            // checkpoint
+  caf::timespan save_interval;  // checkpoint
+  caf::timespan delta_interval; // export
+  int64_t base_every = 10;      // export
+  int64_t keep = 5;             // checkpoint
   std::string restore = "auto";
   training_settings train;
   std::string model = "softmax";

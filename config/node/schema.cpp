@@ -11,7 +11,8 @@ namespace troupe {
 node_config::node_config()
   : connect_timeout(std::chrono::seconds(60)), request_timeout(std::chrono::seconds(30)),
     worker_wait_timeout(std::chrono::seconds(120)), step_lease_timeout(std::chrono::seconds(60)),
-    recovery_timeout(std::chrono::seconds(120)), save_interval(std::chrono::seconds(600)) {
+    recovery_timeout(std::chrono::seconds(120)), save_interval(std::chrono::seconds(600)),
+    delta_interval(0) {
   load<caf::io::middleman>();
   load<caf::openssl::manager>(); // used only when [openssl] is configured
   // One queue for every scheduler thread: a message wakes a sleeping thread at
@@ -149,7 +150,8 @@ void node_config::add_step_options() {
     .add(train.report_every, "report-every",
          "async: workers report their steps to the chief this many at a time (1: each step; "
          "16-64 for many workers or short steps cut the chief's messages per step by as much)")
-    .add(train.last_step, "last-step", "global steps to train; then the cluster stops")
+    .add(train.last_step, "last-step",
+         "global steps to train; then the cluster stops (0: until stopped by SIGTERM)")
     .add(train.epochs, "epochs",
          "if > 0: passes over the training set instead of last-step (sets last-step)")
     .add(seed, "seed", "seed of initial values and data order")
@@ -205,6 +207,14 @@ void node_config::add_checkpoint_options() {
     .add(train.checkpoint.summaries, "summaries",
          "the chief writes TensorBoard event files into log-dir (loss, accuracy, speed, "
          "learning rate, gradients dropped, checkpoints, evaluations, ps traffic)");
+  opt_group{custom_options_, "export"}
+    .add(delta_interval, "delta-interval",
+         "chief: every this long, write the next serving version: a delta of the rows and "
+         "variables changed since the last, from the newest checkpoint (checkpoint.save-interval "
+         "is lowered to it); 0: none (docs/online.md)")
+    .add(base_every, "base-every", "a full base every this many deltas")
+    .add(train.checkpoint.serving_dir, "dir",
+         "where the serving versions go (empty: <checkpoint.log-dir>/serving)");
 }
 
 void node_config::add_model_options() {

@@ -118,8 +118,9 @@ void check_update_rule(const training_settings& t, std::vector<failure>& out) {
 void check_steps(const training_settings& t, std::vector<failure>& out) {
   auto fail = [&](std::string why) { out.push_back({errc::invalid_setting, std::move(why)}); };
   auto steps = std::to_string(limits::max_steps);
-  if (t.last_step < 1 || t.last_step > limits::max_steps)
-    fail("train.last-step = " + std::to_string(t.last_step) + " is out of range; use 1.." + steps);
+  if (t.last_step < 0 || t.last_step > limits::max_steps)
+    fail("train.last-step = " + std::to_string(t.last_step) + " is out of range; use 1.." + steps
+         + ", or 0 to train until stopped");
   if (!(t.epochs >= 0 && t.epochs <= limits::max_epochs))
     fail("train.epochs must be 0 (use last-step) or a number of passes up to 1e6");
   if (t.log_interval < 0 || t.log_interval > limits::max_steps)
@@ -142,6 +143,17 @@ void check_checkpoints(const checkpoint_settings& ckpt, std::vector<failure>& ou
          + "ms is out of range; use 0 (off) or 1s to 24h, e.g. 600s");
   if (ckpt.log_dir.size() > 4096)
     fail("checkpoint.log-dir is longer than 4096 characters");
+  if (ckpt.delta_interval.count() != 0
+      && (ckpt.delta_interval < limits::min_save_interval
+          || ckpt.delta_interval > limits::max_timeout))
+    fail("export.delta-interval = " + std::to_string(ckpt.delta_interval.count())
+         + "ms is out of range; use 0 (off) or 1s to 24h, e.g. 30s");
+  if (ckpt.delta_interval.count() > 0 && ckpt.log_dir.empty())
+    fail("export.delta-interval needs checkpoint.log-dir: deltas are made from the checkpoints; "
+         "set checkpoint.log-dir, or export.delta-interval = 0");
+  if (ckpt.base_every < 1 || ckpt.base_every > 1'000'000)
+    fail("export.base-every = " + std::to_string(ckpt.base_every)
+         + " is out of range; use 1..1000000 (deltas between full bases)");
 }
 
 // The [data] options, and the task against the workers' devices.

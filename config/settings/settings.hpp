@@ -63,6 +63,15 @@ struct checkpoint_settings {
   int32_t keep = 5;
   /// TensorBoard event files in log_dir (the chief's scalars).
   bool summaries = true;
+  /// Serving versions ([export], tensor/export/delta_series.hpp): every
+  /// this long, a delta of what changed since the last version, made from
+  /// the newest checkpoint (save_interval is lowered to it). 0: none; the
+  /// export at the end only.
+  std::chrono::milliseconds delta_interval{0};
+  /// A full base every this many deltas (and whenever a delta cannot be made).
+  int32_t base_every = 10;
+  /// Where the versions go; empty: <log_dir>/serving.
+  std::string serving_dir;
 };
 
 struct training_settings {
@@ -92,6 +101,8 @@ struct training_settings {
   double push_topk = 0;
   /// Knobs of the built-in models and the layers of model "custom".
   model_options network;
+  /// 0: until stopped (SIGTERM saves and stops; the loader makes it
+  /// limits::max_steps).
   int64_t last_step = 6000;
   /// If > 0, train this many passes over the training set instead:
   /// last_step = ceil(epochs * examples / (batch_size * gradients per update)).

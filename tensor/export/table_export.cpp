@@ -49,6 +49,21 @@ public:
     : table_(std::move(table)) {}
   size_t rows() const override { return table_->rows(); }
   void append_to(safetensors_writer& writer) const override { append_table_rows(writer, *table_); }
+  void for_each_range(const range_visitor& f) const override {
+    std::vector<int64_t> keys;
+    std::vector<float> values;
+    auto dim = table_->dim();
+    for (uint32_t b = 0; b < table_->config().buckets.count; ++b) {
+      keys.clear();
+      values.clear();
+      table_->visit(b, [&](int64_t key, const float* payload, row_counters) {
+        keys.push_back(key);
+        values.insert(values.end(), payload, payload + dim);
+      });
+      if (!keys.empty())
+        f(keys.data(), values.data(), keys.size());
+    }
+  }
   const embedding_table* table() const override { return table_.get(); }
 
 private:
@@ -64,6 +79,7 @@ public:
                    const model_card& card);
   size_t rows() const override { return rows_; }
   void append_to(safetensors_writer& writer) const override;
+  void for_each_range(const range_visitor& f) const override;
   const embedding_table* table() const override { return nullptr; }
 
 private:
@@ -179,6 +195,28 @@ void saved_table_rows::append_values(const saved_file& f, safetensors_writer& wr
       throw checkpoint_error(f.where + ": the table holds a value that is not finite");
     writer.append_part(values.data(), n * sizeof(float));
   }
+}
+
+void saved_table_rows::for_each_range(const range_visitor& f) const {
+  std::vector<int64_t> keys;
+  std::vector<float> values;
+  for (auto& file : files_)
+    for (size_t at = 0; at < file.rows; at += rows_per_range) {
+      size_t n = std::min(rows_per_range, file.rows - at);
+      keys.resize(n);
+      values.resize(n * dim_);
+      file.file->read_part("emb/embedding/keys", element_type::i64, at * sizeof(int64_t),
+                           n * sizeof(int64_t), keys.data());
+      file.file->read_part("emb/embedding/values", element_type::f32, at * dim_ * sizeof(float),
+                           values.size() * sizeof(float), values.data());
+      for (int64_t key : keys)
+        if (key < 0)
+          throw checkpoint_error(file.where + ": the table holds key " + std::to_string(key)
+                                 + ", negative");
+      if (first_non_finite(values.data(), values.size()) != values.size())
+        throw checkpoint_error(file.where + ": the table holds a value that is not finite");
+      f(keys.data(), values.data(), n);
+    }
 }
 
 void saved_table_rows::append_to(safetensors_writer& writer) const {

@@ -4,6 +4,7 @@
 // from a checkpoint's files or read from an export, and looked up for
 // predictions as in training (a key the table lacks reads its initial
 // value).
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,11 @@ public:
   virtual size_t rows() const = 0;
   /// Appends the keys, then the values, to the writer's next two entries.
   virtual void append_to(safetensors_writer& writer) const = 0;
+  /// f(keys, values, n) for every row, a range at a time (values: n rows
+  /// of the table's dim), never the whole table at once. A negative key or
+  /// a value that is not finite throws checkpoint_error.
+  using range_visitor = std::function<void(const int64_t* keys, const float* values, size_t n)>;
+  virtual void for_each_range(const range_visitor& f) const = 0;
   /// The whole table where it is in memory (model.onnx gathers from a
   /// fixed-size one), else null.
   virtual const embedding_table* table() const = 0;

@@ -382,6 +382,25 @@ bool embedding_table::contains(int64_t key) const {
   return b.map.find(key, b.map.hash(key)) != row_map::no_row;
 }
 
+size_t embedding_table::erase(const int64_t* keys, size_t n) {
+  size_t erased = 0;
+  for (size_t i = 0; i < n; ++i) {
+    bucket& b = bucket_of(keys[i]);
+    std::unique_lock guard(b.lock);
+    uint64_t h = b.map.hash(keys[i]);
+    uint32_t row = b.map.find(keys[i], h);
+    if (row == row_map::no_row)
+      continue;
+    keep_frozen(b, keys[i], row_at(b, row));
+    b.free_rows.push_back(row);
+    b.map.erase(keys[i], h);
+    ++erased;
+  }
+  free_rows_ += erased;
+  rows_.fetch_sub(erased, std::memory_order_relaxed);
+  return erased;
+}
+
 void embedding_table::restore(int64_t key, const float* payload, row_counters counters) {
   bucket& b = bucket_of(key);
   std::unique_lock guard(b.lock);

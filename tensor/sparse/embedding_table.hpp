@@ -98,6 +98,9 @@ public:
 
   /// Whether `key` has a row (it was pushed and not evicted since).
   bool contains(int64_t key) const;
+  /// Removes the rows of `n` keys (a key without one is passed over); how
+  /// many were removed. A delta's deletions (tensor/export/delta_export.hpp).
+  size_t erase(const int64_t* keys, size_t n);
 
   size_t rows() const { return rows_.load(std::memory_order_relaxed); }
   /// Allocated bytes: the buckets, their maps' slots, the row chunks (a
