@@ -14,65 +14,14 @@
 
 #include <httplib.h>
 
+#include "apps/http/newest_first_pool.hpp"
+
 namespace troupe::node {
 
 namespace {
 
 constexpr size_t serving_threads = 4;
 constexpr size_t max_request_body = 1024;
-
-// Connections are served newest first: a scrape or a probe that arrives
-// behind a heap of silent connections (each held until the read timeout) is
-// served as soon as a thread is free, instead of after all of them.
-class newest_first_pool : public httplib::TaskQueue {
-public:
-  explicit newest_first_pool(size_t threads) {
-    for (size_t i = 0; i < threads; ++i)
-      threads_.emplace_back([this] { serve(); });
-  }
-
-  void enqueue(std::function<void()> fn) override {
-    {
-      std::lock_guard<std::mutex> guard{mutex_};
-      waiting_.push_back(std::move(fn));
-    }
-    wake_.notify_one();
-  }
-
-  void shutdown() override {
-    {
-      std::lock_guard<std::mutex> guard{mutex_};
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (auto& t : threads_)
-      t.join();
-  }
-
-private:
-  void serve() {
-    for (;;) {
-      std::function<void()> fn;
-      {
-        std::unique_lock<std::mutex> guard{mutex_};
-        wake_.wait(guard, [this] { return stopping_ || !waiting_.empty(); });
-        // Stopping: connections not yet served are left to the process's end
-        // (serving each would wait out its read timeout).
-        if (stopping_)
-          return;
-        fn = std::move(waiting_.back());
-        waiting_.pop_back();
-      }
-      fn();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> waiting_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
 
 std::unique_ptr<httplib::Server> make_server(const endpoint_settings& s) {
   if (!s.tls)
@@ -115,7 +64,7 @@ metrics_endpoint::metrics_endpoint(endpoint_settings settings, metrics::registry
   auto& s = impl_->settings;
   impl_->server = make_server(s);
   auto& server = *impl_->server;
-  server.new_task_queue = [] { return new newest_first_pool(serving_threads); };
+  server.new_task_queue = [] { return new http::newest_first_pool(serving_threads); };
   server.set_read_timeout(1, 0);
   server.set_write_timeout(5, 0);
   server.set_keep_alive_timeout(2);

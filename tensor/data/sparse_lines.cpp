@@ -77,6 +77,35 @@ void parse_criteo_line(std::string_view line, sparse_example& out) {
   }
 }
 
+void lay_out_example(const sparse_example& example, const key_layout& layout,
+                     const fixed_vocabulary& vocabulary, float* row) {
+  std::fill(row, row + layout.width(), 0.0f);
+  std::copy(example.dense.begin(), example.dense.end(), row);
+  float* slots = row + layout.dense;
+  for (size_t f = 0; f < example.fields(); ++f) {
+    auto first = example.field_offsets[f], end = example.field_offsets[f + 1];
+    if (end - first > static_cast<uint32_t>(layout.keys_per_field))
+      throw bad_record(std::to_string(end - first) + " keys, more than data.max-keys = "
+                       + std::to_string(layout.keys_per_field) + "; raise it");
+    for (int64_t s = 0; s < layout.keys_per_field; ++s) {
+      auto at = first + static_cast<uint32_t>(s);
+      float* slot =
+        slots + (static_cast<int64_t>(f) * layout.keys_per_field + s) * key_layout::floats_per_key;
+      if (at >= end) {
+        pack_key(key_layout::no_key, 0.0f, slot);
+        continue;
+      }
+      if (!vocabulary.empty()) // a fixed-size table's id out of its field's range
+        try {
+          vocabulary.row_of(example.keys[at], static_cast<uint32_t>(f));
+        } catch (const data_error& e) {
+          throw bad_record(e.what());
+        }
+      pack_key(example.keys[at], example.weights.empty() ? 1.0f : example.weights[at], slot);
+    }
+  }
+}
+
 void parse_libsvm_line(std::string_view line, sparse_example& out) {
   start(out);
   std::string_view rest = line;

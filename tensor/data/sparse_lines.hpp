@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "tensor/data/formats.hpp"
+#include "tensor/data/key_layout.hpp"
+#include "tensor/sparse/keys.hpp"
 
 namespace troupe {
 
@@ -43,5 +45,13 @@ void parse_criteo_line(std::string_view line, sparse_example& out);
 /// libsvm: a real label, then index:value pairs (index a non-negative
 /// integer, value a finite real) as one field; no dense values.
 void parse_libsvm_line(std::string_view line, sparse_example& out);
+
+/// `example` as a row of `layout` (dense values, then each field's key
+/// slots; a field's unused slots hold key_layout::no_key) in
+/// row[layout.width()]. Throws bad_record where a field holds more keys
+/// than its slots, or (`vocabulary` not empty) an id outside its field's
+/// range.
+void lay_out_example(const sparse_example& example, const key_layout& layout,
+                     const fixed_vocabulary& vocabulary, float* row);
 
 } // namespace troupe

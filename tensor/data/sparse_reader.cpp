@@ -62,43 +62,17 @@ public:
 
 private:
   void lay_out(raw_record& out) {
-    out.features.assign(static_cast<size_t>(keys_.width()), 0.0f);
-    float* row = out.features.data();
-    std::copy(example_.dense.begin(), example_.dense.end(), row);
-    float* slots = row + keys_.dense;
-    for (size_t f = 0; f < example_.fields(); ++f) {
-      auto first = example_.field_offsets[f], end = example_.field_offsets[f + 1];
-      if (end - first > static_cast<uint32_t>(keys_.keys_per_field))
-        throw bad_record(where() + ": " + std::to_string(end - first)
-                         + " keys, more than data.max-keys = "
-                         + std::to_string(keys_.keys_per_field) + "; raise it");
-      for (int64_t s = 0; s < keys_.keys_per_field; ++s) {
-        auto at = first + static_cast<uint32_t>(s);
-        float* slot = slots
-                      + (static_cast<int64_t>(f) * keys_.keys_per_field + s)
-                          * key_layout::floats_per_key;
-        if (at < end) {
-          if (!vocabulary_.empty())
-            check_id(example_.keys[at], static_cast<uint32_t>(f));
-          pack_key(example_.keys[at], example_.weights.empty() ? 1.0f : example_.weights[at], slot);
-        } else
-          pack_key(key_layout::no_key, 0.0f, slot);
-      }
+    out.features.resize(static_cast<size_t>(keys_.width()));
+    try {
+      lay_out_example(example_, keys_, vocabulary_, out.features.data());
+    } catch (const bad_record& e) {
+      throw bad_record(where() + ": " + e.what());
     }
     // The label as written: example_source maps it to a class or target.
     auto& line = file_.line();
     auto first = line.find_first_not_of(" \t");
     auto end = line.find_first_of(" \t\r", first);
     out.label_text = std::string_view(line).substr(first, end - first);
-  }
-
-  // A fixed-size table's id out of its field's range: this line is bad.
-  void check_id(int64_t key, uint32_t field) const {
-    try {
-      vocabulary_.row_of(key, field);
-    } catch (const data_error& e) {
-      throw bad_record(where() + ": " + e.what());
-    }
   }
 
   line_file file_;

@@ -119,6 +119,22 @@ std::string write_model_export(const std::string& dir, const model_card& card,
   return written;
 }
 
+std::unique_ptr<model> network_of(const model_card& card, const std::string& where) {
+  auto kind = enum_from_name<model_kind>(card.model);
+  bool embedding = kind && uses_embeddings(*kind, card.layers);
+  if (embedding != card.has_table())
+    fail_checkpoint(where,
+                    "model " + card.model
+                      + (embedding ? " needs the card's \"embedding\" object (a card of an older "
+                                     "Troupe?)"
+                                   : " has no embedding table, but the card describes one"));
+  try {
+    return make_model(embedding ? *kind : model_kind::custom, card.options());
+  } catch (const std::exception& e) {
+    fail_checkpoint(where, std::string("its layers do not build a network: ") + e.what());
+  }
+}
+
 namespace {
 
 // The card at `card_path` and the network it describes.
@@ -131,19 +147,7 @@ exported_model read_card(const std::string& card_path) {
   }
   exported_model out;
   out.card = model_card::from_json(v, card_path);
-  auto kind = enum_from_name<model_kind>(out.card.model);
-  bool embedding = kind && uses_embeddings(*kind, out.card.layers);
-  if (embedding != out.card.has_table())
-    fail_checkpoint(card_path,
-                    "model " + out.card.model
-                      + (embedding ? " needs the card's \"embedding\" object (a card of an older "
-                                     "Troupe?)"
-                                   : " has no embedding table, but the card describes one"));
-  try {
-    out.net = make_model(embedding ? *kind : model_kind::custom, out.card.options());
-  } catch (const std::exception& e) {
-    fail_checkpoint(card_path, std::string("its layers do not build a network: ") + e.what());
-  }
+  out.net = network_of(out.card, card_path);
   return out;
 }
 

@@ -65,6 +65,10 @@ struct model_card {
 /// normalisation; null: none known, e.g. an in-memory set).
 model_card describe_model(model_kind kind, const model& net, const data_split* train, int64_t step);
 
+/// The network `card` describes; throws checkpoint_error naming `where`
+/// (the card's file) where it builds none.
+std::unique_ptr<model> network_of(const model_card& card, const std::string& where);
+
 /// The layers of `net` in layer_spec syntax ("dense name=fc1 units=10", ...).
 std::vector<std::string> layer_specs(const model& net);
 
@@ -96,6 +100,10 @@ struct exported_model {
 /// its rows up in model.table; its one logit y becomes the two logits
 /// (0, y), whose softmax is (1 - sigmoid(y), sigmoid(y)).
 void predict_batch(exported_model& model, const batch& b, tensor& outputs);
+/// The same through `net`, a network built from model.card (one per thread
+/// where threads predict at once: a network keeps its work space), which
+/// leaves `model` as it is.
+void predict_batch(model& net, const exported_model& model, const batch& b, tensor& outputs);
 
 /// Reads an export directory; throws checkpoint_error naming the file and
 /// what does not fit (a variable missing, a shape the network does not have).

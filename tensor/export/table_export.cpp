@@ -307,18 +307,23 @@ std::shared_ptr<embedding_table> table_from_export(const safetensors_file& weigh
 }
 
 void predict_batch(exported_model& model, const batch& b, tensor& outputs) {
+  predict_batch(*model.net, model, b, outputs);
+}
+
+void predict_batch(troupe::model& net, const exported_model& model, const batch& b,
+                   tensor& outputs) {
   if (!model.table) {
-    model.net->predict(model.params, b.images, outputs);
+    net.predict(model.params, b.images, outputs);
     return;
   }
   std::vector<int64_t> ids;
   batch_rows rows;
-  model.net->batch_keys(b, ids);
+  net.batch_keys(b, ids);
   rows.keys.assign(ids.data(), ids.size());
   rows.values.resize(rows.keys.size() * model.table->dim());
   model.table->lookup(rows.keys.keys().data(), rows.keys.size(), rows.values.data());
   tensor y;
-  model.net->predict_rows(model.params, b, rows, y);
+  net.predict_rows(model.params, b, rows, y);
   auto n = static_cast<int64_t>(b.size());
   if (model.card.task == objective::regression) {
     outputs = std::move(y);
