@@ -18,10 +18,11 @@ void wait_for_readers(const std::shared_ptr<served_model>& copy) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
-std::shared_ptr<served_model> load(const std::string& dir, bool plain, int64_t version) {
+std::shared_ptr<served_model> load(const std::string& dir, bool plain, int64_t version,
+                                   std::string* refusal) {
   if (plain)
     return std::make_shared<served_model>(served_model{read_model_export(dir), 0});
-  return std::make_shared<served_model>(load_version(dir, version));
+  return std::make_shared<served_model>(load_version(dir, version, refusal));
 }
 
 } // namespace
@@ -55,12 +56,15 @@ void model_versions::publish(std::shared_ptr<served_model> next) {
   active_ = std::move(next);
 }
 
-void model_versions::load_both(int64_t version, int64_t required) {
-  auto first = load(dir_, plain_export_, version);
+void model_versions::load_both(int64_t version, int64_t required, look* out) {
+  std::string refusal;
+  auto first = load(dir_, plain_export_, version, &refusal);
+  if (!refusal.empty() && out && refused_.insert(first->version + 1).second)
+    out->refused.push_back(refusal);
   if (required >= 0 && first->version != required)
     fail_checkpoint(dir_, "reaches version " + std::to_string(first->version) + ", not "
                             + std::to_string(required) + " (a delta missing or refused)");
-  auto second = load(dir_, plain_export_, first->version);
+  auto second = load(dir_, plain_export_, first->version, &refusal);
   std::lock_guard guard(mutex_);
   active_ = std::move(first);
   standby_ = std::move(second);
@@ -101,7 +105,7 @@ model_versions::look model_versions::refresh() {
   std::lock_guard updating(update_);
   look out;
   if (!current()) {
-    load_both(std::numeric_limits<int64_t>::max());
+    load_both(std::numeric_limits<int64_t>::max(), -1, &out);
     out.applied.push_back(plain_export_ ? "export " + dir_
                                         : "version " + std::to_string(current()->version));
     return out;
@@ -121,8 +125,8 @@ model_versions::look model_versions::refresh() {
       return out;
     auto newest = listing.newest();
     try {
-      load_both(newest);
       refused_.clear();
+      load_both(newest, -1, &out);
       out.applied.push_back("base " + std::to_string(listing.bases.back()) + ", then version "
                             + std::to_string(current()->version));
     } catch (const std::exception& e) {

@@ -56,8 +56,8 @@ public:
 private:
   /// Replaces both copies with `version`'s (the newest: max); where the
   /// directory reaches another version than `required` (>= 0), throws and
-  /// leaves them.
-  void load_both(int64_t version, int64_t required = -1);
+  /// leaves them. A delta refused on the way ends the chain (in `out`).
+  void load_both(int64_t version, int64_t required = -1, look* out = nullptr);
   /// Applies delta `version` to both copies; false (and why in `refused`)
   /// where it is refused.
   bool step_to(int64_t version, look& out);

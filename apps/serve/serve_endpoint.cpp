@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -28,6 +29,14 @@ std::string error_json(const std::string& what) {
       out += c;
   }
   return out + "\"}\n";
+}
+
+// The body's length as its header announces it (0: none, or not a number).
+uint64_t announced_length(const httplib::Request& req) {
+  auto text = req.get_header_value("Content-Length");
+  char* end = nullptr;
+  auto n = std::strtoull(text.c_str(), &end, 10);
+  return text.empty() || *end != '\0' ? 0 : n;
 }
 
 // The network of the model served, one per server thread (a network keeps
@@ -63,14 +72,14 @@ struct serve_endpoint::impl {
     serve_metrics::requests(*registry, path, code).add();
   }
 
-  void predict(const httplib::Request& req, httplib::Response& res) {
+  void predict(const std::string& body, httplib::Response& res) {
     auto started = std::chrono::steady_clock::now();
     auto generation = versions->generation();
     auto served = versions->current();
     if (!served)
       return answer(res, "/v1/predict", 503, error_json("no model is loaded yet"));
     try {
-      auto b = read_rows(req.body, served->model.card);
+      auto b = read_rows(body, served->model.card);
       tensor outputs;
       predict_batch(network_for(*served, generation), served->model, b, outputs);
       counters->predictions.add(b.size());
@@ -116,8 +125,24 @@ struct serve_endpoint::impl {
   }
 
   void routes() {
-    server.Post("/v1/predict",
-                [this](const httplib::Request& req, httplib::Response& res) { predict(req, res); });
+    // Read through a content reader: a body sent as a form (curl -d's
+    // default type) is then not parsed as one, and not held to httplib's
+    // 8 KiB limit on forms.
+    server.Post("/v1/predict", [this](const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& read) {
+      if (announced_length(req) > settings.max_body) {
+        res.set_header("Connection", "close"); // the body is never read
+        return answer(res, "/v1/predict", 413,
+                      error_json("the body is larger than the limit of "
+                                 + std::to_string(settings.max_body) + " bytes (--max-body)"));
+      }
+      std::string body;
+      read([&body](const char* data, size_t n) {
+        body.append(data, n);
+        return true;
+      });
+      predict(body, res);
+    });
     server.Get("/v1/version",
                [this](const httplib::Request&, httplib::Response& res) { version(res); });
     server.Post("/v1/rollback", [this](const httplib::Request& req, httplib::Response& res) {

@@ -321,7 +321,7 @@ version_listing list_versions(const std::string& dir) {
   return out;
 }
 
-served_model load_version(const std::string& dir, int64_t upto) {
+served_model load_version(const std::string& dir, int64_t upto, std::string* refusal) {
   auto listing = list_versions(dir);
   auto base = std::upper_bound(listing.bases.begin(), listing.bases.end(), upto);
   if (base == listing.bases.begin())
@@ -332,7 +332,14 @@ served_model load_version(const std::string& dir, int64_t upto) {
     if (v > served.version && v <= upto) {
       if (v != served.version + 1)
         break; // a gap: the newest version the chain reaches
-      apply_delta(served, read_delta(delta_path(dir, v), served.model));
+      try {
+        apply_delta(served, read_delta(delta_path(dir, v), served.model));
+      } catch (const checkpoint_error& e) {
+        if (!refusal)
+          throw;
+        *refusal = e.what();
+        break;
+      }
     }
   return served;
 }

@@ -132,8 +132,11 @@ std::string delta_path(const std::string& dir, int64_t version);
 /// The newest version at most `upto` the directory builds: its newest base
 /// at most `upto`, then each delta after it in order while one follows.
 /// Throws checkpoint_error where no base is at most `upto`, or a delta of
-/// the chain does not apply (naming it).
+/// the chain does not apply (naming it); with `refusal`, a delta that does
+/// not apply ends the chain instead, and *refusal says why (a server keeps
+/// the last good version).
 served_model load_version(const std::string& dir,
-                          int64_t upto = std::numeric_limits<int64_t>::max());
+                          int64_t upto = std::numeric_limits<int64_t>::max(),
+                          std::string* refusal = nullptr);
 
 } // namespace troupe

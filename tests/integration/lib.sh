@@ -2,6 +2,7 @@
 #   expect WHAT COMMAND...   counts and prints "ok: WHAT" or "FAIL: WHAT"
 #   wait_for_line FILE PATTERN SECONDS   true once PATTERN is in FILE
 #   wait_exit PID SECONDS    sets rc to PID's exit code, or "hung"
+#   eventually SECONDS COMMAND...   true once COMMAND succeeds (tried every 0.2 s)
 #   field FILE KEY           the last value of "KEY": in FILE (a JSON line's number or literal)
 #   finish [LINES]           prints the counts (after a failure, first the last LINES of
 #                            each log in $tmp) and exits, 0 only if nothing failed
@@ -43,6 +44,8 @@ wait_for_line() { local end=$((SECONDS + $3))
 wait_exit() { local end=$((SECONDS + $2)); rc=hung
   while kill -0 "$1" 2>/dev/null; do [ $SECONDS -ge $end ] && return; sleep 0.2; done
   wait "$1"; rc=$?; }
+eventually() { local end=$((SECONDS + $1)); shift
+  while [ $SECONDS -lt $end ]; do "$@" && return 0; sleep 0.2; done; "$@"; }
 field() { grep -o "\"$2\":[^,}]*" "$1" | tail -1 | cut -d: -f2; }
 finish() { local f
   if [ "$fails" -ne 0 ] && [ -n "${1:-}" ]; then
