@@ -54,8 +54,7 @@ void refresh(serve::model_versions& versions, serve::serve_metrics& counters) {
     }
     if (!look.applied.empty())
       counters.last_update.set(
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
     for (auto& line : look.refused) {
       say("refused, still serving version "
           + std::to_string(versions.current() ? versions.current()->version : -1) + ": " + line);

@@ -95,8 +95,9 @@ bool model_versions::step_to(int64_t version, look& out) {
   }
   wait_for_readers(behind);
   apply_delta(*behind, delta); // checked against the same version: cannot be refused
-  out.applied.push_back("delta " + std::to_string(version) + " (" + std::to_string(delta.header.rows)
-                        + " rows, " + std::to_string(delta.header.deleted) + " deleted, step "
+  out.applied.push_back("delta " + std::to_string(version) + " ("
+                        + std::to_string(delta.header.rows) + " rows, "
+                        + std::to_string(delta.header.deleted) + " deleted, step "
                         + std::to_string(delta.header.step) + ")");
   return true;
 }

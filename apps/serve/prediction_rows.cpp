@@ -90,8 +90,7 @@ batch read_rows(const std::string& body, const model_card& card) {
   bool object = request.as_object() != nullptr;
   auto* rows = object ? request.find("rows") : nullptr;
   auto* one = object ? request.find("row") : nullptr;
-  if (!object || (rows == nullptr) == (one == nullptr)
-      || (rows && rows->as_array() == nullptr))
+  if (!object || (rows == nullptr) == (one == nullptr) || (rows && rows->as_array() == nullptr))
     throw request_error("the body must be {\"rows\": [ROW, ...]} or {\"row\": ROW}");
   json::array single;
   if (one)
@@ -122,10 +121,10 @@ batch read_rows(const std::string& body, const model_card& card) {
   return b;
 }
 
-std::string answer_json(const model_card& card, const tensor& outputs, size_t rows,
-                        int64_t version, int64_t step) {
-  std::string out = "{\"version\":" + std::to_string(version)
-                    + ",\"step\":" + std::to_string(step) + ",\"scores\":[";
+std::string answer_json(const model_card& card, const tensor& outputs, size_t rows, int64_t version,
+                        int64_t step) {
+  std::string out = "{\"version\":" + std::to_string(version) + ",\"step\":" + std::to_string(step)
+                    + ",\"scores\":[";
   char number[32];
   auto put = [&](double v) {
     std::snprintf(number, sizeof number, "%.7g", v);

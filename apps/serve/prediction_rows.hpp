@@ -33,7 +33,7 @@ batch read_rows(const std::string& body, const model_card& card);
 
 /// The answer to a batch of `rows` whose outputs are `outputs` (as
 /// predict_batch leaves them).
-std::string answer_json(const model_card& card, const tensor& outputs, size_t rows,
-                        int64_t version, int64_t step);
+std::string answer_json(const model_card& card, const tensor& outputs, size_t rows, int64_t version,
+                        int64_t step);
 
 } // namespace troupe::serve

@@ -98,9 +98,9 @@ struct serve_endpoint::impl {
     auto served = versions->current();
     auto v = served ? served->version : -1;
     answer(res, "/v1/version", 200,
-           "{\"version\":" + std::to_string(v) + ",\"step\":"
-             + std::to_string(served ? served->model.card.step : -1) + ",\"newest_on_disk\":"
-             + std::to_string(versions->newest_on_disk())
+           "{\"version\":" + std::to_string(v)
+             + ",\"step\":" + std::to_string(served ? served->model.card.step : -1)
+             + ",\"newest_on_disk\":" + std::to_string(versions->newest_on_disk())
              + ",\"pinned\":" + (versions->pinned() ? "true" : "false") + "}\n",
            v);
   }
@@ -116,8 +116,7 @@ struct serve_endpoint::impl {
     try {
       versions->pin(target);
       counters->last_update.set(
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
       version(res);
     } catch (const std::exception& e) {
       answer(res, "/v1/rollback", 409, error_json(e.what()));
@@ -215,10 +214,9 @@ serve_endpoint::serve_endpoint(serve_settings settings, model_versions& versions
                               now([](const served_model& m) { return double(m.version); }));
   registry.set_callback_gauge("troupe_serve_step", "Global steps the model served was trained",
                               now([](const served_model& m) { return double(m.model.card.step); }));
-  registry.set_callback_gauge("troupe_serve_rows", "Rows of the model served's embedding table",
-                              now([](const served_model& m) {
-                                return m.model.table ? double(m.model.table->rows()) : 0.0;
-                              }));
+  registry.set_callback_gauge(
+    "troupe_serve_rows", "Rows of the model served's embedding table",
+    now([](const served_model& m) { return m.model.table ? double(m.model.table->rows()) : 0.0; }));
   auto& server = i.server;
   auto threads = i.settings.threads;
   server.new_task_queue = [threads] { return new http::newest_first_pool(threads); };

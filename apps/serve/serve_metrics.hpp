@@ -18,8 +18,8 @@ struct serve_metrics {
                                       "Seconds from a prediction request read to its answer",
                                       metrics::latency_buckets())),
       predictions(r.get_counter("troupe_serve_predictions_total", "Rows predicted")),
-      deltas_applied(r.get_counter("troupe_serve_deltas_applied_total",
-                                   "Deltas applied to the model served")),
+      deltas_applied(
+        r.get_counter("troupe_serve_deltas_applied_total", "Deltas applied to the model served")),
       deltas_refused(r.get_counter("troupe_serve_deltas_refused_total",
                                    "Deltas (or bases) refused: damaged, a version missing, a value "
                                    "not finite")),

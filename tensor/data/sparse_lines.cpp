@@ -89,8 +89,9 @@ void lay_out_example(const sparse_example& example, const key_layout& layout,
                        + std::to_string(layout.keys_per_field) + "; raise it");
     for (int64_t s = 0; s < layout.keys_per_field; ++s) {
       auto at = first + static_cast<uint32_t>(s);
-      float* slot =
-        slots + (static_cast<int64_t>(f) * layout.keys_per_field + s) * key_layout::floats_per_key;
+      float* slot = slots
+                    + (static_cast<int64_t>(f) * layout.keys_per_field + s)
+                        * key_layout::floats_per_key;
       if (at >= end) {
         pack_key(key_layout::no_key, 0.0f, slot);
         continue;
