@@ -161,6 +161,15 @@ public:
     return stop;
   }
 
+  // A step given back unstarted: it goes to whichever worker asks next,
+  // this one too (the shards are not told: nothing of it was pushed).
+  void on_idle(self_ptr self, const step_report& r) override {
+    if (unless_admitted(self, r, "a step given back"))
+      return;
+    if (desk_.give_back(r.worker, r.step))
+      on_grant_settled(self);
+  }
+
   // A non-finite gradient revokes the step: another worker computes it again.
   caf::result<step_grant> on_nonfinite(self_ptr self, step_report r) override {
     if (auto err = unless_admitted(self, r, "a non-finite gradient"))

@@ -68,8 +68,14 @@ void on_tick(self_ptr self) {
     self->delayed_send(self, watchdog_period, tick_atom::value);
     return;
   }
-  if (st.now == chief_state::phase::training)
+  if (st.now == chief_state::phase::training) {
     st.steps->expire_leases(self);
+    // Reports bring saves when they are due; a run whose workers wait for
+    // data (data.follow) brings none, and what it trained before the wait
+    // is saved (and becomes a serving version) here.
+    if (global_step(self) != st.save.last_saved_step())
+      maybe_save(self);
+  }
   if (st.now != chief_state::phase::finishing) {
     if (auto why = st.steps->short_of_workers(limit, now))
       abort_run(self, *why, run_end::lost_peer);
@@ -195,6 +201,7 @@ chief_impl::behavior_type chief(chief_impl::stateful_pointer<chief_state> self, 
     [self](nonfinite_atom, const step_report& r) {
       return self->state.steps->on_nonfinite(self, r);
     },
+    [self](idle_atom, const step_report& r) { self->state.steps->on_idle(self, r); },
     [self](step_done_atom, const step_summary& s) { self->state.steps->on_step_done(self, s); },
     [self](tick_atom) { on_tick(self); },
     [self](saved_atom, int64_t step, bool ok, const std::string& what, uint64_t bytes,

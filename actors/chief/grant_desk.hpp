@@ -154,6 +154,19 @@ public:
   /// two may wait twice).
   void park(int32_t worker, Reply reply) { waiting_.emplace(worker, std::move(reply)); }
 
+  /// A worker gives `step` back unstarted (no data for it yet): it goes to
+  /// a waiting worker or back to the pool, not counted as refused. False
+  /// where the worker holds no such step.
+  bool give_back(int32_t worker, int64_t step) {
+    active(worker);
+    if (step < 0 || !budget_.has_grant(worker, step))
+      return false;
+    budget_.revoke(worker, step);
+    bound_.revoked(worker);
+    hand_out_returned();
+    return true;
+  }
+
   /// A worker is gone: its steps go to waiting workers or back to the pool.
   void lose(int32_t worker) {
     waiting_.erase(worker);

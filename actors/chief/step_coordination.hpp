@@ -43,6 +43,8 @@ public:
   /// A worker's report of a step (async), or of a non-finite gradient.
   virtual caf::result<step_grant> on_report(self_ptr self, const step_report& r) = 0;
   virtual caf::result<step_grant> on_nonfinite(self_ptr self, step_report r) = 0;
+  /// A worker without data for step r.step (data.follow) gives it back.
+  virtual void on_idle(self_ptr, const step_report&) {}
   /// Several reports of one worker at once (async, train.report-every > 1).
   virtual caf::result<std::vector<step_grant>> on_reports(self_ptr self,
                                                           const std::vector<step_report>& rs) = 0;

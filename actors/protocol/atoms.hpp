@@ -38,6 +38,7 @@ using shard_back_atom = caf::atom_constant<caf::atom("shard_back")>; ///< reconn
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;         ///< worker: find a new chief
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;       ///< worker -> chief: w.report
 using leave_atom = caf::atom_constant<caf::atom("leave")>;           ///< worker, shard: SIGTERM
+using idle_atom = caf::atom_constant<caf::atom("idle")>; ///< worker -> chief: a step given back
 /// The report channel's connection threads -> the chief: a batch of reports
 using relayed_atom = caf::atom_constant<caf::atom("relayed")>;
 /// The report channel's reader thread -> its worker: grants, or the loss of the channel

@@ -32,6 +32,13 @@ using checkpoint_source_actor = caf::typed_actor<
 /// step can complete without it) and answers stop.
 using nonfinite_handler = caf::replies_to<nonfinite_atom, step_report>::with<step_grant>;
 
+/// A worker following a directory (data.follow) that has no data for the
+/// step it was granted gives the step back (report.step; nothing pushed),
+/// and asks again once data came: async, the step goes to another worker
+/// or back to the pool, not counted as refused, and a save's fence does not
+/// wait for it. Sync ignores it (the token is the worker's until it comes).
+using idle_handler = caf::reacts_to<idle_atom, step_report>;
+
 /// Async with train.report-every > 1: the outcomes of a worker's steps, in
 /// the order computed (at most its lease) -> the steps that fill its lease
 /// again (none while it still holds some and none can be granted), or one
@@ -58,6 +65,8 @@ using chief_actor =
                    reports_handler,
                    // an admitted worker: a non-finite gradient
                    nonfinite_handler,
+                   // an admitted worker following a directory: a step given back
+                   idle_handler,
                    // its token queue, sync: each update
                    caf::reacts_to<step_done_atom, step_summary>,
                    // an evaluator: where to read the checkpoints (an error where none are served)

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <utility>
 
 #include "actors/protocol/protocol.hpp"
 
@@ -36,6 +37,8 @@ public:
     granted_.pop_front();
     return next;
   }
+  /// The steps held and not started, taken away (given back to the chief).
+  std::deque<step_grant> take_all() { return std::exchange(granted_, {}); }
   /// Under way without a step (the last pull-ahead job is being collected).
   void hold() noexcept { busy_ = true; }
   /// What was under way is over: the number of this end.

@@ -92,6 +92,7 @@ struct worker_state {
   stream_options data_options;          // its share as the first plan says
   std::unique_ptr<example_stream> data; // this worker's share, read ahead (from the first plan)
   bool leaving = false;                 // SIGTERM: leave after the step under way
+  bool gave_back = false;               // data.follow: steps given back, to ask for again
   std::optional<slice_router> router;   // the chief's plan, checked against the model
   step_coordinator_actor coordinator;   // chief (async) or token queue (sync)
   step_lease lease;

@@ -54,8 +54,13 @@ bool seek_data(self_ptr self, const training_plan& plan) {
          make_error({errc::invalid_request, e.what()}));
     return false;
   }
-  spdlog::info("{}: continuing its data at epoch {}, example {} of its share ({} of {})", st.label,
-               plan.data_epoch, plan.data_offset, share->rank, share->count);
+  if (st.data->follows())
+    spdlog::info("{}: continuing the followed directory at file number {}, record {} (share {} "
+                 "of {})",
+                 st.label, plan.data_epoch, plan.data_offset, share->rank, share->count);
+  else
+    spdlog::info("{}: continuing its data at epoch {}, example {} of its share ({} of {})",
+                 st.label, plan.data_epoch, plan.data_offset, share->rank, share->count);
   return true;
 }
 

@@ -82,6 +82,29 @@ void count_and_report(self_ptr self, const step_report& report) {
     send_reports(self);
 }
 
+// A followed directory with nothing new (data.follow): the steps held go
+// back to the chief, so that a save's fence does not wait on them, and the
+// worker looks again soon, free meanwhile for the chief's messages; once a
+// batch is there, it asks for steps again. True where a step may start.
+bool wait_for_data(self_ptr self) {
+  auto& st = self->state;
+  if (st.data->ready()) {
+    if (!st.gave_back)
+      return true;
+    st.gave_back = false;
+    ask_for_first_steps(self);
+    return false;
+  }
+  for (auto& grant : st.lease.take_all()) {
+    auto back = st.step->ask();
+    back.step = grant.step;
+    self->send(st.links.chief, idle_atom::value, back);
+    st.gave_back = true;
+  }
+  self->delayed_send(self, std::chrono::milliseconds(20), run_atom::value, st.lease.end());
+  return false;
+}
+
 } // namespace
 
 // With train.pull-ahead, a worker out of granted steps first collects its
@@ -104,6 +127,8 @@ void start_next_step(self_ptr self) {
     self->quit(caf::exit_reason::normal);
     return;
   }
+  if (st.data && st.data->follows() && !wait_for_data(self))
+    return;
   auto grant = st.lease.begin();
   if (!grant) {
     if (st.step->flushable()) {

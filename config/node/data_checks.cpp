@@ -82,6 +82,19 @@ void check_data_size(node_setup& setup, std::vector<std::string>& errors) {
   if (!setup.data || !errors.empty())
     return;
   auto& t = setup.train;
+  if (!setup.data->train->follow.empty()) {
+    // A followed directory has no size and fixed shares.
+    if (t.epochs > 0)
+      errors.push_back("train.epochs needs the data's size, which a followed directory "
+                       "(data.follow) does not have: set train.last-step (0: until stopped)");
+    if (setup.runtime.max_workers > 0)
+      errors.push_back("data.follow shares the stream's files among a fixed set of workers: set "
+                       "cluster.max-workers = 0");
+    if (t.pull_ahead)
+      errors.push_back("data.follow waits for files between steps, which train.pull-ahead does "
+                       "not: set train.pull-ahead = false");
+    return;
+  }
   uint64_t examples = setup.data->train->usable_records();
   auto shape = setup.cluster.shape();
   auto capacity = worker_capacity(setup.runtime, shape.workers);

@@ -297,6 +297,10 @@ void node_config::add_data_reading_options() {
          "that fits is read once and kept; 0: the whole share when it takes at most 256 MiB, "
          "else 10000")
     .add(d.prefetch, "prefetch", "batches each worker's reader thread prepares ahead (0: none)")
+    .add(d.follow, "follow",
+         "train on a stream: data.train names one directory whose files (Criteo or libsvm, "
+         "renamed into place when complete, numbered by the digits of their names) are read as "
+         "they arrive, without end; shape and classes come from data.test (docs/online.md)")
     .add(d.eval_memory_bytes, "eval-memory-bytes",
          "the evaluation set (validation, else test) is read once and kept in memory when its "
          "examples take at most this many bytes (default 268435456: 256 MiB), else read from its "

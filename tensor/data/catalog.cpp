@@ -1,6 +1,7 @@
 #include "tensor/data/catalog.hpp"
 
 #include <cmath>
+#include <filesystem>
 
 #include "tensor/core/json_writer.hpp"
 #include "tensor/data/catalog_steps.hpp"
@@ -203,10 +204,35 @@ std::shared_ptr<const data_split> split_in_memory(std::shared_ptr<const dataset>
   return split;
 }
 
+namespace {
+
+// data.follow: the test set's files tell the shape, classes and
+// normalisation; the training set is the directory, read as files arrive.
+data_catalog follow_catalog(const data_options& options, const std::string& fashion_mnist_dir) {
+  auto& dir = options.train.front();
+  if (!std::filesystem::is_directory(dir))
+    throw data_error("data.follow = true: data.train = " + dir
+                     + " is not a directory; name the directory whose files are followed");
+  auto probe = options;
+  probe.follow = false;
+  probe.train = options.test;
+  auto out = catalog_data(probe, fashion_mnist_dir);
+  auto train = std::make_shared<data_split>(*out.train);
+  train->name = "training set (followed in " + dir + ")";
+  train->files.clear();
+  train->follow = dir;
+  out.train = train;
+  return out;
+}
+
+} // namespace
+
 data_catalog catalog_data(const data_options& options, const std::string& fashion_mnist_dir) {
   auto problems = data_option_problems(options);
   if (!problems.empty())
     throw data_error(problems.front());
+  if (options.follow)
+    return follow_catalog(options, fashion_mnist_dir);
   data_options o = options;
   if (o.train.empty()) {
     o.train = {fashion_mnist_dir + "/train-images-idx3-ubyte.gz"};

@@ -68,6 +68,10 @@ struct data_options {
   /// most this many bytes, else read from its files at each evaluation
   /// (evaluation_set.hpp). 0: always from the files.
   int64_t eval_memory_bytes = default_eval_memory_bytes;
+  /// data.follow: `train` names one directory, whose files are read as
+  /// they appear (follow_reader.hpp), without end; the shape, classes and
+  /// normalisation come from `test`.
+  bool follow = false;
 };
 
 /// The limits on the [data] values (checked by check_data_options).
@@ -122,6 +126,9 @@ struct data_split {
   bool labelled = true;
   /// An in-memory set (the library API, tests): no files, no normalisation.
   std::shared_ptr<const dataset> memory;
+  /// data.follow: the directory whose files are read as they appear
+  /// (`files` is empty: they are not known in advance).
+  std::string follow;
 
   int64_t features() const { return num_elements(item_shape); }
   /// The values normalisation applies to: all, or those before the keys.

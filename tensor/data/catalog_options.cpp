@@ -12,6 +12,11 @@ std::vector<std::string> data_option_problems(const data_options& o) {
   if (o.train.empty() && (!o.test.empty() || !o.validation.empty() || !o.train_labels.empty()))
     out.push_back("data.train is missing: a [data] section with test or validation files needs "
                   "the training files too");
+  if (o.follow && o.train.size() != 1)
+    out.push_back("data.follow = true reads one directory: data.train must name it alone");
+  if (o.follow && o.format != "criteo" && o.format != "libsvm")
+    out.push_back("data.follow = true reads Criteo or libsvm lines as they arrive: set data.format "
+                  "= \"criteo\" or \"libsvm\"");
   if (!o.train.empty() && o.test.empty())
     out.push_back("data.test is missing: give the test set's files (the chief evaluates on it)");
   if (o.csv.label_column.empty())

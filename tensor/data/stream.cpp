@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "tensor/data/follow_reader.hpp"
+
 namespace troupe {
 
 std::vector<segment> share_of(const data_split& split, size_t index, size_t count) {
@@ -276,11 +278,31 @@ void share_reader::seek(stream_position position) {
   }
 }
 
+namespace {
+
+// A followed directory is always read ahead: ready() tells the worker
+// whether a batch is there, without waiting for files.
+stream_options reading_options(const data_split& split, stream_options options) {
+  if (!split.follow.empty())
+    options.prefetch = std::max<size_t>(options.prefetch, 1);
+  return options;
+}
+
+std::unique_ptr<batch_reader> make_reader(std::shared_ptr<const data_split> split,
+                                          const stream_options& options) {
+  if (!split->follow.empty())
+    return std::make_unique<follow_reader>(std::move(split), options);
+  return std::make_unique<share_reader>(std::move(split), options);
+}
+
+} // namespace
+
 example_stream::example_stream(std::shared_ptr<const data_split> split,
                                const stream_options& options)
-  : split_(std::move(split)), options_(options), reader_(split_, options),
-    share_size_(reader_.share_size()), buffer_examples_(reader_.buffer_examples()),
-    resident_(reader_.resident()), position_(reader_.position()) {
+  : split_(std::move(split)), options_(reading_options(*split_, options)),
+    reader_(make_reader(split_, options_)), share_size_(reader_->share_size()),
+    buffer_examples_(reader_->buffer_examples()), resident_(reader_->resident()),
+    position_(reader_->position()) {
   start_reader();
 }
 
@@ -291,6 +313,7 @@ example_stream::~example_stream() {
 void example_stream::start_reader() {
   if (options_.prefetch == 0)
     return;
+  reader_->resume();
   stopping_ = false;
   thread_ = std::thread([this] { run_reader(); });
 }
@@ -298,6 +321,7 @@ void example_stream::start_reader() {
 void example_stream::stop_reader() {
   if (!thread_.joinable())
     return;
+  reader_->stop(); // a followed directory's reader may be waiting for files
   {
     std::lock_guard<std::mutex> guard(mutex_);
     stopping_ = true;
@@ -324,8 +348,8 @@ void example_stream::run_reader() {
     }
     prepared item;
     try {
-      reader_.next_batch(next);
-      item.after = reader_.position();
+      reader_->next_batch(next);
+      item.after = reader_->position();
     } catch (...) {
       item.error = std::current_exception();
     }
@@ -341,10 +365,17 @@ void example_stream::run_reader() {
   }
 }
 
+bool example_stream::ready() {
+  if (options_.prefetch == 0)
+    return true;
+  std::lock_guard<std::mutex> guard(mutex_);
+  return !ready_.empty();
+}
+
 void example_stream::next_batch(batch& out) {
   if (options_.prefetch == 0) {
-    reader_.next_batch(out);
-    position_ = reader_.position();
+    reader_->next_batch(out);
+    position_ = reader_->position();
     return;
   }
   std::unique_lock<std::mutex> lock(mutex_);
@@ -362,9 +393,9 @@ void example_stream::next_batch(batch& out) {
 
 void example_stream::seek(stream_position position) {
   stop_reader();
-  reader_.seek(position);
-  position_ = reader_.position();
-  share_size_ = reader_.share_size();
+  reader_->seek(position);
+  position_ = reader_->position();
+  share_size_ = reader_->share_size();
   start_reader();
 }
 

@@ -74,28 +74,58 @@ struct stream_options {
   size_t batch_size = 100;
 };
 
+/// What example_stream reads batches from, on its reader thread: a share
+/// of files that end (share_reader), or a directory followed as files
+/// arrive (follow_reader.hpp).
+class batch_reader {
+public:
+  virtual ~batch_reader() = default;
+  /// Fills `out` with the next batch_size examples.
+  virtual void next_batch(batch& out) = 0;
+  /// Restarts at `position`.
+  virtual void seek(stream_position position) = 0;
+  virtual stream_position position() const = 0;
+  /// The share to read from the next epoch on (elastic membership); may be
+  /// called from any thread. Throws data_error where it cannot be.
+  virtual void set_next_share(data_share share) = 0;
+  /// Usable examples in the share (0: not known, a followed directory).
+  virtual uint64_t share_size() const = 0;
+  /// Whether the share is kept in memory.
+  virtual bool resident() const = 0;
+  /// Examples the shuffle buffer holds.
+  virtual size_t buffer_examples() const = 0;
+  /// From another thread: a next_batch waiting for data gives up
+  /// (throws stream_stopped). Readers of files that end never wait.
+  virtual void stop() {}
+  /// Waits for data again after stop().
+  virtual void resume() {}
+};
+
+/// next_batch gave up waiting for data: the stream is being stopped.
+struct stream_stopped : troupe_error {
+  stream_stopped() : troupe_error("the data stream was stopped") {}
+};
+
 /// Reads the share, example by example, in the seed's order. Single-threaded;
 /// example_stream runs it on its reader thread.
-class share_reader {
+class share_reader final : public batch_reader {
 public:
   share_reader(std::shared_ptr<const data_split> split, const stream_options& options);
   /// Fills `out` with the next batch_size examples (crossing into the next
   /// epoch where the share ends).
-  void next_batch(batch& out);
+  void next_batch(batch& out) override;
   /// Restarts at `position`: its share, the epoch's order replayed up to
   /// its offset.
-  void seek(stream_position position);
-  stream_position position() const noexcept { return {epoch_, offset_, share_}; }
-  /// The share to read from the next epoch on (elastic membership); may be
-  /// called from any thread. Throws data_error where it would be empty.
-  void set_next_share(data_share share);
-  /// Usable examples in the share (bad records in a range share estimated
-  /// from their file's count).
-  uint64_t share_size() const noexcept { return share_size_; }
-  /// Whether the share is kept in memory (it fits the shuffle buffer).
-  bool resident() const noexcept { return resident_; }
-  /// Examples the shuffle buffer holds (the share's, when resident).
-  size_t buffer_examples() const noexcept { return buffer_examples_; }
+  void seek(stream_position position) override;
+  stream_position position() const noexcept override { return {epoch_, offset_, share_}; }
+  /// Throws data_error where the share would be empty.
+  void set_next_share(data_share share) override;
+  /// Bad records in a range share are estimated from their file's count.
+  uint64_t share_size() const noexcept override { return share_size_; }
+  /// Whether the share fits the shuffle buffer.
+  bool resident() const noexcept override { return resident_; }
+  /// The share's examples, when resident.
+  size_t buffer_examples() const noexcept override { return buffer_examples_; }
 
 private:
   // Reads `share` from now on: its segments, size and buffers.
@@ -150,11 +180,16 @@ public:
 
   /// The next batch (waits for the reader where it is behind).
   void next_batch(batch& out);
+  /// Whether next_batch would not wait: a batch is prepared (a followed
+  /// directory may have nothing new for a while).
+  bool ready();
+  /// Whether it follows a directory (follow_reader.hpp).
+  bool follows() const noexcept { return !split_->follow.empty(); }
   /// After the last batch next_batch returned.
   stream_position position() const noexcept { return position_; }
   void seek(stream_position position);
   /// From the next epoch the reader begins on (elastic membership).
-  void set_next_share(data_share share) { reader_.set_next_share(share); }
+  void set_next_share(data_share share) { reader_->set_next_share(share); }
   /// Of the share read at construction or the last seek.
   uint64_t share_size() const noexcept { return share_size_; }
   /// What the reader holds (fixed at construction): the buffer's examples,
@@ -176,7 +211,7 @@ private:
 
   std::shared_ptr<const data_split> split_;
   stream_options options_;
-  share_reader reader_;
+  std::unique_ptr<batch_reader> reader_;
   uint64_t share_size_;
   size_t buffer_examples_;
   bool resident_;
