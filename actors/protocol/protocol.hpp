@@ -29,7 +29,7 @@
 namespace troupe {
 
 /// Bumped on every incompatible change; peers of another version are refused.
-constexpr uint32_t protocol_version = 16;
+constexpr uint32_t protocol_version = 17;
 
 // -- registration ---------------------------------------------------------------
 

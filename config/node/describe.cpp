@@ -53,8 +53,11 @@ namespace {
 
 // A value as INI text that reads back as the same value: reals keep every
 // significant digit and a decimal point (CAF prints six decimals, which
-// turns 1e-7 into 0).
+// turns 1e-7 into 0); a zero duration is 0s (CAF prints "0d", which it
+// does not read).
 std::string ini_text(const caf::config_value& value) {
+  if (auto span = caf::get_if<caf::timespan>(&value); span && span->count() == 0)
+    return "0s";
   if (auto real = caf::get_if<double>(&value)) {
     char buf[32];
     std::snprintf(buf, sizeof(buf), "%.9g", *real);

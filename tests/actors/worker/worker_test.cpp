@@ -35,6 +35,7 @@ BOOST_AUTO_TEST_CASE(a_plan_that_does_not_tile_a_variable_is_refused) {
         return std::vector<step_grant>{};
       },
       [](nonfinite_atom, const step_report&) -> caf::result<step_grant> { return step_grant{}; },
+      [](idle_atom, const step_report&) {},
       [](step_done_atom, const step_summary&) {},
       [](follow_atom) -> caf::result<checkpoint_source_actor> { return checkpoint_source_actor{}; },
     };

@@ -83,6 +83,8 @@ struct fixture {
   // Exactly one error, containing every part.
   void expect_error(const load_outcome& out, std::initializer_list<std::string> parts) {
     BOOST_TEST((out.what == load_outcome::action::fail));
+    for (auto& e : out.errors)
+      BOOST_TEST_MESSAGE(e);
     BOOST_REQUIRE_EQUAL(out.errors.size(), 1u);
     for (auto& p : parts)
       BOOST_TEST(out.errors[0].find(p) != std::string::npos, "'" << p << "' in: " << out.errors[0]);
@@ -229,6 +231,32 @@ BOOST_AUTO_TEST_CASE(the_data_section_sizes_the_model_and_is_checked) {
                      "[\"/nonexistent/t.csv\"]\n",
                  {"--job_name=ps", "--task_index=0"});
   BOOST_TEST(ps.errors.empty(), (ps.errors.empty() ? "" : ps.errors[0]));
+}
+
+// A run on a stream: data.follow on a directory takes its shape from
+// data.test; what cannot follow a directory is refused by name; a delta
+// interval lowers the checkpoints' and derives the serving directory;
+// last-step 0 runs until stopped.
+BOOST_AUTO_TEST_CASE(a_stream_run_loads_and_what_cannot_follow_is_refused) {
+  std::filesystem::create_directories(dir / "stream");
+  auto test = (dir / "test.svm").string();
+  std::ofstream(test) << "0 1:1\n1 2:1\n";
+  auto data = "[data]\ntrain = [\"" + (dir / "stream").string() + "\"]\ntest = [\"" + test
+              + "\"]\nformat = \"libsvm\"\nfollow = true\n";
+  auto sections = "[checkpoint]\nlog-dir = \"" + (dir / "logs").string()
+                  + "\"\nsave-interval = 60s\n[export]\ndelta-interval = 10s\n";
+  auto out = load(base() + "model = \"lr\"\nlast-step = 0\n" + data + sections, worker0);
+  BOOST_REQUIRE_MESSAGE(out.errors.empty(), (out.errors.empty() ? "" : out.errors[0]));
+  BOOST_TEST(out.setup.data->train->follow == (dir / "stream").string());
+  BOOST_TEST(out.setup.train.last_step == limits::max_steps);
+  BOOST_TEST(out.setup.train.checkpoint.save_interval.count() == 10000);
+  BOOST_TEST(out.setup.train.checkpoint.serving_dir == (dir / "logs").string() + "/serving");
+  expect_rejected("model = \"lr\"\nepochs = 1\n" + data,
+                  {"train.epochs needs the data's size", "data.follow"});
+  expect_error(load(base({{"cluster.max-workers", "4"}}) + "model = \"lr\"\n" + data, worker0),
+               {"data.follow shares the stream's files among a fixed set of workers"});
+  expect_rejected("[export]\ndelta-interval = 10s\n",
+                  {"export.delta-interval needs checkpoint.log-dir"});
 }
 
 // TF_CONFIG names the cluster and this task; it takes precedence over the
@@ -458,7 +486,7 @@ BOOST_AUTO_TEST_CASE(training_value_errors) {
     {"train.model = \"cnm\" is not a known model; did you mean \"cnn\"? (known: "
      "softmax, mlp, cnn, vgg11, vgg16, vgg19, custom, lr, fm, mf, deepfm, synthetic, declared)"});
   expect_rejected("learning-rate = -0.1\n", {"train.learning-rate"});
-  expect_rejected("last-step = 0\n", {"train.last-step"});
+  expect_rejected("last-step = -1\n", {"train.last-step"});
   expect_rejected("batch-size = 0\n", {"train.batch-size"});
   expect_rejected("mode = \"lockstep\"\n", {"train.mode", "async, sync"});
   expect_rejected("replicas-to-aggregate = 3\n",

@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(defaults_are_valid) {
 BOOST_AUTO_TEST_CASE(every_problem_is_named_by_its_key) {
   training_settings t;
   t.batch_size = 0;
-  t.last_step = 0;
+  t.last_step = -1;
   t.clip_norm = -1;
   t.placement_epsilon = 2;
   t.replicas_to_aggregate = 3;
@@ -191,6 +191,25 @@ BOOST_AUTO_TEST_CASE(enum_names_round_trip) {
   BOOST_TEST(std::string(name_of(worker_loss_policy::wait)) == "wait");
   BOOST_TEST(closest_match("softmx", {"softmax", "mlp"}) == "softmax");
   BOOST_TEST(closest_match("zzzzzz", {"softmax", "mlp"}).empty());
+}
+
+// Delta exports and a run without end: in range, named by their keys.
+BOOST_AUTO_TEST_CASE(delta_exports_and_an_unbounded_run_are_checked) {
+  training_settings t;
+  t.last_step = 0; // until stopped
+  BOOST_TEST(problems(t).empty());
+  t.last_step = -1;
+  BOOST_TEST(names(problems(t), "train.last-step = -1 is out of range"));
+  t.last_step = 100;
+  t.checkpoint.delta_interval = std::chrono::milliseconds(10000);
+  BOOST_TEST(names(problems(t), "export.delta-interval needs checkpoint.log-dir"));
+  t.checkpoint.log_dir = "logs";
+  BOOST_TEST(problems(t).empty());
+  t.checkpoint.delta_interval = std::chrono::milliseconds(10);
+  BOOST_TEST(names(problems(t), "export.delta-interval = 10ms is out of range"));
+  t.checkpoint.delta_interval = std::chrono::milliseconds(10000);
+  t.checkpoint.base_every = 0;
+  BOOST_TEST(names(problems(t), "export.base-every = 0 is out of range"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
