@@ -115,9 +115,10 @@ struct chief_state {
   std::function<void()> after_final_save;          // the end of the run, once the last save is done
   std::map<int32_t, data_position> data_positions; // each worker's, from its reports
   // evaluation while training (train.eval-interval)
-  int64_t next_evaluation = 0;     // the global step of the next one (0: off)
-  bool evaluating = false;         // one at a time
-  std::shared_ptr<model> eval_net; // its own scratch buffers: the final one may overlap
+  int64_t next_evaluation = 0;            // the global step of the next one (0: off)
+  bool evaluating = false;                // one at a time
+  std::shared_ptr<model> eval_net;        // its own scratch buffers: the final one may overlap
+  std::shared_ptr<model> progressive_net; // data.follow: scores the stream's next file
   std::vector<evaluation_point> evaluations;
   std::map<std::string, double> reported; // the workers' programs' metrics (w.report)
   std::unique_ptr<event_file> events;     // TensorBoard scalars (checkpoint.summaries)

@@ -125,6 +125,8 @@ void open_summaries(self_ptr self);
 void summarize_progress(self_ptr self, const progress_line& line);
 void summarize_checkpoint(self_ptr self, int64_t step, double seconds, uint64_t bytes);
 void summarize_evaluation(self_ptr self, int64_t step, const test_score& score);
+/// data.follow: the score of the stream's next file before it is trained on.
+void summarize_progressive(self_ptr self, int64_t step, const test_score& score);
 /// Per shard: bytes in and out, pulls and pushes; the imbalance.
 void summarize_traffic(self_ptr self, const training_result& result);
 /// Every few seconds (the watchdog), and once at the end.

@@ -88,6 +88,13 @@ void summarize_evaluation(self_ptr self, int64_t step, const test_score& score) 
   });
 }
 
+void summarize_progressive(self_ptr self, int64_t step, const test_score& score) {
+  with_events(self, [&](event_file& f) {
+    f.scalars(step, {{"eval/progressive_auc", static_cast<float>(score.auc)},
+                     {"eval/progressive_logloss", static_cast<float>(score.logloss)}});
+  });
+}
+
 void summarize_traffic(self_ptr self, const training_result& r) {
   with_events(self, [&](event_file& f) {
     std::vector<std::pair<std::string, float>> v;

@@ -34,6 +34,8 @@ public:
   bool held() const { return held_ != nullptr; }
   /// Whether examples carry real targets (else class labels).
   bool regression() const { return split_->task == objective::regression; }
+  /// The split it reads (its shape, format, classes).
+  const std::shared_ptr<const data_split>& split() const { return split_; }
   /// What held examples take: features and label (and target) per example.
   static uint64_t bytes_of(const data_split& split);
 

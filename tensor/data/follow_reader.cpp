@@ -5,6 +5,8 @@
 #include <map>
 #include <thread>
 
+#include "tensor/data/catalog_steps.hpp"
+
 namespace troupe {
 
 namespace {
@@ -60,6 +62,36 @@ size_t share_of_file(uint64_t number, size_t count) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   z ^= z >> 31;
   return count == 0 ? 0 : static_cast<size_t>(z % count);
+}
+
+std::shared_ptr<data_split> split_of_file(const data_split& like, const std::string& path) {
+  auto split = std::make_shared<data_split>(like);
+  split->name = path;
+  split->follow.clear();
+  split->files = {{path, "", 0, 0}};
+  std::vector<catalog_steps::file_scan> scans{catalog_steps::scan_file(*split, split->files[0])};
+  catalog_steps::apply_classes(split, scans);
+  return split;
+}
+
+std::optional<std::string> next_unread_file(const std::string& dir,
+                                            const std::vector<uint64_t>& reading) {
+  if (reading.empty())
+    return std::nullopt;
+  std::optional<std::pair<uint64_t, std::string>> newest;
+  std::error_code error;
+  for (auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    auto name = entry.path().filename().string();
+    auto number = sequence_number(name);
+    if (!number || !entry.is_regular_file(error)
+        || *number <= reading[share_of_file(*number, reading.size())])
+      continue;
+    if (!newest || *number > newest->first)
+      newest.emplace(*number, entry.path().string());
+  }
+  if (!newest)
+    return std::nullopt;
+  return newest->second;
 }
 
 follow_reader::follow_reader(std::shared_ptr<const data_split> split, const stream_options& options)

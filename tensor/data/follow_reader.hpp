@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tensor/data/stream.hpp"
 
@@ -29,6 +30,18 @@ std::optional<uint64_t> sequence_number(const std::string& name);
 
 /// The share (of `count`) that reads file number `number`.
 size_t share_of_file(uint64_t number, size_t count);
+
+/// One file of a followed directory as a split read like `like` (its
+/// format, shape, classes, normalisation), its records counted and its
+/// labels checked: a set to evaluate on. Throws data_error naming the file.
+std::shared_ptr<data_split> split_of_file(const data_split& like, const std::string& path);
+
+/// The newest complete file of `dir` that its worker has not begun:
+/// `reading[s]` is the number of the file share s reads (of
+/// reading.size() shares). None where every worker has caught up.
+/// Progressive validation scores it before it is trained on.
+std::optional<std::string> next_unread_file(const std::string& dir,
+                                            const std::vector<uint64_t>& reading);
 
 class follow_reader final : public batch_reader {
 public:

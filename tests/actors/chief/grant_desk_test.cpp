@@ -61,6 +61,42 @@ BOOST_AUTO_TEST_CASE(a_lease_held_too_long_goes_to_another_worker) {
   BOOST_TEST(d.global_step() == 3);
 }
 
+// Issue 55: a worker following a directory with no data yet gives back
+// the steps it holds unstarted: a checkpoint's fence goes through at once,
+// a waiting worker gets them, nothing counts as refused, and a step the
+// worker does not hold (or no longer) is not taken from anyone.
+BOOST_AUTO_TEST_CASE(a_step_given_back_unstarted_goes_to_another_without_a_refusal) {
+  desk d(4, 10, 0, 2);                                  // leases of two steps
+  BOOST_TEST(d.report(report(1, -1, false)).step == 0); // worker 1 holds 0 and 1
+  BOOST_TEST(d.report(report(1, -1, false)).step == 1);
+  BOOST_TEST(d.report(report(0, -1, false)).step == 2); // worker 0 holds 2 and 3
+  BOOST_TEST(d.report(report(0, -1, false)).step == 3);
+  d.report(report(0, 2));
+  auto parked = d.report(report(0, 3));
+  BOOST_REQUIRE((parked.what == desk::outcome::waiting));
+  recorded_reply reply;
+  d.park(0, reply);
+  d.hold(); // a checkpoint's fence, waiting for worker 1's steps
+  BOOST_TEST(!d.quiescent());
+  BOOST_TEST(!d.give_back(1, 7)); // not its step
+  BOOST_TEST(!d.give_back(0, 0)); // not worker 0's
+  BOOST_TEST(d.give_back(1, 0));
+  BOOST_TEST(d.give_back(1, 1));
+  BOOST_TEST(!d.give_back(1, 1)); // once
+  BOOST_TEST(d.quiescent());      // the fence goes through
+  d.resume();
+  BOOST_REQUIRE(reply.log->size() == 1u); // the waiting worker gets a step given back
+  BOOST_TEST(reply.log->at(0).step == 0);
+  BOOST_TEST(d.refused() == 0);
+  auto next = d.report(report(0, 0));
+  BOOST_TEST(next.completed);
+  BOOST_TEST(next.step == 1); // the other step given back
+  // Worker 1 asks again once its data came: every step is granted.
+  BOOST_TEST((d.report(report(1, -1, false)).what == desk::outcome::waiting));
+  BOOST_TEST((d.report(report(0, 1)).what == desk::outcome::finished));
+  BOOST_TEST(d.global_step() == 4);
+}
+
 BOOST_AUTO_TEST_CASE(reports_complete_grants_and_hand_out_the_next) {
   desk d(3, 10);
   auto a = d.report(report(0, -1, false)); // joining

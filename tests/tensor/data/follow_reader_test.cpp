@@ -129,6 +129,27 @@ BOOST_AUTO_TEST_CASE(workers_share_a_stream_without_overlap_or_loss_across_a_res
   BOOST_TEST(all.count(999999) == 0u);
 }
 
+// Progressive validation scores the newest file no worker has begun.
+BOOST_AUTO_TEST_CASE(the_next_unread_file_is_the_newest_no_worker_has_begun) {
+  temp_dir d;
+  followed(d);
+  BOOST_TEST(!next_unread_file(d.file("stream"), {0, 0}));
+  for (int64_t f = 0; f < 6; ++f)
+    write_events(d, "part-" + std::to_string(f) + ".svm", f * 10, 10);
+  write_text(d.file("stream/part-9.svm.tmp"), "1 5:1\n"); // not complete
+  auto newest = next_unread_file(d.file("stream"), {0, 0});
+  BOOST_REQUIRE(newest);
+  BOOST_TEST(*newest == d.file("stream/part-5.svm"));
+  // Its worker is reading file 5: the newest unread is an older one of the other's.
+  std::vector<uint64_t> reading(2, 0);
+  reading[share_of_file(5, 2)] = 5;
+  auto other = next_unread_file(d.file("stream"), reading);
+  BOOST_REQUIRE(other);
+  BOOST_TEST(*other != d.file("stream/part-5.svm"));
+  // Both caught up: nothing unseen.
+  BOOST_TEST(!next_unread_file(d.file("stream"), {5, 5}));
+}
+
 // A stream stopped while its reader waits for files ends at once.
 BOOST_AUTO_TEST_CASE(a_reader_waiting_for_files_stops_at_once) {
   temp_dir d;
