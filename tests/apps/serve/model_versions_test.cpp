@@ -210,4 +210,31 @@ BOOST_AUTO_TEST_CASE(request_rows_are_laid_out_as_training_reads_them) {
   BOOST_TEST(contains(error("{\"rows\": [\"1\\t2\"]}"), "row 0: a Criteo line holds 40"));
 }
 
+// A dense model's rows are its features before normalisation: scaled as in
+// training; its answer is every class's probability.
+BOOST_AUTO_TEST_CASE(a_dense_models_rows_are_normalised_and_answered_per_class) {
+  model_options o;
+  o.input = {4};
+  o.classes = 3;
+  auto net = make_model(model_kind::softmax, o);
+  auto card = describe_model(model_kind::softmax, *net, nullptr, 7);
+  card.norm.kind = normalization::scale;
+  card.norm.scale = 0.5f;
+  auto b = serve::read_rows("{\"rows\": [[2, 4, 6, 8], [0, 0, 0, 1]]}", card);
+  BOOST_REQUIRE(b.size() == 2u);
+  BOOST_TEST(b.images.data()[3] == 4.0f);
+  BOOST_TEST(b.images.data()[7] == 0.5f);
+  auto error = [&](const std::string& body) {
+    return testing::message_of<serve::request_error>([&] { serve::read_rows(body, card); });
+  };
+  BOOST_TEST(contains(error("{\"rows\": [[1, 2, 3]]}"), "an array of 4 numbers, not 3"));
+  BOOST_TEST(contains(error("{\"rows\": [[1, 2, 3, null]]}"), "value 3 is not a finite number"));
+  tensor outputs({2, 3});
+  std::fill(outputs.data(), outputs.data() + 6, 0.0f);
+  auto answer = serve::answer_json(card, outputs, 2, 4, 7);
+  BOOST_TEST(answer
+             == "{\"version\":4,\"step\":7,\"scores\":[[0.3333333,0.3333333,0.3333333],"
+                "[0.3333333,0.3333333,0.3333333]]}");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -304,4 +304,23 @@ BOOST_AUTO_TEST_CASE(a_delta_that_does_not_apply_is_refused_naming_both_versions
   BOOST_TEST(contains(error_of([&] { load_version(serving, 0); }), "holds no base at or before"));
 }
 
+// A model without a table: its deltas are its dense variables alone.
+BOOST_AUTO_TEST_CASE(a_dense_models_deltas_carry_its_variables) {
+  temp_dir d;
+  model_options o;
+  o.input = {4};
+  o.classes = 3;
+  auto net = make_model(model_kind::softmax, o);
+  auto card = describe_model(model_kind::softmax, *net, nullptr, 1);
+  auto values = initial_values(*net, 1);
+  write_base(d.file("serving"), 1, card, net->variables(), values, nullptr);
+  values[0].data()[2] = 9.5f;
+  write_delta(d.file("serving"), {2, 1, 2}, {}, 0, net->variables(), values);
+  auto served = load_version(d.file("serving"));
+  BOOST_TEST(served.version == 2);
+  BOOST_TEST(!served.model.table);
+  BOOST_TEST(served.model.params[0].data()[2] == 9.5f);
+  BOOST_TEST(served.model.card.step == 2);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
