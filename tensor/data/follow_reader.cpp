@@ -138,10 +138,8 @@ bool follow_reader::open_next() {
 
 void follow_reader::next_batch(batch& out) {
   auto n = options_.batch_size;
-  out.images.resize({static_cast<int64_t>(n), static_cast<int64_t>(features_)});
-  out.labels.resize(n);
+  size_batch(out, n, *split_);
   bool regression = split_->task == objective::regression;
-  out.targets.resize(regression ? n : 0);
   float unused = 0;
   for (size_t i = 0; i < n;) {
     if (stopping_)

@@ -238,12 +238,16 @@ void share_reader::take_example(float* features, int32_t& label, float& target) 
                    + " holds no usable example");
 }
 
+void size_batch(batch& out, size_t n, const data_split& split) {
+  out.images.resize({static_cast<int64_t>(n), split.features()});
+  out.labels.resize(n);
+  out.targets.resize(split.task == objective::regression ? n : 0);
+}
+
 void share_reader::next_batch(batch& out) {
   auto n = options_.batch_size;
-  out.images.resize({static_cast<int64_t>(n), static_cast<int64_t>(features_)});
-  out.labels.resize(n);
+  size_batch(out, n, *split_);
   bool regression = split_->task == objective::regression;
-  out.targets.resize(regression ? n : 0);
   float unused = 0;
   for (size_t i = 0; i < n; ++i)
     take_example(out.images.data() + i * features_, out.labels[i],

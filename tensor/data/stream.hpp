@@ -74,6 +74,10 @@ struct stream_options {
   size_t batch_size = 100;
 };
 
+/// Sizes `out` for `n` examples of `split` (images, labels, and targets
+/// for regression), keeping its storage where it fits.
+void size_batch(batch& out, size_t n, const data_split& split);
+
 /// What example_stream reads batches from, on its reader thread: a share
 /// of files that end (share_reader), or a directory followed as files
 /// arrive (follow_reader.hpp).

@@ -32,9 +32,6 @@ public:
   /// nothing is tracked from a version not written.
   std::string add(const std::string& checkpoint_dir);
 
-  int64_t version() const noexcept { return version_; }
-  int64_t step() const noexcept { return step_; }
-
 private:
   std::string dir_, card_path_;
   int32_t base_every_;
